@@ -1,0 +1,131 @@
+// Package inbox holds webhook-inbox's domain: the delivery a receiver
+// accepts, and the cause codes that say why anything was refused or failed.
+// It imports nothing else of the project, so every package can share these
+// names; adapters (HTTP, Lambda, Postgres) map them to their own outcomes.
+package inbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Cause is a stable, machine-readable reason for a refusal or failure. It is
+// what responses, log lines (key "cause") and metrics carry: operators and
+// senders search for it, so existing values never change meaning.
+type Cause string
+
+// Causes of refused requests and failed operations.
+const (
+	// CauseUnknownSource: the URL names no configured source.
+	CauseUnknownSource Cause = "unknown_source"
+	// CauseNotFound: the path is not a webhook route at all.
+	CauseNotFound Cause = "not_found"
+	// CauseInvalidRequest: the request line itself is not valid HTTP (the
+	// Lambda adapter's refusal of an event it cannot turn into a request).
+	CauseInvalidRequest Cause = "invalid_request"
+	// CauseMethodNotAllowed: webhooks are delivered with POST only.
+	CauseMethodNotAllowed Cause = "method_not_allowed"
+	// CauseSignatureMissing: the request carries no signature header.
+	CauseSignatureMissing Cause = "signature_missing"
+	// CauseSignatureMalformed: the signature header cannot be parsed.
+	CauseSignatureMalformed Cause = "signature_malformed"
+	// CauseSignatureMismatch: no configured secret produced any of the
+	// signatures sent: wrong secret, or a body altered on the way.
+	CauseSignatureMismatch Cause = "signature_mismatch"
+	// CauseTimestampOutOfTolerance: the signature is authentic but its
+	// timestamp is too old (a replay) or too far in the future.
+	CauseTimestampOutOfTolerance Cause = "timestamp_out_of_tolerance"
+	// CausePayloadTooLarge: the body exceeds the configured maximum.
+	CausePayloadTooLarge Cause = "payload_too_large"
+	// CauseUnreadableBody: the body could not be read (client went away).
+	CauseUnreadableBody Cause = "unreadable_body"
+	// CauseUnparsableBody: the source kind needs JSON fields and the body is
+	// not JSON (or not an object).
+	CauseUnparsableBody Cause = "unparsable_body"
+	// CauseMissingEventID: no usable event id: absent, empty, too long, or
+	// not valid text. The id is the deduplication key, so it is required.
+	CauseMissingEventID Cause = "missing_event_id"
+	// CauseInvalidEventType: the event type is too long or not valid text.
+	CauseInvalidEventType Cause = "invalid_event_type"
+	// CauseInvalidEvent: the database refused the event's values as data
+	// (not an outage): retrying the same delivery cannot succeed.
+	CauseInvalidEvent Cause = "invalid_event"
+	// CauseDatabaseUnavailable: the event could not be made durable; the
+	// sender must retry, so this maps to 503.
+	CauseDatabaseUnavailable Cause = "database_unavailable"
+	// CauseInternal: a bug; details are logged, never sent.
+	CauseInternal Cause = "internal"
+)
+
+// Error is an error with a cause code. Message is safe to show to the
+// sender; Err (if any) is the underlying error, for logs only.
+type Error struct {
+	Cause   Cause
+	Message string
+	Err     error
+}
+
+// Error returns the cause and message, and the wrapped error if any.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Cause, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Cause, e.Message)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given cause and a formatted message.
+func Errorf(cause Cause, format string, args ...any) *Error {
+	return &Error{Cause: cause, Message: fmt.Sprintf(format, args...)}
+}
+
+// WrapError returns an *Error with the given cause and message wrapping err.
+func WrapError(cause Cause, err error, message string) *Error {
+	return &Error{Cause: cause, Message: message, Err: err}
+}
+
+// CauseOf returns the cause of the first *Error in err's chain, or
+// CauseInternal when there is none: an error without a cause is a bug.
+func CauseOf(err error) Cause {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Cause
+	}
+	return CauseInternal
+}
+
+// MessageOf returns the sender-safe message of the first *Error in err's
+// chain, or a generic text that leaks nothing.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// Limits on the identity of an event. They bound what a sender can make us
+// store in indexed columns; the schema enforces the same bounds.
+const (
+	MaxEventIDBytes   = 255
+	MaxEventTypeBytes = 255
+	MaxSourceNameLen  = 64
+)
+
+// Identity is who an event is, as its sender documents it: the id the
+// unique constraint deduplicates on, and its type.
+type Identity struct {
+	EventID   string
+	EventType string
+}
+
+// Delivery is one authenticated webhook request, ready to store.
+type Delivery struct {
+	// Provider is the configured source name the request was posted to.
+	Provider string
+	Identity
+	// Body is the raw request body, exactly as signed.
+	Body []byte
+}
