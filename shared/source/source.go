@@ -1,0 +1,190 @@
+// Package source authenticates and identifies webhook deliveries. Each
+// sender kind (Stripe, Standard Webhooks, ...) has a Verifier that checks the
+// signature over the raw body in constant time and extracts the event's
+// identity exactly as that sender documents it. Sources are configured by
+// one JSON document; a source that could not verify anything (unknown kind,
+// no secret) is a start-up error, never an open door.
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+)
+
+// Verifier authenticates one delivery and returns its identity. It must
+// check the signature before it trusts anything in the body, compare in
+// constant time, and return *inbox.Error values with a cause code.
+type Verifier interface {
+	Verify(header http.Header, body []byte, now time.Time) (inbox.Identity, error)
+}
+
+// Source is one configured sender endpoint: POST /webhooks/{Name}.
+type Source struct {
+	// Name is the URL segment and the provider column of its events.
+	Name string
+	// Kind is the sender scheme, e.g. "stripe" or "standard".
+	Kind     string
+	Verifier Verifier
+}
+
+// Set is the configured sources, by name. It is read-only after Parse and
+// safe for concurrent use.
+type Set struct {
+	byName map[string]*Source
+}
+
+// Lookup returns the source with the given name.
+func (s *Set) Lookup(name string) (*Source, bool) {
+	src, ok := s.byName[name]
+	return src, ok
+}
+
+// Names returns the configured source names, sorted.
+func (s *Set) Names() []string {
+	names := make([]string, 0, len(s.byName))
+	for n := range s.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Environment variables that carry the sources document.
+const (
+	EnvSources     = "WEBHOOK_SOURCES"
+	EnvSourcesFile = "WEBHOOK_SOURCES_FILE"
+)
+
+// Load reads the sources document from WEBHOOK_SOURCES (inline JSON) or
+// WEBHOOK_SOURCES_FILE (a path), using getenv to read the environment.
+func Load(getenv func(string) string) (*Set, error) {
+	inline, path := getenv(EnvSources), getenv(EnvSourcesFile)
+	switch {
+	case inline != "" && path != "":
+		return nil, fmt.Errorf("sources: set %s or %s, not both", EnvSources, EnvSourcesFile)
+	case inline != "":
+		return Parse([]byte(inline))
+	case path != "":
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("sources: %w", err)
+		}
+		set, err := Parse(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return set, nil
+	default:
+		return nil, fmt.Errorf("sources: neither %s nor %s is set", EnvSources, EnvSourcesFile)
+	}
+}
+
+// document is the JSON shape: {"sources": {"<name>": {"kind": ..., ...}}}.
+type document struct {
+	Sources map[string]json.RawMessage `json:"sources"`
+}
+
+// kindOnly reads the kind of a source before its kind decodes the rest.
+type kindOnly struct {
+	Kind string `json:"kind"`
+}
+
+// builders make a Verifier from a source's JSON options, one per kind.
+var builders = map[string]func(name string, raw json.RawMessage) (Verifier, error){
+	KindStripe:   newStripe,
+	KindStandard: newStandard,
+}
+
+// Kinds returns the supported source kinds, sorted.
+func Kinds() []string {
+	kinds := make([]string, 0, len(builders))
+	for k := range builders {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// Parse reads and validates a sources document. Errors name the source and
+// the field, and never contain a secret.
+func Parse(doc []byte) (*Set, error) {
+	var d document
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("sources: invalid document: %w", err)
+	}
+	if len(d.Sources) == 0 {
+		return nil, errors.New(`sources: the document configures no source (want {"sources": {"<name>": {...}}})`)
+	}
+	set := &Set{byName: make(map[string]*Source, len(d.Sources))}
+	for name, raw := range d.Sources {
+		if len(name) > inbox.MaxSourceNameLen || !namePattern.MatchString(name) {
+			return nil, fmt.Errorf("sources: source %q: the name must be 1 to %d characters of a-z, 0-9, '-' and '_', starting with a letter or digit", name, inbox.MaxSourceNameLen)
+		}
+		var k kindOnly
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return nil, fmt.Errorf("sources: source %q: %w", name, err)
+		}
+		build, ok := builders[k.Kind]
+		if !ok {
+			if k.Kind == "" {
+				return nil, fmt.Errorf("sources: source %q: field \"kind\" is required (one of %v)", name, Kinds())
+			}
+			return nil, fmt.Errorf("sources: source %q: field \"kind\": unknown kind %q (one of %v)", name, k.Kind, Kinds())
+		}
+		v, err := build(name, raw)
+		if err != nil {
+			return nil, err
+		}
+		set.byName[name] = &Source{Name: name, Kind: k.Kind, Verifier: v}
+	}
+	return set, nil
+}
+
+// decodeOptions strictly decodes a source's JSON into its kind's options, so
+// a misspelt field ("secret" for "secrets") fails at start-up.
+func decodeOptions(name string, raw json.RawMessage, into any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return fmt.Errorf("sources: source %q: %w", name, err)
+	}
+	return nil
+}
+
+// fieldError is a configuration error naming the source and the field.
+func fieldError(name, field, format string, args ...any) error {
+	return fmt.Errorf("sources: source %q: field %q: %s", name, field, fmt.Sprintf(format, args...))
+}
+
+// toleranceOption turns tolerance_seconds into a duration: 0 means the
+// default; negative is an error (it would refuse everything or nothing).
+func toleranceOption(name string, seconds *int, def time.Duration) (time.Duration, error) {
+	if seconds == nil || *seconds == 0 {
+		return def, nil
+	}
+	if *seconds < 0 {
+		return 0, fieldError(name, "tolerance_seconds", "must be positive, got %d", *seconds)
+	}
+	return time.Duration(*seconds) * time.Second, nil
+}
+
+// withinTolerance reports whether ts is at most tol away from now, in
+// either direction: a timestamp from the future is refused too, so a
+// captured request cannot be pre-dated to outlive its window.
+func withinTolerance(ts, now time.Time, tol time.Duration) bool {
+	d := now.Sub(ts)
+	return d <= tol && d >= -tol
+}

@@ -1,0 +1,154 @@
+package source
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+)
+
+// KindStandard is the Standard Webhooks scheme, also sent by Svix under
+// svix-* header names: the signature is base64 HMAC-SHA256 of
+// "{webhook-id}.{webhook-timestamp}.{body}" keyed with the base64-decoded
+// "whsec_" secret, sent as space-separated "v1,<base64>" entries.
+const KindStandard = "standard"
+
+// standardOptions is the JSON configuration of a standard source.
+type standardOptions struct {
+	Kind             string   `json:"kind"`
+	Secrets          []string `json:"secrets"`
+	ToleranceSeconds *int     `json:"tolerance_seconds"`
+	// TypeField is the top-level body field holding the event type;
+	// default "type". An explicit "" takes no type, and then the body need
+	// not be JSON at all.
+	TypeField *string `json:"type_field"`
+}
+
+type standardVerifier struct {
+	keys      [][]byte
+	tolerance time.Duration
+	typeField string
+}
+
+// standardHeaders are the two header sets a sender may use; a request must
+// use one set whole, never a mix.
+var standardHeaders = [...]struct{ id, timestamp, signature string }{
+	{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature"},
+	{"Svix-Id", "Svix-Timestamp", "Svix-Signature"},
+}
+
+func newStandard(name string, raw json.RawMessage) (Verifier, error) {
+	var o standardOptions
+	if err := decodeOptions(name, raw, &o); err != nil {
+		return nil, err
+	}
+	secrets, err := secretList(name, o.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	tol, err := toleranceOption(name, o.ToleranceSeconds, DefaultTolerance)
+	if err != nil {
+		return nil, err
+	}
+	v := &standardVerifier{tolerance: tol, typeField: "type"}
+	if o.TypeField != nil {
+		v.typeField = *o.TypeField
+	}
+	for i, s := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+		if err != nil || len(key) == 0 {
+			return nil, fieldError(name, "secrets", "secret #%d is not a whsec_-prefixed base64 key", i+1)
+		}
+		v.keys = append(v.keys, key)
+	}
+	return v, nil
+}
+
+func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.Identity, error) {
+	names := standardHeaders[0]
+	if h.Get(names.id) == "" && h.Get(names.signature) == "" {
+		names = standardHeaders[1]
+	}
+	sigHeader, ok := headerValue(h, names.signature)
+	if !ok || strings.TrimSpace(sigHeader) == "" {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMissing, "the webhook-signature header is missing")
+	}
+	id, idOK := singleHeader(h, names.id)
+	tsRaw, tsOK := singleHeader(h, names.timestamp)
+	if !idOK || !tsOK {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "exactly one webhook-id and one webhook-timestamp header are required")
+	}
+	ts, err := strconv.ParseInt(tsRaw, 10, 64)
+	if err != nil || ts <= 0 {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the webhook-timestamp header is not a Unix time")
+	}
+	sigs := parseStandardSignatures(sigHeader)
+	if len(sigs) == 0 {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the webhook-signature header has no valid v1 signature")
+	}
+	var matched bool
+	for _, key := range v.keys {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(id))
+		mac.Write([]byte{'.'})
+		mac.Write([]byte(tsRaw))
+		mac.Write([]byte{'.'})
+		mac.Write(body)
+		want := mac.Sum(nil)
+		for _, sig := range sigs {
+			if hmac.Equal(want, sig) {
+				matched = true
+			}
+		}
+	}
+	if !matched {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "no v1 signature matches a configured secret")
+	}
+	if !withinTolerance(time.Unix(ts, 0), now, v.tolerance) {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseTimestampOutOfTolerance, "the signed timestamp is more than %s away from now", v.tolerance)
+	}
+	ident := inbox.Identity{EventID: id}
+	if v.typeField != "" {
+		f, err := bodyFields(body, v.typeField)
+		if err != nil {
+			return inbox.Identity{}, err
+		}
+		ident.EventType = f[v.typeField]
+	}
+	return checkIdentity(ident)
+}
+
+// singleHeader returns a header that must appear exactly once: a repeated
+// id or timestamp is ambiguous about what was signed.
+func singleHeader(h http.Header, name string) (string, bool) {
+	vals := h.Values(name)
+	if len(vals) != 1 || vals[0] == "" {
+		return "", false
+	}
+	return vals[0], true
+}
+
+// parseStandardSignatures reads the "v1,<base64>" entries of a
+// space-separated signature header (repeated headers are joined first).
+// Other versions (v1a, asymmetric) and garbled entries are skipped.
+func parseStandardSignatures(header string) [][]byte {
+	var sigs [][]byte
+	for _, entry := range strings.Fields(strings.ReplaceAll(header, ", v", " v")) {
+		version, b64, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(sig) != sha256.Size {
+			continue
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs
+}
