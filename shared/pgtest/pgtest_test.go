@@ -1,0 +1,154 @@
+package pgtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestPoolMigrated(t *testing.T) {
+	begin := time.Now()
+	pool := pgtest.Pool(t)
+	t.Logf("first Pool (server, template, migration, copy) took %v", time.Since(begin))
+	var table *string
+	if err := pool.QueryRow(t.Context(), "SELECT to_regclass('webhook_events')::text").Scan(&table); err != nil {
+		t.Fatal(err)
+	}
+	if table == nil {
+		t.Fatal("webhook_events does not exist in the test database")
+	}
+}
+
+func TestPoolIsolated(t *testing.T) {
+	ctx := t.Context()
+	a, b := pgtest.Pool(t), pgtest.Pool(t)
+	if _, err := a.Exec(ctx, `INSERT INTO webhook_events (provider, event_id, body_sha256, body_size)
+		VALUES ('p', 'e1', sha256('x'), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	count := func(pool interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) int {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM webhook_events").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(a); n != 1 {
+		t.Errorf("database a holds %d events, want 1", n)
+	}
+	if n := count(b); n != 0 {
+		t.Errorf("database b holds %d events written to a, want 0", n)
+	}
+	// A third database after the write: the template itself stayed clean.
+	if n := count(pgtest.Pool(t)); n != 0 {
+		t.Errorf("a later database holds %d events, want 0", n)
+	}
+}
+
+func TestPoolParallel(t *testing.T) {
+	for i := range 20 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			begin := time.Now()
+			pool := pgtest.Pool(t)
+			t.Logf("Pool took %v", time.Since(begin))
+			if _, err := pool.Exec(t.Context(), `INSERT INTO webhook_events (provider, event_id, body_sha256, body_size)
+				VALUES ('p', $1, sha256('x'), 1)`, fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM webhook_events").Scan(&n); err != nil || n != 1 {
+				t.Fatalf("count = %d, err = %v; want 1, nil", n, err)
+			}
+		})
+	}
+}
+
+// TestPoolConcurrent asks for many databases at the same instant, beyond
+// what -parallel (GOMAXPROCS by default) lets TestPoolParallel do: subtests
+// started from separate goroutines all run at once.
+func TestPoolConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				var one int
+				if err := pgtest.Pool(t).QueryRow(t.Context(), "SELECT 1 FROM webhook_events LIMIT 1").Scan(&one); !errors.Is(err, pgx.ErrNoRows) {
+					t.Fatalf("query on an empty webhook_events: %v, want no rows", err)
+				}
+			})
+		})
+	}
+	wg.Wait()
+}
+
+// TestDropped checks that a test's database is gone after its cleanup, even
+// with a connection left open.
+func TestDropped(t *testing.T) {
+	var dbURL string
+	t.Run("user", func(t *testing.T) {
+		dbURL = pgtest.URL(t)
+		conn, err := pgx.Connect(t.Context(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn // left open on purpose
+	})
+	if conn, err := pgx.Connect(t.Context(), dbURL); err == nil {
+		conn.Close(t.Context())
+		t.Errorf("database %s still accepts connections after the test", dbURL)
+	}
+}
+
+func TestClusterOutage(t *testing.T) {
+	ctx := t.Context()
+	c := pgtest.Cluster(t)
+	dbURL := pgtest.MigratedURL(t, c)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO webhook_events (provider, event_id, body_sha256, body_size)
+		VALUES ('p', 'e1', sha256('x'), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := pgx.Connect(ctx, dbURL); err == nil {
+		conn.Close(ctx)
+		t.Fatal("connected while the server is stopped")
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err = pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM webhook_events").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after restart: count = %d, err = %v; want 1, nil", n, err)
+	}
+}
+
+func BenchmarkPool(b *testing.B) {
+	pgtest.Pool(b) // the first call pays for the server and the template
+	for b.Loop() {
+		pgtest.URL(b)
+	}
+}
