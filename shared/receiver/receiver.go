@@ -1,0 +1,252 @@
+// Package receiver is the webhook endpoint as a plain http.Handler:
+// POST /webhooks/{source}. It reads the raw body within a bound,
+// authenticates it with the source's verifier, and stores it once. It
+// answers 2xx only after the row is committed, so a sender never stops
+// retrying an event that is not durable.
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// EventStore is what the receiver needs of storage; *storage.Store is it.
+type EventStore interface {
+	EventInsert(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error)
+	PayloadMismatchInsert(ctx context.Context, provider, eventID string, stored []byte, received [32]byte, size int) error
+}
+
+// Defaults for Config's zero values.
+const (
+	// DefaultMaxBodyBytes is 1 MiB: far above the events of Stripe, Square,
+	// Shopify and Standard Webhooks senders, and well under Lambda's 6 MB
+	// request limit (which base64 encoding shrinks to about 4.5 MB).
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultStoreTimeout bounds the insert, so a stuck database turns into
+	// a 503 long before API Gateway's 30 s limit or the sender's timeout.
+	DefaultStoreTimeout = 5 * time.Second
+)
+
+// Config configures a Handler. Sources and Store are required.
+type Config struct {
+	Sources *source.Set
+	Store   EventStore
+	// Logger receives one JSON line per request outcome; default slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes is the largest body accepted; larger ones get 413.
+	MaxBodyBytes int64
+	// StoreTimeout bounds the database work of one request.
+	StoreTimeout time.Duration
+	// Now is the clock for signature timestamps; default time.Now. Tests
+	// inject a fixed clock instead of sleeping.
+	Now func() time.Time
+	// RequestID returns the id to log for a request (the Lambda adapter's
+	// API Gateway request id); default the X-Request-Id header.
+	RequestID func(*http.Request) string
+}
+
+// Handler serves POST /webhooks/{source}.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns a Handler for cfg.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Sources == nil {
+		return nil, errors.New("receiver: no sources configured")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("receiver: no store configured")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RequestID == nil {
+		cfg.RequestID = func(r *http.Request) string { return r.Header.Get("X-Request-Id") }
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.refuse(w, r, "", inbox.Errorf(inbox.CauseNotFound, "no such route; webhooks are posted to /webhooks/{source}"))
+	})
+	return h, nil
+}
+
+// ServeHTTP routes the request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// response is the JSON body of every answer.
+type response struct {
+	Status  string      `json:"status"`
+	ID      int64       `json:"id,omitempty"`
+	Cause   inbox.Cause `json:"cause,omitempty"`
+	Message string      `json:"message,omitempty"`
+}
+
+// Statuses of the response body.
+const (
+	StatusAccepted    = "accepted"
+	StatusDuplicate   = "duplicate"
+	StatusRejected    = "rejected"
+	StatusUnavailable = "unavailable"
+	StatusError       = "error"
+)
+
+// httpStatus maps each cause to its HTTP status: the one table where
+// outcomes meet HTTP. Only an unavailable database is a 5xx that senders
+// should retry; a refusal they cannot fix by retrying is a 4xx.
+var httpStatus = map[inbox.Cause]int{
+	inbox.CauseUnknownSource:           http.StatusNotFound,
+	inbox.CauseNotFound:                http.StatusNotFound,
+	inbox.CauseInvalidRequest:          http.StatusBadRequest,
+	inbox.CauseMethodNotAllowed:        http.StatusMethodNotAllowed,
+	inbox.CauseSignatureMissing:        http.StatusUnauthorized,
+	inbox.CauseSignatureMalformed:      http.StatusUnauthorized,
+	inbox.CauseSignatureMismatch:       http.StatusUnauthorized,
+	inbox.CauseTimestampOutOfTolerance: http.StatusUnauthorized,
+	inbox.CausePayloadTooLarge:         http.StatusRequestEntityTooLarge,
+	inbox.CauseUnreadableBody:          http.StatusBadRequest,
+	inbox.CauseUnparsableBody:          http.StatusBadRequest,
+	inbox.CauseMissingEventID:          http.StatusBadRequest,
+	inbox.CauseInvalidEventType:        http.StatusBadRequest,
+	inbox.CauseInvalidEvent:            http.StatusBadRequest,
+	inbox.CauseDatabaseUnavailable:     http.StatusServiceUnavailable,
+}
+
+// StatusOf returns the HTTP status for a cause. An unmapped cause is a bug;
+// it answers 503, not 500, so the sender retries and nothing is lost.
+func StatusOf(c inbox.Cause) int {
+	if s, ok := httpStatus[c]; ok {
+		return s
+	}
+	return http.StatusServiceUnavailable
+}
+
+func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("source")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST"))
+		return
+	}
+	src, ok := h.cfg.Sources.Lookup(name)
+	if !ok {
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no source named %q is configured", name))
+		return
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		h.refuse(w, r, name, err)
+		return
+	}
+	ident, err := src.Verifier.Verify(r.Header, body, h.cfg.Now())
+	if err != nil {
+		h.refuse(w, r, name, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
+	defer cancel()
+	res, err := h.cfg.Store.EventInsert(ctx, storage.EventInsertParams{
+		Provider: name, EventID: ident.EventID, EventType: ident.EventType, Body: body,
+	})
+	if err != nil {
+		if storage.IsDataError(err) {
+			err = inbox.WrapError(inbox.CauseInvalidEvent, err, "the event's values were refused by the store")
+		} else {
+			err = inbox.WrapError(inbox.CauseDatabaseUnavailable, err, "the event could not be stored; retry later")
+		}
+		h.refuse(w, r, name, err)
+		return
+	}
+	log := h.cfg.Logger.With("source", name, "event_id", ident.EventID, "event_type", ident.EventType, "request_id", h.cfg.RequestID(r))
+	if res.Inserted {
+		log.Info("webhook accepted", "id", res.ID, "bytes", len(body), "payload_jsonb", res.PayloadStored)
+		writeJSON(w, http.StatusOK, response{Status: StatusAccepted, ID: res.ID})
+		return
+	}
+	if res.Mismatch() {
+		// The first body wins; the event stays a duplicate. The record lets
+		// an operator see a sender that changed an event under one id.
+		log.Warn("webhook duplicate with a different body", "cause", "payload_mismatch", "id", res.ID)
+		if err := h.cfg.Store.PayloadMismatchInsert(ctx, name, ident.EventID, res.StoredSHA256, res.BodySHA256, len(body)); err != nil {
+			log.Error("recording payload mismatch failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
+		}
+	} else {
+		log.Info("webhook duplicate", "id", res.ID)
+	}
+	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// readBody reads the whole raw body, refusing more than MaxBodyBytes
+// before reading it when Content-Length says so, and while reading when it
+// does not.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	max := h.cfg.MaxBodyBytes
+	if r.ContentLength > max {
+		return nil, inbox.Errorf(inbox.CausePayloadTooLarge, "the body is %d bytes; at most %d are accepted", r.ContentLength, max)
+	}
+	if r.Body == nil {
+		return []byte{}, nil
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, inbox.Errorf(inbox.CausePayloadTooLarge, "the body exceeds %d bytes", max)
+		}
+		return nil, inbox.WrapError(inbox.CauseUnreadableBody, err, "the body could not be read")
+	}
+	return buf.Bytes(), nil
+}
+
+// refuse answers a request that is not accepted and logs one line for it:
+// source, cause and request id, never the body or a header value.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName string, err error) {
+	cause := inbox.CauseOf(err)
+	status := StatusOf(cause)
+	attrs := []any{"source", sourceName, "cause", cause, "request_id", h.cfg.RequestID(r), "status", status, "message", inbox.MessageOf(err)}
+	resp := response{Status: StatusRejected, Cause: cause, Message: inbox.MessageOf(err)}
+	switch {
+	case status >= 500:
+		h.cfg.Logger.Error("webhook not stored", append(attrs, "err", err)...)
+		resp.Status = StatusUnavailable
+		w.Header().Set("Retry-After", strconv.Itoa(5))
+	default:
+		h.cfg.Logger.Warn("webhook rejected", attrs...)
+	}
+	writeJSON(w, status, resp)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(v) // response holds only strings and ints
+	_, _ = w.Write(append(b, '\n'))
+}

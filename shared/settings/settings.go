@@ -1,0 +1,91 @@
+// Package settings reads the functions' configuration from the environment
+// once, at start-up, and fails with a message naming the variable, so a
+// misconfigured Lambda dies at init instead of refusing webhooks one by one.
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+)
+
+// Environment variable names.
+const (
+	EnvDatabaseURL  = "DATABASE_URL"
+	EnvMaxBodyBytes = "WEBHOOK_MAX_BODY_BYTES"
+	EnvStoreTimeout = "WEBHOOK_STORE_TIMEOUT"
+	EnvLogLevel     = "LOG_LEVEL"
+)
+
+// Receiver is the receiver's configuration.
+type Receiver struct {
+	DatabaseURL  string
+	Sources      *source.Set
+	MaxBodyBytes int64
+	StoreTimeout time.Duration
+	LogLevel     slog.Level
+}
+
+// LoadReceiver reads the receiver's configuration with getenv.
+func LoadReceiver(getenv func(string) string) (Receiver, error) {
+	var errs []error
+	r := Receiver{
+		DatabaseURL:  getenv(EnvDatabaseURL),
+		MaxBodyBytes: receiver.DefaultMaxBodyBytes,
+		StoreTimeout: receiver.DefaultStoreTimeout,
+	}
+	if r.DatabaseURL == "" {
+		errs = append(errs, fmt.Errorf("%s is not set", EnvDatabaseURL))
+	}
+	set, err := source.Load(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r.Sources = set
+	if v := getenv(EnvMaxBodyBytes); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be a positive number of bytes, got %q", EnvMaxBodyBytes, v))
+		}
+		r.MaxBodyBytes = n
+	}
+	if v := getenv(EnvStoreTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be a positive duration such as 5s, got %q", EnvStoreTimeout, v))
+		}
+		r.StoreTimeout = d
+	}
+	lvl, err := LogLevel(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r.LogLevel = lvl
+	return r, errors.Join(errs...)
+}
+
+// LogLevel reads LOG_LEVEL (debug, info, warn, error; default info).
+func LogLevel(getenv func(string) string) (slog.Level, error) {
+	var lvl slog.Level
+	v := getenv(EnvLogLevel)
+	if v == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := lvl.UnmarshalText([]byte(strings.ToUpper(v))); err != nil {
+		return slog.LevelInfo, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v)
+	}
+	return lvl, nil
+}
+
+// Logger returns the JSON logger every function writes to stdout, where
+// Lambda sends it to CloudWatch Logs.
+func Logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
+}
