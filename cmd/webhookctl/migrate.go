@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func newMigrateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply (up) or list (status) the schema migrations on DATABASE_URL",
+	}
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Apply every pending migration",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pool, err := openDatabase(cmd)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			v, err := storage.Migrate(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema at version %d\n", v)
+			return nil
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "List the migrations and whether each is applied",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pool, err := openDatabase(cmd)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			st, err := storage.MigrateStatus(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			for _, s := range st {
+				state := "pending"
+				if s.Applied {
+					state = "applied"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%5d  %-8s %s\n", s.Version, state, s.Source)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(up, status)
+	return cmd
+}
+
+func openDatabase(cmd *cobra.Command) (*pgxpool.Pool, error) {
+	url := os.Getenv(settings.EnvDatabaseURL)
+	if url == "" {
+		return nil, fmt.Errorf("%s is not set", settings.EnvDatabaseURL)
+	}
+	return storage.OpenPool(cmd.Context(), url, storage.PoolOptions{ApplicationName: "webhookctl"})
+}
