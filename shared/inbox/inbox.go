@@ -119,6 +119,9 @@ const (
 type Identity struct {
 	EventID   string
 	EventType string
+	// Metadata holds sender-specific identifiers kept beside the event
+	// (e.g. "shopify_event_id"); never part of the deduplication key.
+	Metadata map[string]string
 }
 
 // Delivery is one authenticated webhook request, ready to store.

@@ -169,7 +169,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
 	res, err := h.cfg.Store.EventInsert(ctx, storage.EventInsertParams{
-		Provider: name, EventID: ident.EventID, EventType: ident.EventType, Body: body,
+		Provider: name, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
 	})
 	if err != nil {
 		if storage.IsDataError(err) {

@@ -30,6 +30,8 @@ type EventInsertParams struct {
 	EventID   string
 	EventType string
 	Body      []byte
+	// Metadata is stored as a JSON object; nil stores NULL.
+	Metadata map[string]string
 }
 
 // EventInsertResult says whether the delivery made a new row.
@@ -64,8 +66,8 @@ func (r EventInsertResult) Mismatch() bool {
 // see it). That case returns no row, and EventInsert re-reads.
 const eventInsertSQL = `
 WITH ins AS (
-    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size)
-    VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7)
+    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata)
+    VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8)
     ON CONFLICT (provider, event_id) DO NOTHING
     RETURNING id
 )
@@ -87,9 +89,16 @@ func (s *Store) EventInsert(ctx context.Context, p EventInsertParams) (EventInse
 	if json.Valid(p.Body) {
 		payload = string(p.Body)
 	}
+	var metadata []byte
+	if len(p.Metadata) > 0 {
+		var err error
+		if metadata, err = json.Marshal(p.Metadata); err != nil {
+			return res, fmt.Errorf("encode metadata of %s/%s: %w", p.Provider, p.EventID, err)
+		}
+	}
 	for {
 		row := s.pool.QueryRow(ctx, eventInsertSQL,
-			p.Provider, p.EventID, p.EventType, payload, p.Body, res.BodySHA256[:], len(p.Body))
+			p.Provider, p.EventID, p.EventType, payload, p.Body, res.BodySHA256[:], len(p.Body), metadata)
 		err := row.Scan(&res.ID, &res.Inserted, &res.StoredSHA256)
 		switch {
 		case err == nil:
@@ -158,15 +167,16 @@ type Event struct {
 	BodySize    int
 	CreatedAt   time.Time
 	ProcessedAt *time.Time
+	Metadata    map[string]string
 }
 
 // EventGetByKey returns the event stored for (provider, eventID).
 func (s *Store) EventGetByKey(ctx context.Context, provider, eventID string) (Event, error) {
 	var e Event
 	err := s.pool.QueryRow(ctx, `
-SELECT id, provider, event_id, event_type, payload::text, body, body_sha256, body_size, created_at, processed_at
+SELECT id, provider, event_id, event_type, payload::text, body, body_sha256, body_size, created_at, processed_at, metadata
   FROM webhook_events WHERE provider = $1 AND event_id = $2`, provider, eventID).Scan(
-		&e.ID, &e.Provider, &e.EventID, &e.EventType, &e.Payload, &e.Body, &e.BodySHA256, &e.BodySize, &e.CreatedAt, &e.ProcessedAt)
+		&e.ID, &e.Provider, &e.EventID, &e.EventType, &e.Payload, &e.Body, &e.BodySHA256, &e.BodySize, &e.CreatedAt, &e.ProcessedAt, &e.Metadata)
 	if err != nil {
 		return e, fmt.Errorf("get event %s/%s: %w", provider, eventID, err)
 	}
