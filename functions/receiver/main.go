@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -57,6 +58,7 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		StoreTimeout: cfg.StoreTimeout,
 		RequestID:    lambdahttp.RequestID,
+		Metrics:      metrics.Emitter{Namespace: cfg.MetricsNamespace},
 	})
 	if err != nil {
 		pool.Close()

@@ -11,11 +11,15 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -24,6 +28,7 @@ import (
 type EventStore interface {
 	EventInsert(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error)
 	PayloadMismatchInsert(ctx context.Context, provider, eventID string, stored []byte, received [32]byte, size int) error
+	RejectionInsert(ctx context.Context, r storage.Rejection, capacity int) error
 }
 
 // Defaults for Config's zero values.
@@ -53,12 +58,22 @@ type Config struct {
 	// RequestID returns the id to log for a request (the Lambda adapter's
 	// API Gateway request id); default the X-Request-Id header.
 	RequestID func(*http.Request) string
+	// Metrics makes each outcome's log line a CloudWatch EMF record.
+	Metrics metrics.Emitter
+	// RejectionSampleInterval is the least time between two rejection
+	// records of one source and cause in webhook_rejections; the ones in
+	// between are counted in the next record. Default 1 s, so a flood of
+	// forged requests cannot become a flood of database writes.
+	RejectionSampleInterval time.Duration
+	// RejectionsCapacity sizes the webhook_rejections ring buffer.
+	RejectionsCapacity int
 }
 
 // Handler serves POST /webhooks/{source}.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg     Config
+	mux     *http.ServeMux
+	sampler *sampler
 }
 
 // New returns a Handler for cfg.
@@ -84,7 +99,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.RequestID == nil {
 		cfg.RequestID = func(r *http.Request) string { return r.Header.Get("X-Request-Id") }
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.RejectionSampleInterval <= 0 {
+		cfg.RejectionSampleInterval = time.Second
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval)}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, "", inbox.Errorf(inbox.CauseNotFound, "no such route; webhooks are posted to /webhooks/{source}"))
@@ -181,20 +199,23 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := h.cfg.Logger.With("source", name, "event_id", ident.EventID, "event_type", ident.EventType, "request_id", h.cfg.RequestID(r))
+	bySource := []string{"source"}
 	if res.Inserted {
-		log.Info("webhook accepted", "id", res.ID, "bytes", len(body), "payload_jsonb", res.PayloadStored)
+		log.Info("webhook accepted", append([]any{"id", res.ID, "bytes", len(body), "payload_jsonb", res.PayloadStored},
+			h.cfg.Metrics.Attrs(bySource, metrics.C("Accepted", 1), metrics.Metric{Name: "AcceptedBytes", Unit: metrics.Bytes, Value: float64(len(body))})...)...)
 		writeJSON(w, http.StatusOK, response{Status: StatusAccepted, ID: res.ID})
 		return
 	}
 	if res.Mismatch() {
 		// The first body wins; the event stays a duplicate. The record lets
 		// an operator see a sender that changed an event under one id.
-		log.Warn("webhook duplicate with a different body", "cause", "payload_mismatch", "id", res.ID)
+		log.Warn("webhook duplicate with a different body", append([]any{"cause", "payload_mismatch", "id", res.ID},
+			h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1), metrics.C("PayloadMismatch", 1))...)...)
 		if err := h.cfg.Store.PayloadMismatchInsert(ctx, name, ident.EventID, res.StoredSHA256, res.BodySHA256, len(body)); err != nil {
 			log.Error("recording payload mismatch failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 		}
 	} else {
-		log.Info("webhook duplicate", "id", res.ID)
+		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
 }
@@ -226,21 +247,75 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 }
 
 // refuse answers a request that is not accepted and logs one line for it:
-// source, cause and request id, never the body or a header value.
+// source, cause and request id, never the body or a header value. The line
+// is also an EMF record counting the refusal per source and cause, and
+// refusals of webhook requests are sampled into webhook_rejections.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName string, err error) {
 	cause := inbox.CauseOf(err)
 	status := StatusOf(cause)
-	attrs := []any{"source", sourceName, "cause", cause, "request_id", h.cfg.RequestID(r), "status", status, "message", inbox.MessageOf(err)}
-	resp := response{Status: StatusRejected, Cause: cause, Message: inbox.MessageOf(err)}
-	switch {
-	case status >= 500:
-		h.cfg.Logger.Error("webhook not stored", append(attrs, "err", err)...)
+	msg := inbox.MessageOf(err)
+	requestID := boundText(h.cfg.RequestID(r), 128)
+	// The source dimension must come from a bounded set (each value is a
+	// billed metric): an unknown name is the sender's text, so it goes in
+	// requested_source instead.
+	source := sourceName
+	attrs := []any{"cause", cause, "request_id", requestID, "status", status, "message", msg}
+	if cause == inbox.CauseUnknownSource || source == "" {
+		attrs = append(attrs, "requested_source", boundText(sourceName, inbox.MaxSourceNameLen))
+		source = "(unknown)"
+	}
+	attrs = append([]any{"source", source}, attrs...)
+	resp := response{Status: StatusRejected, Cause: cause, Message: msg}
+	dims := []string{"source", "cause"}
+	if status >= 500 {
+		attrs = append(attrs, "err", err)
+		h.cfg.Logger.Error("webhook not stored", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Unavailable", 1))...)...)
 		resp.Status = StatusUnavailable
 		w.Header().Set("Retry-After", strconv.Itoa(5))
-	default:
-		h.cfg.Logger.Warn("webhook rejected", attrs...)
+	} else {
+		h.cfg.Logger.Warn("webhook rejected", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Rejected", 1))...)...)
+		if cause != inbox.CauseNotFound {
+			h.recordRejection(r, source, boundText(sourceName, inbox.MaxSourceNameLen), cause, msg, requestID)
+		}
 	}
 	writeJSON(w, status, resp)
+}
+
+// recordRejection writes a sampled record of a refusal. It must never change
+// the answer: a failure is logged and the refusal stands.
+func (h *Handler) recordRejection(r *http.Request, sampleKey, provider string, cause inbox.Cause, msg, requestID string) {
+	ok, suppressed := h.sampler.allow(sampleKey+"\x00"+string(cause), h.cfg.Now())
+	if !ok {
+		return
+	}
+	remote := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		remote = host
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
+	defer cancel()
+	err := h.cfg.Store.RejectionInsert(ctx, storage.Rejection{
+		Provider: provider, Cause: string(cause), Message: msg, RequestID: requestID,
+		RemoteAddr: boundText(remote, 64), BodySize: max(r.ContentLength, 0), Suppressed: suppressed,
+	}, h.cfg.RejectionsCapacity)
+	if err != nil {
+		h.cfg.Logger.Warn("recording a rejection failed", "source", sampleKey, "cause", cause, "err", err)
+	}
+}
+
+// boundText makes sender-controlled text safe to store and log: valid
+// UTF-8, no NUL (Postgres text cannot hold it), at most n bytes.
+func boundText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) { // do not cut a character in half
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func writeJSON(w http.ResponseWriter, status int, v response) {

@@ -60,7 +60,9 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config) *fixture {
 	}
 	store := storage.New(pool)
 	cfg.Sources, cfg.Store = sources, store
-	cfg.Now = func() time.Time { return now }
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return now }
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}

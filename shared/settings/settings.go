@@ -22,6 +22,8 @@ const (
 	EnvMaxBodyBytes = "WEBHOOK_MAX_BODY_BYTES"
 	EnvStoreTimeout = "WEBHOOK_STORE_TIMEOUT"
 	EnvLogLevel     = "LOG_LEVEL"
+	// EnvMetricsNamespace is the CloudWatch namespace of the EMF metrics.
+	EnvMetricsNamespace = "METRICS_NAMESPACE"
 )
 
 // Receiver is the receiver's configuration.
@@ -31,6 +33,8 @@ type Receiver struct {
 	MaxBodyBytes int64
 	StoreTimeout time.Duration
 	LogLevel     slog.Level
+	// MetricsNamespace is the CloudWatch namespace ("" = the default).
+	MetricsNamespace string
 }
 
 // LoadReceiver reads the receiver's configuration with getenv.
@@ -40,6 +44,8 @@ func LoadReceiver(getenv func(string) string) (Receiver, error) {
 		DatabaseURL:  getenv(EnvDatabaseURL),
 		MaxBodyBytes: receiver.DefaultMaxBodyBytes,
 		StoreTimeout: receiver.DefaultStoreTimeout,
+
+		MetricsNamespace: getenv(EnvMetricsNamespace),
 	}
 	if r.DatabaseURL == "" {
 		errs = append(errs, fmt.Errorf("%s is not set", EnvDatabaseURL))

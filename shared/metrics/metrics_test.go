@@ -1,0 +1,62 @@
+package metrics_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+)
+
+// validate parses a line and checks it is valid EMF.
+func validate(t *testing.T, line []byte) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(line, &doc); err != nil {
+		t.Fatalf("not JSON: %s", line)
+	}
+	if err := metrics.Validate(line); err != nil {
+		t.Fatalf("invalid EMF: %v\n%s", err, line)
+	}
+	return doc
+}
+
+func TestAttrsMakeValidEMF(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	em := metrics.Emitter{Now: func() time.Time { return time.UnixMilli(1_700_000_000_123) }}
+	log.Info("webhook rejected", append([]any{"source", "stripe", "cause", "signature_mismatch"},
+		em.Attrs([]string{"source", "cause"}, metrics.C("Rejected", 1))...)...)
+	doc := validate(t, buf.Bytes())
+	if doc["Rejected"] != 1.0 || doc["source"] != "stripe" {
+		t.Fatalf("line = %v", doc)
+	}
+	aws := doc["_aws"].(map[string]any)
+	if aws["Timestamp"] != 1_700_000_000_123.0 {
+		t.Fatalf("timestamp = %v", aws["Timestamp"])
+	}
+	d := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	if d["Namespace"] != metrics.DefaultNamespace {
+		t.Fatalf("namespace = %v", d["Namespace"])
+	}
+}
+
+func TestValidateRefuses(t *testing.T) {
+	t.Parallel()
+	bad := map[string]string{
+		"no _aws":             `{"Rejected":1}`,
+		"missing dimension":   `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[["source"]],"Metrics":[{"Name":"Rejected"}]}]},"Rejected":1}`,
+		"metric not a number": `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[[]],"Metrics":[{"Name":"Rejected"}]}]},"Rejected":"1"}`,
+		"no namespace":        `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Dimensions":[[]],"Metrics":[{"Name":"R"}]}]},"R":1}`,
+		"bad unit":            `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[[]],"Metrics":[{"Name":"R","Unit":"Parsecs"}]}]},"R":1}`,
+		"timestamp not int":   `{"_aws":{"Timestamp":"now","CloudWatchMetrics":[{"Namespace":"N","Dimensions":[[]],"Metrics":[{"Name":"R"}]}]},"R":1}`,
+	}
+	for name, line := range bad {
+		if err := metrics.Validate([]byte(line)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package receiver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// syncBuffer collects log lines from concurrent requests.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.Write(p) }
+func (b *syncBuffer) lines() [][]byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		out = append(out, append([]byte(nil), sc.Bytes()...))
+	}
+	return out
+}
+
+func TestRejectionsAreRecordedAndSampled(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: now}
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{Now: clk.Now})
+	ctx := context.Background()
+	body := stripeEvent(t, "evt_rej")
+	forged := func() {
+		r := f.signed("stripe", body, "")
+		r.Header.Set("Stripe-Signature", "t=1700000000,v1="+strings.Repeat("0", 64))
+		r.RemoteAddr = "203.0.113.9:4711"
+		r.Header.Set("X-Request-Id", "req-1")
+		if a := f.do(r); a.Code != 401 || a.Cause != inbox.CauseSignatureMismatch {
+			t.Fatalf("forged request: %+v", a)
+		}
+	}
+	for range 5 { // a flood within one second: one record
+		forged()
+	}
+	list, err := f.store.RejectionsList(ctx, time.Time{}, 100)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("records = %d, %v; want 1", len(list), err)
+	}
+	r := list[0]
+	if r.Provider != "stripe" || r.Cause != "signature_mismatch" || r.RemoteAddr != "203.0.113.9" || r.RequestID != "req-1" || r.Message == "" || r.Suppressed != 0 {
+		t.Fatalf("record = %+v", r)
+	}
+	clk.Advance(2 * time.Second)
+	forged() // the next record carries the 4 held back
+	list, _ = f.store.RejectionsList(ctx, time.Time{}, 100)
+	if len(list) != 2 || list[0].Suppressed != 4 {
+		t.Fatalf("records = %+v", list)
+	}
+	counts, err := f.store.RejectionsCountByCause(ctx, time.Time{})
+	if err != nil || len(counts) != 1 || counts[0].Count != 6 {
+		t.Fatalf("counts = %+v, %v; want 6 signature_mismatch", counts, err)
+	}
+
+	// Another cause and an unknown source are recorded on their own.
+	long := strings.Repeat("x", 300)
+	f.do(httptest.NewRequest("POST", "/webhooks/"+long, strings.NewReader("{}")))
+	f.do(httptest.NewRequest("POST", "/webhooks/stripe", strings.NewReader("{}")))
+	list, _ = f.store.RejectionsList(ctx, time.Time{}, 100)
+	causes := map[string]storage.Rejection{}
+	for _, r := range list {
+		causes[r.Cause] = r
+	}
+	if u := causes["unknown_source"]; len(u.Provider) != inbox.MaxSourceNameLen {
+		t.Fatalf("unknown source recorded as %q; want the name bounded to %d bytes", u.Provider, inbox.MaxSourceNameLen)
+	}
+	if _, ok := causes["signature_missing"]; !ok {
+		t.Fatalf("signature_missing not recorded: %+v", list)
+	}
+}
+
+func TestRingBufferIsBounded(t *testing.T) {
+	t.Parallel()
+	store := storage.New(pgtest.Pool(t))
+	ctx := context.Background()
+	for i := range 25 {
+		if err := store.RejectionInsert(ctx, storage.Rejection{Provider: "p", Cause: "c", Message: "m", BodySize: int64(i)}, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := store.RejectionsList(ctx, time.Time{}, 100)
+	if err != nil || len(list) != 10 {
+		t.Fatalf("rows = %d, %v; want the capacity, 10", len(list), err)
+	}
+	seen := map[int64]bool{}
+	for _, r := range list {
+		seen[r.BodySize] = true
+	}
+	for i := int64(15); i < 25; i++ {
+		if !seen[i] {
+			t.Fatalf("the newest 10 must remain; have %v", seen)
+		}
+	}
+}
+
+// Every outcome's log line is a valid EMF record with bounded dimensions,
+// and no line carries a secret, a signature or the body.
+func TestLogLinesAreEMF(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	body := stripeEvent(t, "evt_emf")
+	accepted := f.signed("stripe", body, "")
+	sig := accepted.Header.Get("Stripe-Signature")
+	f.do(accepted)
+	f.do(f.signed("stripe", body, ""))
+	f.do(f.signed("stripe", bytes.Replace(body, []byte("2000"), []byte("2001"), 1), ""))
+	f.do(httptest.NewRequest("POST", "/webhooks/nope", nil))
+	f.do(httptest.NewRequest("POST", "/webhooks/stripe", bytes.NewReader(body)))
+
+	want := map[string]string{"Accepted": "stripe", "Duplicate": "stripe", "PayloadMismatch": "stripe", "Rejected": "(unknown)"}
+	for _, line := range logs.lines() {
+		if err := metrics.Validate(line); err != nil {
+			t.Fatalf("not EMF: %v\n%s", err, line)
+		}
+		for _, secret := range []string{"whsec_test_new", sig, `"amount_paid"`} {
+			if bytes.Contains(line, []byte(secret)) {
+				t.Fatalf("log line leaks %q: %s", secret, line)
+			}
+		}
+		var doc map[string]any
+		_ = json.Unmarshal(line, &doc)
+		for m, src := range want {
+			if _, ok := doc[m]; ok && (doc["source"] == src || m == "Rejected") {
+				delete(want, m)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("metrics never emitted: %v", want)
+	}
+}
