@@ -12,7 +12,10 @@ GOTOOLS   := $(GO) tool -modfile=tools/go.mod
 PKGS      := ./...
 # Lambda binaries: Graviton (arm64), static, no RPC shim (provided.al2023
 # speaks the Runtime API), no paths or symbols baked in.
-LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+# LAMBDA_GOARCH is overridden by `make local`, which runs the binaries on
+# this machine under the Lambda Runtime Interface Emulator.
+LAMBDA_GOARCH ?= arm64
+LAMBDA_ENV   := GOOS=linux GOARCH=$(LAMBDA_GOARCH) CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
 .PHONY: help
