@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,7 +59,8 @@ func (r EventInsertResult) Mismatch() bool {
 
 // eventInsertSQL is the receiver's one statement: the insert that
 // deduplicates, and for a conflict the stored row's hash in the same round
-// trip. $4 is the payload as text for JSONB, or NULL.
+// trip. $4 is the payload as text for JSONB, or NULL; $8 the metadata
+// likewise. Text cast in SQL works the same in every query mode.
 //
 // The second branch reads the table with the statement's snapshot, so it
 // misses a conflicting row committed by a concurrent receiver after the
@@ -67,7 +69,7 @@ func (r EventInsertResult) Mismatch() bool {
 const eventInsertSQL = `
 WITH ins AS (
     INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata)
-    VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8)
+    VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8::text::jsonb)
     ON CONFLICT (provider, event_id) DO NOTHING
     RETURNING id
 )
@@ -89,12 +91,21 @@ func (s *Store) EventInsert(ctx context.Context, p EventInsertParams) (EventInse
 	if json.Valid(p.Body) {
 		payload = string(p.Body)
 	}
-	var metadata []byte
+	// Text, cast in SQL, so every query mode sends the same thing: in the
+	// exec and simple protocols a []byte would travel as bytea.
+	var metadata any
 	if len(p.Metadata) > 0 {
-		var err error
-		if metadata, err = json.Marshal(p.Metadata); err != nil {
+		// Metadata comes from headers: JSONB cannot hold NUL, and dropping
+		// it here keeps a stray byte from refusing the whole event.
+		clean := make(map[string]string, len(p.Metadata))
+		for k, v := range p.Metadata {
+			clean[strings.ReplaceAll(k, "\x00", "")] = strings.ReplaceAll(v, "\x00", "")
+		}
+		b, err := json.Marshal(clean)
+		if err != nil {
 			return res, fmt.Errorf("encode metadata of %s/%s: %w", p.Provider, p.EventID, err)
 		}
+		metadata = string(b)
 	}
 	for {
 		row := s.pool.QueryRow(ctx, eventInsertSQL,

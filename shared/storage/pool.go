@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -20,6 +21,28 @@ type PoolOptions struct {
 	// ConnectTimeout bounds each dial, so an unreachable database fails a
 	// request in time for a 503 rather than after the sender gives up.
 	ConnectTimeout time.Duration
+	// QueryMode is how statements are sent (see QueryModes). The default,
+	// "cache_statement", prepares each statement once per connection: the
+	// fastest, but RDS Proxy pins a client to its connection when it sees
+	// prepared statements and PgBouncer in transaction mode loses them, so
+	// behind a pooler use "exec" (unnamed statements, one round trip).
+	QueryMode string
+	// Password, when set, supplies the password for each new connection:
+	// RDS IAM authentication tokens last 15 minutes, so they are minted per
+	// connection rather than read once.
+	Password func(ctx context.Context, host string, port uint16, user string) (string, error)
+	// RuntimeParams are session settings sent at connect (for example the
+	// processor's statement_timeout and idle_in_transaction_session_timeout).
+	RuntimeParams map[string]string
+}
+
+// QueryModes maps the names accepted in DATABASE_QUERY_MODE to pgx modes.
+var QueryModes = map[string]pgx.QueryExecMode{
+	"cache_statement": pgx.QueryExecModeCacheStatement,
+	"cache_describe":  pgx.QueryExecModeCacheDescribe,
+	"describe_exec":   pgx.QueryExecModeDescribeExec,
+	"exec":            pgx.QueryExecModeExec,
+	"simple_protocol": pgx.QueryExecModeSimpleProtocol,
 }
 
 // OpenPool parses url, applies opts and connects. It does not wait for the
@@ -38,6 +61,27 @@ func OpenPool(ctx context.Context, url string, opts PoolOptions) (*pgxpool.Pool,
 	}
 	if opts.ConnectTimeout > 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	if opts.QueryMode != "" {
+		mode, ok := QueryModes[opts.QueryMode]
+		if !ok {
+			return nil, fmt.Errorf("unknown query mode %q", opts.QueryMode)
+		}
+		cfg.ConnConfig.DefaultQueryExecMode = mode
+	}
+	for k, v := range opts.RuntimeParams {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	if opts.Password != nil {
+		password := opts.Password
+		cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+			pw, err := password(ctx, cc.Host, cc.Port, cc.User)
+			if err != nil {
+				return fmt.Errorf("database password: %w", err)
+			}
+			cc.Password = pw
+			return nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
