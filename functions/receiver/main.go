@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -30,6 +31,10 @@ func main() {
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and reused by every invocation.
 func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
+	getenv, password, err := secrets.Environment(ctx, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg, err := settings.LoadReceiver(getenv)
 	if err != nil {
 		return nil, nil, err
@@ -38,8 +43,9 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	// A container serves one request at a time: two connections cover the
 	// insert and the rare mismatch record without holding more of the
 	// database's connection budget than the function's concurrency needs.
-	pool, err := storage.OpenPool(ctx, cfg.DatabaseURL, storage.PoolOptions{
+	pool, err := storage.OpenPool(ctx, cfg.Database.URL, storage.PoolOptions{
 		ApplicationName: "webhook-inbox-receiver", MaxConns: 2, ConnectTimeout: 3 * time.Second,
+		QueryMode: cfg.Database.QueryMode, Password: password,
 	})
 	if err != nil {
 		return nil, nil, err

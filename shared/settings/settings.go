@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // Environment variable names.
@@ -24,11 +25,34 @@ const (
 	EnvLogLevel     = "LOG_LEVEL"
 	// EnvMetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
+	// EnvDatabaseQueryMode is how statements are sent (storage.QueryModes);
+	// "exec" behind RDS Proxy or PgBouncer.
+	EnvDatabaseQueryMode = "DATABASE_QUERY_MODE"
 )
+
+// Database is the connection configuration every function shares.
+type Database struct {
+	URL       string
+	QueryMode string
+}
+
+// LoadDatabase reads DATABASE_URL (already resolved from a secret by
+// secrets.Environment when one is used) and DATABASE_QUERY_MODE.
+func LoadDatabase(getenv func(string) string) (Database, error) {
+	var errs []error
+	d := Database{URL: getenv(EnvDatabaseURL), QueryMode: getenv(EnvDatabaseQueryMode)}
+	if d.URL == "" {
+		errs = append(errs, fmt.Errorf("%s (or DATABASE_SECRET_ARN) is not set", EnvDatabaseURL))
+	}
+	if _, ok := storage.QueryModes[d.QueryMode]; d.QueryMode != "" && !ok {
+		errs = append(errs, fmt.Errorf("%s must be one of cache_statement, cache_describe, describe_exec, exec, simple_protocol; got %q", EnvDatabaseQueryMode, d.QueryMode))
+	}
+	return d, errors.Join(errs...)
+}
 
 // Receiver is the receiver's configuration.
 type Receiver struct {
-	DatabaseURL  string
+	Database     Database
 	Sources      *source.Set
 	MaxBodyBytes int64
 	StoreTimeout time.Duration
@@ -40,15 +64,16 @@ type Receiver struct {
 // LoadReceiver reads the receiver's configuration with getenv.
 func LoadReceiver(getenv func(string) string) (Receiver, error) {
 	var errs []error
+	db, err := LoadDatabase(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	r := Receiver{
-		DatabaseURL:  getenv(EnvDatabaseURL),
+		Database:     db,
 		MaxBodyBytes: receiver.DefaultMaxBodyBytes,
 		StoreTimeout: receiver.DefaultStoreTimeout,
 
 		MetricsNamespace: getenv(EnvMetricsNamespace),
-	}
-	if r.DatabaseURL == "" {
-		errs = append(errs, fmt.Errorf("%s is not set", EnvDatabaseURL))
 	}
 	set, err := source.Load(getenv)
 	if err != nil {
