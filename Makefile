@@ -32,6 +32,10 @@ setup: ## install what the tests and the dev stack need (PostgreSQL server, pinn
 dev: setup ## run the local stack: Postgres, migrations, receiver on http://127.0.0.1:3000
 	$(GO) run ./cmd/webhookctl dev
 
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 3s; try FUZZTIME=5m)
+	./scripts/fuzz-smoke.sh
+
 .PHONY: build
 build: ## compile every package and command
 	$(GO) build $(PKGS)
@@ -43,7 +47,8 @@ lint: ## gofmt and go vet
 	$(GO) vet $(PKGS)
 
 .PHONY: test
-test: setup build lint ## everything: install, build, vet, all tests against a real Postgres
+test: setup build lint ## everything: install, build, vet, fuzz smoke, all tests against a real Postgres
+	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
 
 # --- AWS SAM (BuildMethod: makefile) ---------------------------------------

@@ -169,7 +169,11 @@ func printSamples(out io.Writer, sources *source.Set, base string) {
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(out, "\n# a signed sample %s event (valid for 5 minutes; `go run ./cmd/webhookctl sample %s` prints a fresh one):\n%s\n", src.Kind, name, req.Curl(base))
+		validity := "its signature carries no timestamp, so it stays valid"
+		if src.Tolerance() > 0 {
+			validity = "valid for the source's tolerance, 5 minutes by default"
+		}
+		fmt.Fprintf(out, "\n# a signed sample %s event (%s; `go run ./cmd/webhookctl sample %s` prints a fresh one):\n%s\n", src.Kind, validity, name, req.Curl(base))
 	}
 	fmt.Fprintln(out)
 }

@@ -82,3 +82,50 @@ func TestCurlPostsTheSignedBytes(t *testing.T) {
 		}
 	}
 }
+
+// Each kind's sample carries what its sender sends: the id and type where
+// the kind reads them (headers or body, wherever an hmac source's paths
+// point), and the unsigned metadata headers.
+func TestSampleShapes(t *testing.T) {
+	t.Parallel()
+	set, err := source.Parse([]byte(`{"sources":{
+	  "gh":{"kind":"github","secrets":["s"]},
+	  "shop":{"kind":"shopify","secrets":["s"]},
+	  "sq":{"kind":"square","secrets":["s"],"notification_url":"https://example.com/hooks/sq"},
+	  "hnested":{"kind":"hmac","secrets":["s"],"signature_header":"X-Sig","event_id":{"json":"meta.event.id"},"event_type":{"json":"data.kind"}},
+	  "hheaders":{"kind":"hmac","secrets":["base64:c2VjcmV0"],"signature_header":"X-Sig","algorithm":"sha512","encoding":"base64",
+	     "timestamp_header":"X-Ts","signed_content":"{id}.{timestamp}.{body}","event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	tests := []struct {
+		source, wantType string
+		wantMeta         []string
+	}{
+		{"gh", "issues", []string{"github_hook_id"}},
+		{"shop", "orders/create", []string{"shopify_event_id", "shopify_shop_domain", "shopify_api_version", "shopify_triggered_at"}},
+		{"sq", "order.created", nil},
+		{"hnested", "invoice.payment_failed", nil},
+		{"hheaders", "invoice.payment_failed", nil},
+	}
+	for _, tt := range tests {
+		src, _ := set.Lookup(tt.source)
+		req, err := sender.Sample(src, now)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.source, err)
+		}
+		id, err := src.Verifier.Verify(req.Header, req.Body, now)
+		if err != nil {
+			t.Fatalf("%s: sample does not verify: %v", tt.source, err)
+		}
+		if id.EventID != req.EventID || id.EventType != tt.wantType {
+			t.Fatalf("%s: identity %+v, request id %q", tt.source, id, req.EventID)
+		}
+		for _, k := range tt.wantMeta {
+			if id.Metadata[k] == "" {
+				t.Fatalf("%s: metadata %v lacks %s", tt.source, id.Metadata, k)
+			}
+		}
+	}
+}

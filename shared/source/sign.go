@@ -16,24 +16,54 @@ import (
 // first (newest) secret. It powers `make dev`'s sample request, test
 // deliveries and benchmarks: the very headers a real sender would send.
 type Signer interface {
-	// Sign returns the headers to send with body. eventID is used by kinds
-	// that carry the id in a header (Standard Webhooks); others ignore it.
-	Sign(body []byte, eventID string, now time.Time) http.Header
+	// Sign returns the headers to send with body. eventID and eventType
+	// are set as headers by the kinds that carry them there (Standard
+	// Webhooks' webhook-id; GitHub's X-GitHub-Delivery and X-GitHub-Event;
+	// Shopify's X-Shopify-Webhook-Id and X-Shopify-Topic; hmac sources
+	// configured to read them from headers); kinds that read them from the
+	// body ignore them.
+	Sign(body []byte, eventID, eventType string, now time.Time) http.Header
 }
 
-// Sign returns the headers a sender of src's kind would send with body.
+// Sign returns the headers a sender of src's kind would send with body,
+// without an event type header (kinds that read the type from a header then
+// see an empty type). SignEvent also sets the type.
 func (s *Source) Sign(body []byte, eventID string, now time.Time) (http.Header, error) {
+	return s.SignEvent(body, eventID, "", now)
+}
+
+// SignEvent returns the headers a sender of src's kind would send with
+// body, including the event id and type headers of the kinds that carry
+// them in headers.
+func (s *Source) SignEvent(body []byte, eventID, eventType string, now time.Time) (http.Header, error) {
 	signer, ok := s.Verifier.(Signer)
 	if !ok {
 		return nil, errors.New("source " + s.Name + ": kind " + s.Kind + " cannot sign")
 	}
-	h := signer.Sign(body, eventID, now)
+	h := signer.Sign(body, eventID, eventType, now)
 	h.Set("Content-Type", "application/json")
 	return h, nil
 }
 
+// bodyPather is implemented by kinds whose event id and type are read from
+// configurable paths into the body (hmac).
+type bodyPather interface {
+	bodyPaths() (idPath, typePath string)
+}
+
+// BodyIdentityPaths returns the dotted JSON paths at which src's kind
+// reads the event id and type from the body when they are configurable
+// (the hmac kind), so a sample builder can put them there; "" for a value
+// read from a header or from a fixed field the kind documents.
+func (s *Source) BodyIdentityPaths() (idPath, typePath string) {
+	if p, ok := s.Verifier.(bodyPather); ok {
+		return p.bodyPaths()
+	}
+	return "", ""
+}
+
 // Sign implements Signer with Stripe's Stripe-Signature header.
-func (v *stripeVerifier) Sign(body []byte, _ string, now time.Time) http.Header {
+func (v *stripeVerifier) Sign(body []byte, _, _ string, now time.Time) http.Header {
 	ts := strconv.FormatInt(now.Unix(), 10)
 	mac := hmac.New(sha256.New, v.secrets[0])
 	mac.Write([]byte(ts + "."))
@@ -44,7 +74,7 @@ func (v *stripeVerifier) Sign(body []byte, _ string, now time.Time) http.Header 
 }
 
 // Sign implements Signer with the Standard Webhooks headers.
-func (v *standardVerifier) Sign(body []byte, eventID string, now time.Time) http.Header {
+func (v *standardVerifier) Sign(body []byte, eventID, _ string, now time.Time) http.Header {
 	ts := strconv.FormatInt(now.Unix(), 10)
 	mac := hmac.New(sha256.New, v.keys[0])
 	mac.Write([]byte(eventID + "." + ts + "."))
@@ -54,4 +84,26 @@ func (v *standardVerifier) Sign(body []byte, eventID string, now time.Time) http
 	h.Set("Webhook-Timestamp", ts)
 	h.Set("Webhook-Signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	return h
+}
+
+// tolerant is implemented by verifiers that check a signed timestamp.
+type tolerant interface{ tolerance() time.Duration }
+
+func (v *stripeVerifier) tolerance() time.Duration   { return v.tol }
+func (v *standardVerifier) tolerance() time.Duration { return v.tol }
+func (v *hmacVerifier) tolerance() time.Duration {
+	if v.timestampHeader == "" {
+		return 0
+	}
+	return v.tol
+}
+
+// Tolerance returns how far a signed timestamp may be from now for src, or
+// 0 when its sender signs no timestamp (a signed request then stays valid,
+// and deduplication is the only replay defence).
+func (s *Source) Tolerance() time.Duration {
+	if t, ok := s.Verifier.(tolerant); ok {
+		return t.tolerance()
+	}
+	return 0
 }

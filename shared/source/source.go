@@ -1,5 +1,6 @@
 // Package source authenticates and identifies webhook deliveries. Each
-// sender kind (Stripe, Standard Webhooks, ...) has a Verifier that checks the
+// sender kind (Stripe, Standard Webhooks, GitHub, Square, Shopify, and a
+// configurable generic HMAC kind) has a Verifier that checks the
 // signature over the raw body in constant time and extracts the event's
 // identity exactly as that sender documents it. Sources are configured by
 // one JSON document; a source that could not verify anything (unknown kind,
@@ -102,6 +103,10 @@ type kindOnly struct {
 var builders = map[string]func(name string, raw json.RawMessage) (Verifier, error){
 	KindStripe:   newStripe,
 	KindStandard: newStandard,
+	KindGitHub:   newGitHub,
+	KindSquare:   newSquare,
+	KindShopify:  newShopify,
+	KindHMAC:     newHMAC,
 }
 
 // Kinds returns the supported source kinds, sorted.

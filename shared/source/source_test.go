@@ -172,9 +172,11 @@ func TestStandardSpecVector(t *testing.T) {
 func TestStandardVerify(t *testing.T) {
 	t.Parallel()
 	set := mustParse(t, `{"sources":{"std":{"kind":"standard","secrets":["whsec_bmV3LXNlY3JldC1rZXktMTIzNDU2","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"]},
-	 "oldonly":{"kind":"standard","secrets":["whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"]}}}`)
+	 "oldonly":{"kind":"standard","secrets":["whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"]},
+	 "other":{"kind":"standard","secrets":["whsec_b3RoZXItc2VjcmV0LWtleS0xMjM0NTY="]}}}`)
 	src, _ := set.Lookup("std")
 	old, _ := set.Lookup("oldonly")
+	other, _ := set.Lookup("other")
 	body := []byte(`{"type":"user.created","data":{"id":1}}`)
 	sign := func(s *Source, b []byte, at time.Time) http.Header {
 		h, err := s.Sign(b, "msg_1", at)
@@ -205,6 +207,12 @@ func TestStandardVerify(t *testing.T) {
 			return h
 		}, body, ""},
 		{"tampered body", func() http.Header { return sign(src, body, now) }, []byte(`{"type":"user.deleted"}`), inbox.CauseSignatureMismatch},
+		{"wrong secret", func() http.Header { return sign(other, body, now) }, body, inbox.CauseSignatureMismatch},
+		{"signature header repeated, one good", func() http.Header {
+			h := sign(src, body, now)
+			h.Add("Webhook-Signature", "v1,"+strings.Repeat("A", 43)+"=")
+			return h
+		}, body, ""},
 		{"tampered id", func() http.Header { h := sign(src, body, now); h.Set("Webhook-Id", "msg_2"); return h }, body, inbox.CauseSignatureMismatch},
 		{"stale", func() http.Header { return sign(src, body, now.Add(-6*time.Minute)) }, body, inbox.CauseTimestampOutOfTolerance},
 		{"future", func() http.Header { return sign(src, body, now.Add(6*time.Minute)) }, body, inbox.CauseTimestampOutOfTolerance},
@@ -278,5 +286,21 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(env(map[string]string{EnvSourcesFile: path + ".missing"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestTolerance(t *testing.T) {
+	t.Parallel()
+	set := mustParse(t, `{"sources":{
+	 "s":{"kind":"stripe","secrets":["x"],"tolerance_seconds":60},
+	 "w":{"kind":"standard","secrets":["whsec_eA=="]},
+	 "g":{"kind":"github","secrets":["x"]},
+	 "h":{"kind":"hmac","secrets":["x"],"signature_header":"X-Sig","algorithm":"sha256","encoding":"hex","event_id":{"header":"X-Id"}}}}`)
+	want := map[string]time.Duration{"s": time.Minute, "w": DefaultTolerance, "g": 0, "h": 0}
+	for name, tol := range want {
+		src, _ := set.Lookup(name)
+		if got := src.Tolerance(); got != tol {
+			t.Errorf("%s: Tolerance() = %v, want %v", name, got, tol)
+		}
 	}
 }

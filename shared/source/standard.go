@@ -32,7 +32,7 @@ type standardOptions struct {
 
 type standardVerifier struct {
 	keys      [][]byte
-	tolerance time.Duration
+	tol       time.Duration
 	typeField string
 }
 
@@ -56,7 +56,7 @@ func newStandard(name string, raw json.RawMessage) (Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &standardVerifier{tolerance: tol, typeField: "type"}
+	v := &standardVerifier{tol: tol, typeField: "type"}
 	if o.TypeField != nil {
 		v.typeField = *o.TypeField
 	}
@@ -110,8 +110,8 @@ func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) (in
 	if !matched {
 		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "no v1 signature matches a configured secret")
 	}
-	if !withinTolerance(time.Unix(ts, 0), now, v.tolerance) {
-		return inbox.Identity{}, inbox.Errorf(inbox.CauseTimestampOutOfTolerance, "the signed timestamp is more than %s away from now", v.tolerance)
+	if !withinTolerance(time.Unix(ts, 0), now, v.tol) {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseTimestampOutOfTolerance, "the signed timestamp is more than %s away from now", v.tol)
 	}
 	ident := inbox.Identity{EventID: id}
 	if v.typeField != "" {

@@ -30,8 +30,8 @@ type stripeOptions struct {
 }
 
 type stripeVerifier struct {
-	secrets   [][]byte
-	tolerance time.Duration
+	secrets [][]byte
+	tol     time.Duration
 }
 
 func newStripe(name string, raw json.RawMessage) (Verifier, error) {
@@ -47,7 +47,7 @@ func newStripe(name string, raw json.RawMessage) (Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &stripeVerifier{tolerance: tol}
+	v := &stripeVerifier{tol: tol}
 	for _, s := range secrets {
 		// Stripe keys the HMAC with the whole secret string, prefix included.
 		v.secrets = append(v.secrets, []byte(s))
@@ -107,8 +107,8 @@ func (v *stripeVerifier) Verify(h http.Header, body []byte, now time.Time) (inbo
 	if !matched {
 		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "no v1 signature matches a configured secret")
 	}
-	if !withinTolerance(time.Unix(ts, 0), now, v.tolerance) {
-		return inbox.Identity{}, inbox.Errorf(inbox.CauseTimestampOutOfTolerance, "the signed timestamp is more than %s away from now", v.tolerance)
+	if !withinTolerance(time.Unix(ts, 0), now, v.tol) {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseTimestampOutOfTolerance, "the signed timestamp is more than %s away from now", v.tol)
 	}
 	f, err := bodyFields(body, "id", "type")
 	if err != nil {

@@ -1,0 +1,427 @@
+package source
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+)
+
+// KindHMAC is the generic scheme for senders without a kind of their own:
+// one header carries an HMAC (SHA-256 or SHA-512, hex or base64, behind an
+// optional prefix) of a signed content built from a template over the raw
+// body and, optionally, a timestamp header and the event id header. Where
+// the event id and type come from (a header, or a string at a dotted path
+// in a JSON body) is configured too. Everything is checked at start-up.
+const KindHMAC = "hmac"
+
+// hmacOptions is the JSON configuration of an hmac source.
+type hmacOptions struct {
+	Kind    string   `json:"kind"`
+	Secrets []string `json:"secrets"`
+	// SignatureHeader carries the signature (required).
+	SignatureHeader string `json:"signature_header"`
+	// Algorithm is "sha256" (default) or "sha512".
+	Algorithm string `json:"algorithm"`
+	// Encoding of the signature: "hex" (default) or "base64".
+	Encoding string `json:"encoding"`
+	// SignaturePrefix, when set, must start the header's value
+	// ("sha256=") and is not part of the encoded signature.
+	SignaturePrefix string `json:"signature_prefix"`
+	// TimestampHeader, when set, carries a signed Unix time in seconds.
+	TimestampHeader string `json:"timestamp_header"`
+	// SignedContent is the template of what is signed: {body} (exactly
+	// once: the raw bytes), {timestamp} (the timestamp header's value as
+	// sent), {id} (the event id header's value as sent) and literal text.
+	// Default "{body}"; required with timestamp_header.
+	SignedContent *string `json:"signed_content"`
+	// ToleranceSeconds bounds the timestamp's distance from now, both ways
+	// (default 300); only with timestamp_header.
+	ToleranceSeconds *int `json:"tolerance_seconds"`
+	// EventID says where the event id is (required).
+	EventID *fieldLocation `json:"event_id"`
+	// EventType says where the event type is (optional: none by default).
+	EventType *fieldLocation `json:"event_type"`
+}
+
+// fieldLocation is {"header": "X-Event-Id"} or {"json": "data.id"}.
+type fieldLocation struct {
+	Header string `json:"header"`
+	JSON   string `json:"json"`
+}
+
+// location is a checked fieldLocation: a canonical header name, or the keys
+// of a JSON path; neither for "not configured".
+type location struct {
+	header string
+	path   []string
+}
+
+// Parts of a signed-content template.
+type segmentKind int
+
+const (
+	segLiteral segmentKind = iota
+	segBody
+	segTimestamp
+	segID
+)
+
+type segment struct {
+	kind    segmentKind
+	literal []byte
+}
+
+type hmacVerifier struct {
+	keys            [][]byte
+	newHash         func() hash.Hash
+	size            int
+	encoding        string
+	signatureHeader string
+	prefix          string
+	timestampHeader string
+	tol             time.Duration
+	content         []segment
+	signsID         bool
+	id, typ         location
+}
+
+func newHMAC(name string, raw json.RawMessage) (Verifier, error) {
+	var o hmacOptions
+	if err := decodeOptions(name, raw, &o); err != nil {
+		return nil, err
+	}
+	v := &hmacVerifier{}
+	var err error
+	if v.keys, err = hmacSecrets(name, o.Secrets); err != nil {
+		return nil, err
+	}
+	if v.signatureHeader, err = headerOption(name, "signature_header", o.SignatureHeader, true); err != nil {
+		return nil, err
+	}
+	switch o.Algorithm {
+	case "", "sha256":
+		v.newHash, v.size = sha256.New, sha256.Size
+	case "sha512":
+		v.newHash, v.size = sha512.New, sha512.Size
+	default:
+		return nil, fieldError(name, "algorithm", "must be \"sha256\" or \"sha512\", got %q", o.Algorithm)
+	}
+	switch o.Encoding {
+	case "", encodingHex:
+		v.encoding = encodingHex
+	case encodingBase64:
+		v.encoding = encodingBase64
+	default:
+		return nil, fieldError(name, "encoding", "must be \"hex\" or \"base64\", got %q", o.Encoding)
+	}
+	if o.SignaturePrefix != "" && (!printable(o.SignaturePrefix) || strings.TrimSpace(o.SignaturePrefix) != o.SignaturePrefix) {
+		return nil, fieldError(name, "signature_prefix", "must be printable text without leading or trailing spaces")
+	}
+	v.prefix = o.SignaturePrefix
+	if v.timestampHeader, err = headerOption(name, "timestamp_header", o.TimestampHeader, false); err != nil {
+		return nil, err
+	}
+	if v.timestampHeader != "" && v.timestampHeader == v.signatureHeader {
+		return nil, fieldError(name, "timestamp_header", "must differ from signature_header")
+	}
+	if v.timestampHeader == "" && o.ToleranceSeconds != nil {
+		return nil, fieldError(name, "tolerance_seconds", "has no effect without timestamp_header; remove it or set timestamp_header")
+	}
+	if v.tol, err = toleranceOption(name, o.ToleranceSeconds, DefaultTolerance); err != nil {
+		return nil, err
+	}
+	if o.EventID == nil {
+		return nil, fieldError(name, "event_id", `is required: {"header": "X-Event-Id"} or {"json": "data.id"}`)
+	}
+	if v.id, err = locationOption(name, "event_id", *o.EventID); err != nil {
+		return nil, err
+	}
+	if v.id.header != "" && (v.id.header == v.signatureHeader || v.id.header == v.timestampHeader) {
+		return nil, fieldError(name, "event_id.header", "must differ from signature_header and timestamp_header")
+	}
+	if o.EventType != nil {
+		if v.typ, err = locationOption(name, "event_type", *o.EventType); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.setContent(name, o.SignedContent); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// setContent parses and checks the signed_content template against the
+// other options: what the template signs must be what the sender sends.
+func (v *hmacVerifier) setContent(name string, tmpl *string) error {
+	if tmpl == nil {
+		if v.timestampHeader != "" {
+			return fieldError(name, "signed_content", "is required with timestamp_header (for example \"{timestamp}.{body}\"): the timestamp must be signed to mean anything")
+		}
+		v.content = []segment{{kind: segBody}}
+		return nil
+	}
+	segs, err := parseSignedContent(*tmpl)
+	if err != nil {
+		return fieldError(name, "signed_content", "%s", err)
+	}
+	var hasTS bool
+	for _, s := range segs {
+		switch s.kind {
+		case segTimestamp:
+			hasTS = true
+		case segID:
+			v.signsID = true
+		}
+	}
+	switch {
+	case hasTS && v.timestampHeader == "":
+		return fieldError(name, "signed_content", "uses {timestamp} but timestamp_header is not set")
+	case !hasTS && v.timestampHeader != "":
+		return fieldError(name, "signed_content", "must use {timestamp}, since timestamp_header is set: an unsigned timestamp proves nothing")
+	case v.signsID && v.id.header == "":
+		return fieldError(name, "signed_content", "uses {id}, which needs event_id to be a header ({\"header\": ...})")
+	}
+	v.content = segs
+	return nil
+}
+
+// parseSignedContent splits a template into literals and placeholders.
+// {body} must appear exactly once; {timestamp} and {id} at most once; any
+// other brace is an error (a typo such as {ts} must not sign literal text).
+func parseSignedContent(tmpl string) ([]segment, error) {
+	var (
+		segs   []segment
+		counts = map[segmentKind]int{}
+		rest   = tmpl
+	)
+	for rest != "" {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			segs = append(segs, segment{kind: segLiteral, literal: []byte(rest)})
+			break
+		}
+		if open > 0 {
+			segs = append(segs, segment{kind: segLiteral, literal: []byte(rest[:open])})
+		}
+		if rest[open] == '}' {
+			return nil, errString("has a '}' without '{' (placeholders are {body}, {timestamp} and {id})")
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, errString("has a '{' without '}' (placeholders are {body}, {timestamp} and {id})")
+		}
+		var kind segmentKind
+		switch ph := rest[open : open+end+1]; ph {
+		case "{body}":
+			kind = segBody
+		case "{timestamp}":
+			kind = segTimestamp
+		case "{id}":
+			kind = segID
+		default:
+			return nil, fmt.Errorf("has an unknown placeholder %q (placeholders are {body}, {timestamp} and {id})", ph)
+		}
+		counts[kind]++
+		segs = append(segs, segment{kind: kind})
+		rest = rest[open+end+1:]
+	}
+	if counts[segBody] != 1 {
+		return nil, errString("must contain {body} exactly once: the raw body is what the signature protects")
+	}
+	if counts[segTimestamp] > 1 || counts[segID] > 1 {
+		return nil, errString("may contain {timestamp} and {id} at most once each")
+	}
+	return segs, nil
+}
+
+// hmacSecrets reads the secrets: each string is the key byte for byte,
+// except that a "base64:" prefix marks a base64-encoded key.
+func hmacSecrets(name string, secrets []string) ([][]byte, error) {
+	keys, err := rawSecrets(name, secrets)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range secrets {
+		enc, ok := strings.CutPrefix(s, "base64:")
+		if !ok {
+			continue
+		}
+		key, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil || len(key) == 0 {
+			return nil, fieldError(name, "secrets", "secret #%d has the base64: prefix but is not a non-empty standard base64 key", i+1)
+		}
+		keys[i] = key
+	}
+	return keys, nil
+}
+
+// headerOption checks a configured header name (an HTTP token) and returns
+// it in canonical form.
+func headerOption(name, field, value string, required bool) (string, error) {
+	if value == "" {
+		if required {
+			return "", fieldError(name, field, "is required (a header name such as \"X-Signature\")")
+		}
+		return "", nil
+	}
+	if !validHeaderName(value) {
+		return "", fieldError(name, field, "%q is not a valid header name", value)
+	}
+	return http.CanonicalHeaderKey(value), nil
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// locationOption checks an event_id or event_type location: exactly one of
+// header and json.
+func locationOption(name, field string, l fieldLocation) (location, error) {
+	switch {
+	case l.Header != "" && l.JSON != "":
+		return location{}, fieldError(name, field, "set \"header\" or \"json\", not both")
+	case l.Header != "":
+		h, err := headerOption(name, field+".header", l.Header, true)
+		return location{header: h}, err
+	case l.JSON != "":
+		keys, err := parseJSONPath(l.JSON)
+		if err != nil {
+			return location{}, fieldError(name, field+".json", "%s", err)
+		}
+		return location{path: keys}, nil
+	default:
+		return location{}, fieldError(name, field, `must be {"header": "X-Event-Id"} or {"json": "data.id"}`)
+	}
+}
+
+func (v *hmacVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.Identity, error) {
+	val, err := oneSignature(h, v.signatureHeader)
+	if err != nil {
+		return inbox.Identity{}, err
+	}
+	if v.prefix != "" {
+		var ok bool
+		if val, ok = strings.CutPrefix(val, v.prefix); !ok {
+			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header does not start with %q", v.signatureHeader, v.prefix)
+		}
+	}
+	sig, err := decodeMAC(v.signatureHeader, val, v.encoding, v.size)
+	if err != nil {
+		return inbox.Identity{}, err
+	}
+	var (
+		tsRaw, signedID string
+		ts              int64
+	)
+	if v.timestampHeader != "" {
+		var ok bool
+		if tsRaw, ok = singleHeader(h, v.timestampHeader); !ok {
+			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "exactly one %s header is required", v.timestampHeader)
+		}
+		if ts, err = strconv.ParseInt(tsRaw, 10, 64); err != nil || ts <= 0 {
+			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header is not a Unix time in seconds", v.timestampHeader)
+		}
+	}
+	if v.signsID {
+		var ok bool
+		if signedID, ok = singleHeader(h, v.id.header); !ok {
+			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "exactly one %s header is required: it is signed", v.id.header)
+		}
+	}
+	if !matchAny(v.keys, v.newHash, sig, v.signedContent(body, tsRaw, signedID)) {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "the signature matches no configured secret")
+	}
+	if v.timestampHeader != "" && !withinTolerance(time.Unix(ts, 0), now, v.tol) {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseTimestampOutOfTolerance, "the signed timestamp is more than %s away from now", v.tol)
+	}
+	var ident inbox.Identity
+	if v.signsID {
+		ident.EventID = signedID
+	} else if ident.EventID, err = v.read(h, body, v.id, inbox.CauseMissingEventID); err != nil {
+		return inbox.Identity{}, err
+	}
+	if ident.EventType, err = v.read(h, body, v.typ, inbox.CauseInvalidEventType); err != nil {
+		return inbox.Identity{}, err
+	}
+	return checkIdentity(ident)
+}
+
+// read returns the value at l: a header (at most once), a JSON path, or ""
+// when l is not configured.
+func (v *hmacVerifier) read(h http.Header, body []byte, l location, cause inbox.Cause) (string, error) {
+	switch {
+	case l.header != "":
+		return headerIdentity(h, l.header, cause)
+	case l.path != nil:
+		return pathString(body, l.path)
+	default:
+		return "", nil
+	}
+}
+
+// signedContent writes the template with the raw body, the timestamp and
+// the id exactly as they were sent.
+func (v *hmacVerifier) signedContent(body []byte, ts, id string) func(io.Writer) {
+	return func(w io.Writer) {
+		for _, s := range v.content {
+			switch s.kind {
+			case segLiteral:
+				w.Write(s.literal)
+			case segBody:
+				w.Write(body)
+			case segTimestamp:
+				io.WriteString(w, ts)
+			case segID:
+				io.WriteString(w, id)
+			}
+		}
+	}
+}
+
+// Sign implements Signer as the configured sender would: the signature,
+// the timestamp, and the id and type headers where they are headers.
+func (v *hmacVerifier) Sign(body []byte, eventID, eventType string, now time.Time) http.Header {
+	h := http.Header{}
+	var ts string
+	if v.timestampHeader != "" {
+		ts = strconv.FormatInt(now.Unix(), 10)
+		h.Set(v.timestampHeader, ts)
+	}
+	mac := computeMAC(v.keys[0], v.newHash, v.signedContent(body, ts, eventID))
+	h.Set(v.signatureHeader, v.prefix+encodeMAC(mac, v.encoding))
+	if v.id.header != "" {
+		h.Set(v.id.header, eventID)
+	}
+	if v.typ.header != "" && eventType != "" {
+		h.Set(v.typ.header, eventType)
+	}
+	return h
+}
+
+// bodyPaths implements bodyPather.
+func (v *hmacVerifier) bodyPaths() (idPath, typePath string) {
+	return strings.Join(v.id.path, "."), strings.Join(v.typ.path, ".")
+}

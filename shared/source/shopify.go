@@ -1,0 +1,102 @@
+package source
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+)
+
+// KindShopify is Shopify's scheme: X-Shopify-Hmac-Sha256 is the base64
+// HMAC-SHA256 of the raw body keyed with the app's client secret (or the
+// store's webhook signing secret for webhooks made in the admin). Shopify
+// signs no timestamp (X-Shopify-Triggered-At is not signed) and not the
+// X-Shopify-Webhook-Id, the event id: see docs/sources/shopify.md.
+const KindShopify = "shopify"
+
+// Shopify's headers.
+const (
+	shopifySignatureHeader   = "X-Shopify-Hmac-Sha256"
+	shopifyWebhookIDHeader   = "X-Shopify-Webhook-Id"
+	shopifyTopicHeader       = "X-Shopify-Topic"
+	shopifyEventIDHeader     = "X-Shopify-Event-Id"
+	shopifyShopDomainHeader  = "X-Shopify-Shop-Domain"
+	shopifyAPIVersionHeader  = "X-Shopify-Api-Version"
+	shopifyTriggeredAtHeader = "X-Shopify-Triggered-At"
+)
+
+// shopifyMetadata is what is kept beside the event, from headers: the
+// X-Shopify-Event-Id shared by every subscription's delivery of one event,
+// the shop, the payload's API version and when the event happened.
+var shopifyMetadata = [][2]string{
+	{"shopify_event_id", shopifyEventIDHeader},
+	{"shopify_shop_domain", shopifyShopDomainHeader},
+	{"shopify_api_version", shopifyAPIVersionHeader},
+	{"shopify_triggered_at", shopifyTriggeredAtHeader},
+}
+
+// shopifyOptions is the JSON configuration of a shopify source.
+type shopifyOptions struct {
+	Kind    string   `json:"kind"`
+	Secrets []string `json:"secrets"`
+}
+
+type shopifyVerifier struct {
+	keys [][]byte
+}
+
+func newShopify(name string, raw json.RawMessage) (Verifier, error) {
+	var o shopifyOptions
+	if err := decodeOptions(name, raw, &o); err != nil {
+		return nil, err
+	}
+	keys, err := rawSecrets(name, o.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	return &shopifyVerifier{keys: keys}, nil
+}
+
+func (v *shopifyVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.Identity, error) {
+	val, err := oneSignature(h, shopifySignatureHeader)
+	if err != nil {
+		return inbox.Identity{}, err
+	}
+	sig, err := decodeMAC(shopifySignatureHeader, val, encodingBase64, sha256.Size)
+	if err != nil {
+		return inbox.Identity{}, err
+	}
+	if !matchAny(v.keys, sha256.New, sig, func(w io.Writer) { w.Write(body) }) {
+		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "the signature matches no configured secret")
+	}
+	id, err := headerIdentity(h, shopifyWebhookIDHeader, inbox.CauseMissingEventID)
+	if err != nil {
+		return inbox.Identity{}, err
+	}
+	topic, err := headerIdentity(h, shopifyTopicHeader, inbox.CauseInvalidEventType)
+	if err != nil {
+		return inbox.Identity{}, err
+	}
+	return checkIdentity(inbox.Identity{
+		EventID:   id,
+		EventType: topic,
+		Metadata:  headerMetadata(h, shopifyMetadata...),
+	})
+}
+
+// Sign implements Signer with Shopify's signature, webhook id and topic
+// headers. (The other X-Shopify-* headers are not signed; sample builders
+// add them.)
+func (v *shopifyVerifier) Sign(body []byte, eventID, eventType string, _ time.Time) http.Header {
+	mac := computeMAC(v.keys[0], sha256.New, func(w io.Writer) { w.Write(body) })
+	h := http.Header{}
+	h.Set(shopifySignatureHeader, encodeMAC(mac, encodingBase64))
+	h.Set(shopifyWebhookIDHeader, eventID)
+	if eventType != "" {
+		h.Set(shopifyTopicHeader, eventType)
+	}
+	return h
+}

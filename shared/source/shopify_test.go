@@ -1,0 +1,126 @@
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+)
+
+// shopifyOpenSSLSig is the fixture's signature computed by OpenSSL, an
+// independent implementation (Shopify publishes no fixed test vector):
+// openssl dgst -sha256 -hmac shopify-test-secret -binary
+// testdata/shopify_orders_create.json | base64
+const shopifyOpenSSLSig = "O/nLAnezWz86Ik+7hHTglm5iWUtb9eZq3EU3aYk6jiE="
+
+func shopifyHeaders(sig string) http.Header {
+	return headers(
+		"X-Shopify-Hmac-Sha256", sig,
+		"X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+		"X-Shopify-Topic", "orders/create",
+		"X-Shopify-Event-Id", "98880550-7158-44d4-b7cd-2c97c8a091b5",
+		"X-Shopify-Shop-Domain", "shop.myshopify.com",
+		"X-Shopify-API-Version", "2025-07",
+		"X-Shopify-Triggered-At", "2023-03-29T18:00:27.877041743Z",
+	)
+}
+
+func TestShopifyVerify(t *testing.T) {
+	t.Parallel()
+	set := mustParse(t, `{"sources":{
+	 "shop":{"kind":"shopify","secrets":["shopify-new-secret","shopify-test-secret"]},
+	 "oldonly":{"kind":"shopify","secrets":["shopify-test-secret"]},
+	 "other":{"kind":"shopify","secrets":["other-secret"]}}}`)
+	src, _ := set.Lookup("shop")
+	body := fixture(t, "shopify_orders_create.json")
+	signWith := func(name string, b []byte) http.Header {
+		s, _ := set.Lookup(name)
+		h, err := s.SignEvent(b, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders/create", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	with := func(edit func(http.Header)) http.Header { h := shopifyHeaders(shopifyOpenSSLSig); edit(h); return h }
+	const hdr = "X-Shopify-Hmac-Sha256"
+	// A JSON round trip changes the bytes (escapes, number precision):
+	// the signature is over what was sent, never over a re-serialisation.
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	reserialised, _ := json.Marshal(v)
+
+	tests := []struct {
+		name string
+		h    http.Header
+		body []byte
+		want inbox.Cause
+		meta bool
+	}{
+		{"valid (OpenSSL, old secret)", shopifyHeaders(shopifyOpenSSLSig), body, "", true},
+		{"valid (signed by us, new secret)", signWith("shop", body), body, "", false},
+		{"rotated: old secret only", signWith("oldonly", body), body, "", false},
+		{"tampered body", shopifyHeaders(shopifyOpenSSLSig), bytes.Replace(body, []byte("403.00"), []byte("1.00"), 1), inbox.CauseSignatureMismatch, false},
+		{"re-serialised body", shopifyHeaders(shopifyOpenSSLSig), reserialised, inbox.CauseSignatureMismatch, false},
+		{"wrong secret", signWith("other", body), body, inbox.CauseSignatureMismatch, false},
+		{"missing signature", with(func(h http.Header) { h.Del(hdr) }), body, inbox.CauseSignatureMissing, false},
+		{"duplicated signature", with(func(h http.Header) { h.Add(hdr, shopifyOpenSSLSig) }), body, inbox.CauseSignatureMalformed, false},
+		{"garbled signature", with(func(h http.Header) { h.Set(hdr, "%%%") }), body, inbox.CauseSignatureMalformed, false},
+		{"sha256= prefix is not Shopify's", with(func(h http.Header) { h.Set(hdr, "sha256="+shopifyOpenSSLSig) }), body, inbox.CauseSignatureMalformed, false},
+		{"missing webhook id", with(func(h http.Header) { h.Del("X-Shopify-Webhook-Id") }), body, inbox.CauseMissingEventID, false},
+		{"duplicated webhook id", with(func(h http.Header) { h.Add("X-Shopify-Webhook-Id", "x") }), body, inbox.CauseMissingEventID, false},
+		{"webhook id too long", with(func(h http.Header) { h.Set("X-Shopify-Webhook-Id", strings.Repeat("9", 300)) }), body, inbox.CauseMissingEventID, false},
+		{"duplicated topic", with(func(h http.Header) { h.Add("X-Shopify-Topic", "orders/paid") }), body, inbox.CauseInvalidEventType, false},
+		{"signed non-JSON body is fine (id and type are headers)", signWith("shop", []byte("not json")), []byte("not json"), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			id, err := src.Verifier.Verify(tt.h, tt.body, now)
+			wantCause(t, err, tt.want)
+			if tt.want != "" {
+				return
+			}
+			if id.EventID != "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043" || id.EventType != "orders/create" {
+				t.Fatalf("identity = %+v", id)
+			}
+			if tt.meta {
+				want := map[string]string{
+					"shopify_event_id":     "98880550-7158-44d4-b7cd-2c97c8a091b5",
+					"shopify_shop_domain":  "shop.myshopify.com",
+					"shopify_api_version":  "2025-07",
+					"shopify_triggered_at": "2023-03-29T18:00:27.877041743Z",
+				}
+				for k, v := range want {
+					if id.Metadata[k] != v {
+						t.Fatalf("metadata = %v, want %v", id.Metadata, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Metadata is informational: a value that could not be stored is left out,
+// never a reason to refuse an authentic event.
+func TestShopifyMetadataIsBestEffort(t *testing.T) {
+	t.Parallel()
+	src := lookup(t, `{"sources":{"shop":{"kind":"shopify","secrets":["shopify-test-secret"]}}}`, "shop")
+	body := fixture(t, "shopify_orders_create.json")
+	h := shopifyHeaders(shopifyOpenSSLSig)
+	h.Add("X-Shopify-Event-Id", "second")                    // repeated: ambiguous
+	h.Set("X-Shopify-Shop-Domain", "shop\x00.myshopify.com") // NUL: JSONB cannot hold it
+	h.Set("X-Shopify-API-Version", strings.Repeat("v", 300)) // too long
+	h.Del("X-Shopify-Triggered-At")
+	id, err := src.Verifier.Verify(h, body, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Metadata != nil {
+		t.Fatalf("metadata = %v, want none", id.Metadata)
+	}
+}
