@@ -57,7 +57,8 @@ func (r EventInsertResult) Mismatch() bool {
 	return !r.Inserted && r.StoredSHA256 != nil && string(r.StoredSHA256) != string(r.BodySHA256[:])
 }
 
-// eventInsertSQL is the receiver's one statement: the insert that
+// EventInsertSQL is the receiver's one statement (exported so the
+// benchmark can run the very same text under pgbench): the insert that
 // deduplicates, and for a conflict the stored row's hash in the same round
 // trip. $4 is the payload as text for JSONB, or NULL; $8 the metadata
 // likewise. Text cast in SQL works the same in every query mode.
@@ -66,7 +67,7 @@ func (r EventInsertResult) Mismatch() bool {
 // misses a conflicting row committed by a concurrent receiver after the
 // snapshot was taken (ON CONFLICT waits for that row, the snapshot cannot
 // see it). That case returns no row, and EventInsert re-reads.
-const eventInsertSQL = `
+const EventInsertSQL = `
 WITH ins AS (
     INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata)
     VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8::text::jsonb)
@@ -108,7 +109,7 @@ func (s *Store) EventInsert(ctx context.Context, p EventInsertParams) (EventInse
 		metadata = string(b)
 	}
 	for {
-		row := s.pool.QueryRow(ctx, eventInsertSQL,
+		row := s.pool.QueryRow(ctx, EventInsertSQL,
 			p.Provider, p.EventID, p.EventType, payload, p.Body, res.BodySHA256[:], len(p.Body), metadata)
 		err := row.Scan(&res.ID, &res.Inserted, &res.StoredSHA256)
 		switch {
