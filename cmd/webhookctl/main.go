@@ -29,6 +29,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newMigrateCmd(), newSampleCmd())
+	root.AddCommand(newDevCmd(), newMigrateCmd(), newSampleCmd(), newSourcesCmd(), newSendCmd())
 	return root
 }
