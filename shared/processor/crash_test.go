@@ -1,0 +1,230 @@
+package processor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+)
+
+// The crash test runs processors as child processes, this test binary
+// re-executed with childEnv set, so that it can SIGKILL them: no deferred
+// function, no rollback, no release runs, exactly as with a Lambda killed
+// at its timeout or an OOM kill.
+const (
+	childEnv       = "PROCESSOR_TEST_CHILD"
+	childURLEnv    = "PROCESSOR_TEST_DATABASE_URL"
+	childOffsetEnv = "PROCESSOR_TEST_CLOCK_OFFSET"
+)
+
+// Child processors use a short lease, and each generation of children runs
+// on a clock crashStep ahead of the previous one: the leases the killed
+// children left are past for the next ones, and nothing sleeps for them.
+const (
+	childLease = 10 * time.Second
+	crashStep  = childLease + time.Second
+)
+
+// runChild is the child's main: drain until nothing is due, with a handler
+// that writes the ledger and then works a little inside the transaction,
+// so that kills land before, inside and after transactions.
+func runChild(mode string) int {
+	if mode != "drain" {
+		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
+		return 2
+	}
+	offset, err := time.ParseDuration(os.Getenv(childOffsetEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(os.Getenv(childURLEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	for k, v := range processor.SessionParams(2 * time.Second) {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer pool.Close()
+	reg := processor.NewRegistry()
+	reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+		if err := writeLedger(ctx, tx, ev); err != nil {
+			return err
+		}
+		time.Sleep(rand.N(2 * time.Millisecond)) // the handler's "work", with the transaction open
+		return nil
+	})
+	p, err := processor.New(processor.Config{
+		Pool: pool, Registry: reg,
+		Now:       func() time.Time { return time.Now().Add(offset) },
+		BatchSize: 10, Lease: childLease, HandlerTimeout: 2 * time.Second, SafetyMargin: 4 * time.Second,
+		// Kills charge an attempt to the event they interrupt; with a dozen
+		// kills, no event may run out of attempts here.
+		MaxAttempts: 1000,
+		Logger:      slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	st, err := p.Drain(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drain:", err)
+		return 1
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(st)
+	return 0
+}
+
+type child struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+func startChild(t *testing.T, url string, offset time.Duration) *child {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: exec.Command(exe)}
+	c.cmd.Env = append(os.Environ(), childEnv+"=drain", childURLEnv+"="+url, childOffsetEnv+"="+offset.String())
+	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// wait reports whether the child died of SIGKILL; any other end but a
+// clean exit is an error.
+func (c *child) wait() (killed bool, err error) {
+	err = c.cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true, nil
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("child processor: %w\nstderr:\n%s", err, c.stderr.String())
+	}
+	return false, nil
+}
+
+// TestSIGKILLedProcessorsApplyEachEventOnce is the issue's crash
+// acceptance: two processor processes drain at once and are SIGKILLed at
+// random points, round after round, and restarted; a last generation
+// finishes the drain. Every effect exists exactly once, and no event is
+// left claimed.
+func TestSIGKILLedProcessorsApplyEachEventOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	f := setupOn(t, newPool(t, url))
+	const events, rounds, perRound = 2000, 12, 2
+	f.insert("ledger", "ledger.write", "evt_", events)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	t.Logf("kill timing seed %d", seed)
+
+	kills := 0
+	for round := 1; round <= rounds; round++ {
+		before, _ := f.ledger()
+		children := make([]*child, perRound)
+		for i := range children {
+			children[i] = startChild(t, url, time.Duration(round)*crashStep)
+		}
+		// Let the drain start (the ledger grows), then kill each child at
+		// its own random point a few milliseconds into it.
+		exited := make(chan struct{})
+		var wg sync.WaitGroup
+		killedN := make([]bool, perRound)
+		errs := make([]error, perRound)
+		for i, c := range children {
+			wg.Go(func() { killedN[i], errs[i] = c.wait() })
+		}
+		go func() { wg.Wait(); close(exited) }()
+		deadline := time.Now().Add(30 * time.Second)
+	poll:
+		for {
+			if rows, _ := f.ledger(); rows > before {
+				break
+			}
+			select {
+			case <-exited:
+				break poll
+			case <-time.After(2 * time.Millisecond): // polling a condition
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("child processors made no progress")
+			}
+		}
+		for _, c := range children {
+			delay := time.Duration(rng.Int64N(int64(40 * time.Millisecond)))
+			go func() {
+				time.Sleep(delay) // a random kill point, not a wait for time to pass
+				_ = c.cmd.Process.Signal(syscall.SIGKILL)
+			}()
+		}
+		<-exited
+		for i, k := range killedN {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if k {
+				kills++
+			}
+		}
+	}
+	if kills < 10 {
+		t.Fatalf("only %d children were killed mid-drain; the test did not test much", kills)
+	}
+
+	// The last generation, on a clock past every lease, finishes the drain.
+	final := []*child{startChild(t, url, (rounds+1)*crashStep), startChild(t, url, (rounds+1)*crashStep)}
+	for _, c := range final {
+		if killed, err := c.wait(); err != nil || killed {
+			t.Fatalf("final child: killed %v, %v", killed, err)
+		}
+	}
+
+	if rows, distinct := f.ledger(); rows != events || distinct != events {
+		t.Fatalf("ledger rows = %d for %d events, want %d, once each", rows, distinct, events)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_events WHERE processed_at IS NULL OR dead_at IS NOT NULL`); n != 0 {
+		t.Fatalf("%d events not processed", n)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_events WHERE locked_until IS NOT NULL OR locked_by IS NOT NULL`); n != 0 {
+		t.Fatalf("%d events left claimed", n)
+	}
+	// Every attempt a kill interrupted is in its event's history.
+	interrupted := f.count(`SELECT count(*) FROM webhook_events, jsonb_array_elements(errors) e WHERE e->>'cause' = 'lease_expired'`)
+	extra := f.count(`SELECT coalesce(sum(attempts - 1), 0) FROM webhook_events`)
+	if interrupted != extra {
+		t.Fatalf("%d lease_expired entries for %d attempts beyond the first", interrupted, extra)
+	}
+	t.Logf("%d kills mid-drain; %d attempts interrupted inside a handler", kills, interrupted)
+}

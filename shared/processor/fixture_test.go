@@ -1,0 +1,258 @@
+package processor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func TestMain(m *testing.M) {
+	// The crash test re-executes this binary as a processor to kill.
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	pgtest.Main(m)
+}
+
+// clock is the injected clock: tests move it instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// newClock starts a minute ahead of the wall clock: events get their
+// next_attempt_at from the server's now() on insert, and must be due.
+// Postgres keeps microseconds, so the clock has no finer digits.
+func newClock() *clock {
+	return &clock{t: time.Now().Add(time.Minute).Truncate(time.Millisecond)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
+}
+
+// logBuffer collects JSON log lines safely from concurrent processors.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines returns the decoded log lines whose msg contains substr.
+func (b *logBuffer) lines(t *testing.T, substr string) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, l := range bytes.Split(b.buf.Bytes(), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("log line is not JSON: %s", l)
+		}
+		if msg, _ := m["msg"].(string); strings.Contains(msg, substr) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type fixture struct {
+	t     testing.TB
+	ctx   context.Context
+	pool  *pgxpool.Pool
+	store *storage.Store
+	clock *clock
+	reg   *processor.Registry
+	logs  *logBuffer
+}
+
+// ledgerDDL is the test's business table: one row per application of an
+// event. No unique constraint, so that a second application would show
+// up as a duplicate instead of failing.
+const ledgerDDL = `CREATE TABLE ledger (event_pk BIGINT NOT NULL, attempt INT NOT NULL, note TEXT)`
+
+// setup gives each test its own migrated database with a ledger table, a
+// clock and an empty registry.
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	return setupOn(t, pool)
+}
+
+func setupOn(t testing.TB, pool *pgxpool.Pool) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := pool.Exec(ctx, ledgerDDL); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{
+		t: t, ctx: ctx, pool: pool, store: storage.New(pool),
+		clock: newClock(), reg: processor.NewRegistry(), logs: &logBuffer{},
+	}
+}
+
+// sourceKinds is the name→kind map of the tests' sources document.
+var sourceKinds = map[string]string{"stripe": "stripe", "billing": "standard", "ledger": "test"}
+
+// processor builds a processor on the fixture; zero fields of cfg take the
+// fixture's (pool, registry, clock, logs) or the package's defaults.
+func (f *fixture) processor(cfg processor.Config) *processor.Processor {
+	f.t.Helper()
+	if cfg.Pool == nil {
+		cfg.Pool = f.pool
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = f.reg
+	}
+	if cfg.Now == nil {
+		cfg.Now = f.clock.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = func() float64 { return 0.5 }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if cfg.SourceKinds == nil {
+		cfg.SourceKinds = sourceKinds
+	}
+	p, err := processor.New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+// insert stores n events of source and type, ids prefix-0000..., in
+// one statement, and returns their primary keys in order.
+func (f *fixture) insert(source, eventType, prefix string, n int) []int64 {
+	f.t.Helper()
+	rows, err := f.pool.Query(f.ctx, `
+INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size)
+SELECT $1::text, $3::text || lpad(g::text, 5, '0'), $2::text, b::jsonb, convert_to(b, 'UTF8'), sha256(convert_to(b, 'UTF8')), octet_length(b)
+  FROM generate_series(1, $4::int) g,
+       LATERAL (SELECT json_build_object('id', $3::text || lpad(g::text, 5, '0'), 'type', $2::text, 'n', g)::text AS b) body
+ ORDER BY g
+RETURNING id`, source, eventType, prefix, n)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ids
+}
+
+// insertOne stores one event with this body through the receiver's query.
+func (f *fixture) insertOne(source, eventID, eventType string, body []byte) int64 {
+	f.t.Helper()
+	res, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: source, EventID: eventID, EventType: eventType, Body: body})
+	if err != nil || !res.Inserted {
+		f.t.Fatalf("insert %s: %+v %v", eventID, res, err)
+	}
+	return res.ID
+}
+
+// errorEntry is one item of webhook_events.errors.
+type errorEntry struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Cause   string    `json:"cause"`
+	Error   string    `json:"error"`
+}
+
+// row is the processing state of an event.
+type row struct {
+	Attempts      int
+	ProcessedAt   *time.Time
+	Outcome       *string
+	DeadAt        *time.Time
+	NextAttemptAt time.Time
+	LockedUntil   *time.Time
+	LockedBy      *string
+	LastError     *string
+	Errors        []errorEntry
+}
+
+func (f *fixture) row(id int64) row {
+	f.t.Helper()
+	var r row
+	var errs []byte
+	err := f.pool.QueryRow(f.ctx, `
+SELECT attempts, processed_at, outcome, dead_at, next_attempt_at, locked_until, locked_by, last_error, errors::text
+  FROM webhook_events WHERE id = $1`, id).Scan(
+		&r.Attempts, &r.ProcessedAt, &r.Outcome, &r.DeadAt, &r.NextAttemptAt, &r.LockedUntil, &r.LockedBy, &r.LastError, &errs)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := json.Unmarshal(errs, &r.Errors); err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+// ledger returns how many ledger rows exist and for how many events.
+func (f *fixture) ledger() (rows, events int) {
+	f.t.Helper()
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*), count(DISTINCT event_pk) FROM ledger`).Scan(&rows, &events); err != nil {
+		f.t.Fatal(err)
+	}
+	return rows, events
+}
+
+func (f *fixture) count(sql string, args ...any) int {
+	f.t.Helper()
+	var n int
+	if err := f.pool.QueryRow(f.ctx, sql, args...).Scan(&n); err != nil {
+		f.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// drain runs one Drain and fails the test on an error.
+func (f *fixture) drain(p *processor.Processor) processor.Stats {
+	f.t.Helper()
+	st, err := p.Drain(f.ctx)
+	if err != nil {
+		f.t.Fatalf("drain: %v (stats %+v)", err, st)
+	}
+	return st
+}
+
+// writeLedger is the tests' handler: it applies an event by writing its
+// ledger row in the processor's transaction.
+func writeLedger(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+	_, err := tx.Exec(ctx, `INSERT INTO ledger (event_pk, attempt) VALUES ($1, $2)`, ev.ID, ev.Attempt)
+	return err
+}
