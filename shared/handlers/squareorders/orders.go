@@ -1,0 +1,170 @@
+// Package squareorders is an example processor handler, and a pattern to
+// copy: it mirrors Square orders into a square_orders table from
+// order.created and order.updated events, where an older version never
+// overwrites a newer one, because Square delivers webhooks out of order.
+//
+// What to copy (see also shared/handlers/stripedunning):
+//
+//   - Register registers the handlers for a processor.Match the
+//     application chooses; Migrate applies the package's own tables with
+//     their own goose version table.
+//   - The handler decodes the event, calls an event it can never apply
+//     processor.Permanent, and writes in the transaction it is given.
+//   - Out-of-order deliveries: the write is an upsert guarded by the
+//     sender's own version number (ON CONFLICT ... DO UPDATE ... WHERE
+//     stored.version < new.version). Deliveries may arrive in any order,
+//     be applied by concurrent processors, or be redelivered: the row ends
+//     with the newest version. The row lock the upsert takes serialises
+//     concurrent writers of one order, and the guard is evaluated on the
+//     row's newest committed version.
+//
+// The events carry the order's summary only (id, location, state, version,
+// times). An application that needs line items would fetch the order from
+// Square's API outside the transaction and keep the same version guard.
+package squareorders
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// Event types this package handles.
+const (
+	TypeOrderCreated = "order.created"
+	TypeOrderUpdated = "order.updated"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// VersionTable is the goose version table of this package's migrations.
+const VersionTable = "squareorders_goose_db_version"
+
+// Migrate applies the package's migrations (the square_orders table) and
+// returns the version reached. It is safe to run at every start-up and from
+// several processes at once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, err
+	}
+	v, err := storage.MigrateFS(ctx, pool, sub, VersionTable)
+	if err != nil {
+		return 0, fmt.Errorf("squareorders: %w", err)
+	}
+	return v, nil
+}
+
+// Register registers the order handlers for the events of m, usually
+// processor.Kind("square").
+func Register(r *processor.Registry, m processor.Match) {
+	r.HandleFunc(m, TypeOrderCreated, handleOrder)
+	r.HandleFunc(m, TypeOrderUpdated, handleOrder)
+}
+
+// squareEvent is the part of a Square order event the handler reads. The
+// order's summary is in data.object.order_created for order.created and in
+// data.object.order_updated for order.updated.
+type squareEvent struct {
+	MerchantID string `json:"merchant_id"`
+	Type       string `json:"type"`
+	EventID    string `json:"event_id"`
+	Data       struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		Object struct {
+			OrderCreated *orderSummary `json:"order_created"`
+			OrderUpdated *orderSummary `json:"order_updated"`
+		} `json:"object"`
+	} `json:"data"`
+}
+
+type orderSummary struct {
+	OrderID    string     `json:"order_id"`
+	LocationID string     `json:"location_id"`
+	State      string     `json:"state"`
+	Version    int        `json:"version"`
+	CreatedAt  *time.Time `json:"created_at"`
+	UpdatedAt  *time.Time `json:"updated_at"`
+}
+
+func handleOrder(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+	var se squareEvent
+	if err := ev.Decode(&se); err != nil {
+		return processor.Permanent(err)
+	}
+	o := se.Data.Object.OrderCreated
+	if ev.Type == TypeOrderUpdated {
+		o = se.Data.Object.OrderUpdated
+	}
+	switch {
+	case o == nil:
+		return processor.Permanent(fmt.Errorf("event %s (%s): no order summary in data.object", ev.EventID, ev.Type))
+	case o.OrderID == "" || o.LocationID == "" || o.State == "":
+		return processor.Permanent(fmt.Errorf("event %s: the order summary lacks order_id, location_id or state", ev.EventID))
+	case o.Version < 1:
+		return processor.Permanent(fmt.Errorf("event %s: order %s has no version", ev.EventID, o.OrderID))
+	}
+	_, err := tx.Exec(ctx, `
+INSERT INTO square_orders AS s (source, order_id, merchant_id, location_id, state, version,
+                                order_created_at, order_updated_at, last_event_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (source, order_id) DO UPDATE SET
+    merchant_id      = EXCLUDED.merchant_id,
+    location_id      = EXCLUDED.location_id,
+    state            = EXCLUDED.state,
+    version          = EXCLUDED.version,
+    order_created_at = COALESCE(EXCLUDED.order_created_at, s.order_created_at),
+    order_updated_at = COALESCE(EXCLUDED.order_updated_at, s.order_updated_at),
+    last_event_id    = EXCLUDED.last_event_id,
+    synced_at        = now()
+WHERE s.version < EXCLUDED.version`,
+		ev.Source, o.OrderID, nullIfEmpty(se.MerchantID), o.LocationID, o.State, o.Version,
+		o.CreatedAt, o.UpdatedAt, ev.EventID)
+	if err != nil {
+		return fmt.Errorf("upsert order %s version %d: %w", o.OrderID, o.Version, err)
+	}
+	return nil
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Order is the mirrored state of one Square order.
+type Order struct {
+	Source         string
+	OrderID        string
+	MerchantID     *string
+	LocationID     string
+	State          string
+	Version        int
+	OrderCreatedAt *time.Time
+	OrderUpdatedAt *time.Time
+	LastEventID    string
+}
+
+// Get returns the mirrored order, or pgx.ErrNoRows (wrapped) when none.
+func Get(ctx context.Context, db storage.DBTX, source, orderID string) (Order, error) {
+	var o Order
+	err := db.QueryRow(ctx, `
+SELECT source, order_id, merchant_id, location_id, state, version, order_created_at, order_updated_at, last_event_id
+  FROM square_orders WHERE source = $1 AND order_id = $2`, source, orderID).Scan(
+		&o.Source, &o.OrderID, &o.MerchantID, &o.LocationID, &o.State, &o.Version, &o.OrderCreatedAt, &o.OrderUpdatedAt, &o.LastEventID)
+	if err != nil {
+		return o, fmt.Errorf("get order %s: %w", orderID, err)
+	}
+	return o, nil
+}

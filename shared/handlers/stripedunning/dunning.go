@@ -1,0 +1,242 @@
+// Package stripedunning is an example processor handler, and the pattern
+// to copy for your own: it keeps a dunning state per Stripe customer and
+// invoice from invoice.payment_failed and invoice.paid events.
+//
+// What to copy:
+//
+//   - Register: one function that registers the package's handlers for a
+//     processor.Match the application chooses (a source kind or name).
+//   - Migrate: the package's business tables live in its own embedded goose
+//     migrations, applied with their own version table, never in the core
+//     schema.
+//   - The handlers decode the event (a payload that cannot be decoded, or
+//     is not the object expected, is processor.Permanent: retrying cannot
+//     fix it) and make every change in the transaction they are given,
+//     which the processor commits together with the event's processed_at.
+//   - Out-of-order deliveries: Stripe does not deliver in order, and a
+//     retried event can arrive after a newer one. Each write here is a
+//     merge whose result does not depend on the order (a paid invoice
+//     stays paid; the highest attempt count wins), so no ordering is needed.
+//
+// Semantics: invoice.payment_failed opens (or advances) the invoice's
+// dunning, status past_due, with Stripe's attempt count and next retry;
+// invoice.paid clears it. A paid invoice is final in Stripe, so a
+// payment_failed that arrives after the paid event is recorded but never
+// reopens it; that is also why invoice.paid writes a cleared row even for
+// an invoice that never failed (a later-arriving failure must find it).
+// Other ways out of dunning (invoice.voided, invoice.marked_uncollectible)
+// would be handled like invoice.paid.
+package stripedunning
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// Event types this package handles.
+const (
+	TypePaymentFailed = "invoice.payment_failed"
+	TypePaid          = "invoice.paid"
+)
+
+// Statuses of a dunning row.
+const (
+	StatusPastDue = "past_due"
+	StatusCleared = "cleared"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// VersionTable is the goose version table of this package's migrations.
+const VersionTable = "stripedunning_goose_db_version"
+
+// Migrate applies the package's migrations (the stripe_dunning table) and
+// returns the version reached. It is safe to run at every start-up and from
+// several processes at once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, err
+	}
+	v, err := storage.MigrateFS(ctx, pool, sub, VersionTable)
+	if err != nil {
+		return 0, fmt.Errorf("stripedunning: %w", err)
+	}
+	return v, nil
+}
+
+// Register registers the dunning handlers for the events of m, usually
+// processor.Kind("stripe").
+func Register(r *processor.Registry, m processor.Match) {
+	r.HandleFunc(m, TypePaymentFailed, handlePaymentFailed)
+	r.HandleFunc(m, TypePaid, handlePaid)
+}
+
+// stripeEvent is the part of a Stripe event the handlers read.
+type stripeEvent struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Data    struct {
+		Object invoice `json:"object"`
+	} `json:"data"`
+}
+
+// invoice is the part of a Stripe invoice the handlers read.
+type invoice struct {
+	ID                 string `json:"id"`
+	Object             string `json:"object"`
+	Customer           string `json:"customer"`
+	AmountDue          int64  `json:"amount_due"`
+	Currency           string `json:"currency"`
+	AttemptCount       int    `json:"attempt_count"`
+	NextPaymentAttempt *int64 `json:"next_payment_attempt"`
+	HostedInvoiceURL   string `json:"hosted_invoice_url"`
+}
+
+// decode reads an invoice event, refusing for good one that is not one.
+func decode(ev *processor.Event) (stripeEvent, error) {
+	var se stripeEvent
+	if err := ev.Decode(&se); err != nil {
+		return se, processor.Permanent(err)
+	}
+	inv := se.Data.Object
+	switch {
+	case inv.Object != "invoice":
+		return se, processor.Permanent(fmt.Errorf("event %s: data.object is %q, not an invoice", ev.EventID, inv.Object))
+	case inv.ID == "" || inv.Customer == "":
+		return se, processor.Permanent(fmt.Errorf("event %s: the invoice has no id or no customer", ev.EventID))
+	case se.Created <= 0:
+		return se, processor.Permanent(errors.New("event " + ev.EventID + ": no created time"))
+	}
+	return se, nil
+}
+
+func handlePaymentFailed(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+	se, err := decode(ev)
+	if err != nil {
+		return err
+	}
+	inv := se.Data.Object
+	var next *time.Time
+	if inv.NextPaymentAttempt != nil {
+		t := time.Unix(*inv.NextPaymentAttempt, 0)
+		next = &t
+	}
+	// The row's failure details follow the failure with the highest
+	// attempt count; ties keep the row (a redelivery changes nothing).
+	_, err = tx.Exec(ctx, `
+INSERT INTO stripe_dunning AS d (source, invoice_id, customer_id, status, failed_attempts, amount_due, currency,
+                                 next_payment_attempt, hosted_invoice_url, first_failed_at, last_failed_at, last_event_id)
+VALUES ($1, $2, $3, 'past_due', $4, $5, $6, $7, $8, $9, $9, $10)
+ON CONFLICT (source, invoice_id) DO UPDATE SET
+    failed_attempts      = GREATEST(d.failed_attempts, EXCLUDED.failed_attempts),
+    amount_due           = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.amount_due ELSE d.amount_due END,
+    currency             = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.currency ELSE d.currency END,
+    next_payment_attempt = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.next_payment_attempt ELSE d.next_payment_attempt END,
+    hosted_invoice_url   = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.hosted_invoice_url ELSE d.hosted_invoice_url END,
+    last_event_id        = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.last_event_id ELSE d.last_event_id END,
+    first_failed_at      = LEAST(d.first_failed_at, EXCLUDED.first_failed_at),
+    last_failed_at       = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at),
+    -- status is left alone: a cleared invoice stays cleared.
+    updated_at           = now()`,
+		ev.Source, inv.ID, inv.Customer, inv.AttemptCount, inv.AmountDue, inv.Currency,
+		next, nullIfEmpty(inv.HostedInvoiceURL), time.Unix(se.Created, 0), ev.EventID)
+	if err != nil {
+		return fmt.Errorf("record payment failure of invoice %s: %w", inv.ID, err)
+	}
+	return nil
+}
+
+func handlePaid(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+	se, err := decode(ev)
+	if err != nil {
+		return err
+	}
+	inv := se.Data.Object
+	_, err = tx.Exec(ctx, `
+INSERT INTO stripe_dunning AS d (source, invoice_id, customer_id, status, amount_due, currency, cleared_at, last_event_id)
+VALUES ($1, $2, $3, 'cleared', $4, $5, $6, $7)
+ON CONFLICT (source, invoice_id) DO UPDATE SET
+    status        = 'cleared',
+    cleared_at    = COALESCE(d.cleared_at, EXCLUDED.cleared_at),
+    last_event_id = EXCLUDED.last_event_id,
+    updated_at    = now()`,
+		ev.Source, inv.ID, inv.Customer, inv.AmountDue, inv.Currency, time.Unix(se.Created, 0), ev.EventID)
+	if err != nil {
+		return fmt.Errorf("clear dunning of invoice %s: %w", inv.ID, err)
+	}
+	return nil
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Dunning is the dunning state of one invoice.
+type Dunning struct {
+	Source             string
+	InvoiceID          string
+	CustomerID         string
+	Status             string
+	FailedAttempts     int
+	AmountDue          *int64
+	Currency           *string
+	NextPaymentAttempt *time.Time
+	FirstFailedAt      *time.Time
+	LastFailedAt       *time.Time
+	ClearedAt          *time.Time
+	LastEventID        string
+}
+
+const dunningColumns = `source, invoice_id, customer_id, status, failed_attempts, amount_due, currency,
+       next_payment_attempt, first_failed_at, last_failed_at, cleared_at, last_event_id`
+
+func scanDunning(row pgx.CollectableRow) (Dunning, error) {
+	var d Dunning
+	err := row.Scan(&d.Source, &d.InvoiceID, &d.CustomerID, &d.Status, &d.FailedAttempts, &d.AmountDue, &d.Currency,
+		&d.NextPaymentAttempt, &d.FirstFailedAt, &d.LastFailedAt, &d.ClearedAt, &d.LastEventID)
+	return d, err
+}
+
+// Get returns the dunning state of an invoice, or pgx.ErrNoRows (wrapped)
+// when none was recorded.
+func Get(ctx context.Context, db storage.DBTX, source, invoiceID string) (Dunning, error) {
+	rows, err := db.Query(ctx, `SELECT `+dunningColumns+` FROM stripe_dunning WHERE source = $1 AND invoice_id = $2`, source, invoiceID)
+	if err != nil {
+		return Dunning{}, fmt.Errorf("get dunning of invoice %s: %w", invoiceID, err)
+	}
+	d, err := pgx.CollectExactlyOneRow(rows, scanDunning)
+	if err != nil {
+		return d, fmt.Errorf("get dunning of invoice %s: %w", invoiceID, err)
+	}
+	return d, nil
+}
+
+// Open returns the invoices of a customer that are in dunning (past due).
+func Open(ctx context.Context, db storage.DBTX, source, customerID string) ([]Dunning, error) {
+	rows, err := db.Query(ctx, `SELECT `+dunningColumns+` FROM stripe_dunning
+ WHERE source = $1 AND customer_id = $2 AND status = 'past_due' ORDER BY first_failed_at, invoice_id`, source, customerID)
+	if err != nil {
+		return nil, fmt.Errorf("open dunning of customer %s: %w", customerID, err)
+	}
+	out, err := pgx.CollectRows(rows, scanDunning)
+	if err != nil {
+		return nil, fmt.Errorf("open dunning of customer %s: %w", customerID, err)
+	}
+	return out, nil
+}
