@@ -1,0 +1,113 @@
+// Command processor is the scheduled processor Lambda: an EventBridge
+// schedule invokes it, and each invocation drains webhook_events (see
+// shared/processor) until no event is due or less than
+// PROCESSOR_SAFETY_MARGIN is left before the invocation's deadline.
+// Invocations may overlap (a slow drain and the next tick): processors
+// claim disjoint batches, and each event is applied once whatever runs.
+//
+// The business logic is registered in handlers.go.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func main() {
+	h, pool, err := setup(context.Background(), os.Getenv)
+	if err != nil {
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("processor: start-up failed", "err", err)
+		os.Exit(1)
+	}
+	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(pool.Close))
+}
+
+// handlerFunc is the Lambda handler: the scheduled event is only a tick;
+// the stats it returns show in a manual invoke and in tests.
+type handlerFunc = func(context.Context, events.EventBridgeEvent) (processor.Stats, error)
+
+// setup reads the configuration and builds the Lambda handler. The pool is
+// made once per container, at init, and reused by every invocation.
+func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpool.Pool, error) {
+	getenv, password, err := secrets.Environment(ctx, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := settings.LoadProcessor(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	log := settings.Logger(cfg.LogLevel)
+	// A drain runs one event at a time: one connection counts attempts and
+	// records outcomes, the other holds the event's transaction. The
+	// session timeouts make the server end what a frozen or killed
+	// invocation left open.
+	pool, err := storage.OpenPool(ctx, cfg.Database.URL, storage.PoolOptions{
+		ApplicationName: "webhook-inbox-processor", MaxConns: 2, ConnectTimeout: 3 * time.Second,
+		QueryMode: cfg.Database.QueryMode, Password: password,
+		RuntimeParams: processor.SessionParams(cfg.Processor.HandlerTimeout),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := processor.NewRegistry()
+	register(reg)
+	pc := cfg.Processor
+	pc.Pool, pc.Registry, pc.Logger, pc.SourceKinds = pool, reg, log, cfg.SourceKinds
+	p, err := processor.New(pc)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	if cfg.SourceKinds == nil {
+		log.Warn("processor: no sources document (WEBHOOK_SOURCES or WEBHOOK_SOURCES_FILE): handlers registered by kind match no event")
+	}
+
+	// The handlers' tables are created before the first drain, not at
+	// init: a database that is down at a cold start only fails the
+	// invocations until it is back, as with the receiver.
+	var mu sync.Mutex
+	migrated := false
+	h := func(ctx context.Context, _ events.EventBridgeEvent) (processor.Stats, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !migrated {
+			if err := migrateHandlers(ctx, pool); err != nil {
+				log.Error("processor: handler migrations failed", "cause", processor.CauseDatabaseUnavailable, "err", err)
+				return processor.Stats{}, err
+			}
+			migrated = true
+		}
+		st, err := p.Drain(ctx)
+		if err != nil {
+			log.Error("processor: drain stopped", "cause", processor.CauseDatabaseUnavailable, "err", err, "stats", st)
+			return st, err
+		}
+		log.Info("processor: drain finished", "stats", st)
+		return st, nil
+	}
+	return h, pool, nil
+}
+
+// migrateHandlers applies the migrations of every registered handler
+// package, each with its own goose version table.
+func migrateHandlers(ctx context.Context, pool *pgxpool.Pool) error {
+	for _, m := range handlerMigrations {
+		if _, err := m(ctx, pool); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
+	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const sources = `{"sources":{
+  "stripe": {"kind":"stripe","secrets":["whsec_lambda_test"]},
+  "square": {"kind":"square","secrets":["square-key"],"notification_url":"https://hooks.example.com/webhooks/square"}
+}}`
+
+// scheduled loads the recorded EventBridge scheduled event.
+func scheduled(t *testing.T) events.EventBridgeEvent {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/eventbridge_scheduled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.EventBridgeEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// TestScheduledDrain: the Lambda entry drains what the receiver stored,
+// with the example handlers routed by source kind, and the unhandled event
+// marked processed.
+func TestScheduledDrain(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	env := map[string]string{"DATABASE_URL": url, "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
+	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	store := storage.New(pool)
+	for _, d := range []storage.EventInsertParams{
+		{Provider: "stripe", EventID: "evt_fail_1", EventType: "invoice.payment_failed", Body: []byte(
+			`{"id":"evt_fail_1","object":"event","type":"invoice.payment_failed","created":1717430400,
+			  "data":{"object":{"id":"in_1","object":"invoice","customer":"cus_1","amount_due":4900,"currency":"usd","attempt_count":1}}}`)},
+		{Provider: "square", EventID: "sq-evt-1", EventType: "order.created", Body: []byte(
+			`{"merchant_id":"M1","type":"order.created","event_id":"sq-evt-1","data":{"type":"order","id":"o1",
+			  "object":{"order_created":{"order_id":"o1","location_id":"L1","state":"OPEN","version":1}}}}`)},
+		{Provider: "stripe", EventID: "evt_cust", EventType: "customer.created", Body: []byte(`{"id":"evt_cust","type":"customer.created"}`)},
+	} {
+		if _, err := store.EventInsert(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // the Lambda's deadline
+	defer cancel()
+	st, err := h(ctx, scheduled(t))
+	if err != nil || st.Handled != 2 || st.Unhandled != 1 || st.Stopped != processor.StopDrained {
+		t.Fatalf("invocation = %+v, %v", st, err)
+	}
+	if d, err := stripedunning.Get(t.Context(), pool, "stripe", "in_1"); err != nil || d.Status != stripedunning.StatusPastDue {
+		t.Fatalf("dunning = %+v, %v", d, err)
+	}
+	if o, err := squareorders.Get(t.Context(), pool, "square", "o1"); err != nil || o.Version != 1 {
+		t.Fatalf("order = %+v, %v", o, err)
+	}
+	// The connections carry the processor's session timeouts.
+	var stmt, idle string
+	if err := pool.QueryRow(t.Context(), `SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')`).Scan(&stmt, &idle); err != nil {
+		t.Fatal(err)
+	}
+	if stmt != "35s" || idle != "35s" {
+		t.Fatalf("session timeouts = %s, %s", stmt, idle)
+	}
+	// A second tick finds nothing.
+	if st, err := h(ctx, scheduled(t)); err != nil || st.Claimed != 0 {
+		t.Fatalf("second invocation = %+v, %v", st, err)
+	}
+}
+
+// TestNearDeadlineInvocationClaimsNothing: an invocation left with less
+// than the safety margin does not start a batch it could not finish.
+func TestNearDeadlineInvocationClaimsNothing(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.URL(t), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
+	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // below the 40s default margin
+	defer cancel()
+	if st, err := h(ctx, scheduled(t)); err != nil || st.Stopped != processor.StopDeadline || st.Claimed != 0 {
+		t.Fatalf("invocation = %+v, %v", st, err)
+	}
+}
+
+func TestSetupFailsFast(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"no database":     {map[string]string{}, "DATABASE_URL"},
+		"bad sources":     {map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x", "WEBHOOK_SOURCES": `{"sources":{"a":{"kind":"nope","secrets":["x"]}}}`}, `source "a"`},
+		"bad lease":       {map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x", "PROCESSOR_LEASE": "soon"}, "PROCESSOR_LEASE"},
+		"unknown policy":  {map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x", "PROCESSOR_UNHANDLED": "drop"}, "PROCESSOR_UNHANDLED"},
+		"margin too thin": {map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x", "PROCESSOR_HANDLER_TIMEOUT": "1m", "PROCESSOR_SAFETY_MARGIN": "30s"}, "PROCESSOR_SAFETY_MARGIN"},
+	} {
+		_, _, err := setup(t.Context(), func(k string) string { return tc.env[k] })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to name %s", name, err, tc.want)
+		}
+	}
+}
+
+// TestDatabaseDownAtInitIsNotFatal: a cold start without the database
+// still starts; the invocations fail until it is back.
+func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error"}
+	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if _, err := h(ctx, scheduled(t)); err == nil {
+		t.Fatal("an invocation without a database succeeded")
+	}
+}
