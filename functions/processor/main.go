@@ -5,7 +5,7 @@
 // Invocations may overlap (a slow drain and the next tick): processors
 // claim disjoint batches, and each event is applied once whatever runs.
 //
-// The business logic is registered in handlers.go.
+// The business logic is registered in shared/handlers (handlers.Register).
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -63,16 +64,13 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		return nil, nil, err
 	}
 	reg := processor.NewRegistry()
-	register(reg)
+	handlers.Register(reg)
 	pc := cfg.Processor
 	pc.Pool, pc.Registry, pc.Logger, pc.SourceKinds = pool, reg, log, cfg.SourceKinds
 	p, err := processor.New(pc)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
-	}
-	if cfg.SourceKinds == nil {
-		log.Warn("processor: no sources document (WEBHOOK_SOURCES or WEBHOOK_SOURCES_FILE): handlers registered by kind match no event")
 	}
 
 	// The handlers' tables are created before the first drain, not at
@@ -84,7 +82,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		mu.Lock()
 		defer mu.Unlock()
 		if !migrated {
-			if err := migrateHandlers(ctx, pool); err != nil {
+			if err := handlers.Migrate(ctx, pool); err != nil {
 				log.Error("processor: handler migrations failed", "cause", processor.CauseDatabaseUnavailable, "err", err)
 				return processor.Stats{}, err
 			}
@@ -99,15 +97,4 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		return st, nil
 	}
 	return h, pool, nil
-}
-
-// migrateHandlers applies the migrations of every registered handler
-// package, each with its own goose version table.
-func migrateHandlers(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, m := range handlerMigrations {
-		if _, err := m(ctx, pool); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -72,8 +72,9 @@ type Config struct {
 	Pool *pgxpool.Pool
 	// Registry routes events to handlers.
 	Registry *Registry
-	// SourceKinds maps source names to kinds, for routes by Kind. Events
-	// of a source missing from it only match routes by Source.
+	// SourceKinds maps source names to kinds, for routes by Kind of events
+	// stored before the receiver recorded each event's source_kind; newer
+	// events carry their kind and need no map. Optional.
 	SourceKinds map[string]string
 	// Logger receives one line per failure, dead letter and lost lease;
 	// nil discards.
@@ -388,9 +389,14 @@ func (p *Processor) runBatch(ctx context.Context, token string, leaseEnd time.Ti
 // processor's bookkeeping failed; a handler's failure is recorded.
 func (p *Processor) process(ctx context.Context, token string, row *storage.ClaimedEvent, st *Stats) error {
 	ev := &Event{
-		ID: row.ID, Source: row.Provider, Kind: p.cfg.SourceKinds[row.Provider],
+		ID: row.ID, Source: row.Provider, Kind: row.SourceKind,
 		EventID: row.EventID, Type: row.EventType, Payload: row.Payload, Body: row.Body,
 		Attempt: row.Attempts, CreatedAt: row.CreatedAt,
+	}
+	if ev.Kind == "" {
+		// Stored before the receiver recorded kinds: the configured map,
+		// when there is one, still routes it.
+		ev.Kind = p.cfg.SourceKinds[row.Provider]
 	}
 	log := p.log.With("source", ev.Source, "event_id", ev.EventID, "event_type", ev.Type)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // named is a handler that says who it is.
@@ -127,5 +129,31 @@ func TestBackoff(t *testing.T) {
 	}
 	if got := def.RetryWindow(1); got != 0 {
 		t.Errorf("RetryWindow(1) = %s", got)
+	}
+}
+
+// The deployed processor has no sources document: it routes by the kind
+// the receiver recorded on each event, and falls back to the configured
+// map only for rows stored without one.
+func TestRoutesByTheRecordedKind(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var got []string
+	f.reg.HandleFunc(processor.Kind("shopify"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+		got = append(got, ev.EventID+":"+ev.Kind)
+		return nil
+	})
+	if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: "shop-eu", SourceKind: "shopify", EventID: "w1", EventType: "orders/create", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// A legacy row without a kind, whose source the map knows.
+	if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: "shop-us", EventID: "w2", EventType: "orders/create", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	p := f.processor(processor.Config{SourceKinds: map[string]string{"shop-us": "shopify"}})
+	f.drain(p)
+	sort.Strings(got)
+	if strings.Join(got, ",") != "w1:shopify,w2:shopify" {
+		t.Fatalf("handled %v", got)
 	}
 }

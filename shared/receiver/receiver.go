@@ -187,7 +187,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
 	res, err := h.cfg.Store.EventInsert(ctx, storage.EventInsertParams{
-		Provider: name, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
+		Provider: name, SourceKind: src.Kind, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
 	})
 	if err != nil {
 		if storage.IsDataError(err) {

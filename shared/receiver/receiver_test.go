@@ -154,6 +154,10 @@ func TestAcceptThenDuplicate(t *testing.T) {
 	if n := f.count(); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
+	var kind string
+	if err := f.pool.QueryRow(context.Background(), `SELECT source_kind FROM webhook_events WHERE id = $1`, a.ID).Scan(&kind); err != nil || kind != "stripe" {
+		t.Fatalf("source_kind = %q, %v; the processor routes by it", kind, err)
+	}
 }
 
 func TestStandardWebhooksAccepted(t *testing.T) {

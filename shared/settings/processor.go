@@ -33,10 +33,11 @@ const DefaultProcessorInterval = 3 * time.Second
 // Processor is the processor's configuration.
 type Processor struct {
 	Database Database
-	// SourceKinds maps source names to kinds, for handlers registered by
-	// kind. It comes from the sources document (WEBHOOK_SOURCES or
-	// WEBHOOK_SOURCES_FILE) when one is set, and is nil otherwise: then
-	// only handlers registered by source name match.
+	// SourceKinds maps source names to kinds, from the sources document
+	// when one is set (WEBHOOK_SOURCES or WEBHOOK_SOURCES_FILE). It is
+	// only needed for events stored before the receiver recorded each
+	// event's source_kind: the deployed processor gets no sources document,
+	// so it cannot read the signing secrets.
 	SourceKinds map[string]string
 	// Processor holds the drain's settings, defaults applied; Pool,
 	// Registry and Logger are left for the caller.

@@ -27,10 +27,12 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // EventInsertParams is a new delivery to store.
 type EventInsertParams struct {
-	Provider  string
-	EventID   string
-	EventType string
-	Body      []byte
+	Provider string
+	// SourceKind is the kind of the source that verified the delivery.
+	SourceKind string
+	EventID    string
+	EventType  string
+	Body       []byte
 	// Metadata is stored as a JSON object; nil stores NULL.
 	Metadata map[string]string
 }
@@ -69,8 +71,8 @@ func (r EventInsertResult) Mismatch() bool {
 // see it). That case returns no row, and EventInsert re-reads.
 const EventInsertSQL = `
 WITH ins AS (
-    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata)
-    VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8::text::jsonb)
+    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind)
+    VALUES ($1, $2, $3, $4::text::jsonb, $5, $6, $7, $8::text::jsonb, $9)
     ON CONFLICT (provider, event_id) DO NOTHING
     RETURNING id
 )
@@ -110,7 +112,7 @@ func (s *Store) EventInsert(ctx context.Context, p EventInsertParams) (EventInse
 	}
 	for {
 		row := s.pool.QueryRow(ctx, EventInsertSQL,
-			p.Provider, p.EventID, p.EventType, payload, p.Body, res.BodySHA256[:], len(p.Body), metadata)
+			p.Provider, p.EventID, p.EventType, payload, p.Body, res.BodySHA256[:], len(p.Body), metadata, p.SourceKind)
 		err := row.Scan(&res.ID, &res.Inserted, &res.StoredSHA256)
 		switch {
 		case err == nil:

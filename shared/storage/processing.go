@@ -55,12 +55,15 @@ type EventsClaimParams struct {
 
 // ClaimedEvent is an event claimed for processing.
 type ClaimedEvent struct {
-	ID        int64
-	Provider  string
-	EventID   string
-	EventType string
-	Payload   []byte // JSONB as text, nil when the body is not JSONB-able
-	Body      []byte // raw body, nil once archived or expunged
+	ID       int64
+	Provider string
+	// SourceKind is the kind of source that verified the event ('' for
+	// rows stored before the receiver recorded it).
+	SourceKind string
+	EventID    string
+	EventType  string
+	Payload    []byte // JSONB as text, nil when the body is not JSONB-able
+	Body       []byte // raw body, nil once archived or expunged
 	// Attempts is the number of attempts started before this claim.
 	Attempts int
 	// Interrupted reports that the last of them never finished (its
@@ -121,7 +124,7 @@ UPDATE webhook_events e
        last_error = CASE WHEN due.interrupted THEN $6::text ELSE e.last_error END
   FROM due
  WHERE e.id = due.id
-RETURNING e.id, e.provider, e.event_id, e.event_type, e.payload::text, e.body, e.attempts, due.interrupted,
+RETURNING e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.payload::text, e.body, e.attempts, due.interrupted,
           e.created_at, due.next_attempt_at`
 
 // EventsClaim claims a batch of due events for p.LockedUntil and commits
@@ -135,7 +138,7 @@ func (s *Store) EventsClaim(ctx context.Context, p EventsClaimParams) ([]Claimed
 	}
 	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClaimedEvent, error) {
 		var e ClaimedEvent
-		err := r.Scan(&e.ID, &e.Provider, &e.EventID, &e.EventType, &e.Payload, &e.Body, &e.Attempts, &e.Interrupted, &e.CreatedAt, &e.DueAt)
+		err := r.Scan(&e.ID, &e.Provider, &e.SourceKind, &e.EventID, &e.EventType, &e.Payload, &e.Body, &e.Attempts, &e.Interrupted, &e.CreatedAt, &e.DueAt)
 		return e, err
 	})
 	if err != nil {
