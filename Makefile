@@ -58,3 +58,7 @@ test: setup build lint ## everything: install, build, vet, fuzz smoke, all tests
 .PHONY: build-ReceiverFunction
 build-ReceiverFunction: ## SAM: build the receiver's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/receiver
+
+.PHONY: build-ProcessorFunction
+build-ProcessorFunction: ## SAM: build the processor's bootstrap into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/processor
