@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -83,14 +84,14 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		defer mu.Unlock()
 		if !migrated {
 			if err := handlers.Migrate(ctx, pool); err != nil {
-				log.Error("processor: handler migrations failed", "cause", processor.CauseDatabaseUnavailable, "err", err)
+				log.Error("processor: handler migrations failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 				return processor.Stats{}, err
 			}
 			migrated = true
 		}
 		st, err := p.Drain(ctx)
 		if err != nil {
-			log.Error("processor: drain stopped", "cause", processor.CauseDatabaseUnavailable, "err", err, "stats", st)
+			log.Error("processor: drain stopped", "cause", inbox.CauseDatabaseUnavailable, "err", err, "stats", st)
 			return st, err
 		}
 		log.Info("processor: drain finished", "stats", st)

@@ -57,6 +57,53 @@ const (
 	CauseInternal Cause = "internal"
 )
 
+// Causes of the processor, recorded in an event's error history (key
+// "cause") and logged.
+const (
+	// CauseHandlerFailed: the handler returned an error; retried.
+	CauseHandlerFailed Cause = "handler_failed"
+	// CauseHandlerPanic: the handler panicked; retried like a failure.
+	CauseHandlerPanic Cause = "handler_panic"
+	// CauseHandlerTimeout: the handler (or its commit) outlived the
+	// processor's handler timeout; retried.
+	CauseHandlerTimeout Cause = "handler_timeout"
+	// CausePermanent: the handler returned a permanent error; dead-lettered
+	// at once.
+	CausePermanent Cause = "permanent_error"
+	// CauseNoHandler: no handler matched, under the retry or dead_letter
+	// unhandled policy.
+	CauseNoHandler Cause = "no_handler"
+	// CauseLeaseExpired: an attempt started and never finished: its
+	// processor was killed, timed out or lost the database. Recorded by the
+	// next claim.
+	CauseLeaseExpired Cause = "lease_expired"
+	// CauseMaxAttempts: an event claimed with no attempt left although its
+	// last one finished (the maximum was lowered): dead-lettered.
+	CauseMaxAttempts Cause = "max_attempts"
+	// CauseLeaseLost: the processor's claim was taken over after its lease
+	// passed; it left the event to the new claimer (logged only).
+	CauseLeaseLost Cause = "lease_lost"
+)
+
+// Causes of the archiver and of reading bodies back.
+const (
+	// CauseArchiveStoreUnavailable: S3 could not be reached or did not
+	// serve the request (refused, timed out, 5xx, throttled). Nothing was
+	// cleared; the next run retries.
+	CauseArchiveStoreUnavailable Cause = "archive_store_unavailable"
+	// CauseArchiveStoreFailed: S3 refused the request (access denied, no
+	// such bucket, checksum mismatch...): a configuration or bug to fix,
+	// not an outage to wait out. Nothing was cleared.
+	CauseArchiveStoreFailed Cause = "archive_store_failed"
+	// CauseArchiveCorrupt: archived bytes do not match the event (wrong
+	// event, bad gzip or JSON, SHA-256 mismatch).
+	CauseArchiveCorrupt Cause = "archive_corrupt"
+	// CauseEventNotFound: no event has that provider and event id.
+	CauseEventNotFound Cause = "event_not_found"
+	// CauseEventExpunged: the event's body was erased on request.
+	CauseEventExpunged Cause = "event_expunged"
+)
+
 // Error is an error with a cause code. Message is safe to show to the
 // sender; Err (if any) is the underlying error, for logs only.
 type Error struct {

@@ -7,37 +7,6 @@ import (
 	"strings"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-)
-
-// Causes the processor records in an event's error history (key "cause")
-// and logs. Like inbox causes, existing values never change meaning.
-const (
-	// CauseHandlerFailed: the handler returned an error; retried.
-	CauseHandlerFailed inbox.Cause = "handler_failed"
-	// CauseHandlerPanic: the handler panicked; retried like a failure.
-	CauseHandlerPanic inbox.Cause = "handler_panic"
-	// CauseHandlerTimeout: the handler (or its commit) outlived
-	// Config.HandlerTimeout; retried.
-	CauseHandlerTimeout inbox.Cause = "handler_timeout"
-	// CausePermanent: the handler returned a Permanent error; dead-lettered
-	// at once.
-	CausePermanent inbox.Cause = "permanent_error"
-	// CauseNoHandler: no handler matched, under the retry or dead_letter
-	// unhandled policy.
-	CauseNoHandler inbox.Cause = "no_handler"
-	// CauseLeaseExpired: an attempt started and never finished: its
-	// processor was killed, timed out or lost the database. Recorded by the
-	// next claim.
-	CauseLeaseExpired inbox.Cause = storage.LeaseExpiredCause
-	// CauseMaxAttempts: an event claimed with no attempt left although its
-	// last one finished (MaxAttempts was lowered): dead-lettered.
-	CauseMaxAttempts inbox.Cause = "max_attempts"
-	// CauseLeaseLost: the processor's claim was taken over after its lease
-	// passed; it left the event to the new claimer (logged only).
-	CauseLeaseLost inbox.Cause = "lease_lost"
-	// CauseDatabaseUnavailable: the processor's own bookkeeping failed.
-	CauseDatabaseUnavailable inbox.Cause = inbox.CauseDatabaseUnavailable
 )
 
 // permanentError marks an error that retrying cannot fix.
@@ -81,17 +50,17 @@ func causeOf(err error, handlerCtx context.Context) inbox.Cause {
 	var p *panicError
 	switch {
 	case errors.As(err, &p):
-		return CauseHandlerPanic
+		return inbox.CauseHandlerPanic
 	case IsPermanent(err):
-		return CausePermanent
+		return inbox.CausePermanent
 	case errors.Is(err, errNoHandler):
-		return CauseNoHandler
+		return inbox.CauseNoHandler
 	case errors.Is(handlerCtx.Err(), context.DeadlineExceeded):
 		// Whatever the error's shape (pgx wraps a cancelled query in its
 		// own types), the handler failed after its time was up.
-		return CauseHandlerTimeout
+		return inbox.CauseHandlerTimeout
 	default:
-		return CauseHandlerFailed
+		return inbox.CauseHandlerFailed
 	}
 }
 

@@ -316,7 +316,7 @@ func (p *Processor) Drain(ctx context.Context) (Stats, error) {
 		batch, err := p.store.EventsClaim(ctx, claim)
 		if err != nil {
 			st.Stopped = StopError
-			p.log.Error("processor: claim failed", "cause", CauseDatabaseUnavailable, "err", err)
+			p.log.Error("processor: claim failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 			return st, err
 		}
 		if len(batch) == 0 {
@@ -404,7 +404,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 		// The claim recorded it; the log is what tells an operator that a
 		// processor died mid-event (a crash, an OOM, a Lambda timeout).
 		log.Warn("processor: the previous attempt never finished; its processor stopped before its lease ended",
-			"cause", CauseLeaseExpired, "attempt", row.Attempts)
+			"cause", inbox.CauseLeaseExpired, "attempt", row.Attempts)
 	}
 	if row.Attempts >= p.cfg.MaxAttempts {
 		// Every attempt is spent. Either the last one never came back (a
@@ -414,7 +414,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 		if row.Interrupted {
 			return p.deadLetter(ctx, token, ev, "", errors.New(storage.LeaseExpiredError), log.With("attempt", row.Attempts), st)
 		}
-		return p.deadLetter(ctx, token, ev, CauseMaxAttempts,
+		return p.deadLetter(ctx, token, ev, inbox.CauseMaxAttempts,
 			fmt.Errorf("%d attempts already made; the maximum is now %d", row.Attempts, p.cfg.MaxAttempts),
 			log.With("attempt", row.Attempts), st)
 	}
@@ -423,7 +423,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 	if !found {
 		switch p.cfg.Unhandled {
 		case UnhandledDeadLetter:
-			return p.deadLetter(ctx, token, ev, CauseNoHandler, errNoHandler, log, st)
+			return p.deadLetter(ctx, token, ev, inbox.CauseNoHandler, errNoHandler, log, st)
 		case UnhandledRetry:
 			h = HandlerFunc(func(context.Context, pgx.Tx, *Event) error { return errNoHandler })
 		default:
@@ -438,7 +438,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 				p.leaseLost(log, st)
 			default:
 				st.Unhandled++
-				log.Debug("processor: no handler; marked processed", "cause", CauseNoHandler)
+				log.Debug("processor: no handler; marked processed", "cause", inbox.CauseNoHandler)
 			}
 			return nil
 		}
@@ -472,7 +472,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 	if errors.As(herr, &pe) {
 		log.Error("processor: handler panicked", "cause", cause, "err", herr, "stack", string(pe.stack))
 	}
-	if cause == CausePermanent || attempt >= p.cfg.MaxAttempts {
+	if cause == inbox.CausePermanent || attempt >= p.cfg.MaxAttempts {
 		return p.deadLetter(ctx, token, ev, cause, herr, log, st)
 	}
 	now := p.cfg.Now()
@@ -564,7 +564,7 @@ func (p *Processor) deadLetter(ctx context.Context, token string, ev *Event, cau
 	if cause != "" {
 		params.Error = errorText(herr)
 	} else {
-		cause = CauseLeaseExpired
+		cause = inbox.CauseLeaseExpired
 	}
 	bctx, cancel := p.bookkeepingContext(ctx)
 	defer cancel()
@@ -583,11 +583,11 @@ func (p *Processor) deadLetter(ctx context.Context, token string, ev *Event, cau
 
 func (p *Processor) leaseLost(log *slog.Logger, st *Stats) {
 	st.LeaseLost++
-	log.Warn("processor: claim taken over after its lease passed; leaving the event to its new claimer", "cause", CauseLeaseLost)
+	log.Warn("processor: claim taken over after its lease passed; leaving the event to its new claimer", "cause", inbox.CauseLeaseLost)
 }
 
 func (p *Processor) bookkeepingFailed(err error, log *slog.Logger) error {
-	log.Error("processor: bookkeeping failed; stopping the drain", "cause", CauseDatabaseUnavailable, "err", err)
+	log.Error("processor: bookkeeping failed; stopping the drain", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 	return err
 }
 
@@ -606,7 +606,7 @@ func (p *Processor) release(ctx context.Context, token string, rest []storage.Cl
 	n, err := p.store.EventsRelease(bctx, ids, token, p.cfg.Now())
 	if err != nil {
 		p.log.Warn("processor: could not release unstarted events; they are claimable when the lease passes",
-			"cause", CauseDatabaseUnavailable, "err", err, "events", len(ids))
+			"cause", inbox.CauseDatabaseUnavailable, "err", err, "events", len(ids))
 	}
 	return n
 }
@@ -643,7 +643,7 @@ func (p *Processor) RunEvery(ctx context.Context, interval time.Duration) error 
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
-			p.log.Error("processor: drain failed; retrying at the next tick", "cause", CauseDatabaseUnavailable, "err", err)
+			p.log.Error("processor: drain failed; retrying at the next tick", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 		case st.Claimed > 0:
 			p.log.Info("processor: drained", "stats", st)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
 // This file holds the processor's queries. Every time they write or compare
@@ -79,7 +81,7 @@ type ClaimedEvent struct {
 // LeaseExpiredCause and LeaseExpiredError are what a claim records for an
 // attempt that started and never finished.
 const (
-	LeaseExpiredCause = "lease_expired"
+	LeaseExpiredCause = string(inbox.CauseLeaseExpired)
 	LeaseExpiredError = "the attempt did not finish before its lease ended: its processor stopped (killed, timed out, or lost the database)"
 )
 
