@@ -1,0 +1,335 @@
+// Package blobstore is the S3 adapter: the few object operations the archive
+// needs (put with server-side encryption and a SHA-256 checksum, head,
+// ranged get, delete, list) over aws-sdk-go-v2, against AWS or any
+// S3-compatible server through an endpoint override.
+//
+// The same client code runs in Lambda and on a developer's machine; only the
+// Config differs (an endpoint, path-style addressing and static keys for the
+// local server, the default credential chain and region in AWS).
+package blobstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// Server-side encryption modes for Config.SSE.
+const (
+	// SSES3 is encryption with keys S3 manages (AES256), the default: it is
+	// free and needs no key policy.
+	SSES3 = "AES256"
+	// SSEKMS is encryption with a KMS key (Config.KMSKeyID, or the
+	// account's aws/s3 key when empty).
+	SSEKMS = "aws:kms"
+)
+
+// DefaultRegion is used when neither Config.Region nor the environment
+// (AWS_REGION, which Lambda sets) names one.
+const DefaultRegion = "us-east-1"
+
+// Config says which bucket to use and how to reach it.
+type Config struct {
+	// Bucket holds the objects. Required.
+	Bucket string
+	// Region of the bucket; "" means the SDK's default chain (AWS_REGION),
+	// else DefaultRegion.
+	Region string
+	// Endpoint overrides the S3 endpoint, e.g. http://127.0.0.1:7070 for a
+	// local server. "" means AWS.
+	Endpoint string
+	// PathStyle addresses buckets as endpoint/bucket/key rather than
+	// bucket.endpoint/key: what local servers need.
+	PathStyle bool
+	// AccessKeyID and SecretAccessKey are static credentials (a local
+	// server). Empty means the SDK's default chain (the Lambda's role).
+	AccessKeyID     string
+	SecretAccessKey string
+	// SSE is the server-side encryption requested on every upload: SSES3
+	// (default) or SSEKMS.
+	SSE string
+	// KMSKeyID is the KMS key for SSEKMS; "" means the aws/s3 key.
+	KMSKeyID string
+	// MaxAttempts bounds the SDK's tries per request (first try included);
+	// 0 keeps the SDK's default (3). Outage tests use 1 to fail fast.
+	MaxAttempts int
+	// HTTPClient replaces the SDK's HTTP client (tests inspect requests).
+	HTTPClient aws.HTTPClient
+}
+
+// Store performs object operations on one bucket. It is safe for concurrent
+// use.
+type Store struct {
+	client *s3.Client
+	bucket string
+	sse    types.ServerSideEncryption
+	kmsKey string
+}
+
+// Open builds an S3 client from cfg and returns a Store over its bucket. It
+// makes no request: a bucket that is unreachable now fails the first call.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("blobstore: no bucket configured")
+	}
+	sse := types.ServerSideEncryption(SSES3)
+	switch cfg.SSE {
+	case "", SSES3:
+	case SSEKMS:
+		sse = types.ServerSideEncryptionAwsKms
+	default:
+		return nil, fmt.Errorf("blobstore: server-side encryption %q is not %s or %s", cfg.SSE, SSES3, SSEKMS)
+	}
+	var opts []func(*config.LoadOptions) error
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.AccessKeyID != "" || cfg.SecretAccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")))
+	}
+	if cfg.MaxAttempts > 0 {
+		opts = append(opts, config.WithRetryMaxAttempts(cfg.MaxAttempts))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("blobstore: load AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = DefaultRegion
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		// Ranged GETs carry no whole-object checksum to validate, by
+		// design (ReadBody checks the event's SHA-256 instead); the SDK
+		// would log that on every read.
+		o.DisableLogOutputChecksumValidationSkipped = true
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
+	})
+	return &Store{client: client, bucket: cfg.Bucket, sse: sse, kmsKey: cfg.KMSKeyID}, nil
+}
+
+// Bucket returns the bucket's name.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Object describes a stored object.
+type Object struct {
+	Key  string
+	Size int64
+	// SHA256 is the object's SHA-256: computed locally by Put, as reported
+	// by S3 for Head (nil when the server keeps none, e.g. an object
+	// uploaded without a checksum).
+	SHA256 []byte
+	ETag   string
+	// VersionID is set when the bucket has versioning enabled.
+	VersionID string
+}
+
+// ErrNotFound is returned (wrapped) when the object or bucket does not exist.
+var ErrNotFound = errors.New("object not found")
+
+// ErrChecksumMismatch is returned (wrapped) when S3 reports a checksum other
+// than the one of the bytes sent: the stored object cannot be trusted.
+var ErrChecksumMismatch = errors.New("checksum mismatch")
+
+// Put stores data at key, with server-side encryption and a SHA-256
+// checksum that S3 verifies before storing anything: a PUT that succeeds
+// stored exactly these bytes. An existing object at key is replaced.
+func (s *Store) Put(ctx context.Context, key string, data []byte, contentType string) (Object, error) {
+	sum := sha256.Sum256(data)
+	sum64 := base64.StdEncoding.EncodeToString(sum[:])
+	in := &s3.PutObjectInput{
+		Bucket:               aws.String(s.bucket),
+		Key:                  aws.String(key),
+		Body:                 bytes.NewReader(data),
+		ContentLength:        aws.Int64(int64(len(data))),
+		ContentType:          aws.String(contentType),
+		ChecksumAlgorithm:    types.ChecksumAlgorithmSha256,
+		ChecksumSHA256:       aws.String(sum64),
+		ServerSideEncryption: s.sse,
+	}
+	if s.sse == types.ServerSideEncryptionAwsKms && s.kmsKey != "" {
+		in.SSEKMSKeyId = aws.String(s.kmsKey)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		return Object{}, s.wrap("put", key, err)
+	}
+	if out.ChecksumSHA256 != nil && *out.ChecksumSHA256 != sum64 {
+		return Object{}, fmt.Errorf("s3 put %s/%s: S3 reports SHA-256 %s, sent %s: %w", s.bucket, key, *out.ChecksumSHA256, sum64, ErrChecksumMismatch)
+	}
+	return Object{Key: key, Size: int64(len(data)), SHA256: sum[:], ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId)}, nil
+}
+
+// Head returns the object's size and, when S3 keeps one, its SHA-256.
+func (s *Store) Head(ctx context.Context, key string) (Object, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket:       aws.String(s.bucket),
+		Key:          aws.String(key),
+		ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return Object{}, s.wrap("head", key, err)
+	}
+	o := Object{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId)}
+	if out.ChecksumSHA256 != nil {
+		// Only a full-object checksum is the SHA-256 of the bytes; a
+		// composite one (multipart uploads, "<b64>-<parts>") is not.
+		if b, err := base64.StdEncoding.DecodeString(*out.ChecksumSHA256); err == nil && len(b) == sha256.Size {
+			o.SHA256 = b
+		}
+	}
+	return o, nil
+}
+
+// Get returns the whole object.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, s.wrap("get", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, s.wrap("get", key, err)
+	}
+	return b, nil
+}
+
+// GetRange returns length bytes of the object from offset: one ranged GET.
+// It fails unless exactly that many bytes come back.
+func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if offset < 0 || length <= 0 {
+		return nil, fmt.Errorf("s3 get %s/%s: invalid range offset %d length %d", s.bucket, key, offset, length)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(key),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)),
+	})
+	if err != nil {
+		return nil, s.wrap("get range", key, err)
+	}
+	defer out.Body.Close()
+	// One byte more than asked reveals a server that ignored the range.
+	b, err := io.ReadAll(io.LimitReader(out.Body, length+1))
+	if err != nil {
+		return nil, s.wrap("get range", key, err)
+	}
+	if int64(len(b)) != length {
+		return nil, fmt.Errorf("s3 get range %s/%s [%d,+%d): got %d bytes", s.bucket, key, offset, length, len(b))
+	}
+	return b, nil
+}
+
+// Delete removes the object. Deleting a missing object succeeds, as in S3.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return s.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// List returns every object whose key starts with prefix, in key order.
+func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
+	var objs []Object
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.wrap("list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			objs = append(objs, Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)})
+		}
+	}
+	return objs, nil
+}
+
+// CreateBucket creates the bucket, or does nothing if this account owns it
+// already: for local servers and tests (buckets in AWS come from the
+// deployment template).
+func (s *Store) CreateBucket(ctx context.Context) error {
+	_, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.bucket)})
+	var owned *types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return s.wrap("create bucket", "", err)
+	}
+	return nil
+}
+
+func (s *Store) wrap(op, key string, err error) error {
+	if isNotFound(err) {
+		err = fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return fmt.Errorf("s3 %s %s/%s: %w", op, s.bucket, key, err)
+}
+
+func isNotFound(err error) bool {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	var nsb *types.NoSuchBucket
+	if errors.As(err, &nsk) || errors.As(err, &nf) || errors.As(err, &nsb) {
+		return true
+	}
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
+}
+
+// IsUnavailable reports whether err means the store could not be reached or
+// did not serve the request (connection refused or reset, timeout, 5xx,
+// throttling), after the SDK's own retries: a failure that waiting can cure,
+// unlike a refusal such as AccessDenied or NoSuchBucket, which needs a fix.
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true // S3 did not answer in the time we had
+	}
+	// A request that never got an answer (refused, reset, timed out) comes
+	// wrapped in a ResponseError with status 0, so this goes first.
+	var sendErr *smithyhttp.RequestSendError
+	var netErr net.Error
+	if errors.As(err, &sendErr) || errors.As(err, &netErr) {
+		return true
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
+		sc := re.HTTPStatusCode()
+		return sc >= 500 || sc == http.StatusTooManyRequests || sc == http.StatusRequestTimeout
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling", "ThrottlingException":
+			return true
+		}
+		return false
+	}
+	// A response cut short (the server died mid-body) surfaces as a bare
+	// EOF or reset from the body reader.
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "connection refused")
+}

@@ -1,0 +1,186 @@
+package blobstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
+)
+
+// recorder is an HTTP client that notes the headers of each request, to
+// check what the SDK actually sends.
+type recorder struct {
+	mu      sync.Mutex
+	headers []http.Header
+	methods []string
+}
+
+func (r *recorder) Do(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.headers = append(r.headers, req.Header.Clone())
+	r.methods = append(r.methods, req.Method)
+	r.mu.Unlock()
+	return http.DefaultClient.Do(req)
+}
+
+func TestPutHeadGetRangeDeleteList(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Server(t)
+	cfg := s3test.Bucket(t, srv)
+	rec := &recorder{}
+	cfg.HTTPClient = rec
+	store := s3test.Open(t, cfg)
+	ctx := context.Background()
+
+	data := []byte("0123456789abcdefghij")
+	put, err := store.Put(ctx, "a/b/one.bin", data, "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	if put.Size != int64(len(data)) || !bytes.Equal(put.SHA256, want[:]) {
+		t.Fatalf("put = %+v", put)
+	}
+	// The upload asked for encryption at rest and carried the checksum S3
+	// verifies before storing.
+	h := rec.headers[len(rec.headers)-1]
+	if rec.methods[len(rec.methods)-1] != http.MethodPut || h.Get("X-Amz-Server-Side-Encryption") != "AES256" || h.Get("X-Amz-Checksum-Sha256") == "" {
+		t.Fatalf("PUT headers = %v", h)
+	}
+
+	head, err := store.Head(ctx, "a/b/one.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Size != int64(len(data)) {
+		t.Fatalf("head = %+v", head)
+	}
+	if head.SHA256 != nil && !bytes.Equal(head.SHA256, want[:]) {
+		t.Fatalf("head checksum %x, want %x", head.SHA256, want)
+	}
+	t.Logf("server reports SHA-256 on HEAD: %v", head.SHA256 != nil)
+
+	got, err := store.GetRange(ctx, "a/b/one.bin", 3, 5)
+	if err != nil || string(got) != "34567" {
+		t.Fatalf("range = %q, %v", got, err)
+	}
+	if _, err := store.GetRange(ctx, "a/b/one.bin", 18, 5); err == nil {
+		t.Fatal("a range past the end succeeded")
+	}
+	all, err := store.Get(ctx, "a/b/one.bin")
+	if err != nil || !bytes.Equal(all, data) {
+		t.Fatalf("get = %q, %v", all, err)
+	}
+
+	if _, err := store.Put(ctx, "a/c/two.bin", []byte("x"), "application/octet-stream"); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := store.List(ctx, "a/")
+	if err != nil || len(objs) != 2 || objs[0].Key != "a/b/one.bin" || objs[1].Key != "a/c/two.bin" || objs[0].Size != 20 {
+		t.Fatalf("list = %+v, %v", objs, err)
+	}
+
+	if err := store.Delete(ctx, "a/b/one.bin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, "a/b/one.bin"); err != nil {
+		t.Fatalf("deleting a missing object: %v", err)
+	}
+	if _, err := store.Head(ctx, "a/b/one.bin"); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("head after delete: %v", err)
+	}
+	if _, err := store.GetRange(ctx, "a/b/one.bin", 0, 1); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if blobstore.IsUnavailable(fmt.Errorf("x: %w", blobstore.ErrNotFound)) {
+		t.Fatal("not found is not an outage")
+	}
+}
+
+func TestPutReplaces(t *testing.T) {
+	t.Parallel()
+	store, _ := s3test.Store(t)
+	ctx := context.Background()
+	for _, v := range []string{"first version", "second"} {
+		if _, err := store.Put(ctx, "k", []byte(v), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := store.Get(ctx, "k")
+	if err != nil || string(got) != "second" {
+		t.Fatalf("get = %q, %v", got, err)
+	}
+}
+
+func TestOutageIsUnavailable(t *testing.T) {
+	t.Parallel()
+	store, srv := s3test.Store(t)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "k", []byte("v"), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := store.Put(ctx, "k2", []byte("v"), "text/plain")
+	if err == nil || !blobstore.IsUnavailable(err) {
+		t.Fatalf("put while stopped: %v (unavailable: %v)", err, blobstore.IsUnavailable(err))
+	}
+	if _, err := store.GetRange(ctx, "k", 0, 1); !blobstore.IsUnavailable(err) {
+		t.Fatalf("get while stopped: %v", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Get(ctx, "k"); err != nil || string(got) != "v" {
+		t.Fatalf("after restart: %q, %v", got, err)
+	}
+}
+
+func TestRefusalIsNotUnavailable(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Server(t)
+	ctx := context.Background()
+
+	missing := s3test.Open(t, s3test.Config(srv, "no-such-bucket"))
+	_, err := missing.Put(ctx, "k", []byte("v"), "text/plain")
+	if err == nil || blobstore.IsUnavailable(err) {
+		t.Fatalf("put to a missing bucket: %v", err)
+	}
+
+	cfg := s3test.Bucket(t, srv)
+	cfg.SecretAccessKey = "wrong"
+	_, err = s3test.Open(t, cfg).Put(ctx, "k", []byte("v"), "text/plain")
+	if err == nil || blobstore.IsUnavailable(err) {
+		t.Fatalf("put with a wrong key: %v", err)
+	}
+}
+
+func TestOpenValidates(t *testing.T) {
+	t.Parallel()
+	if _, err := blobstore.Open(context.Background(), blobstore.Config{}); err == nil {
+		t.Fatal("no bucket accepted")
+	}
+	if _, err := blobstore.Open(context.Background(), blobstore.Config{Bucket: "b", SSE: "rot13"}); err == nil {
+		t.Fatal("unknown SSE accepted")
+	}
+	if _, err := blobstore.Open(context.Background(), blobstore.Config{Bucket: "b", SSE: blobstore.SSEKMS, KMSKeyID: "alias/x"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateBucketIsIdempotent(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Server(t)
+	store := s3test.Open(t, s3test.Bucket(t, srv))
+	if err := store.CreateBucket(context.Background()); err != nil {
+		t.Fatalf("second create: %v", err)
+	}
+}
