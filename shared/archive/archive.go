@@ -1,0 +1,436 @@
+// Package archive moves the bodies of processed events out of Postgres into
+// S3 and back: the archiver (RunOnce), the read back of any event's raw
+// body wherever it is (ReadBody), and the privacy erasure of one event
+// everywhere (Expunge).
+//
+// The event row stays in Postgres for ever (provider, event_id, type,
+// timestamps, body hash, archive location), so deduplication and audit keep
+// working while the table sheds its largest columns.
+//
+// A batch is one S3 object: the events' lines as newline-delimited JSON,
+// each line its own gzip member, so that the object is a valid .jsonl.gz
+// and each event can be fetched alone with a ranged GET (see Line and
+// docs/archiver.md).
+//
+// Never losing a payload rests on the order of operations, per batch:
+//
+//  1. Choose the batch: the oldest archivable events of one provider that
+//     no other archiver holds (SKIP LOCKED: concurrent archivers take
+//     disjoint batches). Its key follows from its content.
+//  2. Record the object in the manifest as pending (committed at once).
+//  3. In a transaction, lock the manifest row and exactly the chosen events
+//     (choosing again if another archiver took some meanwhile), and read
+//     their bodies.
+//  4. Upload the object (server-side encryption, a SHA-256 checksum S3
+//     verifies), then confirm it with a HEAD (size and checksum).
+//  5. In the same transaction, set the events' archive columns, clear their
+//     payload and body, and mark the object committed; commit.
+//
+// A crash anywhere before 5 commits leaves every body in Postgres; the
+// uploaded object, if any, is either overwritten by the re-run of the same
+// batch (same content, same key) or, as a pending record no transaction
+// holds, deleted by the next run's orphan sweep. S3 unavailable fails the
+// run at step 4 with cause archive_store_unavailable and clears nothing.
+//
+// A batch uses one database connection at a time, so any number of
+// archivers may share a pool without starving each other.
+package archive
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// ErrExpunged is returned (wrapped) by ReadBody for an expunged event.
+var ErrExpunged = errors.New("event body expunged")
+
+// ErrCorrupt is returned (wrapped) when archived bytes fail verification.
+var ErrCorrupt = errors.New("archived body failed verification")
+
+// Defaults of Config.
+const (
+	DefaultMinAge        = 7 * 24 * time.Hour
+	DefaultBatchSize     = 1000
+	DefaultMaxBatchBytes = 32 << 20
+	DefaultReserve       = 15 * time.Second
+	DefaultSweepLimit    = 100
+)
+
+// Config configures an Archiver.
+type Config struct {
+	// Store and Blobs are Postgres and the S3 bucket. Required.
+	Store *storage.Store
+	Blobs *blobstore.Store
+	// Prefix is prepended to every key ("archive" gives archive/provider=...).
+	Prefix string
+	// MinAge: events processed less than this long ago stay in Postgres,
+	// where handlers and replays read them cheaply. Default DefaultMinAge.
+	MinAge time.Duration
+	// BatchSize is the most events per object. Objects are what S3 bills
+	// PUTs for: 1000 events per object is 1 PUT (and 1 HEAD) per 1000
+	// events. Default DefaultBatchSize.
+	BatchSize int
+	// MaxBatchBytes bounds a batch's raw body bytes, which the archiver
+	// holds in memory (compressed, plus one body at a time). Default
+	// DefaultMaxBatchBytes.
+	MaxBatchBytes int64
+	// Reserve: RunOnce starts no batch when the context's deadline is
+	// closer than this, so a Lambda ends its run instead of being killed
+	// mid-batch (which is safe, but wasted work). Default DefaultReserve.
+	Reserve time.Duration
+	// MaxBatches bounds the batches of one RunOnce; 0 means until no
+	// archivable event is left (or the deadline is near).
+	MaxBatches int
+	// SweepLimit bounds the orphan objects one sweep removes. Default
+	// DefaultSweepLimit.
+	SweepLimit int
+	// Logger gets one line per batch and one per run, the latter also the
+	// run's metrics in CloudWatch embedded metric format. Default: discard.
+	Logger *slog.Logger
+	// Metrics makes the run's summary line an EMF record (see
+	// metrics.go); its zero value uses the default namespace.
+	Metrics metrics.Emitter
+	// Now is the clock that the age cutoff is computed from. Default
+	// time.Now.
+	Now func() time.Time
+}
+
+// Archiver archives, reads back and expunges event bodies. It is safe for
+// concurrent use, and any number of archivers (processes or goroutines) may
+// run at once on the same database and bucket.
+type Archiver struct {
+	cfg   Config
+	store *storage.Store
+	blobs *blobstore.Store
+	log   *slog.Logger
+	now   func() time.Time
+
+	// afterConfirm, when set, runs after an upload is confirmed and before
+	// the events are marked: tests crash or fail there. An error aborts the
+	// batch as a crash would (rollback; the object stays as an orphan).
+	afterConfirm func(ctx context.Context, key string) error
+	// afterCommit, when set, runs after each batch commits.
+	afterCommit func(ctx context.Context, key string)
+	// noSweep makes RunOnce skip the orphan sweep, so that a test can leave
+	// an orphan behind as a killed process would.
+	noSweep bool
+}
+
+// New checks cfg, fills in defaults and returns an Archiver.
+func New(cfg Config) (*Archiver, error) {
+	if cfg.Store == nil || cfg.Blobs == nil {
+		return nil, errors.New("archive: Store and Blobs are required")
+	}
+	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 {
+		return nil, errors.New("archive: negative setting")
+	}
+	if cfg.MinAge == 0 {
+		cfg.MinAge = DefaultMinAge
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.MaxBatchBytes == 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.Reserve == 0 {
+		cfg.Reserve = DefaultReserve
+	}
+	if cfg.SweepLimit == 0 {
+		cfg.SweepLimit = DefaultSweepLimit
+	}
+	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
+	a := &Archiver{cfg: cfg, store: cfg.Store, blobs: cfg.Blobs, log: cfg.Logger, now: cfg.Now}
+	if a.log == nil {
+		a.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a, nil
+}
+
+// Result sums up a run.
+type Result struct {
+	// Batches is the number of objects written (one per batch).
+	Batches int
+	// Events is the number of events archived.
+	Events int
+	// ObjectBytes is the compressed bytes uploaded; BodyBytes the raw body
+	// bytes moved out of Postgres.
+	ObjectBytes int64
+	BodyBytes   int64
+	// Keys are the objects written, in order.
+	Keys []string
+	// Swept is the number of orphan objects deleted.
+	Swept int
+	// Truncated is true when the run stopped with work possibly left: the
+	// deadline was near, or MaxBatches was reached.
+	Truncated bool
+	// StoreUnavailable is true when the run failed because S3 was
+	// unavailable (cause archive_store_unavailable).
+	StoreUnavailable bool
+}
+
+// batch is one archived batch.
+type batch struct {
+	key         string
+	events      int
+	objectBytes int64
+	bodyBytes   int64
+}
+
+// RunOnce archives batches of events processed more than MinAge ago, oldest
+// first, until none is left, the deadline is near or MaxBatches is reached;
+// then it sweeps orphan objects. It logs a summary and the run's metrics.
+//
+// An error leaves every event of the failed batch as it was; the batches
+// committed before it stay archived (Result counts them).
+func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
+	start := time.Now()
+	cutoff := a.now().Add(-a.cfg.MinAge)
+	var res Result
+	var runErr error
+	for {
+		if a.cfg.MaxBatches > 0 && res.Batches >= a.cfg.MaxBatches {
+			res.Truncated = true
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < a.cfg.Reserve {
+			res.Truncated = true
+			break
+		}
+		b, err := a.archiveBatch(ctx, cutoff)
+		if err != nil {
+			runErr = err
+			break
+		}
+		if b.events == 0 {
+			break
+		}
+		res.Batches++
+		res.Events += b.events
+		res.ObjectBytes += b.objectBytes
+		res.BodyBytes += b.bodyBytes
+		res.Keys = append(res.Keys, b.key)
+	}
+	// A failed batch may have left an orphan: sweep, unless S3 is out.
+	if !a.noSweep && inbox.CauseOf(runErr) != inbox.CauseArchiveStoreUnavailable {
+		swept, err := a.SweepOrphans(ctx)
+		res.Swept = len(swept)
+		if runErr == nil {
+			runErr = err
+		}
+	}
+	res.StoreUnavailable = runErr != nil && inbox.CauseOf(runErr) == inbox.CauseArchiveStoreUnavailable
+
+	attrs := []any{
+		"events", res.Events, "objects", res.Batches, "object_bytes", res.ObjectBytes, "body_bytes", res.BodyBytes,
+		"swept", res.Swept, "truncated", res.Truncated, "cutoff", cutoff,
+		"duration_ms", time.Since(start).Milliseconds(),
+	}
+	attrs = append(attrs, a.metricAttrs(res, runErr)...)
+	switch {
+	case runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled):
+		// Stopped on purpose (the dev stack's Ctrl-C, a SIGTERM): the
+		// batch in flight was rolled back, which is no failure to page on.
+		a.log.Warn("archive: run canceled", append(attrs, "err", runErr)...)
+	case runErr != nil:
+		a.log.Error("archive: run failed", append(attrs, "cause", string(inbox.CauseOf(runErr)), "err", runErr)...)
+	default:
+		a.log.Info("archive: run done", attrs...)
+	}
+	return res, runErr
+}
+
+// RunEvery calls RunOnce every interval (and once at once) until ctx is
+// done, for a long-running process such as the dev stack; in AWS the
+// schedule does this. A failed run is logged by RunOnce and retried at the
+// next tick: nothing it leaves behind needs more. It returns ctx's error.
+func (a *Archiver) RunEvery(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_, _ = a.RunOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// archiveBatch archives one batch; zero events means nothing was left.
+func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, error) {
+	tx, key, err := a.lockBatch(ctx, cutoff)
+	if err != nil || tx == nil {
+		return batch{}, err
+	}
+	// After Commit this does nothing; on any early return it releases the
+	// rows with their payloads untouched.
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	ob := newObjectBuilder()
+	var bodyBytes int64
+	for _, e := range tx.Events {
+		if err := ob.add(e); err != nil {
+			return batch{}, inbox.WrapError(inbox.CauseInternal, err, "build archive object")
+		}
+		bodyBytes += int64(len(e.Body))
+	}
+	data := ob.buf.Bytes()
+	sum := sha256.Sum256(data)
+	obj := storage.ArchiveObject{Key: key, Provider: tx.Events[0].Provider, EventCount: len(tx.Events), Size: int64(len(data)), SHA256: sum[:]}
+	log := a.log.With("key", key, "source", obj.Provider, "events", obj.EventCount)
+
+	if _, err := a.blobs.Put(ctx, key, data, ContentType); err != nil {
+		log.Warn("archive: upload failed; nothing cleared", "cause", string(storeCause(err)), "err", err)
+		return batch{}, storeError(err, "upload archive object")
+	}
+	if err := a.confirm(ctx, key, sum[:], int64(len(data))); err != nil {
+		log.Warn("archive: upload not confirmed; nothing cleared", "cause", string(inbox.CauseOf(err)), "err", err)
+		return batch{}, err
+	}
+	if a.afterConfirm != nil {
+		if err := a.afterConfirm(ctx, key); err != nil {
+			return batch{}, err
+		}
+	}
+	if err := tx.EventArchiveMark(ctx, obj, ob.locs); err != nil {
+		return batch{}, dbError(err, "mark events archived")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return batch{}, dbError(err, "commit archive batch")
+	}
+	log.Info("archive: batch archived", "object_bytes", len(data), "body_bytes", bodyBytes)
+	if a.afterCommit != nil {
+		a.afterCommit(ctx, key)
+	}
+	return batch{key: key, events: len(tx.Events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
+}
+
+// lockBatchAttempts bounds how often lockBatch chooses again when another
+// archiver (or a sweep) changed the batch between choosing and locking: a
+// few times in a row at most, even with many archivers.
+const lockBatchAttempts = 10
+
+// lockBatch chooses the next batch, records its object as pending in the
+// manifest, and locks both (see storage.EventArchiveCandidates). A nil
+// transaction means no event is left to archive.
+func (a *Archiver) lockBatch(ctx context.Context, cutoff time.Time) (*storage.EventArchiveTx, string, error) {
+	params := storage.EventArchiveParams{ProcessedBefore: cutoff, Limit: a.cfg.BatchSize, MaxBytes: a.cfg.MaxBatchBytes}
+	for attempt := 1; ; attempt++ {
+		c, err := a.store.EventArchiveCandidates(ctx, params)
+		if err != nil {
+			return nil, "", dbError(err, "choose a batch to archive")
+		}
+		if len(c.IDs) == 0 {
+			return nil, "", nil
+		}
+		key := a.objectKey(c)
+		if err := a.store.ArchiveObjectPrepare(ctx, key, c.Provider); err != nil {
+			if errors.Is(err, storage.ErrArchiveObjectCommitted) {
+				// Keys are unique per batch content; this is a bug, and
+				// the committed object must not be overwritten.
+				return nil, "", inbox.WrapError(inbox.CauseInternal, err, "archive key collision")
+			}
+			return nil, "", dbError(err, "record archive object")
+		}
+		tx, err := a.store.EventArchiveBegin(ctx, key, c, 0)
+		if errors.Is(err, storage.ErrArchiveBatchChanged) && attempt < lockBatchAttempts {
+			a.log.Debug("archive: batch changed before it was locked; choosing again", "key", key, "err", err)
+			continue
+		}
+		if err != nil {
+			return nil, "", dbError(err, "lock archive batch")
+		}
+		return tx, key, nil
+	}
+}
+
+// confirm checks with a HEAD that the object is stored with the expected
+// size and, when S3 reports one, checksum. The PUT's own checksum already
+// made S3 verify the bytes; the HEAD also proves the object is readable
+// under its key before anything is cleared, for a fraction of a PUT's price.
+func (a *Archiver) confirm(ctx context.Context, key string, sum []byte, size int64) error {
+	head, err := a.blobs.Head(ctx, key)
+	if err != nil {
+		return storeError(err, "confirm archive object")
+	}
+	if head.Size != size || (head.SHA256 != nil && !bytes.Equal(head.SHA256, sum)) {
+		return inbox.WrapError(inbox.CauseArchiveStoreFailed,
+			fmt.Errorf("object %s: stored %d bytes sha256 %x, uploaded %d bytes sha256 %x", key, head.Size, head.SHA256, size, sum),
+			"archive object not stored as uploaded")
+	}
+	return nil
+}
+
+// objectKey names a batch's object from its content alone, so that a re-run
+// of the same batch after a crash writes the same key (replacing the object
+// rather than leaving a second copy):
+//
+//	[prefix/]provider=<provider>/dt=<YYYY-MM-DD>/<min id>-<max id>.jsonl.gz
+//
+// dt is the UTC date the batch's earliest event was received. provider= and
+// dt= are Hive-style partitions, which Athena can project. Two batches never
+// share a key: a committed batch's events are archived, so no later batch
+// contains its lowest id.
+func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
+	lo, hi := c.IDs[0], c.IDs[0]
+	for _, id := range c.IDs[1:] {
+		lo, hi = min(lo, id), max(hi, id)
+	}
+	key := fmt.Sprintf("provider=%s/dt=%s/%d-%d.jsonl.gz", c.Provider, c.FirstCreatedAt.UTC().Format(time.DateOnly), lo, hi)
+	if a.cfg.Prefix != "" {
+		key = a.cfg.Prefix + "/" + key
+	}
+	return key
+}
+
+// SweepOrphans deletes objects whose batch never committed (see
+// storage.ArchiveObjectSweep) and returns their keys. RunOnce and Expunge
+// call it; an operator may too.
+func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
+	keys, err := a.store.ArchiveObjectSweep(ctx, a.cfg.SweepLimit, func(ctx context.Context, key string) error {
+		if err := a.blobs.Delete(ctx, key); err != nil {
+			return storeError(err, "delete orphan archive object")
+		}
+		a.log.Info("archive: orphan object deleted", "key", key)
+		return nil
+	})
+	if err != nil {
+		var ie *inbox.Error
+		if !errors.As(err, &ie) {
+			err = dbError(err, "sweep orphan archive objects")
+		}
+		return keys, err
+	}
+	return keys, nil
+}
+
+func storeCause(err error) inbox.Cause {
+	if blobstore.IsUnavailable(err) {
+		return inbox.CauseArchiveStoreUnavailable
+	}
+	return inbox.CauseArchiveStoreFailed
+}
+
+func storeError(err error, message string) error {
+	return inbox.WrapError(storeCause(err), err, message)
+}
+
+func dbError(err error, message string) error {
+	return inbox.WrapError(inbox.CauseDatabaseUnavailable, err, message)
+}

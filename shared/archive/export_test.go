@@ -1,0 +1,32 @@
+package archive
+
+import (
+	"context"
+	"errors"
+)
+
+// Hooks and internals for the tests of package archive_test.
+
+// SetAfterConfirm makes f run after each upload is confirmed, before the
+// events are marked archived.
+func SetAfterConfirm(a *Archiver, f func(ctx context.Context, key string) error) { a.afterConfirm = f }
+
+// SetAfterCommit makes f run after each batch commits.
+func SetAfterCommit(a *Archiver, f func(ctx context.Context, key string)) { a.afterCommit = f }
+
+// CrashAfterUpload makes a's batches fail right after their upload is
+// confirmed, and its runs skip the orphan sweep: what a process killed at
+// that point leaves behind (an uploaded object, a pending manifest row, every
+// payload still in Postgres), without killing the test process.
+func CrashAfterUpload(a *Archiver) {
+	a.noSweep = true
+	a.afterConfirm = func(context.Context, string) error { return errCrash }
+}
+
+var errCrash = errors.New("simulated crash after upload")
+
+// DecodeMember decodes one gzip member holding one line.
+var DecodeMember = decodeMember
+
+// ErrEmptyMember is what DecodeMember returns for expunge padding.
+var ErrEmptyMember = errEmptyMember
