@@ -62,3 +62,7 @@ build-ReceiverFunction: ## SAM: build the receiver's bootstrap into $(ARTIFACTS_
 .PHONY: build-ProcessorFunction
 build-ProcessorFunction: ## SAM: build the processor's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/processor
+
+.PHONY: build-ArchiverFunction
+build-ArchiverFunction: ## SAM: build the archiver's bootstrap into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/archiver
