@@ -9,12 +9,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/localpg"
+	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -25,22 +31,41 @@ import (
 // devDatabase is the database the dev stack creates on its local cluster.
 const devDatabase = "webhook_inbox"
 
+// devOptions are the dev stack's flags.
+type devOptions struct {
+	addr, dataDir, s3Dir string
+	archiveAge           time.Duration
+	archiveEvery         time.Duration
+}
+
 func newDevCmd() *cobra.Command {
-	var addr, dataDir string
+	var o devOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the local stack: Postgres, migrations and the receiver on http://127.0.0.1:3000",
-		Long: `dev runs webhook-inbox on this machine. It uses DATABASE_URL when set;
-otherwise it starts a PostgreSQL cluster from the machine's own binaries with
-its data under --data (kept between runs). It applies the migrations and serves
-the receiver on --addr with the sources of WEBHOOK_SOURCES / WEBHOOK_SOURCES_FILE
-(default dev/sources.json, whose secrets are fake). Ctrl-C stops everything.`,
+		Short: "Run the local stack: Postgres, S3, the receiver on http://127.0.0.1:3000, the processor and the archiver",
+		Long: `dev runs webhook-inbox on this machine, in one process:
+
+  - PostgreSQL: DATABASE_URL when set; otherwise a cluster started from the
+    machine's own binaries with its data under --data (kept between runs);
+  - the migrations;
+  - the receiver on --addr, with the sources of WEBHOOK_SOURCES /
+    WEBHOOK_SOURCES_FILE (default dev/sources.json, whose secrets are fake);
+  - the processor, draining every PROCESSOR_INTERVAL (default 3s) with the
+    handlers of shared/handlers, exactly as the Lambda does;
+  - a local S3 (versitygw, pinned in tools/go.mod) with its objects under
+    --s3-data, and the archiver every --archive-every, archiving events
+    processed more than --archive-age ago (short, to see it happen).
+
+Ctrl-C stops everything.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), cmd.OutOrStdout(), addr, dataDir)
+			return runDev(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:3000", "listen address (sam local start-api uses port 3000 too)")
-	cmd.Flags().StringVar(&dataDir, "data", filepath.Join(".local", "postgres"), "folder of the local PostgreSQL cluster when DATABASE_URL is not set")
+	cmd.Flags().StringVar(&o.addr, "addr", "127.0.0.1:3000", "listen address (sam local start-api uses port 3000 too)")
+	cmd.Flags().StringVar(&o.dataDir, "data", filepath.Join(".local", "postgres"), "folder of the local PostgreSQL cluster when DATABASE_URL is not set")
+	cmd.Flags().StringVar(&o.s3Dir, "s3-data", filepath.Join(".local", "s3"), "folder of the local S3 server's buckets")
+	cmd.Flags().DurationVar(&o.archiveAge, "archive-age", time.Minute, "archive events processed longer ago than this")
+	cmd.Flags().DurationVar(&o.archiveEvery, "archive-every", 30*time.Second, "time between archiver runs")
 	return cmd
 }
 
@@ -103,7 +128,7 @@ func devDatabaseURL(ctx context.Context, out io.Writer, dataDir string) (url str
 	return cluster.URL(devDatabase), stop, nil
 }
 
-func runDev(ctx context.Context, out io.Writer, addr, dataDir string) error {
+func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	level, err := settings.LogLevel(os.Getenv)
 	if err != nil {
 		return err
@@ -113,12 +138,27 @@ func runDev(ctx context.Context, out io.Writer, addr, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	url, stopDB, err := devDatabaseURL(ctx, out, dataDir)
+	url, stopDB, err := devDatabaseURL(ctx, out, o.dataDir)
 	if err != nil {
 		return err
 	}
 	defer stopDB()
-	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{ApplicationName: "webhook-inbox-dev"})
+	// The functions' own configuration loaders read the dev database from
+	// here, so the dev stack runs with the settings the Lambdas would.
+	getenv := func(k string) string {
+		if k == settings.EnvDatabaseURL {
+			return url
+		}
+		return os.Getenv(k)
+	}
+	pcfg, err := settings.LoadProcessor(getenv)
+	if err != nil {
+		return err
+	}
+	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{
+		ApplicationName: "webhook-inbox-dev",
+		RuntimeParams:   processor.SessionParams(pcfg.Processor.HandlerTimeout),
+	})
 	if err != nil {
 		return err
 	}
@@ -127,36 +167,93 @@ func runDev(ctx context.Context, out io.Writer, addr, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "schema: migrated to version %d\n", version)
-	h, err := receiver.New(receiver.Config{Sources: sources, Store: storage.New(pool), Logger: log})
+	if err := handlers.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "schema: migrated to version %d (and the handlers' tables)\n", version)
+	store := storage.New(pool)
+
+	// The processor, as the Lambda builds it.
+	reg := processor.NewRegistry()
+	handlers.Register(reg)
+	pc := pcfg.Processor
+	pc.Pool, pc.Registry, pc.Logger = pool, reg, log
+	proc, err := processor.New(pc)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+
+	// Local S3 and the archiver.
+	fmt.Fprintf(out, "s3: starting versitygw in %s ...\n", o.s3Dir)
+	s3, err := locals3.Start(ctx, locals3.Options{Dir: o.s3Dir})
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return err
+	}
+	defer s3.Close()
+	blobs, err := blobstore.Open(ctx, s3.BlobConfig(devBucket))
+	if err != nil {
+		return err
+	}
+	if err := blobs.CreateBucket(ctx); err != nil {
+		return err
+	}
+	arch, err := archive.New(archive.Config{Store: store, Blobs: blobs, Prefix: "archive", MinAge: o.archiveAge, Logger: log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", s3.Endpoint(), devBucket, locals3.AccessKeyID)
+
+	h, err := receiver.New(receiver.Config{Sources: sources, Store: store, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, where, sources.Names())
+	fmt.Fprintf(out, "processor: draining every %s; archiver: every %s, events processed over %s ago\n", pcfg.Interval, o.archiveEvery, o.archiveAge)
 	printSamples(out, sources, base)
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Go(func() { errc <- srv.Serve(ln) })
+	wg.Go(func() {
+		if err := proc.RunEvery(runCtx, pcfg.Interval); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("processor: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := arch.RunEvery(runCtx, o.archiveEvery); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("archiver: %w", err)
+		}
+	})
+	var runErr error
 	select {
-	case err := <-errc:
-		return err
+	case runErr = <-errc:
 	case <-ctx.Done():
 	}
+	stopRun()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+		runErr = err
+	}
+	wg.Wait()
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
 	}
 	fmt.Fprintln(out, "stopped.")
-	return nil
+	return runErr
 }
+
+// devBucket is the local S3 bucket of the dev stack's archive.
+const devBucket = "webhook-inbox-dev"
 
 // printSamples prints, per source, a curl that posts a correctly signed new
 // event. Signatures carry a timestamp: the commands work for the source's
