@@ -61,7 +61,7 @@ type metadata struct {
 }
 
 // Attrs returns the slog arguments that make a JSON log line an EMF record
-// of ms, dimensioned by dims. The caller must put each dimension on the
+// of ms, dimensioned by dims and also in total. The caller must put each dimension on the
 // line itself as a string attribute (usually it is there already, such as
 // "source"): EMF reads dimension values from the line's top level, and
 // writing them here too would duplicate keys. Keep dimension values to a
@@ -75,9 +75,12 @@ func (e Emitter) Attrs(dims []string, ms ...Metric) []any {
 	if e.Now != nil {
 		now = e.Now
 	}
-	d := directive{Namespace: ns, Dimensions: [][]string{dims}, Metrics: make([]definition, len(ms))}
-	if dims == nil {
-		d.Dimensions = [][]string{{}}
+	// Every metric is also recorded without dimensions (the empty set): the
+	// total the alarms watch, which CloudWatch cannot sum across
+	// dimension values by itself.
+	d := directive{Namespace: ns, Dimensions: [][]string{{}}, Metrics: make([]definition, len(ms))}
+	if len(dims) > 0 {
+		d.Dimensions = [][]string{dims, {}}
 	}
 	out := make([]any, 1, len(ms)+1)
 	for i, m := range ms {

@@ -42,6 +42,10 @@ func TestAttrsMakeValidEMF(t *testing.T) {
 	if d["Namespace"] != metrics.DefaultNamespace {
 		t.Fatalf("namespace = %v", d["Namespace"])
 	}
+	// Per source and cause, and the total the alarms watch.
+	if dims, _ := json.Marshal(d["Dimensions"]); string(dims) != `[["source","cause"],[]]` {
+		t.Fatalf("dimensions = %s", dims)
+	}
 }
 
 func TestValidateRefuses(t *testing.T) {

@@ -68,15 +68,37 @@ func Open(path string, overrides map[string]any) (*Template, error) {
 	}
 	t := &Template{Raw: raw, Functions: map[string]*Function{}}
 	globals, _ := raw.GetServerlessGlobalFunction() // none is fine
+	params := map[string]string{}
+	for name, p := range raw.Parameters {
+		if p.Default != nil {
+			params[name] = paramString(p.Default)
+		}
+	}
+	for name, v := range overrides {
+		params[name] = paramString(v)
+	}
 	for id, fn := range raw.GetAllServerlessFunctionResources() {
 		f, err := newFunction(id, fn, globals)
 		if err != nil {
 			return nil, fmt.Errorf("%s: function %s: %w", path, id, err)
 		}
+		// goformation leaves !Sub "${Param}" as written; environment
+		// values are strings, so numeric parameters are passed that way.
+		for k, v := range f.Environment {
+			f.Environment[k] = subParam.ReplaceAllStringFunc(v, func(m string) string {
+				if val, ok := params[m[2:len(m)-1]]; ok {
+					return val
+				}
+				return m
+			})
+		}
 		t.Functions[id] = f
 	}
 	return t, nil
 }
+
+// subParam matches ${Name} references (not ${AWS::...} pseudo parameters).
+var subParam = regexp.MustCompile(`\$\{[A-Za-z0-9]+\}`)
 
 // FunctionIDs returns the functions' logical ids, sorted.
 func (t *Template) FunctionIDs() []string {
@@ -204,4 +226,14 @@ func ParseRate(expr string) (time.Duration, error) {
 	}
 	unit := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[m[2]]
 	return time.Duration(n) * unit, nil
+}
+
+// paramString renders a parameter value as CloudFormation does: numbers
+// parsed from the template are float64, and 1048576 must not become
+// 1.048576e+06.
+func paramString(v any) string {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return fmt.Sprint(v)
 }
