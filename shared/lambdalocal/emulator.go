@@ -170,7 +170,7 @@ func (e *Emulator) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, fmt.Errorf("invoke %s: %w", e.Name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("invoke %s: emulator answered %d: %s", e.Name, resp.StatusCode, body)
+		return nil, fmt.Errorf("invoke %s: emulator answered %d: %s\n%s", e.Name, resp.StatusCode, body, tail(e.logPath))
 	}
 	if bytes.Contains(body, []byte(`"errorType"`)) && bytes.Contains(body, []byte(`"errorMessage"`)) {
 		return body, fmt.Errorf("invoke %s: function error: %s", e.Name, body)
@@ -178,11 +178,17 @@ func (e *Emulator) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return body, nil
 }
 
-var initDuration = regexp.MustCompile(`Init Duration: ([0-9.]+) ms`)
+// The emulator logs "INIT REPORT(durationMs: N)" when the init phase of a
+// cold start ends (the RIE initialises lazily, on the first invoke, as
+// Lambda does on a cold start), and older versions only put "Init
+// Duration: N ms" on the first REPORT line; either is read.
+var (
+	initReport   = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+	initDuration = regexp.MustCompile(`Init Duration: ([0-9.]+) ms`)
+)
 
-// InitDuration returns the init duration the emulator reported on the
-// REPORT line of the first invocation (the RIE initialises lazily, on the
-// first invoke, as Lambda does on a cold start).
+// InitDuration returns the duration of the function's first init phase as
+// the emulator reported it, once the function has been invoked.
 func (e *Emulator) InitDuration() (time.Duration, bool) {
 	f, err := os.Open(e.logPath)
 	if err != nil {
@@ -192,9 +198,12 @@ func (e *Emulator) InitDuration() (time.Duration, bool) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if m := initDuration.FindStringSubmatch(sc.Text()); m != nil {
-			ms, err := strconv.ParseFloat(m[1], 64)
-			if err == nil {
+		m := initReport.FindStringSubmatch(sc.Text())
+		if m == nil {
+			m = initDuration.FindStringSubmatch(sc.Text())
+		}
+		if m != nil {
+			if ms, err := strconv.ParseFloat(m[1], 64); err == nil {
 				return time.Duration(ms * float64(time.Millisecond)), true
 			}
 		}

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -18,60 +23,127 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const sources = `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_local_test"]}}}`
-
-func TestReceiverUnderTheEmulator(t *testing.T) {
+// TestEndToEndUnderTheEmulator is the deployed artefacts' test: the three
+// real bootstrap binaries, built by the Makefile targets SAM calls, run
+// under the AWS Lambda Runtime Interface Emulator as template.yaml
+// describes them, against a real Postgres and a real S3 (versitygw).
+// Signed webhooks go through the local API front; the processor's and the
+// archiver's schedules are fired; rows, effects and objects are checked.
+func TestEndToEndUnderTheEmulator(t *testing.T) {
 	ctx := context.Background()
 	root, err := devtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := samtemplate.Open(filepath.Join(root, "template.yaml"), map[string]any{"DatabaseUrl": "unused", "SourcesDocument": "{}"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bins, err := lambdalocal.Build(ctx, root, dir, []string{"ReceiverFunction"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn := tpl.Functions["ReceiverFunction"]
-	em, err := lambdalocal.StartEmulator(ctx, lambdalocal.EmulatorOptions{
-		Name: "ReceiverFunction", RIE: rie, Bootstrap: bins["ReceiverFunction"],
-		Env:     []string{"DATABASE_URL=" + pgtest.URL(t), "WEBHOOK_SOURCES=" + sources},
-		Timeout: fn.Timeout, MemoryMB: fn.MemorySize, LogPath: filepath.Join(dir, "receiver.log"),
+	tpl, err := samtemplate.Open(filepath.Join(root, "template.yaml"), map[string]any{
+		"DatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:unused",
+		"SourcesSecretArn":  "arn:aws:secretsmanager:us-east-1:123456789012:secret:unused",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer em.Close()
-	var routes []lambdalocal.Route
-	for _, r := range fn.Routes {
-		routes = append(routes, lambdalocal.Route{Method: r.Method, Path: r.Path, Function: em})
-	}
-	front, err := lambdalocal.NewFront(routes, nil)
+	dbURL := pgtest.URL(t)
+	s3srv := s3test.Server(t)
+	bucket := s3test.Bucket(t, s3srv)
+	sourcesFile := filepath.Join(root, "dev", "sources.json")
+
+	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
+		Template: tpl, RepoRoot: root, Dir: t.TempDir(),
+		Env: map[string][]string{
+			"*":                 {"DATABASE_URL=" + dbURL, "DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
+			"ReceiverFunction":  {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
+			"ProcessorFunction": {"PROCESSOR_INTERVAL=1s"},
+			"ArchiverFunction": {
+				"ARCHIVE_BUCKET=" + bucket.Bucket, "ARCHIVE_MIN_AGE=1ms",
+				"S3_ENDPOINT=" + s3srv.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
+				"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
+			},
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(front)
-	defer srv.Close()
+	defer stack.Close()
+	front := httptest.NewServer(stack.Front)
+	defer front.Close()
 
-	set, _ := source.Parse([]byte(sources))
-	src, _ := set.Lookup("stripe")
-	req, _ := sender.Sample(src, time.Now())
-	code, body, err := req.Post(ctx, srv.Client(), srv.URL)
-	if err != nil || code != 200 {
-		t.Fatalf("post: %d %s %v\n%s", code, body, err, em.LogPath())
+	// Signed webhooks of every kind through the local API Gateway, each
+	// sent twice: accepted, then duplicate.
+	set, err := source.Load(func(k string) string {
+		if k == source.EnvSourcesFile {
+			return sourcesFile
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out map[string]any
-	_ = json.Unmarshal(body, &out)
-	if out["status"] != "accepted" {
-		t.Fatalf("answer: %s", body)
+	var ids []string
+	for _, name := range set.Names() {
+		src, _ := set.Lookup(name)
+		req, err := sender.Sample(src, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []string{"accepted", "duplicate"} {
+			code, body, err := req.Post(ctx, front.Client(), front.URL)
+			var ans struct{ Status string }
+			_ = json.Unmarshal(body, &ans)
+			if err != nil || code != 200 || ans.Status != want {
+				t.Fatalf("%s delivery %d: %d %s %v", name, i+1, code, body, err)
+			}
+		}
+		ids = append(ids, req.EventID)
 	}
-	d, ok := em.InitDuration()
-	t.Logf("ReceiverFunction init duration: %v (%v)", d, ok)
+	// A forged one is refused by the binary too.
+	stripe, _ := set.Lookup("stripe")
+	forged, _ := sender.Sample(stripe, time.Now())
+	forged.Body = []byte(strings.Replace(string(forged.Body), "2000", "9000", 1))
+	if code, body, _ := forged.Post(ctx, front.Client(), front.URL); code != 401 || !strings.Contains(string(body), "signature_mismatch") {
+		t.Fatalf("forged delivery: %d %s", code, body)
+	}
+
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&rows); err != nil || rows != len(ids) {
+		t.Fatalf("rows = %d, %v; want %d", rows, err, len(ids))
+	}
+
+	// The processor's schedule: every event processed, the Stripe dunning
+	// and Square order handlers' effects written.
+	if out, err := stack.Fire(ctx, "ProcessorFunction"); err != nil {
+		t.Fatalf("processor: %v %s", err, out)
+	}
+	var unprocessed, dunning, orders int
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NULL`).Scan(&unprocessed)
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM stripe_dunning`).Scan(&dunning)
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM square_orders`).Scan(&orders)
+	if unprocessed != 0 || dunning != 1 || orders != 1 {
+		t.Fatalf("after the processor: unprocessed=%d dunning=%d orders=%d", unprocessed, dunning, orders)
+	}
+
+	// The archiver's schedule: bodies moved to S3, one object per source.
+	if out, err := stack.Fire(ctx, "ArchiverFunction"); err != nil {
+		t.Fatalf("archiver: %v %s", err, out)
+	}
+	var archived, bodies int
+	_ = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(body) FROM webhook_events`).Scan(&archived, &bodies)
+	if archived != len(ids) || bodies != 0 {
+		t.Fatalf("after the archiver: archived=%d bodies left=%d", archived, bodies)
+	}
+	objects, err := s3test.Open(t, bucket).List(ctx, "archive/")
+	if err != nil || len(objects) != len(ids) {
+		t.Fatalf("objects = %d, %v; want one per source (%d)", len(objects), err, len(ids))
+	}
+
+	for id, d := range stack.InitDurations() {
+		t.Logf("%s: init duration %v (the emulator's INIT REPORT line)", id, d)
+	}
+	if len(stack.InitDurations()) != 3 {
+		t.Fatalf("init durations reported: %v", stack.InitDurations())
+	}
 }
