@@ -31,7 +31,7 @@ setup: ## install what the tests and the dev stack need (PostgreSQL server, pinn
 	@for t in gotestsum versitygw aws-lambda-rie; do $(GOTOOLS) -n $$t >/dev/null; done
 
 .PHONY: dev
-dev: setup ## run the local stack: Postgres, migrations, receiver on http://127.0.0.1:3000
+dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver
 	$(GO) run ./cmd/webhookctl dev
 
 .PHONY: fuzz
@@ -66,3 +66,7 @@ build-ProcessorFunction: ## SAM: build the processor's bootstrap into $(ARTIFACT
 .PHONY: build-ArchiverFunction
 build-ArchiverFunction: ## SAM: build the archiver's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/archiver
+
+.PHONY: local
+local: setup ## run the real Lambda binaries under the Runtime Interface Emulator (sam local without Docker)
+	$(GO) run ./cmd/webhookctl local

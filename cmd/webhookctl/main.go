@@ -30,5 +30,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newDevCmd(), newMigrateCmd(), newSampleCmd(), newSourcesCmd(), newSendCmd())
+	root.AddCommand(newLocalCmd())
 	return root
 }
