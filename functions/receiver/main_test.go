@@ -120,3 +120,28 @@ func TestSetupFailsFast(t *testing.T) {
 		}
 	}
 }
+
+// The checked-in sam local event (events/receiver-github.json, signed with
+// the dev GitHub secret, which signs no timestamp so it stays valid) must
+// be accepted by the Lambda entry with the dev sources.
+func TestSamLocalEventIsAccepted(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.URL(t), "WEBHOOK_SOURCES_FILE": "../../dev/sources.json", "LOG_LEVEL": "error"}
+	h, closePool, err := setup(context.Background(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePool()
+	raw, err := os.ReadFile("../../events/receiver-github.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h(context.Background(), ev)
+	if err != nil || resp.StatusCode != 200 || !bytes.Contains([]byte(resp.Body), []byte(`"accepted"`)) {
+		t.Fatalf("events/receiver-github.json: %d %s %v", resp.StatusCode, resp.Body, err)
+	}
+}

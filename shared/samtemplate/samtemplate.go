@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/awslabs/goformation/v7"
@@ -59,10 +60,16 @@ type Schedule struct {
 	Enabled    bool
 }
 
+var parseMu sync.Mutex
+
 // Open parses the template at path. overrides give parameter values (for
 // parameters without a default, or to replace one).
 func Open(path string, overrides map[string]any) (*Template, error) {
+	// goformation registers its YAML tag resolvers in a package-level map
+	// on every parse, which races when two goroutines parse at once.
+	parseMu.Lock()
 	raw, err := goformation.OpenWithOptions(path, &intrinsics.ProcessorOptions{ParameterOverrides: overrides})
+	parseMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}

@@ -260,3 +260,30 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// sam local only overrides variables the template declares, so every
+// variable env.json sets must be declared for its function.
+func TestEnvJSONOverridesDeclaredVariables(t *testing.T) {
+	t.Parallel()
+	tpl, _ := load(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "env.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]map[string]string
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	for id, vars := range env {
+		f, ok := tpl.Functions[id]
+		if !ok {
+			t.Errorf("env.json names %s, which the template lacks", id)
+			continue
+		}
+		for k := range vars {
+			if _, ok := f.Environment[k]; !ok {
+				t.Errorf("env.json sets %s for %s, which the template does not declare (sam local would ignore it)", k, id)
+			}
+		}
+	}
+}
