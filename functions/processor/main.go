@@ -21,6 +21,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -68,6 +69,8 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 	handlers.Register(reg)
 	pc := cfg.Processor
 	pc.Pool, pc.Registry, pc.Logger, pc.SourceKinds = pool, reg, log, cfg.SourceKinds
+	// Each drain ends with an EMF line: its counts and the backlog gauge.
+	pc.Metrics = &metrics.Emitter{Namespace: cfg.MetricsNamespace}
 	p, err := processor.New(pc)
 	if err != nil {
 		pool.Close()
@@ -94,7 +97,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 			log.Error("processor: drain stopped", "cause", inbox.CauseDatabaseUnavailable, "err", err, "stats", st)
 			return st, err
 		}
-		log.Info("processor: drain finished", "stats", st)
+		// Drain logged its stats and metrics ("processor: drain metrics").
 		return st, nil
 	}
 	return h, pool, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -113,6 +114,10 @@ type Config struct {
 	// operators; "" means host:pid. A random suffix makes every processor
 	// distinct even when Lambda sandboxes share host names and pids.
 	Name string
+	// Metrics, when set, makes each Drain end with one log line that is a
+	// CloudWatch EMF record of its counts, duration and the backlog it
+	// leaves (see metrics.go); nil logs no such line (the dev stack).
+	Metrics *metrics.Emitter
 }
 
 // WithDefaults returns c with its zero fields set to the defaults, as New
@@ -296,8 +301,19 @@ func (s *Stats) add(o Stats) {
 // when the processor's own bookkeeping failed (the database is unreachable)
 // or ctx was cancelled; handler failures are recorded on their events and
 // counted in Stats. Whatever the way it ends, no event stays claimed longer
-// than its lease.
+// than its lease. With Config.Metrics set it logs the drain's metrics
+// line, whatever the way it ends.
 func (p *Processor) Drain(ctx context.Context) (Stats, error) {
+	if p.cfg.Metrics == nil {
+		return p.drain(ctx)
+	}
+	start := time.Now()
+	st, err := p.drain(ctx)
+	p.emitMetrics(ctx, st, err, time.Since(start))
+	return st, err
+}
+
+func (p *Processor) drain(ctx context.Context) (Stats, error) {
 	var st Stats
 	for {
 		if err := ctx.Err(); err != nil {

@@ -45,6 +45,10 @@ type Processor struct {
 	// Interval is the time between drains of `make dev`.
 	Interval time.Duration
 	LogLevel slog.Level
+	// MetricsNamespace is the CloudWatch namespace of the drain's EMF
+	// metrics ("" = the default). The Lambda sets Processor.Metrics from
+	// it; the dev stack logs no metrics lines.
+	MetricsNamespace string
 }
 
 // LoadProcessor reads the processor's configuration with getenv. Every
@@ -55,7 +59,7 @@ func LoadProcessor(getenv func(string) string) (Processor, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	p := Processor{Database: db, Interval: DefaultProcessorInterval}
+	p := Processor{Database: db, Interval: DefaultProcessorInterval, MetricsNamespace: getenv(EnvMetricsNamespace)}
 	if getenv(source.EnvSources) != "" || getenv(source.EnvSourcesFile) != "" {
 		set, err := source.Load(getenv)
 		if err != nil {

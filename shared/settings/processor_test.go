@@ -42,6 +42,7 @@ func TestLoadProcessorReadsEverything(t *testing.T) {
 		"PROCESSOR_UNHANDLED":       "dead_letter",
 		"PROCESSOR_INTERVAL":        "500ms",
 		"LOG_LEVEL":                 "debug",
+		"METRICS_NAMESPACE":         "Acme/Webhooks",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,8 @@ func TestLoadProcessorReadsEverything(t *testing.T) {
 	if c.BatchSize != 10 || c.MaxAttempts != 5 || c.BackoffBase != time.Second || c.BackoffCap != time.Minute ||
 		c.Lease != 5*time.Minute || c.HandlerTimeout != time.Minute || c.SafetyMargin != 90*time.Second ||
 		c.Unhandled != processor.UnhandledDeadLetter || p.Interval != 500*time.Millisecond ||
-		p.SourceKinds["acme"] != "stripe" || p.SourceKinds["billing"] != "standard" || len(p.SourceKinds) != 2 {
+		p.SourceKinds["acme"] != "stripe" || p.SourceKinds["billing"] != "standard" || len(p.SourceKinds) != 2 ||
+		p.MetricsNamespace != "Acme/Webhooks" {
 		t.Fatalf("settings = %+v", p)
 	}
 }

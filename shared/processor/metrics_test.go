@@ -1,0 +1,169 @@
+package processor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+)
+
+// metricLines returns the raw "processor: drain metrics" lines, each
+// checked with metrics.Validate, and decoded.
+func (f *fixture) metricLines(t *testing.T) []map[string]any {
+	t.Helper()
+	f.logs.mu.Lock()
+	defer f.logs.mu.Unlock()
+	var out []map[string]any
+	for _, l := range bytes.Split(f.logs.buf.Bytes(), []byte("\n")) {
+		if !bytes.Contains(l, []byte(`"msg":"processor: drain metrics"`)) {
+			continue
+		}
+		if err := metrics.Validate(l); err != nil {
+			t.Fatalf("invalid EMF: %v\n%s", err, l)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// declared returns the metric names the line's EMF directive declares.
+func declared(line map[string]any) map[string]string {
+	out := map[string]string{}
+	d := line["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	for _, m := range d["Metrics"].([]any) {
+		mm := m.(map[string]any)
+		out[mm["Name"].(string)], _ = mm["Unit"].(string)
+	}
+	return out
+}
+
+// TestDrainMetricsLine: a drain with Config.Metrics logs one valid EMF
+// line with its counts, duration, batch size and the backlog it leaves,
+// in the configured namespace and without dimensions.
+func TestDrainMetricsLine(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.reg.HandleFunc(processor.Source("ledger"), "ok", writeLedger)
+	f.reg.HandleFunc(processor.Source("ledger"), "fail", func(context.Context, pgx.Tx, *processor.Event) error {
+		return errors.New("downstream is down")
+	})
+	f.reg.HandleFunc(processor.Source("ledger"), "poison", func(context.Context, pgx.Tx, *processor.Event) error {
+		return processor.Permanent(errors.New("cannot decode"))
+	})
+	f.insert("ledger", "ok", "ok_", 3)
+	f.insert("ledger", "fail", "fail_", 2)
+	f.insert("ledger", "poison", "poison_", 1)
+	f.insert("ledger", "other", "other_", 1)
+	p := f.processor(processor.Config{BatchSize: 4, Metrics: &metrics.Emitter{Namespace: "TestInbox"}})
+	st := f.drain(p)
+	if st.Claimed != 7 || st.Batches != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+
+	lines := f.metricLines(t)
+	if len(lines) != 1 {
+		t.Fatalf("%d metrics lines, want 1", len(lines))
+	}
+	l := lines[0]
+	want := map[string]float64{
+		processor.MetricProcessed: 3, processor.MetricFailed: 2, processor.MetricDeadLettered: 1,
+		processor.MetricUnhandled: 1, processor.MetricReleased: 0, processor.MetricLeaseLost: 0,
+		processor.MetricBatchSize: 3.5, processor.MetricDrainFailed: 0,
+		// The two failed events wait for their retry: backlog, not due.
+		processor.MetricBacklogCount: 2, processor.MetricBacklogDue: 0, processor.MetricBacklogOldestAge: 0,
+	}
+	for name, v := range want {
+		if l[name] != v {
+			t.Errorf("%s = %v, want %v", name, l[name], v)
+		}
+	}
+	if d, ok := l[processor.MetricDrainDuration].(float64); !ok || d < 0 {
+		t.Errorf("%s = %v", processor.MetricDrainDuration, l[processor.MetricDrainDuration])
+	}
+	units := declared(l)
+	if len(units) != len(want)+1 || units[processor.MetricDrainDuration] != "Milliseconds" ||
+		units[processor.MetricBacklogOldestAge] != "Seconds" || units[processor.MetricProcessed] != "Count" {
+		t.Fatalf("declared metrics = %v", units)
+	}
+	d := l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	if d["Namespace"] != "TestInbox" || len(d["Dimensions"].([]any)[0].([]any)) != 0 {
+		t.Fatalf("directive = %v", d)
+	}
+}
+
+// TestBacklogGaugeAtTheDeadline: a drain that stops for lack of time
+// reports the due backlog it leaves and the age of its oldest event.
+func TestBacklogGaugeAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
+	f.insert("ledger", "t", "evt_", 5)
+	p := f.processor(processor.Config{HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, Metrics: &metrics.Emitter{}})
+	ctx, cancel := context.WithTimeout(f.ctx, 9*time.Second)
+	defer cancel()
+	if st, err := p.Drain(ctx); err != nil || st.Stopped != processor.StopDeadline {
+		t.Fatalf("drain = %+v, %v", st, err)
+	}
+	l := f.metricLines(t)[0]
+	if l[processor.MetricBacklogCount] != 5.0 || l[processor.MetricBacklogDue] != 5.0 || l[processor.MetricProcessed] != 0.0 {
+		t.Fatalf("line = %v", l)
+	}
+	// The events became due at the server's now() on insert; the
+	// fixture's clock runs a minute ahead of the wall clock.
+	if age := l[processor.MetricBacklogOldestAge].(float64); age < 55 || age > 120 {
+		t.Fatalf("oldest due age = %v s, want about 60", age)
+	}
+	d := l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	if d["Namespace"] != metrics.DefaultNamespace {
+		t.Fatalf("namespace = %v", d["Namespace"])
+	}
+}
+
+// TestDrainFailureMetrics: a drain the database fails still logs its
+// line, DrainFailed = 1, without a backlog it could not read.
+func TestDrainFailureMetrics(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	pool := newPool(t, pgtest.URL(t))
+	pool.Close()
+	if _, err := f.processor(processor.Config{Pool: pool, Metrics: &metrics.Emitter{}}).Drain(f.ctx); err == nil {
+		t.Fatal("drain on a closed pool succeeded")
+	}
+	l := f.metricLines(t)[0]
+	if l[processor.MetricDrainFailed] != 1.0 || l["backlog_err"] == nil || l["err"] == nil {
+		t.Fatalf("line = %v", l)
+	}
+	if _, ok := l[processor.MetricBacklogCount]; ok {
+		t.Fatalf("backlog reported without a database: %v", l)
+	}
+}
+
+// TestNoMetricsLineWithoutEmitter: the dev stack's processor (no
+// Config.Metrics) logs no metrics line.
+func TestNoMetricsLineWithoutEmitter(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.insert("ledger", "t", "evt_", 1)
+	f.drain(f.processor(processor.Config{}))
+	if got := f.metricLines(t); len(got) != 0 {
+		t.Fatalf("metrics lines: %v", got)
+	}
+	f.logs.mu.Lock()
+	defer f.logs.mu.Unlock()
+	if strings.Contains(f.logs.buf.String(), `"_aws"`) {
+		t.Fatal("an EMF record was logged")
+	}
+}
