@@ -29,7 +29,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newMigrateCmd(), newSampleCmd(), newSourcesCmd(), newSendCmd())
+	root.AddCommand(newDevCmd(), newMigrateCmd(), newSampleCmd(), newSourcesCmd(), newSendCmd(),
+		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd())
 	root.AddCommand(newLocalCmd())
 	return root
 }

@@ -130,3 +130,16 @@ func TestSourcesCheckRefusesABadDocument(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestMigrateUpAndStatus(t *testing.T) {
+	url := pgtest.URL(t)
+	t.Setenv("DATABASE_URL", url)
+	out, err := run(t, nil, "migrate", "up")
+	if err != nil || !strings.Contains(out, "schema at version") {
+		t.Fatalf("migrate up: %v\n%s", err, out)
+	}
+	out, err = run(t, nil, "migrate", "status")
+	if err != nil || strings.Contains(out, "pending") || !strings.Contains(out, "applied") {
+		t.Fatalf("migrate status: %v\n%s", err, out)
+	}
+}

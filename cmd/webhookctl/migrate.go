@@ -2,19 +2,17 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 func newMigrateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",
-		Short: "Apply (up) or list (status) the schema migrations on DATABASE_URL",
+		Short: "Apply (up) or list (status) the schema migrations (DATABASE_URL or DATABASE_SECRET_ARN)",
 	}
 	up := &cobra.Command{
 		Use:   "up",
@@ -60,10 +58,12 @@ func newMigrateCmd() *cobra.Command {
 	return cmd
 }
 
+// openDatabase opens the database the way the operator commands do
+// (DATABASE_URL or the functions' secret settings).
 func openDatabase(cmd *cobra.Command) (*pgxpool.Pool, error) {
-	url := os.Getenv(settings.EnvDatabaseURL)
-	if url == "" {
-		return nil, fmt.Errorf("%s is not set", settings.EnvDatabaseURL)
+	o, err := openOps(cmd)
+	if err != nil {
+		return nil, err
 	}
-	return storage.OpenPool(cmd.Context(), url, storage.PoolOptions{ApplicationName: "webhookctl"})
+	return o.store.Pool(), nil
 }

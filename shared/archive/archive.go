@@ -105,6 +105,10 @@ type Config struct {
 	// Now is the clock that the age cutoff is computed from. Default
 	// time.Now.
 	Now func() time.Time
+	// OnBatch, when set, is called after each batch commits with its
+	// object's key and number of events (`webhookctl archive run` draws
+	// its progress bar from it).
+	OnBatch func(key string, events int)
 }
 
 // Archiver archives, reads back and expunges event bodies. It is safe for
@@ -317,6 +321,9 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	log.Info("archive: batch archived", "object_bytes", len(data), "body_bytes", bodyBytes)
 	if a.afterCommit != nil {
 		a.afterCommit(ctx, key)
+	}
+	if a.cfg.OnBatch != nil {
+		a.cfg.OnBatch(key, len(tx.Events))
 	}
 	return batch{key: key, events: len(tx.Events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
 }

@@ -236,7 +236,7 @@ func TestOperations(t *testing.T) {
 			errorAlarms++ // the FunctionName dimension is a !Ref, unresolved here
 		}
 	}
-	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Errors", "Unavailable"} {
+	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Errors", "Unavailable", "ArchiveStoreUnavailable"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}

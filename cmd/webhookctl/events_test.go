@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+type eventsListJSON struct {
+	Events     []eventJSON `json:"events"`
+	NextBefore *int64      `json:"next_before"`
+}
+
+func listIDs(l eventsListJSON) []int64 {
+	ids := make([]int64, len(l.Events))
+	for i, e := range l.Events {
+		ids[i] = e.ID
+	}
+	return ids
+}
+
+func TestEventsList(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	ids := f.populate()
+
+	var all eventsListJSON
+	f.runJSON(&all, "events", "list")
+	if len(all.Events) != 9 || all.NextBefore != nil {
+		t.Fatalf("all events = %+v", all)
+	}
+	if !slices.IsSortedFunc(all.Events, func(a, b eventJSON) int { return int(b.ID - a.ID) }) {
+		t.Fatalf("not newest first: %v", listIDs(all))
+	}
+	want := map[int64]storage.EventState{
+		ids["ok1"]: storage.StateProcessed, ids["unhandled"]: storage.StateProcessed, ids["poison1"]: storage.StateDead,
+		ids["flaky"]: storage.StateRetrying, ids["inflight"]: storage.StateInFlight, ids["pending"]: storage.StatePending,
+	}
+	for _, e := range all.Events {
+		if w, ok := want[e.ID]; ok && e.State != string(w) {
+			t.Errorf("event %d (%s) state = %s, want %s", e.ID, e.EventID, e.State, w)
+		}
+	}
+	// Each state filter selects exactly the events listed in that state.
+	for _, st := range storage.EventStates() {
+		var l eventsListJSON
+		f.runJSON(&l, "events", "list", "--state", string(st))
+		var expect []int64
+		for _, e := range all.Events {
+			if e.State == string(st) {
+				expect = append(expect, e.ID)
+			}
+		}
+		if got := listIDs(l); !slices.Equal(got, expect) {
+			t.Errorf("--state %s = %v, want %v", st, got, expect)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--state", "dead", "--source", "github"}, 1},
+		{[]string{"--type", "ok"}, 4},
+		{[]string{"--source", "stripe", "--type", "poison"}, 2},
+		{[]string{"--source", "nope"}, 0},
+	} {
+		var l eventsListJSON
+		f.runJSON(&l, append([]string{"events", "list"}, tc.args...)...)
+		if len(l.Events) != tc.want {
+			t.Errorf("%v: %d events, want %d", tc.args, len(l.Events), tc.want)
+		}
+	}
+
+	// Unhandled and handled are outcomes of processed events.
+	for _, e := range all.Events {
+		if e.ID == ids["unhandled"] && (e.Outcome == nil || *e.Outcome != storage.OutcomeUnhandled || e.ProcessedAt == nil || e.NextAttemptAt != nil) {
+			t.Errorf("unhandled event = %+v", e)
+		}
+		if e.ID == ids["flaky"] && (e.Attempts != 1 || e.LastError == nil || e.NextAttemptAt == nil) {
+			t.Errorf("retrying event = %+v", e)
+		}
+	}
+
+	// The time window is on the receipt.
+	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_events SET created_at = created_at - interval '3 hours' WHERE id = $1`, ids["ok1"]); err != nil {
+		t.Fatal(err)
+	}
+	var recent, old, between eventsListJSON
+	f.runJSON(&recent, "events", "list", "--since", "1h")
+	hourAgo := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	f.runJSON(&old, "events", "list", "--to", hourAgo)
+	f.runJSON(&between, "events", "list", "--from", time.Now().Add(-4*time.Hour).UTC().Format(time.RFC3339), "--to", hourAgo)
+	if len(recent.Events) != 8 || slices.Contains(listIDs(recent), ids["ok1"]) ||
+		!slices.Equal(listIDs(old), []int64{ids["ok1"]}) || !slices.Equal(listIDs(between), []int64{ids["ok1"]}) {
+		t.Errorf("windows: since 1h %v, to -1h %v, between %v", listIDs(recent), listIDs(old), listIDs(between))
+	}
+
+	// Paging: pages of 4 make up the whole list.
+	var paged []int64
+	args := []string{"events", "list", "--limit", "4"}
+	for range 5 {
+		var page eventsListJSON
+		f.runJSON(&page, args...)
+		paged = append(paged, listIDs(page)...)
+		if page.NextBefore == nil {
+			break
+		}
+		args = []string{"events", "list", "--limit", "4", "--before", strconv.FormatInt(*page.NextBefore, 10)}
+	}
+	if !slices.Equal(paged, listIDs(all)) {
+		t.Errorf("pages = %v, want %v", paged, listIDs(all))
+	}
+
+	human := f.runOK("events", "list", "--limit", "4")
+	for _, want := range []string{"ID", "SOURCE", "STATE", "evt_pending", "in_flight", "retrying", "(more: --before"} {
+		if !strings.Contains(human, want) {
+			t.Errorf("events list lacks %q:\n%s", want, human)
+		}
+	}
+	if out := f.runOK("events", "list", "--source", "nope"); !strings.Contains(out, "no events match") {
+		t.Errorf("empty list:\n%s", out)
+	}
+	for _, bad := range [][]string{
+		{"--state", "stuck"}, {"--since", "1h", "--from", "2026-01-01"}, {"--from", "yesterday"},
+		{"--from", "2026-02-01", "--to", "2026-01-01"}, {"--limit", "0"},
+	} {
+		if _, _, err := f.run(append([]string{"events", "list"}, bad...)...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+type eventShowOut = eventShowJSON
+
+func TestEventsShow(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	ids := f.populate()
+
+	var dead eventShowOut
+	f.runJSON(&dead, "events", "show", strconv.FormatInt(ids["poison1"], 10))
+	if dead.ID != ids["poison1"] || dead.State != "dead" || dead.SourceKind != "stripe" || dead.Attempts != 1 ||
+		len(dead.Errors) != 1 || dead.Errors[0].Cause != "permanent_error" || !strings.Contains(dead.Errors[0].Error, "cannot decode") ||
+		len(dead.DeadLetters) != 1 || dead.DeadLetters[0].RequeuedAt != nil || dead.DeadAt == nil ||
+		dead.Body == nil || *dead.Body != `{"id":"evt_poison_1","type":"poison"}` || dead.BodyFrom != "postgres" || len(dead.BodySHA256) != 64 {
+		t.Fatalf("dead event = %+v", dead)
+	}
+	// By source and event id: the same event.
+	var byKey eventShowOut
+	f.runJSON(&byKey, "events", "show", "stripe", "evt_poison_1")
+	if byKey.ID != dead.ID {
+		t.Fatalf("by key = %d, want %d", byKey.ID, dead.ID)
+	}
+	var retrying, mismatched eventShowOut
+	f.runJSON(&retrying, "events", "show", strconv.FormatInt(ids["flaky"], 10), "--no-body")
+	if retrying.State != "retrying" || len(retrying.Errors) != 1 || retrying.Errors[0].Cause != "handler_failed" ||
+		retrying.NextAttemptAt == nil || retrying.Body != nil || retrying.BodyFrom != "" {
+		t.Fatalf("retrying event = %+v", retrying)
+	}
+	f.runJSON(&mismatched, "events", "show", "stripe", "evt_ok_1")
+	if len(mismatched.Mismatches) != 1 || mismatched.Mismatches[0].ReceivedSize != 12 || mismatched.Outcome == nil || *mismatched.Outcome != "handled" {
+		t.Fatalf("mismatched event = %+v", mismatched)
+	}
+	var inflight eventShowOut
+	f.runJSON(&inflight, "events", "show", strconv.FormatInt(ids["inflight"], 10))
+	if inflight.State != "in_flight" || inflight.LockedBy == nil || *inflight.LockedBy != "test-processor#1" || inflight.LockedUntil == nil {
+		t.Fatalf("in-flight event = %+v", inflight)
+	}
+
+	human := f.runOK("events", "show", strconv.FormatInt(ids["poison1"], 10))
+	for _, want := range []string{"EVENT " + strconv.FormatInt(ids["poison1"], 10), "stripe/evt_poison_1", "state", "dead",
+		"FAILED ATTEMPTS", "permanent_error", "DEAD LETTERS", "BODY (37 bytes from postgres", `{"id":"evt_poison_1","type":"poison"}`} {
+		if !strings.Contains(human, want) {
+			t.Errorf("events show lacks %q:\n%s", want, human)
+		}
+	}
+
+	// A body that is not UTF-8 text, with an escape sequence: JSON gives
+	// it in base64, --body-out byte for byte, and the human output never
+	// sends the sender's control characters to the terminal.
+	raw := []byte("\x1b[2J\xff\xfe binary")
+	bin := f.insertBody("github", "gh_bin", "blob", raw)
+	var b eventShowOut
+	f.runJSON(&b, "events", "show", strconv.FormatInt(bin, 10))
+	if b.Body != nil || !bytes.Equal(b.BodyBase64, raw) {
+		t.Fatalf("binary body = %+v", b)
+	}
+	if out := f.runOK("events", "show", strconv.FormatInt(bin, 10), "--body-out", "-"); out != string(raw) {
+		t.Fatalf("--body-out - = %q", out)
+	}
+	file := filepath.Join(t.TempDir(), "body")
+	f.runOK("events", "show", strconv.FormatInt(bin, 10), "--body-out", file)
+	if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("--body-out file = %q, %v", got, err)
+	}
+	esc := f.insertBody("github", "gh_esc", "blob", []byte("text \x1b]0;pwned\x07 end"))
+	if out := f.runOK("events", "show", strconv.FormatInt(esc, 10)); strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "end") {
+		t.Fatalf("control characters reached the terminal: %q", out)
+	}
+	if out := f.runOK("events", "show", strconv.FormatInt(bin, 10)); strings.Contains(out, "\x1b") || !strings.Contains(out, "not UTF-8") {
+		t.Fatalf("binary body printed: %q", out)
+	}
+
+	for _, args := range [][]string{{"999999"}, {"stripe", "evt_none"}, {"abc"}, {"0"}} {
+		if _, _, err := f.run(append([]string{"events", "show"}, args...)...); err == nil {
+			t.Errorf("events show %v succeeded", args)
+		}
+	}
+}
+
+// TestEventsShowArchivedBody: an archived event's body comes back from its
+// S3 object (versitygw), byte for byte; without the archive's settings the
+// command says which are missing.
+func TestEventsShowArchivedBody(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.withArchive()
+	body := []byte(`{"id":"evt_arch","type":"ok","data":{"amount":4200,"note":"archived and back"}}`)
+	id := f.insertBody("stripe", "evt_arch", "ok", body)
+	f.insert("stripe", "evt_arch_2", "ok")
+	f.drain(nil)
+	var run archiveRunJSON
+	f.runJSON(&run, "archive", "run", "--min-age", "1ms")
+	if run.Events != 2 || run.Objects != 1 {
+		t.Fatalf("archive run = %+v", run)
+	}
+
+	var e eventShowOut
+	f.runJSON(&e, "events", "show", strconv.FormatInt(id, 10))
+	if e.State != "archived" || e.ArchiveKey == nil || !strings.HasPrefix(*e.ArchiveKey, "archive/provider=stripe/") ||
+		e.BodyFrom != "archive" || e.Body == nil || *e.Body != string(body) || e.BodyError != "" {
+		t.Fatalf("archived event = %+v", e)
+	}
+	if out := f.runOK("events", "show", "stripe", "evt_arch"); !strings.Contains(out, "from the archive, "+*e.ArchiveKey) || !strings.Contains(out, "archived and back") {
+		t.Fatalf("events show:\n%s", out)
+	}
+	if out := f.runOK("events", "show", "stripe", "evt_arch", "--body-out", "-"); out != string(body) {
+		t.Fatalf("--body-out - = %q", out)
+	}
+
+	delete(f.env, "ARCHIVE_BUCKET")
+	out, _, err := f.run("events", "show", strconv.FormatInt(id, 10), "--json")
+	if err == nil || !strings.Contains(err.Error(), "ARCHIVE_BUCKET") || !strings.Contains(out, `"body_error"`) {
+		t.Fatalf("without the archive's settings: %v\n%s", err, out)
+	}
+	// The metadata needs no S3.
+	f.runOK("events", "show", strconv.FormatInt(id, 10), "--no-body")
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestExpunge: the dry run says what an expunge erases, and the expunge
+// erases exactly that: in Postgres and its dead-letter copy, and in an S3
+// object (versitygw) without disturbing its neighbour.
+func TestExpunge(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.withArchive()
+	ids := f.populate()
+	dead := strconv.FormatInt(ids["poison1"], 10)
+
+	before := f.snapshot()
+	if _, _, err := f.run("expunge", dead); err == nil || !strings.Contains(err.Error(), "--yes") {
+		t.Fatalf("expunge without --yes: %v", err)
+	}
+	var dry, done expungeJSON
+	f.runJSON(&dry, "expunge", dead, "--dry-run")
+	if got := changed(before, f.snapshot()); len(got) != 0 {
+		t.Fatalf("refused and dry runs changed %v", got)
+	}
+	if !dry.DryRun || dry.ID != ids["poison1"] || !dry.BodyInPostgres || !dry.PayloadStored || dry.ArchiveKey != nil ||
+		dry.DeadLetterCopies != 1 || dry.AlreadyExpunged || dry.ExpungedAt != nil {
+		t.Fatalf("dry run = %+v", dry)
+	}
+	f.runJSON(&done, "expunge", dead, "--yes")
+	if got := changed(before, f.snapshot()); !sameSet(got, idSet(ids["poison1"])) {
+		t.Fatalf("expunge changed %v", got)
+	}
+	if done.DryRun || done.ExpungedAt == nil || done.DeadLetterCopies != dry.DeadLetterCopies || done.BodyInPostgres != dry.BodyInPostgres {
+		t.Fatalf("expunge = %+v, dry run said %+v", done, dry)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_events WHERE id = $1 AND body IS NULL AND payload IS NULL AND expunged_at IS NOT NULL`, ids["poison1"]); n != 1 {
+		t.Fatal("the event's body is still there")
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_dead_letters WHERE body IS NOT NULL OR payload IS NOT NULL`); n != 2 {
+		t.Fatalf("%d dead letters keep a body, want the 2 others", n)
+	}
+	// Again: nothing left, harmless.
+	f.runJSON(&dry, "expunge", dead, "--dry-run")
+	if !dry.AlreadyExpunged || dry.DeadLetterCopies != 0 {
+		t.Fatalf("second dry run = %+v", dry)
+	}
+	if out := f.runOK("expunge", "stripe", "evt_poison_1", "--yes"); !strings.Contains(out, "already expunged") {
+		t.Fatalf("second expunge: %s", out)
+	}
+
+	// An archived event: its object is rewritten without it; the other
+	// event of the object still reads back.
+	var run archiveRunJSON
+	f.runJSON(&run, "archive", "run", "--min-age", "1ms")
+	var e eventShowOut
+	f.runJSON(&e, "events", "show", "stripe", "evt_ok_1", "--no-body")
+	if e.ArchiveKey == nil {
+		t.Fatalf("not archived: %+v (run %+v)", e, run)
+	}
+	f.runJSON(&dry, "expunge", "stripe", "evt_ok_1", "--dry-run")
+	if dry.ArchiveKey == nil || *dry.ArchiveKey != *e.ArchiveKey || dry.BodyInPostgres || dry.DeadLetterCopies != 0 {
+		t.Fatalf("dry run of an archived event = %+v", dry)
+	}
+	before = f.snapshot()
+	human := f.runOK("expunge", "stripe", "evt_ok_1", "--yes")
+	if got := changed(before, f.snapshot()); !sameSet(got, idSet(ids["ok1"])) || !strings.Contains(human, "archived body in "+*e.ArchiveKey+": erased") {
+		t.Fatalf("changed %v; output %s", got, human)
+	}
+	var gone, neighbour eventShowOut
+	f.runJSON(&gone, "events", "show", "stripe", "evt_ok_1")
+	f.runJSON(&neighbour, "events", "show", "stripe", "evt_ok_2")
+	if gone.State != "expunged" || gone.Body != nil || !strings.Contains(gone.BodyError, "expunged") {
+		t.Fatalf("expunged event = %+v", gone)
+	}
+	if neighbour.BodyFrom != "archive" || neighbour.Body == nil || *neighbour.Body != `{"id":"evt_ok_2","type":"ok"}` || *neighbour.ArchiveKey != *e.ArchiveKey {
+		t.Fatalf("neighbour = %+v", neighbour)
+	}
+	// The object no longer holds the body.
+	data, err := f.blobs().Get(f.ctx, *e.ArchiveKey)
+	if err != nil || strings.Contains(gunzipAll(t, data), "evt_ok_1") || !strings.Contains(gunzipAll(t, data), "evt_ok_2") {
+		t.Fatalf("object after expunge: %v", err)
+	}
+
+	// Expunge needs the archive's settings.
+	delete(f.env, "ARCHIVE_BUCKET")
+	if _, _, err := f.run("expunge", "stripe", "evt_ok_2", "--yes"); err == nil || !strings.Contains(err.Error(), "ARCHIVE_BUCKET") {
+		t.Fatalf("expunge without settings: %v", err)
+	}
+	if _, _, err := f.run("expunge", "stripe", "evt_none", "--dry-run"); err == nil || !strings.Contains(err.Error(), "no such event") {
+		t.Fatalf("unknown event: %v", err)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// replayWarning is printed (to standard error) by every replay, dry or not.
+const replayWarning = `WARNING: a replay runs the handlers again for events they already applied.
+Handlers must tolerate it: their database changes are made again in a new
+transaction (write merges and upserts keyed by the event or the sender's
+object, not blind inserts), and any effect outside the database (an email,
+an API call) happens again unless it is idempotent (keyed by the event id).`
+
+func newReplayCmd() *cobra.Command {
+	var (
+		id                   int64
+		source, typ, outcome string
+		window               timeFlags
+		all, dryRun, yes     bool
+		asJSON               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay [ID]",
+		Short: "Send processed events through the processor again, by filter (--dry-run says how many)",
+		Long: `replay makes the processed events matching the filters unprocessed and due at
+once, so the processor applies them again with the handlers deployed now:
+after a handler bug was fixed (--from/--to: the window it was live, on the
+time of processing), or for events that came before their handler
+(--outcome unhandled).
+
+` + replayWarning + `
+
+Each replayed event starts afresh: its attempts, error history, last error,
+outcome and processed_at are reset (the drain needs attempts and history
+to agree), so the previous processing's trace is overwritten: keep this
+command's output with the incident's notes. Events whose body is archived in S3 are not
+replayed (the processor reads bodies from Postgres): the count says how
+many were skipped.
+
+--dry-run counts with the same filter and changes nothing; the real run
+needs --yes and resets the events in chunks, so the processor starts on
+the first ones at once.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				n, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil || n <= 0 {
+					return fmt.Errorf("%q is not an event's id", args[0])
+				}
+				if id != 0 && id != n {
+					return errors.New("give the id once")
+				}
+				id = n
+			}
+			switch outcome {
+			case "", storage.OutcomeHandled, storage.OutcomeUnhandled:
+			default:
+				return fmt.Errorf("--outcome must be %s or %s", storage.OutcomeHandled, storage.OutcomeUnhandled)
+			}
+			if !dryRun {
+				if err := confirmDestructive(yes, "replay runs handlers again"); err != nil {
+					return err
+				}
+			}
+			o, err := openOps(cmd)
+			if err != nil {
+				return err
+			}
+			defer o.close()
+			ctx := cmd.Context()
+			now, err := o.store.DatabaseNow(ctx)
+			if err != nil {
+				return err
+			}
+			from, to, err := window.window(now)
+			if err != nil {
+				return err
+			}
+			filter := storage.ReplayFilter{
+				ID: id, Provider: source, EventType: typ, Outcome: outcome,
+				ProcessedFrom: from, ProcessedTo: to, All: all,
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), replayWarning)
+
+			var b *bar
+			opts := storage.ReplayOptions{Now: now, DryRun: dryRun, Progress: func(done, total int) {
+				if b == nil {
+					b = newBar(cmd, int64(total), "replaying")
+				}
+				b.Set(done)
+			}}
+			res, err := o.store.EventsReplay(ctx, filter, opts)
+			b.Done()
+			if errors.Is(err, storage.ErrEmptyReplayFilter) {
+				return errors.New("give an event's id, --source, --type, --outcome, a time window, or --all")
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, map[string]any{
+					"dry_run": dryRun, "matched": res.Matched, "replayed": res.Replayed, "skipped_archived": res.SkippedArchived,
+				})
+			}
+			skipped := ""
+			if res.SkippedArchived > 0 {
+				skipped = fmt.Sprintf("; %d matching events are archived and are not replayed", res.SkippedArchived)
+			}
+			if dryRun {
+				fmt.Fprintf(out, "dry run: %d events would be replayed%s\n", res.Matched, skipped)
+				return nil
+			}
+			fmt.Fprintf(out, "replayed %d events (of %d matched): due now%s\n", res.Replayed, res.Matched, skipped)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&id, "id", 0, "one event, by its id")
+	cmd.Flags().StringVar(&source, "source", "", "only this source")
+	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
+	cmd.Flags().StringVar(&outcome, "outcome", "", "only events processed with this outcome: handled or unhandled")
+	window.register(cmd, "processed")
+	cmd.Flags().BoolVar(&all, "all", false, "every processed event (with a body in Postgres)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing")
+	cmd.Flags().BoolVar(&yes, "yes", false, "replay: the handlers run again")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+)
+
+type statsOptions struct {
+	window   time.Duration
+	asJSON   bool
+	watch    bool
+	interval time.Duration
+	// watchCount stops --watch after that many reports (tests; 0: never).
+	watchCount int
+}
+
+func newStatsCmd() *cobra.Command {
+	var o statsOptions
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Is anything stuck? Backlog, in-flight leases, retries, dead letters, rejections, mismatches, archive, table sizes",
+		Long: `stats reads, from DATABASE_URL, what an operator checks first:
+
+  - the backlog: unprocessed events, how many are due, in flight (claimed
+    under a lease), waiting for a retry, and how long the oldest due event
+    has waited (it grows when the processor is not keeping up, or not running);
+  - open dead letters by source and type;
+  - rejections by source and cause over --window (a sender refused after a
+    secret roll shows as signature_mismatch), and payload mismatches;
+  - the archive's progress (with ARCHIVE_MIN_AGE, default 7d) and the
+    tables' sizes (table, TOAST, indexes).
+
+Times are the database server's. --watch refreshes every --interval.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o2, err := openOps(cmd)
+			if err != nil {
+				return err
+			}
+			defer o2.close()
+			return runStats(cmd.Context(), o2, cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().DurationVar(&o.window, "window", time.Hour, "the window of rejections and payload mismatches")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print JSON (one object per report)")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "refresh until interrupted")
+	cmd.Flags().DurationVar(&o.interval, "interval", 5*time.Second, "time between refreshes with --watch")
+	cmd.Flags().IntVar(&o.watchCount, "watch-count", 0, "stop --watch after this many reports")
+	_ = cmd.Flags().MarkHidden("watch-count")
+	return cmd
+}
+
+// statsReport is `stats --json`.
+type statsReport struct {
+	At                time.Time             `json:"at"`
+	WindowSeconds     float64               `json:"window_seconds"`
+	Backlog           backlogReport         `json:"backlog"`
+	DeadLetters       []deadLetterCountJSON `json:"dead_letters"`
+	DeadLettersOpen   int64                 `json:"dead_letters_open"`
+	Rejections        []rejectionCountJSON  `json:"rejections"`
+	PayloadMismatches []mismatchCountJSON   `json:"payload_mismatches"`
+	Archive           archiveReport         `json:"archive"`
+	Tables            []tableSizeJSON       `json:"tables"`
+}
+
+type backlogReport struct {
+	Unprocessed              int64      `json:"unprocessed"`
+	Due                      int64      `json:"due"`
+	InFlight                 int64      `json:"in_flight"`
+	Retrying                 int64      `json:"retrying"`
+	OldestDueAt              *time.Time `json:"oldest_due_at"`
+	OldestDueAgeSeconds      float64    `json:"oldest_due_age_seconds"`
+	OldestReceivedAt         *time.Time `json:"oldest_received_at"`
+	OldestReceivedAgeSeconds float64    `json:"oldest_received_age_seconds"`
+}
+
+type deadLetterCountJSON struct {
+	Source       string    `json:"source"`
+	Type         string    `json:"type"`
+	Count        int64     `json:"count"`
+	OldestDeadAt time.Time `json:"oldest_dead_at"`
+}
+
+type rejectionCountJSON struct {
+	Source string `json:"source"`
+	Cause  string `json:"cause"`
+	Count  int64  `json:"count"`
+}
+
+type mismatchCountJSON struct {
+	Source string    `json:"source"`
+	Count  int64     `json:"count"`
+	LastAt time.Time `json:"last_at"`
+}
+
+type archiveReport struct {
+	Objects           int64      `json:"objects"`
+	ObjectBytes       int64      `json:"object_bytes"`
+	ArchivedEvents    int64      `json:"archived_events"`
+	PendingObjects    int64      `json:"pending_objects"`
+	MinAgeSeconds     float64    `json:"min_age_seconds"`
+	Waiting           int64      `json:"waiting"`
+	Due               int64      `json:"due"`
+	OldestProcessedAt *time.Time `json:"oldest_processed_at"`
+}
+
+type tableSizeJSON struct {
+	Name string `json:"name"`
+	// RowsEstimate is the planner's (-1: the table was never analyzed).
+	RowsEstimate int64 `json:"rows_estimate"`
+	TableBytes   int64 `json:"table_bytes"`
+	TOASTBytes   int64 `json:"toast_bytes"`
+	IndexBytes   int64 `json:"index_bytes"`
+	TotalBytes   int64 `json:"total_bytes"`
+}
+
+func runStats(ctx context.Context, o *ops, out io.Writer, opt statsOptions) error {
+	if opt.watch && opt.interval <= 0 {
+		return fmt.Errorf("--interval must be positive")
+	}
+	clear := opt.watch && !opt.asJSON && isTerminal(out)
+	for n := 1; ; n++ {
+		r, err := collectStats(ctx, o, opt.window)
+		if err != nil {
+			if opt.watch && ctx.Err() != nil {
+				return nil // Ctrl-C during a refresh
+			}
+			return err
+		}
+		switch {
+		case opt.asJSON:
+			err = writeJSON(out, r)
+		default:
+			if clear {
+				fmt.Fprint(out, "\033[H\033[2J")
+			} else if n > 1 {
+				fmt.Fprintln(out)
+			}
+			err = printStats(out, r)
+		}
+		if err != nil {
+			return err
+		}
+		if !opt.watch || (opt.watchCount > 0 && n >= opt.watchCount) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil // Ctrl-C ends a watch; it is no failure
+		case <-time.After(opt.interval):
+		}
+	}
+}
+
+// archiveMinAge is the archiver's ARCHIVE_MIN_AGE (or its default), for
+// what a run would archive now; the rest of the archiver's settings are
+// not needed to read the database.
+func archiveMinAge(getenv func(string) string) time.Duration {
+	cfg, _ := settings.LoadArchiver(getenv)
+	if cfg.MinAge <= 0 {
+		return archive.DefaultMinAge
+	}
+	return cfg.MinAge
+}
+
+func collectStats(ctx context.Context, o *ops, window time.Duration) (statsReport, error) {
+	var r statsReport
+	now, err := o.store.DatabaseNow(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.At, r.WindowSeconds = now, window.Seconds()
+
+	b, err := o.store.EventsBacklogStats(ctx, now)
+	if err != nil {
+		return r, err
+	}
+	r.Backlog = backlogReport{
+		Unprocessed: b.Count, Due: b.Due, InFlight: b.InFlight, Retrying: b.Retrying,
+		OldestDueAt: b.OldestDueAt, OldestDueAgeSeconds: b.OldestDueAge(now).Seconds(),
+		OldestReceivedAt: b.OldestCreatedAt,
+	}
+	if b.OldestCreatedAt != nil {
+		r.Backlog.OldestReceivedAgeSeconds = max(0, now.Sub(*b.OldestCreatedAt).Seconds())
+	}
+
+	dls, err := o.store.DeadLettersCountByType(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.DeadLetters = []deadLetterCountJSON{}
+	for _, d := range dls {
+		r.DeadLetters = append(r.DeadLetters, deadLetterCountJSON{d.Provider, d.EventType, d.Count, d.OldestDeadAt})
+		r.DeadLettersOpen += d.Count
+	}
+
+	since := now.Add(-window)
+	rej, err := o.store.RejectionsCountByCause(ctx, since)
+	if err != nil {
+		return r, err
+	}
+	r.Rejections = []rejectionCountJSON{}
+	for _, c := range rej {
+		r.Rejections = append(r.Rejections, rejectionCountJSON{c.Provider, c.Cause, c.Count})
+	}
+
+	mm, err := o.store.PayloadMismatchesCountBySource(ctx, since)
+	if err != nil {
+		return r, err
+	}
+	r.PayloadMismatches = []mismatchCountJSON{}
+	for _, m := range mm {
+		r.PayloadMismatches = append(r.PayloadMismatches, mismatchCountJSON{m.Provider, m.Count, m.LastAt})
+	}
+
+	minAge := archiveMinAge(o.getenv)
+	a, err := o.store.ArchiveStatsGet(ctx, now.Add(-minAge))
+	if err != nil {
+		return r, err
+	}
+	r.Archive = archiveReport{
+		Objects: a.Objects, ObjectBytes: a.ObjectBytes, ArchivedEvents: a.ArchivedEvents, PendingObjects: a.PendingObjects,
+		MinAgeSeconds: minAge.Seconds(), Waiting: a.Waiting, Due: a.Due, OldestProcessedAt: a.OldestProcessedAt,
+	}
+
+	sizes, err := o.store.TableSizes(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.Tables = []tableSizeJSON{}
+	for _, t := range sizes {
+		r.Tables = append(r.Tables, tableSizeJSON{t.Name, t.Rows, t.Table, t.TOAST, t.Indexes, t.Total})
+	}
+	return r, nil
+}
+
+func printStats(out io.Writer, r statsReport) error {
+	now := r.At
+	window := time.Duration(r.WindowSeconds * float64(time.Second))
+	tw := newTable(out)
+	fmt.Fprintf(tw, "webhook-inbox at %s (database clock)\n", r.At.UTC().Format(time.RFC3339))
+
+	b := r.Backlog
+	fmt.Fprintf(tw, "\nBACKLOG\n")
+	fmt.Fprintf(tw, "  unprocessed\t%d\tdue %d, in flight %d, retrying %d\n", b.Unprocessed, b.Due, b.InFlight, b.Retrying)
+	if b.OldestDueAt != nil {
+		fmt.Fprintf(tw, "  oldest due\tdue since %s\t(processors pick due events up within a schedule tick; longer means stuck)\n", ago(now, *b.OldestDueAt))
+	} else {
+		fmt.Fprintf(tw, "  oldest due\t-\tnothing is due\n")
+	}
+	if b.OldestReceivedAt != nil {
+		fmt.Fprintf(tw, "  oldest unprocessed\treceived %s\t\n", ago(now, *b.OldestReceivedAt))
+	}
+
+	fmt.Fprintf(tw, "\nDEAD LETTERS (open: %d)\n", r.DeadLettersOpen)
+	if len(r.DeadLetters) == 0 {
+		fmt.Fprintf(tw, "  none\n")
+	} else {
+		fmt.Fprintf(tw, "  SOURCE\tTYPE\tCOUNT\tOLDEST\n")
+		for _, d := range r.DeadLetters {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", d.Source, d.Type, d.Count, ago(now, d.OldestDeadAt))
+		}
+	}
+
+	fmt.Fprintf(tw, "\nREJECTIONS (last %s)\n", span(window))
+	if len(r.Rejections) == 0 {
+		fmt.Fprintf(tw, "  none\n")
+	} else {
+		fmt.Fprintf(tw, "  SOURCE\tCAUSE\tCOUNT\t\n")
+		for _, c := range r.Rejections {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t\n", c.Source, c.Cause, c.Count)
+		}
+	}
+
+	fmt.Fprintf(tw, "\nPAYLOAD MISMATCHES (last %s)\n", span(window))
+	if len(r.PayloadMismatches) == 0 {
+		fmt.Fprintf(tw, "  none\n")
+	} else {
+		fmt.Fprintf(tw, "  SOURCE\tCOUNT\tLAST\t\n")
+		for _, m := range r.PayloadMismatches {
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t\n", m.Source, m.Count, ago(now, m.LastAt))
+		}
+	}
+
+	a := r.Archive
+	minAge := time.Duration(a.MinAgeSeconds * float64(time.Second))
+	fmt.Fprintf(tw, "\nARCHIVE\n")
+	fmt.Fprintf(tw, "  archived\t%d events\tin %d objects, %s\n", a.ArchivedEvents, a.Objects, bytesHuman(a.ObjectBytes))
+	oldest := ""
+	if a.OldestProcessedAt != nil {
+		oldest = ", oldest processed " + ago(now, *a.OldestProcessedAt)
+	}
+	fmt.Fprintf(tw, "  in Postgres\t%d processed events\t%d of them processed over %s ago (a run archives those)%s\n", a.Waiting, a.Due, span(minAge), oldest)
+	fmt.Fprintf(tw, "  pending objects\t%d\t(being written, or orphans the next run sweeps)\n", a.PendingObjects)
+
+	fmt.Fprintf(tw, "\nTABLES\n")
+	fmt.Fprintf(tw, "  TABLE\tROWS (EST.)\tTABLE\tTOAST\tINDEXES\tTOTAL\n")
+	for _, t := range r.Tables {
+		rows := "?" // not analyzed yet
+		if t.RowsEstimate >= 0 {
+			rows = fmt.Sprint(t.RowsEstimate)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Name, rows,
+			bytesHuman(t.TableBytes), bytesHuman(t.TOASTBytes), bytesHuman(t.IndexBytes), bytesHuman(t.TotalBytes))
+	}
+	return tw.Flush()
+}
