@@ -53,6 +53,10 @@ test: setup build lint ## everything: install, build, vet, fuzz smoke, all tests
 	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
 
+.PHONY: bench
+bench: setup ## measure against pgbench and River (bench/, its own module); writes docs/benchmarks.md and .json
+	cd bench && $(GO) run . -out ../docs
+
 # --- AWS SAM (BuildMethod: makefile) ---------------------------------------
 
 .PHONY: build-ReceiverFunction

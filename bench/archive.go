@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// ArchiveFigure is the archive table.
+type ArchiveFigure struct {
+	Events int `json:"events"`
+	// Measure is of events per second; MBPerSec of raw body megabytes
+	// (10^6 bytes) moved out of Postgres per second.
+	Measure  Measure `json:"measure"`
+	MBPerSec float64 `json:"body_mb_per_sec_median"`
+	// Requests per 1 000 events, counted on the wire by method.
+	PutsPer1000  float64 `json:"puts_per_1000"`
+	HeadsPer1000 float64 `json:"heads_per_1000"`
+	OtherPer1000 float64 `json:"other_requests_per_1000"`
+	Objects      int     `json:"objects"`
+	BodyBytes    int64   `json:"body_bytes"`
+	ObjectBytes  int64   `json:"object_bytes"`
+	// Sizes of webhook_events (pg_total_relation_size: heap, TOAST,
+	// indexes), before the run, right after it, after VACUUM and after
+	// VACUUM FULL.
+	TableBefore          int64 `json:"table_bytes_before"`
+	TableAfter           int64 `json:"table_bytes_after"`
+	TableAfterVacuum     int64 `json:"table_bytes_after_vacuum"`
+	TableAfterVacuumFull int64 `json:"table_bytes_after_vacuum_full"`
+}
+
+// requestCounter is the S3 client's HTTP client, counting requests by
+// method.
+type requestCounter struct {
+	client *http.Client
+	mu     sync.Mutex
+	n      map[string]int
+}
+
+// Do implements aws.HTTPClient.
+func (c *requestCounter) Do(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n[r.Method]++
+	c.mu.Unlock()
+	return c.client.Do(r)
+}
+
+func (c *requestCounter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+// archive stores the drain's events processed a day ago and archives them
+// all, as the archiver Lambda does (batches of 1 000, one object each), to
+// versitygw, once per run.
+func (b *bench) archive(ctx context.Context) error {
+	n := b.s.DrainEvents
+	counter := &requestCounter{client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, n: map[string]int{}}
+	cfg := b.env.S3.BlobConfig(archiveBucket)
+	cfg.HTTPClient = counter
+	blobs, err := blobstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	pool, err := storage.OpenPool(ctx, b.env.URL(dbDrain), storage.PoolOptions{ApplicationName: "bench-archiver", MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	fig := ArchiveFigure{Events: n}
+	var runs []Run
+	var mbps []float64
+	for i := range b.s.DrainRuns {
+		if err := b.loadEvents(ctx, n, true); err != nil {
+			return err
+		}
+		before, err := tableSize(ctx, pool)
+		if err != nil {
+			return err
+		}
+		a, err := archive.New(archive.Config{
+			Store: storage.New(pool), Blobs: blobs, Prefix: "archive/run" + fmt.Sprint(i+1),
+			MinAge: time.Hour, BatchSize: b.s.ArchiveBatch,
+		})
+		if err != nil {
+			return err
+		}
+		counter.reset()
+		u0 := b.env.snapshot(ctx)
+		res, err := a.RunOnce(ctx)
+		if err != nil {
+			return fmt.Errorf("archive run %d: %w", i+1, err)
+		}
+		u1 := b.env.snapshot(ctx)
+		reqs := counter.reset()
+		if res.Events != n {
+			return fmt.Errorf("archive run %d archived %d events, want %d", i+1, res.Events, n)
+		}
+		after, err := tableSize(ctx, pool)
+		if err != nil {
+			return err
+		}
+		secs := u1.At.Sub(u0.At).Seconds()
+		r := Run{Events: n, Seconds: secs, EventsPerSec: float64(n) / secs}
+		r.costs(u0, u1, 0)
+		runs = append(runs, r)
+		mbps = append(mbps, float64(res.BodyBytes)/1e6/secs)
+		k := float64(n) / 1000
+		fig.PutsPer1000 = float64(reqs[http.MethodPut]) / k
+		fig.HeadsPer1000 = float64(reqs[http.MethodHead]) / k
+		fig.OtherPer1000 = float64(sum(reqs)-reqs[http.MethodPut]-reqs[http.MethodHead]) / k
+		fig.Objects, fig.BodyBytes, fig.ObjectBytes = res.Batches, res.BodyBytes, res.ObjectBytes
+		fig.TableBefore, fig.TableAfter = before, after
+		b.log.Info("archive", "run", i+1, "events_per_sec", int(r.EventsPerSec), "body_mb_per_sec", fmt.Sprintf("%.1f", mbps[len(mbps)-1]))
+	}
+	for _, q := range []struct {
+		sql  string
+		size *int64
+	}{{`VACUUM webhook_events`, &fig.TableAfterVacuum}, {`VACUUM FULL webhook_events`, &fig.TableAfterVacuumFull}} {
+		if _, err := pool.Exec(ctx, q.sql); err != nil {
+			return fmt.Errorf("%s: %w", q.sql, err)
+		}
+		if *q.size, err = tableSize(ctx, pool); err != nil {
+			return err
+		}
+	}
+	fig.Measure = summarize(runs)
+	fig.MBPerSec = median(mbps)
+	b.rep.Archive = &fig
+	return nil
+}
+
+func sum(m map[string]int) int {
+	t := 0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// tableSize returns webhook_events' total size: heap, TOAST and indexes.
+func tableSize(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('webhook_events')`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("table size: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,271 @@
+// Command bench measures webhook-inbox against yardsticks run on the same
+// machine in the same run: the database itself (pgbench executing the very
+// statements the project runs) and a respected peer doing the same job
+// (River, the Go + Postgres job queue). Absolute times drift on a shared
+// machine; the ratios between figures taken side by side do not, so the
+// ratios are the headline.
+//
+// It starts its own throwaway PostgreSQL cluster (localpg, as the tests do)
+// and versitygw (locals3), runs each stage, prints a table and writes
+// docs/benchmarks.md and docs/benchmarks.json:
+//
+//   - ingest: the real receiver http.Handler over net/http on loopback,
+//     driven by a Go load generator with signed ~1 KB Stripe-style events,
+//     beside pgbench running storage.EventInsertSQL, for new events and for
+//     redeliveries;
+//   - drain: the processor with a no-op handler over 100 000 stored events,
+//     beside River working 100 000 no-op jobs and the bare limit, a pgbench
+//     FOR UPDATE SKIP LOCKED claim-and-mark batch UPDATE;
+//   - archive: the archiver moving the drained events' payloads to versitygw;
+//   - lambda: the bootstrap binaries' sizes and init durations under the
+//     Lambda Runtime Interface Emulator.
+//
+// Run it with `make bench` (which installs what is missing first) or, from
+// this folder, `go run . -out ../docs`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Settings are the knobs of a run; every one is printed on the page.
+type Settings struct {
+	Seed           uint64        `json:"seed"`
+	Runs           int           `json:"runs"`
+	Duration       time.Duration `json:"-"`
+	Warmup         time.Duration `json:"-"`
+	DurationS      float64       `json:"run_seconds"`
+	WarmupS        float64       `json:"warmup_seconds"`
+	Concurrency    []int         `json:"concurrency"`
+	BodyBytes      int           `json:"body_bytes"`
+	DuplicateSet   int           `json:"duplicate_set"`
+	DrainEvents    int           `json:"drain_events"`
+	DrainRuns      int           `json:"drain_runs"`
+	BatchSize      int           `json:"processor_batch_size"`
+	Processors     int           `json:"processors"`
+	LimitClients   int           `json:"limit_clients"`
+	RiverWorkers   int           `json:"river_max_workers"`
+	RiverPoolConns int32         `json:"river_pool_conns"`
+	ArchiveBatch   int           `json:"archive_batch_size"`
+	PgbenchThreads int           `json:"pgbench_threads"`
+	Stages         []string      `json:"stages"`
+}
+
+// allStages is every stage, in the order they run.
+var allStages = []string{"ingest", "drain", "archive", "lambda"}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		out         = flag.String("out", "../docs", "folder receiving benchmarks.md and benchmarks.json")
+		seed        = flag.Uint64("seed", 1, "seed of every generated event id and body")
+		runs        = flag.Int("runs", 3, "measured runs per ingest figure (the median is reported)")
+		duration    = flag.Duration("duration", 3*time.Second, "length of one measured ingest run")
+		warmup      = flag.Duration("warmup", time.Second, "warm-up before the measured runs of each ingest figure")
+		conc        = flag.String("concurrency", "8,32", "ingest concurrencies (comma-separated)")
+		dupSet      = flag.Int("duplicates", 20000, "stored events that the duplicate runs redeliver")
+		drainEvents = flag.Int("drain-events", 100000, "events (jobs) each drain run works")
+		drainRuns   = flag.Int("drain-runs", 3, "measured runs per drain figure")
+		processors  = flag.Int("processors", 8, "concurrent processors in the drain (as concurrent Lambda invocations)")
+		stages      = flag.String("stages", strings.Join(allStages, ","), "stages to run (comma-separated): "+strings.Join(allStages, ", "))
+		profileDir  = flag.String("profiles", "", "folder for the CPU profiles (default: a temporary folder, printed at the end)")
+		render      = flag.String("render", "", "only write the page and the JSON again from this benchmarks.json (after editing the templates); "+
+			"with -profiles, the CPU profiles found there are summed up again too")
+	)
+	flag.Parse()
+	if *render != "" {
+		return rerender(*render, *profileDir, *out)
+	}
+
+	s := Settings{
+		Seed: *seed, Runs: *runs, Duration: *duration, Warmup: *warmup,
+		DurationS: duration.Seconds(), WarmupS: warmup.Seconds(),
+		BodyBytes: bodySize, DuplicateSet: *dupSet,
+		DrainEvents: *drainEvents, DrainRuns: *drainRuns, BatchSize: 25, Processors: *processors,
+		LimitClients: *processors, RiverWorkers: riverMaxWorkers, ArchiveBatch: 1000, PgbenchThreads: 2,
+	}
+	for _, f := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-concurrency: %q is not a positive number", f)
+		}
+		s.Concurrency = append(s.Concurrency, n)
+	}
+	for _, st := range strings.Split(*stages, ",") {
+		st = strings.TrimSpace(st)
+		if !slices.Contains(allStages, st) {
+			return fmt.Errorf("-stages: unknown stage %q (want %s)", st, strings.Join(allStages, ", "))
+		}
+		s.Stages = append(s.Stages, st)
+	}
+	if s.Runs < 1 || s.DrainRuns < 1 || s.Processors < 1 || s.DrainEvents < s.BatchSize {
+		return errors.New("-runs, -drain-runs and -processors must be positive, -drain-events at least one batch")
+	}
+	// pgbench's -T counts whole seconds, and both sides must run as long.
+	for _, d := range []time.Duration{s.Duration, s.Warmup} {
+		if d < time.Second || d%time.Second != 0 {
+			return fmt.Errorf("-duration and -warmup must be whole seconds (pgbench -T), got %s", d)
+		}
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", outDir, err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	tmp, err := os.MkdirTemp("", "webhook-inbox-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	profiles := *profileDir
+	if profiles == "" {
+		if profiles, err = os.MkdirTemp("", "webhook-inbox-profiles-"); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(profiles, 0o755); err != nil {
+		return err
+	}
+
+	started := time.Now()
+	env, err := startEnv(ctx, log, tmp)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+
+	rep := &Report{Settings: s, Started: started.UTC()}
+	if rep.Machine, err = describeMachine(ctx, env); err != nil {
+		return err
+	}
+	b := &bench{env: env, s: s, log: log, rep: rep, tmp: tmp, profiles: profiles}
+	for _, st := range s.Stages {
+		stageStart := time.Now()
+		load := loadAvg()
+		log.Info("stage start", "stage", st, "loadavg1", load)
+		var err error
+		switch st {
+		case "ingest":
+			err = b.ingest(ctx)
+		case "drain":
+			err = b.drain(ctx)
+		case "archive":
+			err = b.archive(ctx)
+		case "lambda":
+			err = b.lambda(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", st, err)
+		}
+		rep.Stages = append(rep.Stages, StageTime{Name: st, Seconds: time.Since(stageStart).Seconds(), LoadAvgBefore: load, LoadAvgAfter: loadAvg()})
+		log.Info("stage done", "stage", st, "seconds", fmt.Sprintf("%.1f", time.Since(stageStart).Seconds()))
+	}
+	rep.TotalSeconds = time.Since(started).Seconds()
+	rep.finish()
+
+	if err := writeReport(rep, outDir); err != nil {
+		return err
+	}
+	fmt.Println(rep.Summary())
+	fmt.Printf("wrote %s and %s; CPU profiles in %s\n",
+		filepath.Join(outDir, "benchmarks.md"), filepath.Join(outDir, "benchmarks.json"), profiles)
+	return nil
+}
+
+// bench carries what every stage needs.
+type bench struct {
+	env      *Env
+	s        Settings
+	log      *slog.Logger
+	rep      *Report
+	tmp      string
+	profiles string
+}
+
+// writeReport writes benchmarks.json, then benchmarks.md, to dir.
+func writeReport(rep *Report, dir string) error {
+	js, err := rep.JSON()
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "benchmarks.json"), js); err != nil {
+		return err
+	}
+	md, err := rep.Markdown()
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "benchmarks.md"), []byte(md))
+}
+
+// rerender writes the page and the JSON of a run's benchmarks.json into
+// dir again, its derived figures computed anew and, when profiles names
+// the run's profiles folder, its CPU profiles summed up anew.
+func rerender(path, profiles, dir string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if profiles != "" {
+		var sums []*CPUProfile
+		if rep.ReceiverProfile != nil {
+			sums = append(sums, &rep.ReceiverProfile.Profile)
+		}
+		if rep.DrainProfile != nil {
+			sums = append(sums, &rep.DrainProfile.Profile)
+		}
+		for _, p := range sums {
+			again, err := summarizeProfile(filepath.Join(profiles, p.File))
+			if err != nil {
+				return err
+			}
+			again.Seconds = p.Seconds
+			*p = again
+		}
+	}
+	rep.finish()
+	return writeReport(&rep, dir)
+}
+
+// writeFile writes data through a temporary file and a rename, so an
+// interrupted run never leaves half a page.
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
