@@ -65,13 +65,24 @@ func encodeMAC(sig []byte, encoding string) string {
 
 // matchAny reports whether sig is the MAC of the signed content under any
 // of keys. write feeds the signed content (raw body bytes included) to the
-// MAC. Every key is tried, with hmac.Equal, whatever the outcome of the
-// others, so the time taken does not say which secret came closest.
+// MAC.
 func matchAny(keys [][]byte, newHash func() hash.Hash, sig []byte, write func(io.Writer)) bool {
+	return matchAnyOf(keys, newHash, [][]byte{sig}, write)
+}
+
+// matchAnyOf reports whether any of sigs (a sender may send several during
+// its own secret roll) is the MAC of the signed content under any of keys
+// (ours, during a rotation). Every pair is compared with hmac.Equal,
+// whatever the outcome of the others, so the time taken does not say which
+// secret or signature came closest.
+func matchAnyOf(keys [][]byte, newHash func() hash.Hash, sigs [][]byte, write func(io.Writer)) bool {
 	var matched bool
 	for _, key := range keys {
-		if hmac.Equal(computeMAC(key, newHash, write), sig) {
-			matched = true
+		want := computeMAC(key, newHash, write)
+		for _, sig := range sigs {
+			if hmac.Equal(want, sig) {
+				matched = true
+			}
 		}
 	}
 	return matched

@@ -1,10 +1,10 @@
 package source
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,21 +92,10 @@ func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) (in
 	if len(sigs) == 0 {
 		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the webhook-signature header has no valid v1 signature")
 	}
-	var matched bool
-	for _, key := range v.keys {
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write([]byte(tsRaw))
-		mac.Write([]byte{'.'})
-		mac.Write(body)
-		want := mac.Sum(nil)
-		for _, sig := range sigs {
-			if hmac.Equal(want, sig) {
-				matched = true
-			}
-		}
-	}
+	matched := matchAnyOf(v.keys, sha256.New, sigs, func(w io.Writer) {
+		io.WriteString(w, id+"."+tsRaw+".")
+		w.Write(body)
+	})
 	if !matched {
 		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "no v1 signature matches a configured secret")
 	}
