@@ -88,10 +88,13 @@ const eventHashGetSQL = `SELECT id, body_sha256 FROM webhook_events WHERE provid
 // sender must be told to retry.
 func (s *Store) EventInsert(ctx context.Context, p EventInsertParams) (EventInsertResult, error) {
 	res := EventInsertResult{BodySHA256: sha256.Sum256(p.Body)}
-	// Try the body as JSONB only if it is JSON at all; Postgres is then the
-	// judge of what JSONB can hold, and refusals fall back to raw-only.
+	// Try the body as JSONB when it looks like a JSON document, and let
+	// Postgres, which parses it anyway, be the judge: a refusal (not JSON
+	// after all, or JSON JSONB cannot hold) falls back to raw-only. A full
+	// parse here would be the request's second in Go (the verifier already
+	// read its fields) for the benefit of rare invalid bodies.
 	var payload any
-	if json.Valid(p.Body) {
+	if looksLikeJSON(p.Body) {
 		payload = string(p.Body)
 	}
 	// Text, cast in SQL, so every query mode sends the same thing: in the
@@ -133,6 +136,22 @@ func (s *Store) EventInsert(ctx context.Context, p EventInsertParams) (EventInse
 			return res, fmt.Errorf("insert event %s/%s: %w", p.Provider, p.EventID, err)
 		}
 	}
+}
+
+// looksLikeJSON reports whether b starts, after whitespace, like a JSON
+// object or array: the bodies webhooks carry.
+func looksLikeJSON(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // isJSONBRefusal reports whether err is Postgres refusing the payload as

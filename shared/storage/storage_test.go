@@ -3,6 +3,7 @@ package storage_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -59,6 +60,18 @@ func TestReceiverQueriesInEveryQueryMode(t *testing.T) {
 			}
 			if _, err := s.RejectionsCountByCause(ctx, time.Time{}); err != nil {
 				t.Fatal(err)
+			}
+			// Bodies that are not JSONB-able are stored raw-only, whether
+			// they look like JSON (Postgres refuses them) or not.
+			for i, b := range []string{`{"id":"x",`, `[1,2`, `payload=%7B%7D&x=1`, ``, `{"a":1}`} {
+				r, err := s.EventInsert(ctx, storage.EventInsertParams{Provider: "raw", EventID: fmt.Sprint("e", i), Body: []byte(b)})
+				if err != nil || !r.Inserted || r.PayloadStored != (b == `{"a":1}`) {
+					t.Fatalf("body %q: %+v %v", b, r, err)
+				}
+				got, err := s.EventGetByKey(ctx, "raw", fmt.Sprint("e", i))
+				if err != nil || string(got.Body) != b || (got.Payload == nil) == (b == `{"a":1}`) {
+					t.Fatalf("body %q read back as %q, payload %q, %v", b, got.Body, got.Payload, err)
+				}
 			}
 		})
 	}
