@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -251,6 +250,3 @@ func tail(path string) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// ErrNoRoute is returned when no function serves a request's route.
-var ErrNoRoute = errors.New("no function serves this route")

@@ -30,7 +30,7 @@ type Route struct {
 // NewFront returns the local API Gateway: an http.Handler that turns each
 // request matching a route into a payload 2.0 event, invokes the function
 // and writes its response back, as API Gateway's HTTP API does.
-func NewFront(routes []Route, log *slog.Logger) (http.Handler, error) {
+func NewFront(routes []Route, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		pattern := rt.Path
@@ -49,7 +49,7 @@ func NewFront(routes []Route, log *slog.Logger) (http.Handler, error) {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"message":"Not Found"}`)
 	})
-	return mux, nil
+	return mux
 }
 
 func serveRoute(w http.ResponseWriter, r *http.Request, routeKey string, fn *Emulator, log *slog.Logger) {

@@ -76,10 +76,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if s.Front, err = NewFront(routes, log); err != nil {
-		s.Close()
-		return nil, err
-	}
+	s.Front = NewFront(routes, log)
 	return s, nil
 }
 

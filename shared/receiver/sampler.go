@@ -34,7 +34,9 @@ func (s *sampler) allow(key string, now time.Time) (bool, int64) {
 		s.keys[key] = &sampled{last: now}
 		return true, 0
 	}
-	if now.Sub(st.last) < s.every && now.After(st.last.Add(-s.every)) {
+	// A clock that went backwards lets the event through rather than
+	// holding every later one back until it catches up.
+	if d := now.Sub(st.last); d >= 0 && d < s.every {
 		st.suppressed++
 		return false, 0
 	}
