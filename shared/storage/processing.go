@@ -437,13 +437,18 @@ UPDATE webhook_events e
 	return int(tag.RowsAffected()), nil
 }
 
-// MigrateFS applies the goose SQL migrations in fsys, recording them in
+// MigrateFS applies the goose SQL migrations in folder dir of fsys (an
+// embed.FS, typically with dir "migrations"), recording them in
 // their own version table, and returns the version reached. It serves
 // schemas that live beside the core one but are not part of it, such as
 // the business tables of the processor's handlers: a separate table keeps
 // their numbering independent of shared/storage/migrations. The same
 // session advisory lock as Migrate serialises concurrent migrators.
-func MigrateFS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, versionTable string) (int64, error) {
+func MigrateFS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir, versionTable string) (int64, error) {
+	fsys, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return 0, fmt.Errorf("migrations of %s: %w", versionTable, err)
+	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return 0, fmt.Errorf("migration lock: %w", err)

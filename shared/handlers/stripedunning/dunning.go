@@ -33,7 +33,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,11 +64,7 @@ const VersionTable = "stripedunning_goose_db_version"
 // returns the version reached. It is safe to run at every start-up and from
 // several processes at once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return 0, err
-	}
-	v, err := storage.MigrateFS(ctx, pool, sub, VersionTable)
+	v, err := storage.MigrateFS(ctx, pool, migrations, "migrations", VersionTable)
 	if err != nil {
 		return 0, fmt.Errorf("stripedunning: %w", err)
 	}
