@@ -22,6 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -69,22 +70,42 @@ Ctrl-C stops everything.`,
 	return cmd
 }
 
-// devSources loads the sources, defaulting to the checked-in dev file.
-func devSources() (*source.Set, string, error) {
-	getenv := os.Getenv
-	where := os.Getenv(source.EnvSourcesFile)
-	if os.Getenv(source.EnvSources) != "" {
+// sourcesFrom loads the sources document with getenv (WEBHOOK_SOURCES or
+// WEBHOOK_SOURCES_FILE), defaulting to the checked-in dev file, and says
+// where it came from.
+func sourcesFrom(getenv func(string) string) (*source.Set, string, error) {
+	where := getenv(source.EnvSourcesFile)
+	if getenv(source.EnvSources) != "" {
 		where = source.EnvSources
 	} else if where == "" {
 		where = filepath.Join("dev", "sources.json")
+		base := getenv
 		getenv = func(k string) string {
 			if k == source.EnvSourcesFile {
 				return where
 			}
-			return os.Getenv(k)
+			return base(k)
 		}
 	}
 	set, err := source.Load(getenv)
+	return set, where, err
+}
+
+// devSources loads the sources from this process's environment.
+func devSources() (*source.Set, string, error) { return sourcesFrom(os.Getenv) }
+
+// loadSources loads the sources for a command from its environment, with
+// WEBHOOK_SOURCES_SECRET_ARN resolved as the receiver resolves it, so an
+// operator checks or signs with the deployed document.
+func loadSources(cmd *cobra.Command) (*source.Set, string, error) {
+	getenv, _, err := secrets.Environment(cmd.Context(), envOf(cmd))
+	if err != nil {
+		return nil, "", err
+	}
+	set, where, err := sourcesFrom(getenv)
+	if where == source.EnvSources && envOf(cmd)(source.EnvSources) == "" {
+		where = secrets.EnvSourcesSecretARN // the overlay filled it in
+	}
 	return set, where, err
 }
 

@@ -143,3 +143,20 @@ func TestMigrateUpAndStatus(t *testing.T) {
 		t.Fatalf("migrate status: %v\n%s", err, out)
 	}
 }
+
+// sources check reads the command's environment (the operator commands'
+// one source of settings), not only the process's.
+func TestSourcesCheckReadsTheCommandEnvironment(t *testing.T) {
+	t.Parallel()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"sources", "check", "--json"})
+	env := map[string]string{source.EnvSources: `{"sources":{"only-here":{"kind":"github","secrets":["x"]}}}`}
+	if err := cmd.ExecuteContext(withEnv(context.Background(), func(k string) string { return env[k] })); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"only-here"`) || strings.Contains(out.String(), `"stripe"`) {
+		t.Fatalf("sources check ignored the command's environment:\n%s", out.String())
+	}
+}

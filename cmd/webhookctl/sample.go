@@ -22,7 +22,7 @@ func newSampleCmd() *cobra.Command {
 		Short: "Print a curl command that posts a freshly signed sample event to SOURCE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, _, err := devSources()
+			sources, _, err := loadSources(cmd)
 			if err != nil {
 				return err
 			}

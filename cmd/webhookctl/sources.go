@@ -25,7 +25,7 @@ func newSourcesCmd() *cobra.Command {
 the receiver does at start-up, and prints each one's kind, number of secrets,
 timestamp tolerance and webhook URL. It never prints a secret.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sources, where, err := devSources()
+			sources, where, err := loadSources(cmd)
 			if err != nil {
 				return err
 			}
@@ -78,7 +78,7 @@ and --type set them. The easiest way to try the system:
   go run ./cmd/webhookctl send stripe testdata-event.json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, _, err := devSources()
+			sources, _, err := loadSources(cmd)
 			if err != nil {
 				return err
 			}
