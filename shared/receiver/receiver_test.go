@@ -506,3 +506,27 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	t.Logf("requests=%d accepted=%d 503=%d", len(results), accepted.Load(), refused.Load())
 }
+
+// Every refusal a verifier can give maps to the status the issue names:
+// 401 for anything about the signature or its timestamp, 400 for a body or
+// identity that can never be stored, and only an unavailable database is
+// a 5xx (503, so that senders retry).
+func TestStatusOfEveryCause(t *testing.T) {
+	t.Parallel()
+	want := map[inbox.Cause]int{
+		inbox.CauseSignatureMissing: 401, inbox.CauseSignatureMalformed: 401, inbox.CauseSignatureMismatch: 401,
+		inbox.CauseTimestampOutOfTolerance: 401,
+		inbox.CauseUnparsableBody:          400, inbox.CauseMissingEventID: 400, inbox.CauseInvalidEventType: 400,
+		inbox.CauseUnreadableBody: 400, inbox.CauseInvalidEvent: 400, inbox.CauseInvalidRequest: 400,
+		inbox.CauseUnknownSource: 404, inbox.CauseNotFound: 404, inbox.CauseMethodNotAllowed: 405,
+		inbox.CausePayloadTooLarge: 413, inbox.CauseDatabaseUnavailable: 503,
+		// A cause the table does not know is a bug: 503, so the sender
+		// retries and nothing is lost.
+		inbox.CauseInternal: 503,
+	}
+	for cause, status := range want {
+		if got := receiver.StatusOf(cause); got != status {
+			t.Errorf("StatusOf(%s) = %d, want %d", cause, got, status)
+		}
+	}
+}
