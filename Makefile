@@ -35,7 +35,7 @@ dev: setup ## the whole system in one process: Postgres, S3, receiver on http://
 	$(GO) run ./cmd/webhookctl dev
 
 .PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME each (default 3s; try FUZZTIME=5m)
+fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2000000x)
 	./scripts/fuzz-smoke.sh
 
 .PHONY: build
