@@ -32,7 +32,7 @@ setup: ## install what the tests and the dev stack need (PostgreSQL server, pinn
 
 .PHONY: dev
 dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver
-	$(GO) run ./cmd/webhookctl dev
+	$(GO) run ./cmd/webhookdev dev
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2000000x)
@@ -73,4 +73,4 @@ build-ArchiverFunction: ## SAM: build the archiver's bootstrap into $(ARTIFACTS_
 
 .PHONY: local
 local: setup ## run the real Lambda binaries under the Runtime Interface Emulator (sam local without Docker)
-	$(GO) run ./cmd/webhookctl local
+	$(GO) run ./cmd/webhookdev local

@@ -18,10 +18,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
-	"github.com/webhook-inbox/webhook-inbox/shared/localpg"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )

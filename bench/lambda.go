@@ -17,10 +17,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
-	"github.com/webhook-inbox/webhook-inbox/shared/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 )
 
 // lambdaFunctions are the template's functions, in the order measured.

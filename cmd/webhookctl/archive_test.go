@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
 )
 
 // blobs opens the fixture's bucket.

@@ -240,7 +240,7 @@ object in S3 with the archiver's settings (ARCHIVE_BUCKET, ARCHIVE_PREFIX,
 and S3_ENDPOINT, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY for a local S3),
 and checked against the SHA-256 recorded at receipt. --body-out FILE
 writes the raw bytes to FILE (- for standard output, alone), e.g. to resend
-them with 'webhookctl send'.`,
+them with 'webhookdev send'.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := parseEventRef(args)

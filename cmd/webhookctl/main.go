@@ -1,6 +1,7 @@
-// Command webhookctl is webhook-inbox's operator and developer tool: the
-// local dev stack (`webhookctl dev`, what `make dev` runs), migrations and
-// sample deliveries.
+// Command webhookctl is webhook-inbox's operator tool: what arrived, what
+// is stuck and why (stats, events, dead letters), and the actions that fix
+// it (requeue, replay, expunge, an archive run, migrations). It reads the
+// functions' own settings. Developers run the local stack with webhookdev.
 package main
 
 import (
@@ -25,12 +26,11 @@ func main() {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "webhookctl",
-		Short:         "Run, inspect and operate webhook-inbox",
+		Short:         "Inspect and operate webhook-inbox",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newMigrateCmd(), newSampleCmd(), newSourcesCmd(), newSendCmd(),
+	root.AddCommand(newMigrateCmd(), newSourcesCmd(),
 		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd())
-	root.AddCommand(newLocalCmd())
 	return root
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )

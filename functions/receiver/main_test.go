@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 

@@ -20,13 +20,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
 )
 
 // recorder is an HTTP client that notes the headers of each request, to

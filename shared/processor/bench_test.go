@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )

@@ -19,10 +19,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )

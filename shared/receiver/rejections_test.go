@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )

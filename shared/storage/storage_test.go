@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 

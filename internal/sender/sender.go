@@ -68,7 +68,7 @@ func Sample(src *source.Source, now time.Time) (Request, error) {
 	case source.KindGitHub:
 		id, typ = newUUID(), "issues"
 		body = fmt.Sprintf(`{"action":"opened","issue":{"id":%d,"number":%d,"title":"Dev sample issue","state":"open",`+
-			`"user":{"login":"octocat","id":1,"type":"User"},"body":"Sent by webhookctl sample.","created_at":%q},`+
+			`"user":{"login":"octocat","id":1,"type":"User"},"body":"Sent by webhookdev sample.","created_at":%q},`+
 			`"repository":{"id":1296269,"name":"dev-repo","full_name":"octo-org/dev-repo","private":true},`+
 			`"sender":{"login":"octocat","id":1,"type":"User"}}`,
 			number, number%10000, now.UTC().Format(time.RFC3339))

@@ -32,8 +32,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
 )
 
 // Fixed root credentials of local servers. They guard nothing (the server

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"regexp"
 	"sync"
 	"testing"
@@ -11,8 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 )
 
 // lockedBuffer is the dev stack's output, read while it runs.
@@ -33,7 +35,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestDevStack runs `webhookctl dev` as make dev does (on DATABASE_URL, a
+// TestDevStack runs `webhookdev dev` as make dev does (on DATABASE_URL, a
 // local S3, a short archive age): a sample is accepted, processed by the
 // deployed handlers, archived to S3, and Ctrl-C stops everything cleanly.
 func TestDevStack(t *testing.T) {
@@ -60,7 +62,7 @@ func TestDevStack(t *testing.T) {
 		}
 		m = base.FindStringSubmatch(out.String())
 	}
-	sources, _, _ := devSources()
+	sources, _, _ := devenv.Sources(os.Getenv)
 	src, _ := sources.Lookup("stripe")
 	req, err := sender.Sample(src, time.Now())
 	if err != nil {

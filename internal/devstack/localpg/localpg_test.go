@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 )
 
 // start starts a cluster or skips when the machine has no server binaries,

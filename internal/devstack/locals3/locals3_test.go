@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 )
 
 func TestStopStartKeepsPortAndObjects(t *testing.T) {

@@ -38,7 +38,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 

@@ -12,11 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
-	"github.com/webhook-inbox/webhook-inbox/shared/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -64,7 +65,7 @@ func runLocal(ctx context.Context, out io.Writer, o devOptions, every time.Durat
 		return err
 	}
 	defer stopDB()
-	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{ApplicationName: "webhookctl-local"})
+	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{ApplicationName: "webhookdev-local"})
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func runLocal(ctx context.Context, out io.Writer, o devOptions, every time.Durat
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "api: %s/webhooks/{source} -> ReceiverFunction\n", base)
-	sources, _, err := devSources()
+	sources, _, err := devenv.Sources(os.Getenv)
 	if err == nil {
 		printSamples(out, sources, base)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 )
 
 func TestStoreIsUsableAndIsolated(t *testing.T) {

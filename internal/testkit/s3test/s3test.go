@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
 )
 
 // startTimeout bounds building versitygw on a cold cache (make setup does it

@@ -15,15 +15,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
-	"github.com/webhook-inbox/webhook-inbox/shared/localpg"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -68,45 +68,6 @@ Ctrl-C stops everything.`,
 	cmd.Flags().DurationVar(&o.archiveAge, "archive-age", time.Minute, "archive events processed longer ago than this")
 	cmd.Flags().DurationVar(&o.archiveEvery, "archive-every", 30*time.Second, "time between archiver runs")
 	return cmd
-}
-
-// sourcesFrom loads the sources document with getenv (WEBHOOK_SOURCES or
-// WEBHOOK_SOURCES_FILE), defaulting to the checked-in dev file, and says
-// where it came from.
-func sourcesFrom(getenv func(string) string) (*source.Set, string, error) {
-	where := getenv(source.EnvSourcesFile)
-	if getenv(source.EnvSources) != "" {
-		where = source.EnvSources
-	} else if where == "" {
-		where = filepath.Join("dev", "sources.json")
-		base := getenv
-		getenv = func(k string) string {
-			if k == source.EnvSourcesFile {
-				return where
-			}
-			return base(k)
-		}
-	}
-	set, err := source.Load(getenv)
-	return set, where, err
-}
-
-// devSources loads the sources from this process's environment.
-func devSources() (*source.Set, string, error) { return sourcesFrom(os.Getenv) }
-
-// loadSources loads the sources for a command from its environment, with
-// WEBHOOK_SOURCES_SECRET_ARN resolved as the receiver resolves it, so an
-// operator checks or signs with the deployed document.
-func loadSources(cmd *cobra.Command) (*source.Set, string, error) {
-	getenv, _, err := secrets.Environment(cmd.Context(), envOf(cmd))
-	if err != nil {
-		return nil, "", err
-	}
-	set, where, err := sourcesFrom(getenv)
-	if where == source.EnvSources && envOf(cmd)(source.EnvSources) == "" {
-		where = secrets.EnvSourcesSecretARN // the overlay filled it in
-	}
-	return set, where, err
 }
 
 // devDatabaseURL returns DATABASE_URL, or starts the local cluster and makes
@@ -155,7 +116,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 		return err
 	}
 	log := settings.Logger(level)
-	sources, where, err := devSources()
+	sources, where, err := devenv.Sources(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -278,7 +239,7 @@ const devBucket = "webhook-inbox-dev"
 
 // printSamples prints, per source, a curl that posts a correctly signed new
 // event. Signatures carry a timestamp: the commands work for the source's
-// tolerance (5 minutes by default); `webhookctl sample` prints fresh ones.
+// tolerance (5 minutes by default); `webhookdev sample` prints fresh ones.
 func printSamples(out io.Writer, sources *source.Set, base string) {
 	now := time.Now()
 	for _, name := range sources.Names() {
@@ -291,7 +252,7 @@ func printSamples(out io.Writer, sources *source.Set, base string) {
 		if src.Tolerance() > 0 {
 			validity = "valid for the source's tolerance, 5 minutes by default"
 		}
-		fmt.Fprintf(out, "\n# a signed sample %s event (%s; `go run ./cmd/webhookctl sample %s` prints a fresh one):\n%s\n", src.Kind, validity, name, req.Curl(base))
+		fmt.Fprintf(out, "\n# a signed sample %s event (%s; `go run ./cmd/webhookdev sample %s` prints a fresh one):\n%s\n", src.Kind, validity, name, req.Curl(base))
 	}
 	fmt.Fprintln(out)
 }

@@ -11,13 +11,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
-	"github.com/webhook-inbox/webhook-inbox/shared/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/shared/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/s3test"
-	"github.com/webhook-inbox/webhook-inbox/shared/samtemplate"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/shared/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 )
 
 func newSampleCmd() *cobra.Command {
@@ -22,7 +24,7 @@ func newSampleCmd() *cobra.Command {
 		Short: "Print a curl command that posts a freshly signed sample event to SOURCE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, _, err := loadSources(cmd)
+			sources, _, err := devenv.LoadSources(cmd.Context(), os.Getenv)
 			if err != nil {
 				return err
 			}

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/devtools"
-	"github.com/webhook-inbox/webhook-inbox/shared/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 )
 
 // StackOptions configures StartStack.

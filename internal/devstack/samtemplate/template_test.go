@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 // load parses the repository's template with the required parameters.
 func load(t *testing.T) (*samtemplate.Template, map[string]any) {
 	t.Helper()
-	tpl, err := samtemplate.Open(filepath.Join("..", "..", "template.yaml"), map[string]any{
+	tpl, err := samtemplate.Open(filepath.Join("..", "..", "..", "template.yaml"), map[string]any{
 		"DatabaseSecretArn": dbSecret, "SourcesSecretArn": sourcesSecret,
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func props(t *testing.T, resources map[string]any, id string) map[string]any {
 func TestFunctionsBuildAndRun(t *testing.T) {
 	t.Parallel()
 	tpl, _ := load(t)
-	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func mustJSON(v any) string {
 func TestEnvJSONOverridesDeclaredVariables(t *testing.T) {
 	t.Parallel()
 	tpl, _ := load(t)
-	raw, err := os.ReadFile(filepath.Join("..", "..", "env.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "env.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

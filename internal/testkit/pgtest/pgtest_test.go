@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

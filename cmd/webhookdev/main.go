@@ -1,0 +1,36 @@
+// Command webhookdev is the developer's tool: the whole system on this
+// machine (`webhookdev dev`, what `make dev` runs), the real Lambda
+// binaries under the Runtime Interface Emulator (`webhookdev local`, what
+// `make local` runs), and signed sample deliveries (`sample`, `send`).
+// Operators use webhookctl, which links none of this.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "webhookdev:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "webhookdev",
+		Short:         "Run webhook-inbox on this machine and send it signed deliveries",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd())
+	return root
+}

@@ -1,0 +1,53 @@
+// Package devenv is what the command-line tools know about a developer's
+// checkout: the checked-in sources document of make dev (dev/sources.json),
+// used when no sources document is configured. It is light on purpose, so
+// the operator's webhookctl can use it without linking the dev stack.
+package devenv
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+)
+
+// SourcesFile is the dev stack's sources document, relative to the
+// repository root; its secrets are fake.
+var SourcesFile = filepath.Join("dev", "sources.json")
+
+// Sources loads the sources document with getenv (WEBHOOK_SOURCES or
+// WEBHOOK_SOURCES_FILE), defaulting to SourcesFile, and says where it came
+// from.
+func Sources(getenv func(string) string) (*source.Set, string, error) {
+	where := getenv(source.EnvSourcesFile)
+	if getenv(source.EnvSources) != "" {
+		where = source.EnvSources
+	} else if where == "" {
+		where = SourcesFile
+		base := getenv
+		getenv = func(k string) string {
+			if k == source.EnvSourcesFile {
+				return where
+			}
+			return base(k)
+		}
+	}
+	set, err := source.Load(getenv)
+	return set, where, err
+}
+
+// LoadSources is Sources with WEBHOOK_SOURCES_SECRET_ARN resolved as the
+// receiver resolves it, so an operator checks or signs with the deployed
+// document.
+func LoadSources(ctx context.Context, getenv func(string) string) (*source.Set, string, error) {
+	resolved, _, err := secrets.Environment(ctx, getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	set, where, err := Sources(resolved)
+	if where == source.EnvSources && getenv(source.EnvSources) == "" {
+		where = secrets.EnvSourcesSecretARN // the overlay filled it in
+	}
+	return set, where, err
+}
