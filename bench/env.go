@@ -22,7 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // Databases of the bench cluster. Each workload has its own, so that one's
@@ -84,7 +84,7 @@ func startEnv(ctx context.Context, log *slog.Logger, tmp string) (*Env, error) {
 			e.Close()
 			return nil, fmt.Errorf("connect to %s: %w", db, err)
 		}
-		_, err = storage.Migrate(ctx, pool)
+		_, err = migrate.Up(ctx, pool)
 		pool.Close()
 		if err != nil {
 			e.Close()

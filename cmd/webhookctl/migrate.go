@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 func newMigrateCmd() *cobra.Command {
@@ -23,7 +23,7 @@ func newMigrateCmd() *cobra.Command {
 				return err
 			}
 			defer pool.Close()
-			v, err := storage.Migrate(cmd.Context(), pool)
+			v, err := migrate.Up(cmd.Context(), pool)
 			if err != nil {
 				return err
 			}
@@ -40,7 +40,7 @@ func newMigrateCmd() *cobra.Command {
 				return err
 			}
 			defer pool.Close()
-			st, err := storage.MigrateStatus(cmd.Context(), pool)
+			st, err := migrate.Status(cmd.Context(), pool)
 			if err != nil {
 				return err
 			}

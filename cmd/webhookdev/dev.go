@@ -27,6 +27,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // devDatabase is the database the dev stack creates on its local cluster.
@@ -145,7 +146,7 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 		return err
 	}
 	defer pool.Close()
-	version, err := storage.Migrate(ctx, pool)
+	version, err := migrate.Up(ctx, pool)
 	if err != nil {
 		return err
 	}

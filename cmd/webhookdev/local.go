@@ -20,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 func newLocalCmd() *cobra.Command {
@@ -69,7 +70,7 @@ func runLocal(ctx context.Context, out io.Writer, o devOptions, every time.Durat
 	if err != nil {
 		return err
 	}
-	v, err := storage.Migrate(ctx, pool)
+	v, err := migrate.Up(ctx, pool)
 	pool.Close()
 	if err != nil {
 		return err

@@ -5,16 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
@@ -435,37 +430,4 @@ UPDATE webhook_events e
 		return 0, fmt.Errorf("requeue dead letters: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// MigrateFS applies the goose SQL migrations in folder dir of fsys (an
-// embed.FS, typically with dir "migrations"), recording them in
-// their own version table, and returns the version reached. It serves
-// schemas that live beside the core one but are not part of it, such as
-// the business tables of the processor's handlers: a separate table keeps
-// their numbering independent of shared/storage/migrations. The same
-// session advisory lock as Migrate serialises concurrent migrators.
-func MigrateFS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir, versionTable string) (int64, error) {
-	fsys, err := fs.Sub(fsys, dir)
-	if err != nil {
-		return 0, fmt.Errorf("migrations of %s: %w", versionTable, err)
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return 0, fmt.Errorf("migration lock: %w", err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithSessionLocker(locker), goose.WithTableName(versionTable))
-	if err != nil {
-		return 0, fmt.Errorf("migrations of %s: %w", versionTable, err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return 0, fmt.Errorf("apply migrations of %s: %w", versionTable, err)
-	}
-	v, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read schema version of %s: %w", versionTable, err)
-	}
-	return v, nil
 }

@@ -39,7 +39,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // setupTimeout bounds starting a cluster or connecting, plus migrating the
@@ -188,7 +188,7 @@ func setup() (*server, error) {
 	}
 	s.track(tmpl, true)
 	s.template = tmpl
-	if err := migrate(ctx, s.urlFor(tmpl)); err != nil {
+	if err := migrateDB(ctx, s.urlFor(tmpl)); err != nil {
 		return s, fmt.Errorf("migrate template database %s: %w", tmpl, err)
 	}
 	// No one may connect to the template from now on: a session on it
@@ -199,15 +199,15 @@ func setup() (*server, error) {
 	return s, nil
 }
 
-// migrate applies the migrations to the database at dbURL, closing every
+// migrateDB applies the migrations to the database at dbURL, closing every
 // connection it opened before returning.
-func migrate(ctx context.Context, dbURL string) error {
+func migrateDB(ctx context.Context, dbURL string) error {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	_, err = storage.Migrate(ctx, pool)
+	_, err = migrate.Up(ctx, pool)
 	return err
 }
 
@@ -317,7 +317,7 @@ func MigratedURL(t testing.TB, c *localpg.Cluster) string {
 	if err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
-	if err := migrate(ctx, c.URL(name)); err != nil {
+	if err := migrateDB(ctx, c.URL(name)); err != nil {
 		t.Fatalf("pgtest: migrate database %s: %v", name, err)
 	}
 	return c.URL(name)

@@ -40,6 +40,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // Event types this package handles.
@@ -64,7 +65,7 @@ const VersionTable = "stripedunning_goose_db_version"
 // returns the version reached. It is safe to run at every start-up and from
 // several processes at once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	v, err := storage.MigrateFS(ctx, pool, migrations, "migrations", VersionTable)
+	v, err := migrate.FS(ctx, pool, migrations, "migrations", VersionTable)
 	if err != nil {
 		return 0, fmt.Errorf("stripedunning: %w", err)
 	}

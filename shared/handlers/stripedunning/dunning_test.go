@@ -15,6 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -234,7 +235,7 @@ func TestMigrateKeepsItsOwnVersions(t *testing.T) {
 	if err := f.pool.QueryRow(f.ctx, `SELECT max(version_id) FROM goose_db_version`).Scan(&core); err != nil {
 		t.Fatal(err)
 	}
-	st, err := storage.MigrateStatus(f.ctx, f.pool)
+	st, err := migrate.Status(f.ctx, f.pool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package storage
+// Package migrate applies webhook-inbox's schema: the embedded, numbered
+// goose migrations of the core tables, and the separate migration sets of
+// handler packages (MigrateFS). It is apart from package storage so that
+// what runs queries (the receiver Lambda above all) does not link goose.
+package migrate
 
 import (
 	"context"
@@ -41,8 +45,8 @@ func newMigrator(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
 	return p, db.Close, nil
 }
 
-// Migrate applies every pending migration and returns the schema version.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+// Up applies every pending migration and returns the schema version.
+func Up(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	p, closeDB, err := newMigrator(pool)
 	if err != nil {
 		return 0, err
@@ -65,8 +69,8 @@ type MigrationStatus struct {
 	Applied bool
 }
 
-// MigrateStatus reports every known migration and whether it is applied.
-func MigrateStatus(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {
+// Status reports every known migration and whether it is applied.
+func Status(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {
 	p, closeDB, err := newMigrator(pool)
 	if err != nil {
 		return nil, err
@@ -81,4 +85,37 @@ func MigrateStatus(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, 
 		out = append(out, MigrationStatus{Version: s.Source.Version, Source: s.Source.Path, Applied: s.State == goose.StateApplied})
 	}
 	return out, nil
+}
+
+// FS applies the goose SQL migrations in folder dir of fsys (an
+// embed.FS, typically with dir "migrations"), recording them in
+// their own version table, and returns the version reached. It serves
+// schemas that live beside the core one but are not part of it, such as
+// the business tables of the processor's handlers: a separate table keeps
+// their numbering independent of shared/storage/migrate/migrations. The same
+// session advisory lock as Up serialises concurrent migrators.
+func FS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir, versionTable string) (int64, error) {
+	fsys, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return 0, fmt.Errorf("migrations of %s: %w", versionTable, err)
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return 0, fmt.Errorf("migration lock: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
+		goose.WithSessionLocker(locker), goose.WithTableName(versionTable))
+	if err != nil {
+		return 0, fmt.Errorf("migrations of %s: %w", versionTable, err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return 0, fmt.Errorf("apply migrations of %s: %w", versionTable, err)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version of %s: %w", versionTable, err)
+	}
+	return v, nil
 }
