@@ -16,6 +16,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -169,10 +170,34 @@ func decodeOptions(name string, raw json.RawMessage, into any) error {
 	return nil
 }
 
+// secretList checks that a source has at least one non-empty secret.
+// Several secrets serve rotation: every one is tried.
+func secretList(name string, secrets []string) ([]string, error) {
+	if len(secrets) == 0 {
+		return nil, fieldError(name, "secrets", "at least one secret is required")
+	}
+	for i, s := range secrets {
+		if strings.TrimSpace(s) == "" {
+			return nil, fieldError(name, "secrets", "secret #%d is empty", i+1)
+		}
+	}
+	return secrets, nil
+}
+
 // fieldError is a configuration error naming the source and the field.
 func fieldError(name, field, format string, args ...any) error {
 	return fmt.Errorf("sources: source %q: field %q: %s", name, field, fmt.Sprintf(format, args...))
 }
+
+// errString is a plain error with a fixed message.
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// DefaultTolerance is how far a signed timestamp may be from now, either
+// way, unless a source sets tolerance_seconds. Stripe's and Standard
+// Webhooks' libraries use the same five minutes.
+const DefaultTolerance = 5 * time.Minute
 
 // toleranceOption turns tolerance_seconds into a duration: 0 means the
 // default; negative is an error (it would refuse everything or nothing).

@@ -89,11 +89,6 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// errString is a plain error with a fixed message.
-type errString string
-
-func (e errString) Error() string { return string(e) }
-
 func (v *squareVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.Identity, error) {
 	val, err := oneSignature(h, squareSignatureHeader)
 	if err != nil {

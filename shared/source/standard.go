@@ -113,16 +113,6 @@ func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) (in
 	return checkIdentity(ident)
 }
 
-// singleHeader returns a header that must appear exactly once: a repeated
-// id or timestamp is ambiguous about what was signed.
-func singleHeader(h http.Header, name string) (string, bool) {
-	vals := h.Values(name)
-	if len(vals) != 1 || vals[0] == "" {
-		return "", false
-	}
-	return vals[0], true
-}
-
 // parseStandardSignatures reads the "v1,<base64>" entries of a
 // space-separated signature header (repeated headers are joined first).
 // Other versions (v1a, asymmetric) and garbled entries are skipped.

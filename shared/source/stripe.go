@@ -17,11 +17,6 @@ import (
 // where each v1 is HMAC-SHA256("{t}.{body}") keyed with the endpoint secret.
 const KindStripe = "stripe"
 
-// DefaultTolerance is how far a signed timestamp may be from now, either
-// way, unless a source sets tolerance_seconds. Stripe's and Standard
-// Webhooks' libraries use the same five minutes.
-const DefaultTolerance = 5 * time.Minute
-
 // stripeOptions is the JSON configuration of a stripe source.
 type stripeOptions struct {
 	Kind             string   `json:"kind"`
@@ -53,31 +48,6 @@ func newStripe(name string, raw json.RawMessage) (Verifier, error) {
 		v.secrets = append(v.secrets, []byte(s))
 	}
 	return v, nil
-}
-
-// secretList checks that a source has at least one non-empty secret.
-// Several secrets serve rotation: every one is tried.
-func secretList(name string, secrets []string) ([]string, error) {
-	if len(secrets) == 0 {
-		return nil, fieldError(name, "secrets", "at least one secret is required")
-	}
-	for i, s := range secrets {
-		if strings.TrimSpace(s) == "" {
-			return nil, fieldError(name, "secrets", "secret #%d is empty", i+1)
-		}
-	}
-	return secrets, nil
-}
-
-// headerValue returns every value of a header joined with ", ". Proxies and
-// API Gateway fold repeated headers into one comma-joined value; doing the
-// same here makes a duplicated header parse identically on every transport.
-func headerValue(h http.Header, name string) (string, bool) {
-	vals := h.Values(name)
-	if len(vals) == 0 {
-		return "", false
-	}
-	return strings.Join(vals, ", "), true
 }
 
 func (v *stripeVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.Identity, error) {
