@@ -425,3 +425,12 @@ func (v *hmacVerifier) Sign(body []byte, eventID, eventType string, now time.Tim
 func (v *hmacVerifier) bodyPaths() (idPath, typePath string) {
 	return strings.Join(v.id.path, "."), strings.Join(v.typ.path, ".")
 }
+
+// tolerance implements tolerant: an hmac source without timestamp_header
+// signs no time, so nothing bounds it.
+func (v *hmacVerifier) tolerance() time.Duration {
+	if v.timestampHeader == "" {
+		return 0
+	}
+	return v.tol
+}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -131,3 +132,19 @@ func parseStandardSignatures(header string) [][]byte {
 	}
 	return sigs
 }
+
+// Sign implements Signer with the Standard Webhooks headers.
+func (v *standardVerifier) Sign(body []byte, eventID, _ string, now time.Time) http.Header {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	mac := hmac.New(sha256.New, v.keys[0])
+	mac.Write([]byte(eventID + "." + ts + "."))
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Webhook-Id", eventID)
+	h.Set("Webhook-Timestamp", ts)
+	h.Set("Webhook-Signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return h
+}
+
+// tolerance implements tolerant.
+func (v *standardVerifier) tolerance() time.Duration { return v.tol }

@@ -1,9 +1,11 @@
 package source
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -119,3 +121,17 @@ func parseStripeHeader(header string) (int64, [][]byte, error) {
 	}
 	return ts, sigs, nil
 }
+
+// Sign implements Signer with Stripe's Stripe-Signature header.
+func (v *stripeVerifier) Sign(body []byte, _, _ string, now time.Time) http.Header {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	mac := hmac.New(sha256.New, v.secrets[0])
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Stripe-Signature", fmt.Sprintf("t=%s,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))
+	return h
+}
+
+// tolerance implements tolerant.
+func (v *stripeVerifier) tolerance() time.Duration { return v.tol }
