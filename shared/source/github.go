@@ -19,6 +19,8 @@ import (
 // delivery id (see docs/sources/github.md).
 const KindGitHub = "github"
 
+func init() { register(KindGitHub, newGitHub) }
+
 // GitHub's headers.
 const (
 	githubSignatureHeader = "X-Hub-Signature-256"
@@ -37,7 +39,7 @@ type githubVerifier struct {
 	keys [][]byte
 }
 
-func newGitHub(name string, raw json.RawMessage) (Verifier, error) {
+func newGitHub(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o githubOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err

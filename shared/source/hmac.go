@@ -24,6 +24,8 @@ import (
 // in a JSON body) is configured too. Everything is checked at start-up.
 const KindHMAC = "hmac"
 
+func init() { register(KindHMAC, newHMAC) }
+
 // hmacOptions is the JSON configuration of an hmac source.
 type hmacOptions struct {
 	Kind    string   `json:"kind"`
@@ -95,7 +97,7 @@ type hmacVerifier struct {
 	id, typ         location
 }
 
-func newHMAC(name string, raw json.RawMessage) (Verifier, error) {
+func newHMAC(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o hmacOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err

@@ -17,6 +17,8 @@ import (
 // X-Shopify-Webhook-Id, the event id: see docs/sources/shopify.md.
 const KindShopify = "shopify"
 
+func init() { register(KindShopify, newShopify) }
+
 // Shopify's headers.
 const (
 	shopifySignatureHeader   = "X-Shopify-Hmac-Sha256"
@@ -48,7 +50,7 @@ type shopifyVerifier struct {
 	keys [][]byte
 }
 
-func newShopify(name string, raw json.RawMessage) (Verifier, error) {
+func newShopify(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o shopifyOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err

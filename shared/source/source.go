@@ -100,26 +100,6 @@ type kindOnly struct {
 	Kind string `json:"kind"`
 }
 
-// builders make a Verifier from a source's JSON options, one per kind.
-var builders = map[string]func(name string, raw json.RawMessage) (Verifier, error){
-	KindStripe:   newStripe,
-	KindStandard: newStandard,
-	KindGitHub:   newGitHub,
-	KindSquare:   newSquare,
-	KindShopify:  newShopify,
-	KindHMAC:     newHMAC,
-}
-
-// Kinds returns the supported source kinds, sorted.
-func Kinds() []string {
-	kinds := make([]string, 0, len(builders))
-	for k := range builders {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return kinds
-}
-
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // Parse reads and validates a sources document. Errors name the source and
@@ -143,7 +123,7 @@ func Parse(doc []byte) (*Set, error) {
 		if err := json.Unmarshal(raw, &k); err != nil {
 			return nil, fmt.Errorf("sources: source %q: %w", name, err)
 		}
-		build, ok := builders[k.Kind]
+		build, ok := registry[k.Kind]
 		if !ok {
 			if k.Kind == "" {
 				return nil, fmt.Errorf("sources: source %q: field \"kind\" is required (one of %v)", name, Kinds())

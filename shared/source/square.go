@@ -21,6 +21,8 @@ import (
 // no timestamp; the event id is in the signed body, so dedup stops replays.
 const KindSquare = "square"
 
+func init() { register(KindSquare, newSquare) }
+
 // squareSignatureHeader is where Square sends the HMAC-SHA256 signature;
 // the legacy HMAC-SHA1 x-square-signature is ignored.
 const squareSignatureHeader = "X-Square-Hmacsha256-Signature"
@@ -39,7 +41,7 @@ type squareVerifier struct {
 	url  []byte
 }
 
-func newSquare(name string, raw json.RawMessage) (Verifier, error) {
+func newSquare(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o squareOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err

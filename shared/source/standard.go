@@ -20,6 +20,8 @@ import (
 // "whsec_" secret, sent as space-separated "v1,<base64>" entries.
 const KindStandard = "standard"
 
+func init() { register(KindStandard, newStandard) }
+
 // standardOptions is the JSON configuration of a standard source.
 type standardOptions struct {
 	Kind             string   `json:"kind"`
@@ -44,7 +46,7 @@ var standardHeaders = [...]struct{ id, timestamp, signature string }{
 	{"Svix-Id", "Svix-Timestamp", "Svix-Signature"},
 }
 
-func newStandard(name string, raw json.RawMessage) (Verifier, error) {
+func newStandard(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o standardOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err

@@ -19,6 +19,8 @@ import (
 // where each v1 is HMAC-SHA256("{t}.{body}") keyed with the endpoint secret.
 const KindStripe = "stripe"
 
+func init() { register(KindStripe, newStripe) }
+
 // stripeOptions is the JSON configuration of a stripe source.
 type stripeOptions struct {
 	Kind             string   `json:"kind"`
@@ -31,7 +33,7 @@ type stripeVerifier struct {
 	tol     time.Duration
 }
 
-func newStripe(name string, raw json.RawMessage) (Verifier, error) {
+func newStripe(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o stripeOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
