@@ -12,12 +12,14 @@ import (
 // step: Kinds, Parse and the tests that check every kind read the registry.
 
 // kindVerifier is what a kind's builder makes: a Verifier that also signs
-// as the kind's sender does. Asking for it in the builder's result type
-// makes a kind without a signer fail to compile, not fail at run time in
-// `make dev` or a benchmark.
+// as the kind's sender does and makes the kind's sample event. Asking for
+// it in the builder's result type makes a kind without a signer or a
+// sample fail to compile, not fail at run time in `make dev` or a
+// benchmark, nor borrow another kind's sample.
 type kindVerifier interface {
 	Verifier
 	Signer
+	sampler
 }
 
 // builder makes a kind's verifier from one source's JSON options.

@@ -3,6 +3,7 @@ package source
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -101,4 +102,21 @@ func (v *shopifyVerifier) Sign(body []byte, eventID, eventType string, _ time.Ti
 		h.Set(shopifyTopicHeader, eventType)
 	}
 	return h
+}
+
+// sample implements sampler with a created order, shaped like Shopify's
+// orders/create payload, with the unsigned X-Shopify-* headers Shopify
+// sends; the id and topic are headers (Sign sets them).
+func (v *shopifyVerifier) sample(now time.Time) (Sample, error) {
+	_, number := randomIDs()
+	body := fmt.Sprintf(`{"id":%d,"admin_graphql_api_id":"gid://shopify/Order/%d","name":"#%d","email":"dev@example.com",`+
+		`"created_at":%q,"currency":"USD","financial_status":"paid","total_price":"20.00",`+
+		`"line_items":[{"id":%d,"title":"Dev sample item","quantity":1,"price":"20.00","sku":"DEV-1"}]}`,
+		number, number, 1000+number%9000, now.UTC().Format(time.RFC3339), number+1)
+	h := http.Header{}
+	h.Set(shopifyEventIDHeader, newUUID())
+	h.Set(shopifyShopDomainHeader, "dev-shop.myshopify.com")
+	h.Set(shopifyAPIVersionHeader, "2025-07")
+	h.Set(shopifyTriggeredAtHeader, now.UTC().Format(time.RFC3339Nano))
+	return Sample{EventID: newUUID(), EventType: "orders/create", Body: []byte(body), Header: h}, nil
 }

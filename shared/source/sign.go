@@ -39,23 +39,6 @@ func (s *Source) SignEvent(body []byte, eventID, eventType string, now time.Time
 	return h, nil
 }
 
-// bodyPather is implemented by kinds whose event id and type are read from
-// configurable paths into the body (hmac).
-type bodyPather interface {
-	bodyPaths() (idPath, typePath string)
-}
-
-// BodyIdentityPaths returns the dotted JSON paths at which src's kind
-// reads the event id and type from the body when they are configurable
-// (the hmac kind), so a sample builder can put them there; "" for a value
-// read from a header or from a fixed field the kind documents.
-func (s *Source) BodyIdentityPaths() (idPath, typePath string) {
-	if p, ok := s.Verifier.(bodyPather); ok {
-		return p.bodyPaths()
-	}
-	return "", ""
-}
-
 // tolerant is implemented by verifiers that check a signed timestamp.
 type tolerant interface{ tolerance() time.Duration }
 

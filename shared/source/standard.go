@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -150,3 +151,28 @@ func (v *standardVerifier) Sign(body []byte, eventID, _ string, now time.Time) h
 
 // tolerance implements tolerant.
 func (v *standardVerifier) tolerance() time.Duration { return v.tol }
+
+// sample implements sampler with a failed invoice payment: the id travels
+// in webhook-id (Sign sets it), the type in the source's type_field, which
+// takes the place of a field of the same name.
+func (v *standardVerifier) sample(now time.Time) (Sample, error) {
+	suffix, _ := randomIDs()
+	s := Sample{EventID: "msg_dev_" + suffix, Header: http.Header{}}
+	var fields []string
+	if v.typeField != "" {
+		s.EventType = "invoice.payment_failed"
+		key, err := json.Marshal(v.typeField)
+		if err != nil {
+			return Sample{}, fmt.Errorf("type_field: %w", err)
+		}
+		fields = append(fields, fmt.Sprintf("%s:%q", key, s.EventType))
+	}
+	if v.typeField != "timestamp" {
+		fields = append(fields, fmt.Sprintf(`"timestamp":%q`, now.UTC().Format(time.RFC3339)))
+	}
+	if v.typeField != "data" {
+		fields = append(fields, fmt.Sprintf(`"data":{"invoice":"in_dev_%s","customer":"cus_dev","amount_due":2000}`, suffix))
+	}
+	s.Body = []byte("{" + strings.Join(fields, ",") + "}")
+	return s, nil
+}

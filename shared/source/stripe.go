@@ -137,3 +137,14 @@ func (v *stripeVerifier) Sign(body []byte, _, _ string, now time.Time) http.Head
 
 // tolerance implements tolerant.
 func (v *stripeVerifier) tolerance() time.Duration { return v.tol }
+
+// sample implements sampler with a failed invoice payment, shaped like
+// Stripe's event object: the id and type are in the body.
+func (v *stripeVerifier) sample(now time.Time) (Sample, error) {
+	suffix, _ := randomIDs()
+	id, typ := "evt_dev_"+suffix, "invoice.payment_failed"
+	body := fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"created":%d,"livemode":false,`+
+		`"data":{"object":{"id":"in_dev_%s","object":"invoice","customer":"cus_dev","amount_due":2000,"currency":"usd","attempt_count":1}}}`,
+		id, typ, now.Unix(), suffix)
+	return Sample{EventID: id, EventType: typ, Body: []byte(body), Header: http.Header{}}, nil
+}
