@@ -91,8 +91,8 @@ func (v *shopifyVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox
 }
 
 // Sign implements Signer with Shopify's signature, webhook id and topic
-// headers. (The other X-Shopify-* headers are not signed; sample builders
-// add them.)
+// headers. (The other X-Shopify-* headers are not signed; the sample
+// puts them in Sample.Header.)
 func (v *shopifyVerifier) Sign(body []byte, eventID, eventType string, _ time.Time) http.Header {
 	mac := computeMAC(v.keys[0], sha256.New, func(w io.Writer) { w.Write(body) })
 	h := http.Header{}
