@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
@@ -127,5 +128,23 @@ func TestSampleShapes(t *testing.T) {
 				t.Fatalf("%s: metadata %v lacks %s", tt.source, id.Metadata, k)
 			}
 		}
+	}
+}
+
+// verifyOnly is a Verifier of no registered kind: it neither signs nor
+// makes samples.
+type verifyOnly struct{}
+
+func (verifyOnly) Verify(http.Header, []byte, time.Time) (inbox.Identity, error) {
+	return inbox.Identity{}, nil
+}
+
+// A source whose kind makes no sample gets an error, never a body shaped
+// like another kind's.
+func TestSampleOfAKindWithoutSample(t *testing.T) {
+	t.Parallel()
+	src := &source.Source{Name: "odd", Kind: "mystery", Verifier: verifyOnly{}}
+	if req, err := sender.Sample(src, time.Unix(1_700_000_000, 0)); err == nil {
+		t.Fatalf("Sample = %s, want an error", req.Body)
 	}
 }

@@ -1,9 +1,11 @@
 package source
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,6 +65,29 @@ func TestDevSourcesCoverEveryKind(t *testing.T) {
 	for _, kind := range Kinds() {
 		if !have[kind] {
 			t.Errorf("dev/sources.json has no %s source", kind)
+		}
+	}
+}
+
+// The kinds tables of README.md and docs/sources/README.md, where an
+// operator chooses a kind, have a row for every kind.
+func TestKindsTablesHaveEveryKind(t *testing.T) {
+	t.Parallel()
+	rows := map[string]string{ // page: the start of a kind's row
+		filepath.Join("..", "..", "README.md"):                    "| `%s` |",
+		filepath.Join("..", "..", "docs", "sources", "README.md"): "| [`%s`](%[1]s.md) |",
+	}
+	for page, row := range rows {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(text), "\n")
+		for _, kind := range Kinds() {
+			start := fmt.Sprintf(row, kind)
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, start) }) {
+				t.Errorf("%s: the kinds table has no row for %s (a line starting %q)", page, kind, start)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -18,6 +19,8 @@ import (
 // own redeliveries, nothing stops a captured body replayed under a new
 // delivery id (see docs/sources/github.md).
 const KindGitHub = "github"
+
+func init() { register(KindGitHub, newGitHub) }
 
 // GitHub's headers.
 const (
@@ -37,7 +40,7 @@ type githubVerifier struct {
 	keys [][]byte
 }
 
-func newGitHub(name string, raw json.RawMessage) (Verifier, error) {
+func newGitHub(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o githubOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
@@ -91,4 +94,22 @@ func (v *githubVerifier) Sign(body []byte, eventID, eventType string, _ time.Tim
 		h.Set(githubEventHeader, eventType)
 	}
 	return h
+}
+
+// sample implements sampler with an opened issue, with the hook headers
+// GitHub sends beside the signed ones; the id and type are headers (Sign
+// sets them).
+func (v *githubVerifier) sample(now time.Time) (Sample, error) {
+	_, number := randomIDs()
+	body := fmt.Sprintf(`{"action":"opened","issue":{"id":%d,"number":%d,"title":"Dev sample issue","state":"open",`+
+		`"user":{"login":"octocat","id":1,"type":"User"},"body":"Sent by webhookdev sample.","created_at":%q},`+
+		`"repository":{"id":1296269,"name":"dev-repo","full_name":"octo-org/dev-repo","private":true},`+
+		`"sender":{"login":"octocat","id":1,"type":"User"}}`,
+		number, number%10000, now.UTC().Format(time.RFC3339))
+	h := http.Header{}
+	h.Set(githubHookIDHeader, "424242")
+	h.Set("X-GitHub-Hook-Installation-Target-Type", "repository")
+	h.Set("X-GitHub-Hook-Installation-Target-ID", "1296269")
+	h.Set("User-Agent", "GitHub-Hookshot/dev")
+	return Sample{EventID: newUUID(), EventType: "issues", Body: []byte(body), Header: h}, nil
 }

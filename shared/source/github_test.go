@@ -175,3 +175,16 @@ func TestGitHubVerify(t *testing.T) {
 		})
 	}
 }
+
+func FuzzGitHubVerify(f *testing.F) {
+	src := fuzzSource(f, `{"sources":{"g":{"kind":"github","secrets":["It's a Secret to Everybody","gh-old"]}}}`, "g")
+	f.Add([]byte(githubDocPayload), githubDocSignature, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "ping", uint(0))
+	f.Add([]byte(`{}`), "sha256=", "", "", uint(1))
+	f.Add([]byte(`{}`), "sha1=abc", "d\x00", "push\n", uint(5))
+	f.Fuzz(func(t *testing.T, body []byte, sig, delivery, event string, flip uint) {
+		h := http.Header{"X-Hub-Signature-256": {sig}, "X-Github-Delivery": {delivery}, "X-Github-Event": {event}, "X-Github-Hook-Id": {delivery}}
+		id, err := src.Verifier.Verify(h, body, now)
+		checkOutcome(t, "arbitrary headers", id, err)
+		fuzzRoundTrip(t, src, body, delivery, event, flip, 0, 0)
+	})
+}

@@ -24,6 +24,8 @@ import (
 // in a JSON body) is configured too. Everything is checked at start-up.
 const KindHMAC = "hmac"
 
+func init() { register(KindHMAC, newHMAC) }
+
 // hmacOptions is the JSON configuration of an hmac source.
 type hmacOptions struct {
 	Kind    string   `json:"kind"`
@@ -95,7 +97,7 @@ type hmacVerifier struct {
 	id, typ         location
 }
 
-func newHMAC(name string, raw json.RawMessage) (Verifier, error) {
+func newHMAC(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o hmacOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
@@ -421,7 +423,34 @@ func (v *hmacVerifier) Sign(body []byte, eventID, eventType string, now time.Tim
 	return h
 }
 
-// bodyPaths implements bodyPather.
-func (v *hmacVerifier) bodyPaths() (idPath, typePath string) {
-	return strings.Join(v.id.path, "."), strings.Join(v.typ.path, ".")
+// tolerance implements tolerant: an hmac source without timestamp_header
+// signs no time, so nothing bounds it.
+func (v *hmacVerifier) tolerance() time.Duration {
+	if v.timestampHeader == "" {
+		return 0
+	}
+	return v.tol
+}
+
+// sample implements sampler with a failed invoice payment whose id and
+// type are where the source reads them: at their JSON paths in the body,
+// or in headers (Sign sets those). A source that reads no type gets none.
+func (v *hmacVerifier) sample(now time.Time) (Sample, error) {
+	suffix, _ := randomIDs()
+	s := Sample{EventID: "evt_dev_" + suffix, Header: http.Header{}}
+	if v.typ.header != "" || v.typ.path != nil {
+		s.EventType = "invoice.payment_failed"
+	}
+	doc := map[string]any{
+		"created_at": now.UTC().Format(time.RFC3339),
+		"data":       map[string]any{"invoice": "in_dev_" + suffix, "customer": "cus_dev", "amount_due": 2000},
+	}
+	setPath(doc, v.id.path, s.EventID)
+	setPath(doc, v.typ.path, s.EventType)
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return Sample{}, fmt.Errorf("body: %w", err)
+	}
+	s.Body = body
+	return s, nil
 }

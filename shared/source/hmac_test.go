@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -244,4 +245,64 @@ func TestHMACConfigErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown field "headers"`) {
 		t.Fatalf("nested typo: %v", err)
 	}
+}
+
+// hmacFuzzDocs are the fixed configurations FuzzHMACVerify picks from; the
+// fuzzer also tries its own signed_content template on a hex source.
+var hmacFuzzDocs = []string{
+	hmacDoc,
+	`{"sources":{"h":{"kind":"hmac","secrets":["base64:` + specSecret[len("whsec_"):] + `"],"signature_header":"webhook-signature","signature_prefix":"v1,","encoding":"base64",
+	  "timestamp_header":"webhook-timestamp","signed_content":"{id}.{timestamp}.{body}","event_id":{"header":"webhook-id"}}}}`,
+	`{"sources":{"h":{"kind":"hmac","secrets":["k1","k2"],"signature_header":"X-Sig","signature_prefix":"sha256=",
+	  "event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"}}}}`,
+}
+
+func FuzzHMACVerify(f *testing.F) {
+	var srcs []*Source
+	for _, doc := range hmacFuzzDocs {
+		srcs = append(srcs, fuzzSource(f, doc, "h"))
+	}
+	f.Add([]byte(`{"meta":{"event":{"id":"ev_1","kind":"k"}}}`), hmacOpenSSLSig, "1700000000", "ev_1", int64(0), uint(0), uint8(0), "{timestamp}.{body}")
+	f.Add([]byte(specBody), specSignature, specTimestamp, specID, int64(0), uint(1), uint8(1), "{id}:{body}")
+	f.Add([]byte(`{}`), "sha256=00", "", "evt", int64(0), uint(2), uint8(2), "{body}")
+	f.Add([]byte(`{}`), "", "x", "", int64(0), uint(2), uint8(2), "{{body}}")
+	f.Fuzz(func(t *testing.T, body []byte, sig, ts, eventID string, skew int64, flip uint, pick uint8, tmpl string) {
+		src := srcs[int(pick)%len(srcs)]
+		v := src.Verifier.(*hmacVerifier)
+		h := http.Header{}
+		h.Set(v.signatureHeader, sig)
+		if v.timestampHeader != "" {
+			h.Set(v.timestampHeader, ts)
+		}
+		if v.id.header != "" {
+			h.Set(v.id.header, eventID)
+		}
+		id, err := src.Verifier.Verify(h, body, now)
+		checkOutcome(t, "arbitrary headers", id, err)
+		tol := time.Duration(0)
+		if v.timestampHeader != "" {
+			tol = v.tol
+		}
+		fuzzRoundTrip(t, src, body, eventID, "type", flip, skew, tol)
+
+		// A fuzzed template: a valid one must sign {body} exactly once.
+		tj, _ := json.Marshal(tmpl)
+		doc := `{"sources":{"t":{"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","timestamp_header":"X-Ts",
+		  "signed_content":` + string(tj) + `,"event_id":{"header":"X-Id"}}}}`
+		set, perr := Parse([]byte(doc))
+		if perr != nil {
+			return
+		}
+		tsrc, _ := set.Lookup("t")
+		var bodies int
+		for _, s := range tsrc.Verifier.(*hmacVerifier).content {
+			if s.kind == segBody {
+				bodies++
+			}
+		}
+		if bodies != 1 {
+			t.Fatalf("template %q accepted with {body} %d times", tmpl, bodies)
+		}
+		fuzzRoundTrip(t, tsrc, body, eventID, "", flip, skew, DefaultTolerance)
+	})
 }

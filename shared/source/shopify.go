@@ -3,6 +3,7 @@ package source
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -16,6 +17,8 @@ import (
 // signs no timestamp (X-Shopify-Triggered-At is not signed) and not the
 // X-Shopify-Webhook-Id, the event id: see docs/sources/shopify.md.
 const KindShopify = "shopify"
+
+func init() { register(KindShopify, newShopify) }
 
 // Shopify's headers.
 const (
@@ -48,7 +51,7 @@ type shopifyVerifier struct {
 	keys [][]byte
 }
 
-func newShopify(name string, raw json.RawMessage) (Verifier, error) {
+func newShopify(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o shopifyOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
@@ -88,8 +91,8 @@ func (v *shopifyVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox
 }
 
 // Sign implements Signer with Shopify's signature, webhook id and topic
-// headers. (The other X-Shopify-* headers are not signed; sample builders
-// add them.)
+// headers. (The other X-Shopify-* headers are not signed; the sample
+// puts them in Sample.Header.)
 func (v *shopifyVerifier) Sign(body []byte, eventID, eventType string, _ time.Time) http.Header {
 	mac := computeMAC(v.keys[0], sha256.New, func(w io.Writer) { w.Write(body) })
 	h := http.Header{}
@@ -99,4 +102,21 @@ func (v *shopifyVerifier) Sign(body []byte, eventID, eventType string, _ time.Ti
 		h.Set(shopifyTopicHeader, eventType)
 	}
 	return h
+}
+
+// sample implements sampler with a created order, shaped like Shopify's
+// orders/create payload, with the unsigned X-Shopify-* headers Shopify
+// sends; the id and topic are headers (Sign sets them).
+func (v *shopifyVerifier) sample(now time.Time) (Sample, error) {
+	_, number := randomIDs()
+	body := fmt.Sprintf(`{"id":%d,"admin_graphql_api_id":"gid://shopify/Order/%d","name":"#%d","email":"dev@example.com",`+
+		`"created_at":%q,"currency":"USD","financial_status":"paid","total_price":"20.00",`+
+		`"line_items":[{"id":%d,"title":"Dev sample item","quantity":1,"price":"20.00","sku":"DEV-1"}]}`,
+		number, number, 1000+number%9000, now.UTC().Format(time.RFC3339), number+1)
+	h := http.Header{}
+	h.Set(shopifyEventIDHeader, newUUID())
+	h.Set(shopifyShopDomainHeader, "dev-shop.myshopify.com")
+	h.Set(shopifyAPIVersionHeader, "2025-07")
+	h.Set(shopifyTriggeredAtHeader, now.UTC().Format(time.RFC3339Nano))
+	return Sample{EventID: newUUID(), EventType: "orders/create", Body: []byte(body), Header: h}, nil
 }

@@ -124,3 +124,16 @@ func TestShopifyMetadataIsBestEffort(t *testing.T) {
 		t.Fatalf("metadata = %v, want none", id.Metadata)
 	}
 }
+
+func FuzzShopifyVerify(f *testing.F) {
+	src := fuzzSource(f, `{"sources":{"s":{"kind":"shopify","secrets":["shopify-test-secret","shopify-old"]}}}`, "s")
+	f.Add([]byte(`{"id":820982911946154508}`), shopifyOpenSSLSig, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders/create", uint(0))
+	f.Add([]byte(``), "", "", "", uint(0))
+	f.Add([]byte(`x`), "AAAA, BBBB", " id ", "\xff", uint(7))
+	f.Fuzz(func(t *testing.T, body []byte, sig, webhookID, topic string, flip uint) {
+		h := http.Header{"X-Shopify-Hmac-Sha256": {sig}, "X-Shopify-Webhook-Id": {webhookID}, "X-Shopify-Topic": {topic}, "X-Shopify-Event-Id": {topic}}
+		id, err := src.Verifier.Verify(h, body, now)
+		checkOutcome(t, "arbitrary headers", id, err)
+		fuzzRoundTrip(t, src, body, webhookID, topic, flip, 0, 0)
+	})
+}

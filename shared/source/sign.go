@@ -1,14 +1,8 @@
 package source
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -45,58 +39,8 @@ func (s *Source) SignEvent(body []byte, eventID, eventType string, now time.Time
 	return h, nil
 }
 
-// bodyPather is implemented by kinds whose event id and type are read from
-// configurable paths into the body (hmac).
-type bodyPather interface {
-	bodyPaths() (idPath, typePath string)
-}
-
-// BodyIdentityPaths returns the dotted JSON paths at which src's kind
-// reads the event id and type from the body when they are configurable
-// (the hmac kind), so a sample builder can put them there; "" for a value
-// read from a header or from a fixed field the kind documents.
-func (s *Source) BodyIdentityPaths() (idPath, typePath string) {
-	if p, ok := s.Verifier.(bodyPather); ok {
-		return p.bodyPaths()
-	}
-	return "", ""
-}
-
-// Sign implements Signer with Stripe's Stripe-Signature header.
-func (v *stripeVerifier) Sign(body []byte, _, _ string, now time.Time) http.Header {
-	ts := strconv.FormatInt(now.Unix(), 10)
-	mac := hmac.New(sha256.New, v.secrets[0])
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	h := http.Header{}
-	h.Set("Stripe-Signature", fmt.Sprintf("t=%s,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))
-	return h
-}
-
-// Sign implements Signer with the Standard Webhooks headers.
-func (v *standardVerifier) Sign(body []byte, eventID, _ string, now time.Time) http.Header {
-	ts := strconv.FormatInt(now.Unix(), 10)
-	mac := hmac.New(sha256.New, v.keys[0])
-	mac.Write([]byte(eventID + "." + ts + "."))
-	mac.Write(body)
-	h := http.Header{}
-	h.Set("Webhook-Id", eventID)
-	h.Set("Webhook-Timestamp", ts)
-	h.Set("Webhook-Signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	return h
-}
-
 // tolerant is implemented by verifiers that check a signed timestamp.
 type tolerant interface{ tolerance() time.Duration }
-
-func (v *stripeVerifier) tolerance() time.Duration   { return v.tol }
-func (v *standardVerifier) tolerance() time.Duration { return v.tol }
-func (v *hmacVerifier) tolerance() time.Duration {
-	if v.timestampHeader == "" {
-		return 0
-	}
-	return v.tol
-}
 
 // Tolerance returns how far a signed timestamp may be from now for src, or
 // 0 when its sender signs no timestamp (a signed request then stays valid,

@@ -16,6 +16,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -99,26 +100,6 @@ type kindOnly struct {
 	Kind string `json:"kind"`
 }
 
-// builders make a Verifier from a source's JSON options, one per kind.
-var builders = map[string]func(name string, raw json.RawMessage) (Verifier, error){
-	KindStripe:   newStripe,
-	KindStandard: newStandard,
-	KindGitHub:   newGitHub,
-	KindSquare:   newSquare,
-	KindShopify:  newShopify,
-	KindHMAC:     newHMAC,
-}
-
-// Kinds returns the supported source kinds, sorted.
-func Kinds() []string {
-	kinds := make([]string, 0, len(builders))
-	for k := range builders {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return kinds
-}
-
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 // Parse reads and validates a sources document. Errors name the source and
@@ -142,7 +123,7 @@ func Parse(doc []byte) (*Set, error) {
 		if err := json.Unmarshal(raw, &k); err != nil {
 			return nil, fmt.Errorf("sources: source %q: %w", name, err)
 		}
-		build, ok := builders[k.Kind]
+		build, ok := registry[k.Kind]
 		if !ok {
 			if k.Kind == "" {
 				return nil, fmt.Errorf("sources: source %q: field \"kind\" is required (one of %v)", name, Kinds())
@@ -169,10 +150,34 @@ func decodeOptions(name string, raw json.RawMessage, into any) error {
 	return nil
 }
 
+// secretList checks that a source has at least one non-empty secret.
+// Several secrets serve rotation: every one is tried.
+func secretList(name string, secrets []string) ([]string, error) {
+	if len(secrets) == 0 {
+		return nil, fieldError(name, "secrets", "at least one secret is required")
+	}
+	for i, s := range secrets {
+		if strings.TrimSpace(s) == "" {
+			return nil, fieldError(name, "secrets", "secret #%d is empty", i+1)
+		}
+	}
+	return secrets, nil
+}
+
 // fieldError is a configuration error naming the source and the field.
 func fieldError(name, field, format string, args ...any) error {
 	return fmt.Errorf("sources: source %q: field %q: %s", name, field, fmt.Sprintf(format, args...))
 }
+
+// errString is a plain error with a fixed message.
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// DefaultTolerance is how far a signed timestamp may be from now, either
+// way, unless a source sets tolerance_seconds. Stripe's and Standard
+// Webhooks' libraries use the same five minutes.
+const DefaultTolerance = 5 * time.Minute
 
 // toleranceOption turns tolerance_seconds into a duration: 0 means the
 // default; negative is an error (it would refuse everything or nothing).

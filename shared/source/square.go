@@ -3,6 +3,7 @@ package source
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 // request (Host and X-Forwarded-* are the sender's to choose). Square signs
 // no timestamp; the event id is in the signed body, so dedup stops replays.
 const KindSquare = "square"
+
+func init() { register(KindSquare, newSquare) }
 
 // squareSignatureHeader is where Square sends the HMAC-SHA256 signature;
 // the legacy HMAC-SHA1 x-square-signature is ignored.
@@ -39,7 +42,7 @@ type squareVerifier struct {
 	url  []byte
 }
 
-func newSquare(name string, raw json.RawMessage) (Verifier, error) {
+func newSquare(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o squareOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
@@ -89,11 +92,6 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// errString is a plain error with a fixed message.
-type errString string
-
-func (e errString) Error() string { return string(e) }
-
 func (v *squareVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.Identity, error) {
 	val, err := oneSignature(h, squareSignatureHeader)
 	if err != nil {
@@ -127,4 +125,17 @@ func (v *squareVerifier) Sign(body []byte, _, _ string, _ time.Time) http.Header
 	h := http.Header{}
 	h.Set(squareSignatureHeader, encodeMAC(computeMAC(v.keys[0], sha256.New, v.signedContent(body)), encodingBase64))
 	return h
+}
+
+// sample implements sampler with a created order, shaped like Square's
+// order.created notification: the id and type are in the body.
+func (v *squareVerifier) sample(now time.Time) (Sample, error) {
+	suffix, _ := randomIDs()
+	id, typ := newUUID(), "order.created"
+	at := now.UTC().Format(time.RFC3339Nano)
+	body := fmt.Sprintf(`{"merchant_id":"MLDEVFAKE0001","type":%q,"event_id":%q,"created_at":%q,`+
+		`"data":{"type":"order","id":"ord_dev_%s","object":{"order_created":{"created_at":%q,"location_id":"LDEVFAKE0001",`+
+		`"order_id":"ord_dev_%s","state":"OPEN","version":1}}}}`,
+		typ, id, at, suffix, at, suffix)
+	return Sample{EventID: id, EventType: typ, Body: []byte(body), Header: http.Header{}}, nil
 }

@@ -163,3 +163,15 @@ func TestSquareNotificationURL(t *testing.T) {
 		}
 	}
 }
+
+func FuzzSquareVerify(f *testing.F) {
+	src := fuzzSource(f, `{"sources":{"q":{"kind":"square","secrets":["`+squareVectorKey+`","sq-old"],"notification_url":"`+squareVectorURL+`"}}}`, "q")
+	f.Add([]byte(squareVectorBody), squareVectorSignature, uint(0))
+	f.Add([]byte(`{"event_id":"","type":"x"}`), "====", uint(4))
+	f.Add([]byte(`{"event_id":"a\u0000"}`), "AAAA", uint(2))
+	f.Fuzz(func(t *testing.T, body []byte, sig string, flip uint) {
+		id, err := src.Verifier.Verify(http.Header{"X-Square-Hmacsha256-Signature": {sig}}, body, now)
+		checkOutcome(t, "arbitrary header", id, err)
+		fuzzRoundTrip(t, src, body, "", "", flip, 0, 0)
+	})
+}

@@ -1,9 +1,11 @@
 package source
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -18,6 +20,8 @@ import (
 // "{webhook-id}.{webhook-timestamp}.{body}" keyed with the base64-decoded
 // "whsec_" secret, sent as space-separated "v1,<base64>" entries.
 const KindStandard = "standard"
+
+func init() { register(KindStandard, newStandard) }
 
 // standardOptions is the JSON configuration of a standard source.
 type standardOptions struct {
@@ -43,7 +47,7 @@ var standardHeaders = [...]struct{ id, timestamp, signature string }{
 	{"Svix-Id", "Svix-Timestamp", "Svix-Signature"},
 }
 
-func newStandard(name string, raw json.RawMessage) (Verifier, error) {
+func newStandard(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o standardOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
@@ -113,16 +117,6 @@ func (v *standardVerifier) Verify(h http.Header, body []byte, now time.Time) (in
 	return checkIdentity(ident)
 }
 
-// singleHeader returns a header that must appear exactly once: a repeated
-// id or timestamp is ambiguous about what was signed.
-func singleHeader(h http.Header, name string) (string, bool) {
-	vals := h.Values(name)
-	if len(vals) != 1 || vals[0] == "" {
-		return "", false
-	}
-	return vals[0], true
-}
-
 // parseStandardSignatures reads the "v1,<base64>" entries of a
 // space-separated signature header (repeated headers are joined first).
 // Other versions (v1a, asymmetric) and garbled entries are skipped.
@@ -140,4 +134,45 @@ func parseStandardSignatures(header string) [][]byte {
 		sigs = append(sigs, sig)
 	}
 	return sigs
+}
+
+// Sign implements Signer with the Standard Webhooks headers.
+func (v *standardVerifier) Sign(body []byte, eventID, _ string, now time.Time) http.Header {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	mac := hmac.New(sha256.New, v.keys[0])
+	mac.Write([]byte(eventID + "." + ts + "."))
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Webhook-Id", eventID)
+	h.Set("Webhook-Timestamp", ts)
+	h.Set("Webhook-Signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return h
+}
+
+// tolerance implements tolerant.
+func (v *standardVerifier) tolerance() time.Duration { return v.tol }
+
+// sample implements sampler with a failed invoice payment: the id travels
+// in webhook-id (Sign sets it), the type in the source's type_field, which
+// takes the place of a field of the same name.
+func (v *standardVerifier) sample(now time.Time) (Sample, error) {
+	suffix, _ := randomIDs()
+	s := Sample{EventID: "msg_dev_" + suffix, Header: http.Header{}}
+	var fields []string
+	if v.typeField != "" {
+		s.EventType = "invoice.payment_failed"
+		key, err := json.Marshal(v.typeField)
+		if err != nil {
+			return Sample{}, fmt.Errorf("type_field: %w", err)
+		}
+		fields = append(fields, fmt.Sprintf("%s:%q", key, s.EventType))
+	}
+	if v.typeField != "timestamp" {
+		fields = append(fields, fmt.Sprintf(`"timestamp":%q`, now.UTC().Format(time.RFC3339)))
+	}
+	if v.typeField != "data" {
+		fields = append(fields, fmt.Sprintf(`"data":{"invoice":"in_dev_%s","customer":"cus_dev","amount_due":2000}`, suffix))
+	}
+	s.Body = []byte("{" + strings.Join(fields, ",") + "}")
+	return s, nil
 }

@@ -1,9 +1,11 @@
 package source
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,10 +19,7 @@ import (
 // where each v1 is HMAC-SHA256("{t}.{body}") keyed with the endpoint secret.
 const KindStripe = "stripe"
 
-// DefaultTolerance is how far a signed timestamp may be from now, either
-// way, unless a source sets tolerance_seconds. Stripe's and Standard
-// Webhooks' libraries use the same five minutes.
-const DefaultTolerance = 5 * time.Minute
+func init() { register(KindStripe, newStripe) }
 
 // stripeOptions is the JSON configuration of a stripe source.
 type stripeOptions struct {
@@ -34,7 +33,7 @@ type stripeVerifier struct {
 	tol     time.Duration
 }
 
-func newStripe(name string, raw json.RawMessage) (Verifier, error) {
+func newStripe(name string, raw json.RawMessage) (kindVerifier, error) {
 	var o stripeOptions
 	if err := decodeOptions(name, raw, &o); err != nil {
 		return nil, err
@@ -53,31 +52,6 @@ func newStripe(name string, raw json.RawMessage) (Verifier, error) {
 		v.secrets = append(v.secrets, []byte(s))
 	}
 	return v, nil
-}
-
-// secretList checks that a source has at least one non-empty secret.
-// Several secrets serve rotation: every one is tried.
-func secretList(name string, secrets []string) ([]string, error) {
-	if len(secrets) == 0 {
-		return nil, fieldError(name, "secrets", "at least one secret is required")
-	}
-	for i, s := range secrets {
-		if strings.TrimSpace(s) == "" {
-			return nil, fieldError(name, "secrets", "secret #%d is empty", i+1)
-		}
-	}
-	return secrets, nil
-}
-
-// headerValue returns every value of a header joined with ", ". Proxies and
-// API Gateway fold repeated headers into one comma-joined value; doing the
-// same here makes a duplicated header parse identically on every transport.
-func headerValue(h http.Header, name string) (string, bool) {
-	vals := h.Values(name)
-	if len(vals) == 0 {
-		return "", false
-	}
-	return strings.Join(vals, ", "), true
 }
 
 func (v *stripeVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.Identity, error) {
@@ -148,4 +122,29 @@ func parseStripeHeader(header string) (int64, [][]byte, error) {
 		return 0, nil, inbox.Errorf(inbox.CauseSignatureMalformed, "the Stripe-Signature header has no valid v1 signature")
 	}
 	return ts, sigs, nil
+}
+
+// Sign implements Signer with Stripe's Stripe-Signature header.
+func (v *stripeVerifier) Sign(body []byte, _, _ string, now time.Time) http.Header {
+	ts := strconv.FormatInt(now.Unix(), 10)
+	mac := hmac.New(sha256.New, v.secrets[0])
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Stripe-Signature", fmt.Sprintf("t=%s,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))
+	return h
+}
+
+// tolerance implements tolerant.
+func (v *stripeVerifier) tolerance() time.Duration { return v.tol }
+
+// sample implements sampler with a failed invoice payment, shaped like
+// Stripe's event object: the id and type are in the body.
+func (v *stripeVerifier) sample(now time.Time) (Sample, error) {
+	suffix, _ := randomIDs()
+	id, typ := "evt_dev_"+suffix, "invoice.payment_failed"
+	body := fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"created":%d,"livemode":false,`+
+		`"data":{"object":{"id":"in_dev_%s","object":"invoice","customer":"cus_dev","amount_due":2000,"currency":"usd","attempt_count":1}}}`,
+		id, typ, now.Unix(), suffix)
+	return Sample{EventID: id, EventType: typ, Body: []byte(body), Header: http.Header{}}, nil
 }
