@@ -127,6 +127,9 @@ type Archiver struct {
 	afterConfirm func(ctx context.Context, key string) error
 	// afterCommit, when set, runs after each batch commits.
 	afterCommit func(ctx context.Context, key string)
+	// afterChoose, when set, runs after a batch is chosen, before its
+	// object is recorded: tests let another archiver run there.
+	afterChoose func(ctx context.Context, key string)
 	// noSweep makes RunOnce skip the orphan sweep, so that a test can leave
 	// an orphan behind as a killed process would.
 	noSweep bool
@@ -347,12 +350,23 @@ func (a *Archiver) lockBatch(ctx context.Context, cutoff time.Time) (*storage.Ev
 			return nil, "", nil
 		}
 		key := a.objectKey(c)
-		if err := a.store.ArchiveObjectPrepare(ctx, key, c.Provider); err != nil {
-			if errors.Is(err, storage.ErrArchiveObjectCommitted) {
-				// Keys are unique per batch content; this is a bug, and
-				// the committed object must not be overwritten.
-				return nil, "", inbox.WrapError(inbox.CauseInternal, err, "archive key collision")
-			}
+		if a.afterChoose != nil {
+			a.afterChoose(ctx, key)
+		}
+		err = a.store.ArchiveObjectPrepare(ctx, key, c.Provider)
+		switch {
+		case errors.Is(err, storage.ErrArchiveObjectCommitted) && attempt < lockBatchAttempts:
+			// Another archiver chose the same batch and committed it
+			// between our choice and now: its events are archived, and the
+			// next choice leaves them out.
+			a.log.Debug("archive: batch committed by another archiver; choosing again", "key", key)
+			continue
+		case errors.Is(err, storage.ErrArchiveObjectCommitted):
+			// Chosen again and again with a committed key: keys are unique
+			// per batch content, so this is a bug, and the committed object
+			// must not be overwritten.
+			return nil, "", inbox.WrapError(inbox.CauseInternal, err, "archive key collision")
+		case err != nil:
 			return nil, "", dbError(err, "record archive object")
 		}
 		tx, err := a.store.EventArchiveBegin(ctx, key, c, 0)

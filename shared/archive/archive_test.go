@@ -888,6 +888,33 @@ func TestS3RefusalIsNotAnOutage(t *testing.T) {
 	}
 }
 
+// TestBatchCommittedByAnotherArchiver: two archivers choose the same
+// batch; the other one archives it before this one records its object.
+// This one must choose again (finding nothing left), not report a key
+// collision.
+func TestBatchCommittedByAnotherArchiver(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	bodies := f.bulkInsert("stripe", 5, 100)
+	f.process(2 * time.Hour)
+	other := f.archiver(nil)
+	slow := f.archiver(nil)
+	var chosen []string
+	archive.SetAfterChoose(slow, func(ctx context.Context, key string) {
+		chosen = append(chosen, key)
+		if len(chosen) == 1 {
+			if res := f.run(other); res.Events != len(bodies) || res.Keys[0] != key {
+				t.Errorf("the other archiver: %+v, want the same batch %s", res, key)
+			}
+		}
+	})
+	res, err := slow.RunOnce(context.Background())
+	if err != nil || res.Events != 0 || len(chosen) != 1 {
+		t.Fatalf("run = %+v, %v (chose %v)", res, err, chosen)
+	}
+	f.check()
+}
+
 func TestConcurrentArchivers(t *testing.T) {
 	t.Parallel()
 	f := setup(t)

@@ -11,6 +11,10 @@ import (
 // events are marked archived.
 func SetAfterConfirm(a *Archiver, f func(ctx context.Context, key string) error) { a.afterConfirm = f }
 
+// SetAfterChoose makes f run after each batch is chosen, before its
+// object is recorded in the manifest.
+func SetAfterChoose(a *Archiver, f func(ctx context.Context, key string)) { a.afterChoose = f }
+
 // SetAfterCommit makes f run after each batch commits.
 func SetAfterCommit(a *Archiver, f func(ctx context.Context, key string)) { a.afterCommit = f }
 
