@@ -28,7 +28,7 @@ setup: ## install what the tests and the dev stack need (PostgreSQL server, pinn
 	@$(GO) mod download
 	@cd tools && $(GO) mod download
 	@# Build the pinned tools once into Go's cache (later runs are cache hits).
-	@for t in gotestsum versitygw aws-lambda-rie; do $(GOTOOLS) -n $$t >/dev/null; done
+	@for t in gotestsum versitygw aws-lambda-rie sqlc; do $(GOTOOLS) -n $$t >/dev/null; done
 
 .PHONY: dev
 dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver
@@ -37,6 +37,18 @@ dev: setup ## the whole system in one process: Postgres, S3, receiver on http://
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2000000x)
 	./scripts/fuzz-smoke.sh
+
+# sqlc turns each package's queries/*.sql into internal/dbsqlc (see
+# shared/sqlc.yaml); the generated code is committed.
+SQLC := $(GOTOOLS) sqlc -f shared/sqlc.yaml
+
+.PHONY: generate
+generate: ## regenerate the Go code of the SQL queries after changing a query or a migration
+	$(SQLC) generate
+
+.PHONY: generate-check
+generate-check: ## fail when the committed generated code is not what the queries and migrations give
+	@$(SQLC) diff || { echo "generate-check: the generated query code is stale: run make generate and commit the result" >&2; exit 1; }
 
 .PHONY: build
 build: ## compile every package and command
@@ -49,7 +61,7 @@ lint: ## gofmt and go vet
 	$(GO) vet $(PKGS)
 
 .PHONY: test
-test: setup build lint ## everything: install, build, vet, fuzz smoke, all tests against a real Postgres
+test: setup build lint generate-check ## everything: install, build, vet, generated code fresh, fuzz smoke, all tests against a real Postgres
 	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
 

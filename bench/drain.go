@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -156,7 +157,7 @@ func (b *bench) loadEvents(ctx context.Context, n int, processed bool) error {
 	var processedAt *time.Time
 	var outcome *string
 	if processed {
-		at, handled := time.Now().Add(-24*time.Hour), storage.OutcomeHandled
+		at, handled := time.Now().Add(-24*time.Hour), string(inbox.OutcomeHandled)
 		processedAt, outcome = &at, &handled
 	}
 	i := 0

@@ -217,7 +217,7 @@ func (b *bench) storeDuplicateSet(ctx context.Context) error {
 					return
 				}
 				_, err := store.EventInsert(ctx, storage.EventInsertParams{
-					Provider: sourceName, SourceKind: source.KindStripe, EventID: dupID(i), EventType: eventType, Body: dupBody(b.s.Seed, i),
+					Source: sourceName, SourceKind: source.KindStripe, EventID: dupID(i), EventType: eventType, Body: dupBody(b.s.Seed, i),
 				})
 				if err != nil {
 					errs[w] = err
@@ -502,7 +502,7 @@ func (b *bench) storeDirect(ctx context.Context, conc int) (Run, error) {
 				for time.Now().Before(deadline) {
 					id := stripeID(rnd)
 					res, err := store.EventInsert(ctx, storage.EventInsertParams{
-						Provider: sourceName, SourceKind: source.KindStripe, EventID: id, EventType: eventType, Body: stripeBody(id, rnd),
+						Source: sourceName, SourceKind: source.KindStripe, EventID: id, EventType: eventType, Body: stripeBody(id, rnd),
 					})
 					if err == nil && !res.Inserted {
 						err = fmt.Errorf("event %s: stored as a duplicate", id)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -107,7 +108,7 @@ func emulateLoop(ctx context.Context, pool *pgxpool.Pool, name, variant string, 
 	for seq := 1; ; seq++ {
 		now := time.Now()
 		token := name + "#" + strconv.Itoa(seq)
-		evs, err := store.EventsClaim(ctx, storage.EventsClaimParams{Now: now, Limit: batch, LockedUntil: now.Add(2 * time.Minute), Token: token})
+		evs, err := store.EventClaim(ctx, storage.EventClaimParams{Now: now, Limit: batch, LockedUntil: now.Add(2 * time.Minute), Token: token})
 		if err != nil {
 			return err
 		}
@@ -131,11 +132,11 @@ func emulateLoop(ctx context.Context, pool *pgxpool.Pool, name, variant string, 
 					return fmt.Errorf("start attempt of %d: ok=%v %w", ev.ID, ok, err)
 				}
 			}
-			mark := storage.EventMarkProcessedParams{ID: ev.ID, Token: token, Now: time.Now(), Outcome: storage.OutcomeHandled}
+			mark := storage.EventMarkProcessedParams{ID: ev.ID, Token: token, Now: time.Now(), Outcome: inbox.OutcomeHandled}
 			if variant == variantPipelineBegin {
 				err = markPipelined(ctx, pool, mark)
 			} else {
-				err = markInTx(ctx, pool, mark)
+				err = markInTx(ctx, store, mark)
 			}
 			if err != nil {
 				return err
@@ -147,13 +148,13 @@ func emulateLoop(ctx context.Context, pool *pgxpool.Pool, name, variant string, 
 
 // markInTx is the processor's apply with a no-op handler: BEGIN, mark,
 // COMMIT, one round trip each.
-func markInTx(ctx context.Context, pool *pgxpool.Pool, p storage.EventMarkProcessedParams) error {
-	tx, err := pool.Begin(ctx)
+func markInTx(ctx context.Context, store *storage.Store, p storage.EventMarkProcessedParams) error {
+	tx, err := store.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	ok, err := storage.EventMarkProcessed(ctx, tx, p)
+	ok, err := tx.EventMarkProcessed(ctx, p)
 	if err != nil || !ok {
 		return fmt.Errorf("mark %d: ok=%v %w", p.ID, ok, err)
 	}
@@ -169,7 +170,7 @@ func markPipelined(ctx context.Context, pool *pgxpool.Pool, p storage.EventMarkP
 		return err
 	}
 	defer conn.Release()
-	ok, err := storage.EventMarkProcessed(ctx, beginBatch{conn.Conn()}, p)
+	ok, err := storage.On(beginBatch{conn.Conn()}).EventMarkProcessed(ctx, p)
 	if err != nil || !ok {
 		_, _ = conn.Exec(ctx, "rollback")
 		return fmt.Errorf("mark %d pipelined: ok=%v %w", p.ID, ok, err)

@@ -72,11 +72,11 @@ a run would archive now.`,
 			if cfg.MinAge <= 0 {
 				cfg.MinAge = archive.DefaultMinAge
 			}
-			now, err := o.store.DatabaseNow(ctx)
+			now, err := o.store.PGNow(ctx)
 			if err != nil {
 				return err
 			}
-			total, err := o.store.EventsArchivableCount(ctx, now.Add(-cfg.MinAge))
+			total, err := o.store.EventCountArchivable(ctx, now.Add(-cfg.MinAge))
 			if err != nil {
 				return err
 			}

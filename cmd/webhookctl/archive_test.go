@@ -6,7 +6,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 )
@@ -42,12 +44,9 @@ func TestArchiveRun(t *testing.T) {
 		want = append(want, f.insert("stripe", id, "ok"))
 	}
 	want = append(want, f.insert("github", "g1", "ok"), f.insert("github", "g2", "issues"))
-	unprocessed := f.insert("stripe", "later", "ok")
 	f.drain(nil)
 	// One event unprocessed: nothing to archive there.
-	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_events SET processed_at = NULL, outcome = NULL WHERE id = $1`, unprocessed); err != nil {
-		t.Fatal(err)
-	}
+	f.insert("stripe", "later", "ok")
 
 	// The default minimum age (7 days) leaves everything in Postgres.
 	var none, dry, run archiveRunJSON
@@ -80,8 +79,8 @@ func TestArchiveRun(t *testing.T) {
 	}
 
 	// --max-batches stops early and says so.
-	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_events SET processed_at = now() - interval '1 hour', outcome = 'handled' WHERE id = $1`, unprocessed); err != nil {
-		t.Fatal(err)
+	if done := factory.ProcessDue(f.ctx, t, f.store, time.Now().Add(-time.Hour)); len(done) != 1 || done[0].EventID != "later" {
+		t.Fatalf("processed %d events, want the one left", len(done))
 	}
 	f.insert("github", "g3", "ok")
 	f.drain(nil)

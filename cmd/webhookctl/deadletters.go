@@ -36,7 +36,7 @@ func (f *deadLetterFlags) register(cmd *cobra.Command) {
 
 // filter returns the storage filter at now (the database's clock).
 func (f *deadLetterFlags) filter(o *ops) (storage.DeadLetterFilter, error) {
-	now, err := o.store.DatabaseNow(o.cmd.Context())
+	now, err := o.store.PGNow(o.cmd.Context())
 	if err != nil {
 		return storage.DeadLetterFilter{}, err
 	}
@@ -44,7 +44,7 @@ func (f *deadLetterFlags) filter(o *ops) (storage.DeadLetterFilter, error) {
 	if err != nil {
 		return storage.DeadLetterFilter{}, err
 	}
-	return storage.DeadLetterFilter{ID: f.id, Provider: f.source, EventType: f.typ, DeadFrom: from, DeadTo: to}, nil
+	return storage.DeadLetterFilter{ID: f.id, Source: f.source, EventType: f.typ, DeadFrom: from, DeadTo: to}, nil
 }
 
 func newDeadLettersListCmd() *cobra.Command {
@@ -76,7 +76,7 @@ error history is in --json and in 'events show EVENT'.`,
 			if filter == (storage.DeadLetterFilter{}) {
 				filter.All = true // listing everything is harmless
 			}
-			dls, err := o.store.DeadLettersList(cmd.Context(), filter, limit)
+			dls, err := o.store.DeadLetterList(cmd.Context(), filter, limit)
 			if err != nil {
 				return err
 			}
@@ -95,8 +95,8 @@ error history is in --json and in 'events show EVENT'.`,
 			tw := newTable(out)
 			fmt.Fprintln(tw, "ID\tEVENT\tSOURCE\tEVENT ID\tTYPE\tATTEMPTS\tDEAD AT\tLAST ERROR")
 			for _, d := range dls {
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventPK, d.Provider, oneLine(d.EventID, 40),
-					oneLine(d.EventType, 40), d.Attempts, stamp(&d.DeadAt), oneLine(deref(d.LastError), 80))
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventPK, d.Source, oneLine(d.EventID, 40),
+					oneLine(d.Type, 40), d.Attempts, stamp(&d.DeadAt), oneLine(d.LastError, 80))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -154,7 +154,7 @@ filter; without a filter, --all is required.`,
 				return err
 			}
 			filter.All = all
-			n, err := o.store.DeadLettersCount(ctx, filter)
+			n, err := o.store.DeadLetterCountRequeueable(ctx, filter)
 			if errors.Is(err, storage.ErrEmptyFilter) {
 				return errors.New("give a dead letter's id, --source, --type, a time window, or --all")
 			}
@@ -169,12 +169,12 @@ filter; without a filter, --all is required.`,
 				fmt.Fprintf(out, "dry run: %d events would be requeued\n", n)
 				return nil
 			}
-			now, err := o.store.DatabaseNow(ctx)
+			now, err := o.store.PGNow(ctx)
 			if err != nil {
 				return err
 			}
 			b := newBar(cmd, int64(n), "requeueing")
-			got, err := o.store.DeadLettersRequeue(ctx, filter, now)
+			got, err := o.store.DeadLetterRequeue(ctx, filter, now)
 			b.Set(got)
 			b.Done()
 			if err != nil {

@@ -27,8 +27,8 @@ func TestDeadLettersList(t *testing.T) {
 	}
 	d := all.DeadLetters[0]
 	if d.EventPK != ids["poison1"] || d.Source != "stripe" || d.Type != "poison" || d.Attempts != 1 || d.LastError == nil ||
-		!strings.Contains(string(d.Errors), `"cause":"permanent_error"`) || d.RequeuedAt != nil {
-		t.Fatalf("dead letter = %+v (errors %s)", d, d.Errors)
+		len(d.Errors) != 1 || d.Errors[0].Cause != "permanent_error" || d.RequeuedAt != nil {
+		t.Fatalf("dead letter = %+v (errors %v)", d, d.Errors)
 	}
 	var one deadLettersListOut
 	f.runJSON(&one, "dead-letters", "list", "--id", strconv.FormatInt(d.ID, 10))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -255,14 +256,14 @@ func parseEventRef(args []string) (eventRef, error) {
 	return eventRef{}, errors.New("name one event: ID, or SOURCE EVENT_ID")
 }
 
-// get reads the event at now.
-func (r eventRef) get(ctx context.Context, store *storage.Store, now time.Time) (storage.EventDetail, error) {
-	var e storage.EventDetail
+// get reads the event.
+func (r eventRef) get(ctx context.Context, store *storage.Store) (*inbox.Event, error) {
+	var e *inbox.Event
 	var err error
 	if r.id != 0 {
-		e, err = store.EventGet(ctx, r.id, now)
+		e, err = store.EventGetByID(ctx, r.id)
 	} else {
-		e, err = store.EventFind(ctx, r.source, r.eventID, now)
+		e, err = store.EventGetByKey(ctx, r.source, r.eventID)
 	}
 	if errors.Is(err, storage.ErrEventNotFound) {
 		return e, fmt.Errorf("no such event (%s)", r)
@@ -316,11 +317,12 @@ func stamp(t *time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// orNull is s for JSON output, where "" is null.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
 	}
-	return *s
+	return &s
 }
 
 // oneLine shortens s to one line of at most n runes, for a table cell,

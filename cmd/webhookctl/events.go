@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -41,11 +41,11 @@ type eventJSON struct {
 	BodySize      int        `json:"body_size"`
 }
 
-func eventToJSON(e storage.EventSummary) eventJSON {
+func eventToJSON(now time.Time, e *inbox.Event) eventJSON {
 	j := eventJSON{
-		ID: e.ID, Source: e.Provider, EventID: e.EventID, Type: e.EventType, State: string(e.State),
-		Outcome: e.Outcome, Attempts: e.Attempts, ReceivedAt: e.CreatedAt, ProcessedAt: e.ProcessedAt,
-		DeadAt: e.DeadAt, LastError: e.LastError, BodySize: e.BodySize,
+		ID: e.ID, Source: e.Source, EventID: e.EventID, Type: e.Type, State: string(e.State(now)),
+		Outcome: orNull(string(e.Outcome)), Attempts: e.Attempts, ReceivedAt: e.CreatedAt, ProcessedAt: e.ProcessedAt,
+		DeadAt: e.DeadAt, LastError: orNull(e.LastError), BodySize: e.BodySize,
 	}
 	if e.ProcessedAt == nil && e.DeadAt == nil {
 		// Only meaningful while the event waits for the processor.
@@ -71,10 +71,10 @@ func newEventsListCmd() *cobra.Command {
 
 States: %v. The backlog is pending + retrying + in_flight;
 processed and archived events are done (archived: body in S3); dead events
-are in the dead letters (see dead-letters list).`, storage.EventStates()),
+are in the dead letters (see dead-letters list).`, inbox.EventStates()),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := storage.ParseEventState(state)
+			st, err := inbox.ParseEventState(state)
 			if err != nil {
 				return fmt.Errorf("--state: %w", err)
 			}
@@ -87,7 +87,7 @@ are in the dead letters (see dead-letters list).`, storage.EventStates()),
 			}
 			defer o.close()
 			ctx := cmd.Context()
-			now, err := o.store.DatabaseNow(ctx)
+			now, err := o.store.PGNow(ctx)
 			if err != nil {
 				return err
 			}
@@ -95,8 +95,8 @@ are in the dead letters (see dead-letters list).`, storage.EventStates()),
 			if err != nil {
 				return err
 			}
-			evs, err := o.store.EventsList(ctx, storage.EventFilter{
-				Provider: source, EventType: typ, State: st, CreatedFrom: from, CreatedTo: to, BeforeID: before,
+			evs, err := o.store.EventList(ctx, storage.EventFilter{
+				Source: source, EventType: typ, State: st, CreatedFrom: from, CreatedTo: to, BeforeID: before,
 			}, now, limit)
 			if err != nil {
 				return err
@@ -109,7 +109,7 @@ are in the dead letters (see dead-letters list).`, storage.EventStates()),
 			if asJSON {
 				list := make([]eventJSON, len(evs))
 				for i, e := range evs {
-					list[i] = eventToJSON(e)
+					list[i] = eventToJSON(now, e)
 				}
 				return writeJSON(out, map[string]any{"events": list, "next_before": next})
 			}
@@ -120,8 +120,8 @@ are in the dead letters (see dead-letters list).`, storage.EventStates()),
 			tw := newTable(out)
 			fmt.Fprintln(tw, "ID\tSOURCE\tEVENT ID\tTYPE\tSTATE\tATTEMPTS\tRECEIVED\tNOTE")
 			for _, e := range evs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Provider, oneLine(e.EventID, 40), oneLine(e.EventType, 40),
-					e.State, e.Attempts, ago(now, e.CreatedAt), eventNote(now, e))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Source, oneLine(e.EventID, 40), oneLine(e.Type, 40),
+					e.State(now), e.Attempts, ago(now, e.CreatedAt), eventNote(now, e))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -134,7 +134,7 @@ are in the dead letters (see dead-letters list).`, storage.EventStates()),
 	}
 	cmd.Flags().StringVar(&source, "source", "", "only this source")
 	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
-	cmd.Flags().StringVar(&state, "state", "", fmt.Sprintf("only this state: %v", storage.EventStates()))
+	cmd.Flags().StringVar(&state, "state", "", fmt.Sprintf("only this state: %v", inbox.EventStates()))
 	window.register(cmd, "received")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
 	cmd.Flags().Int64Var(&before, "before", 0, "only events with a smaller id (paging)")
@@ -143,18 +143,18 @@ are in the dead letters (see dead-letters list).`, storage.EventStates()),
 }
 
 // eventNote is the list's last column: what is next, or how it ended.
-func eventNote(now time.Time, e storage.EventSummary) string {
-	switch e.State {
-	case storage.StateProcessed, storage.StateArchived:
-		return fmt.Sprintf("%s %s", deref(e.Outcome), ago(now, *e.ProcessedAt))
-	case storage.StateDead:
-		return "dead " + ago(now, *e.DeadAt) + ": " + oneLine(deref(e.LastError), 60)
-	case storage.StateExpunged:
+func eventNote(now time.Time, e *inbox.Event) string {
+	switch e.State(now) {
+	case inbox.StateProcessed, inbox.StateArchived:
+		return fmt.Sprintf("%s %s", e.Outcome, ago(now, *e.ProcessedAt))
+	case inbox.StateDead:
+		return "dead " + ago(now, *e.DeadAt) + ": " + oneLine(e.LastError, 60)
+	case inbox.StateExpunged:
 		return "body erased"
-	case storage.StateInFlight:
+	case inbox.StateInFlight:
 		return "lease ends " + ago(now, e.NextAttemptAt)
-	case storage.StateRetrying:
-		return "next attempt " + ago(now, e.NextAttemptAt) + ": " + oneLine(deref(e.LastError), 60)
+	case inbox.StateRetrying:
+		return "next attempt " + ago(now, e.NextAttemptAt) + ": " + oneLine(e.LastError, 60)
 	default:
 		return "due " + ago(now, e.NextAttemptAt)
 	}
@@ -169,26 +169,22 @@ type attemptJSON struct {
 }
 
 type deadLetterJSON struct {
-	ID         int64           `json:"id"`
-	EventPK    int64           `json:"event"`
-	Source     string          `json:"source"`
-	EventID    string          `json:"event_id"`
-	Type       string          `json:"type"`
-	Attempts   int             `json:"attempts"`
-	LastError  *string         `json:"last_error"`
-	Errors     json.RawMessage `json:"errors"`
-	DeadAt     time.Time       `json:"dead_at"`
-	RequeuedAt *time.Time      `json:"requeued_at"`
+	ID         int64         `json:"id"`
+	EventPK    int64         `json:"event"`
+	Source     string        `json:"source"`
+	EventID    string        `json:"event_id"`
+	Type       string        `json:"type"`
+	Attempts   int           `json:"attempts"`
+	LastError  *string       `json:"last_error"`
+	Errors     []attemptJSON `json:"errors"`
+	DeadAt     time.Time     `json:"dead_at"`
+	RequeuedAt *time.Time    `json:"requeued_at"`
 }
 
-func deadLetterToJSON(d storage.DeadLetter) deadLetterJSON {
-	errs := json.RawMessage(d.Errors)
-	if len(errs) == 0 {
-		errs = json.RawMessage("[]")
-	}
+func deadLetterToJSON(d *inbox.DeadLetter) deadLetterJSON {
 	return deadLetterJSON{
-		ID: d.ID, EventPK: d.EventPK, Source: d.Provider, EventID: d.EventID, Type: d.EventType,
-		Attempts: d.Attempts, LastError: d.LastError, Errors: errs, DeadAt: d.DeadAt, RequeuedAt: d.RequeuedAt,
+		ID: d.ID, EventPK: d.EventPK, Source: d.Source, EventID: d.EventID, Type: d.Type,
+		Attempts: d.Attempts, LastError: orNull(d.LastError), Errors: attemptsJSON(d.Errors), DeadAt: d.DeadAt, RequeuedAt: d.RequeuedAt,
 	}
 }
 
@@ -253,19 +249,19 @@ them with 'webhookdev send'.`,
 			}
 			defer o.close()
 			ctx := cmd.Context()
-			now, err := o.store.DatabaseNow(ctx)
+			now, err := o.store.PGNow(ctx)
 			if err != nil {
 				return err
 			}
-			e, err := ref.get(ctx, o.store, now)
+			e, err := ref.get(ctx, o.store)
 			if err != nil {
 				return err
 			}
-			dls, err := o.store.DeadLettersByEvent(ctx, e.ID)
+			dls, err := o.store.DeadLetterListByEvent(ctx, e.ID)
 			if err != nil {
 				return err
 			}
-			mms, err := o.store.PayloadMismatchesByEvent(ctx, e.Provider, e.EventID)
+			mms, err := o.store.PayloadMismatchListByEvent(ctx, e.Source, e.EventID)
 			if err != nil {
 				return err
 			}
@@ -292,10 +288,13 @@ them with 'webhookdev send'.`,
 			out := cmd.OutOrStdout()
 			if asJSON {
 				j := eventShowJSON{
-					eventJSON: eventToJSON(e.EventSummary), SourceKind: e.SourceKind, BodySHA256: hex.EncodeToString(e.BodySHA256),
-					Metadata: e.Metadata, LockedUntil: e.LockedUntil, LockedBy: e.LockedBy, ArchiveKey: e.ArchiveKey,
-					ArchiveOffset: e.ArchiveOffset, ArchiveLength: e.ArchiveLength, ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
-					Errors: decodeAttempts(e.Errors), DeadLetters: []deadLetterJSON{}, Mismatches: []mismatchJSON{},
+					eventJSON: eventToJSON(now, e), SourceKind: e.SourceKind, BodySHA256: hex.EncodeToString(e.BodySHA256),
+					Metadata: e.Metadata, LockedUntil: e.LockedUntil, LockedBy: orNull(e.LockedBy), ArchiveKey: orNull(e.ArchiveKey),
+					ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
+					Errors: attemptsJSON(e.Errors), DeadLetters: []deadLetterJSON{}, Mismatches: []mismatchJSON{},
+				}
+				if e.ArchiveKey != "" {
+					j.ArchiveOffset, j.ArchiveLength = &e.ArchiveOffset, &e.ArchiveLength
 				}
 				for _, d := range dls {
 					j.DeadLetters = append(j.DeadLetters, deadLetterToJSON(d))
@@ -340,7 +339,7 @@ var errExpunged = errors.New("the body was expunged (erased on request)")
 
 // readEventBody returns the raw body and where it came from: Postgres
 // while it is there (checked against the recorded hash), else the archive.
-func readEventBody(o *ops, e storage.EventDetail) ([]byte, string, error) {
+func readEventBody(o *ops, e *inbox.Event) ([]byte, string, error) {
 	switch {
 	case e.ExpungedAt != nil:
 		return nil, "", errExpunged
@@ -351,57 +350,59 @@ func readEventBody(o *ops, e storage.EventDetail) ([]byte, string, error) {
 				len(e.Body), sum, e.BodySize, e.BodySHA256)
 		}
 		return e.Body, "postgres", nil
-	case e.ArchiveKey == nil:
+	case e.ArchiveKey == "":
 		return nil, "", errors.New("the event has neither a body in Postgres nor an archive location")
 	}
 	cfg, err := o.archiveSettings()
 	if err != nil {
-		return nil, "", fmt.Errorf("the body is archived in %s: %w", *e.ArchiveKey, err)
+		return nil, "", fmt.Errorf("the body is archived in %s: %w", e.ArchiveKey, err)
 	}
 	a, err := o.archiver(cfg, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	body, err := a.ReadBody(o.cmd.Context(), e.Provider, e.EventID)
+	body, err := a.Body(o.cmd.Context(), e)
 	if err != nil {
 		return nil, "", err
 	}
 	return body, "archive", nil
 }
 
-func decodeAttempts(raw []byte) []attemptJSON {
-	out := []attemptJSON{}
-	_ = json.Unmarshal(raw, &out)
+func attemptsJSON(errs []inbox.AttemptError) []attemptJSON {
+	out := make([]attemptJSON, len(errs))
+	for i, a := range errs {
+		out[i] = attemptJSON{Attempt: a.Attempt, At: a.At, Cause: string(a.Cause), Error: a.Error}
+	}
 	return out
 }
 
-func printEvent(out io.Writer, now time.Time, e storage.EventDetail, dls []storage.DeadLetter, mms []storage.PayloadMismatch) error {
+func printEvent(out io.Writer, now time.Time, e *inbox.Event, dls []*inbox.DeadLetter, mms []inbox.PayloadMismatch) error {
 	tw := newTable(out)
 	kind := ""
 	if e.SourceKind != "" {
 		kind = " (kind " + e.SourceKind + ")"
 	}
-	fmt.Fprintf(tw, "EVENT %d\t%s/%s%s\n", e.ID, e.Provider, e.EventID, kind)
-	fmt.Fprintf(tw, "  type\t%s\n", e.EventType)
-	fmt.Fprintf(tw, "  state\t%s\n", e.State)
+	fmt.Fprintf(tw, "EVENT %d\t%s/%s%s\n", e.ID, e.Source, e.EventID, kind)
+	fmt.Fprintf(tw, "  type\t%s\n", e.Type)
+	fmt.Fprintf(tw, "  state\t%s\n", e.State(now))
 	fmt.Fprintf(tw, "  received\t%s (%s)\n", stamp(&e.CreatedAt), ago(now, e.CreatedAt))
 	if e.ProcessedAt != nil {
-		fmt.Fprintf(tw, "  processed\t%s (%s), outcome %s\n", stamp(e.ProcessedAt), ago(now, *e.ProcessedAt), deref(e.Outcome))
-	} else if e.DeadAt == nil && e.State != storage.StateInFlight {
+		fmt.Fprintf(tw, "  processed\t%s (%s), outcome %s\n", stamp(e.ProcessedAt), ago(now, *e.ProcessedAt), e.Outcome)
+	} else if e.DeadAt == nil && e.State(now) != inbox.StateInFlight {
 		fmt.Fprintf(tw, "  next attempt\t%s (%s)\n", stamp(&e.NextAttemptAt), ago(now, e.NextAttemptAt))
 	}
 	fmt.Fprintf(tw, "  attempts\t%d\n", e.Attempts)
 	if e.LockedUntil != nil {
-		fmt.Fprintf(tw, "  lease\tuntil %s (%s), held by %s\n", stamp(e.LockedUntil), ago(now, *e.LockedUntil), deref(e.LockedBy))
+		fmt.Fprintf(tw, "  lease\tuntil %s (%s), held by %s\n", stamp(e.LockedUntil), ago(now, *e.LockedUntil), e.LockedBy)
 	}
-	if e.LastError != nil {
-		fmt.Fprintf(tw, "  last error\t%s\n", oneLine(*e.LastError, 200))
+	if e.LastError != "" {
+		fmt.Fprintf(tw, "  last error\t%s\n", oneLine(e.LastError, 200))
 	}
 	if e.DeadAt != nil {
 		fmt.Fprintf(tw, "  dead\t%s (%s): in the dead letters\n", stamp(e.DeadAt), ago(now, *e.DeadAt))
 	}
-	if e.ArchiveKey != nil {
-		fmt.Fprintf(tw, "  archived\t%s in %s [%d, +%d)\n", stamp(e.ArchivedAt), *e.ArchiveKey, *e.ArchiveOffset, *e.ArchiveLength)
+	if e.ArchiveKey != "" {
+		fmt.Fprintf(tw, "  archived\t%s in %s [%d, +%d)\n", stamp(e.ArchivedAt), e.ArchiveKey, e.ArchiveOffset, e.ArchiveLength)
 	}
 	if e.ExpungedAt != nil {
 		fmt.Fprintf(tw, "  expunged\t%s\n", stamp(e.ExpungedAt))
@@ -421,7 +422,7 @@ func printEvent(out io.Writer, now time.Time, e storage.EventDetail, dls []stora
 		return err
 	}
 
-	if attempts := decodeAttempts(e.Errors); len(attempts) > 0 {
+	if attempts := e.Errors; len(attempts) > 0 {
 		fmt.Fprintf(out, "\nFAILED ATTEMPTS\n")
 		tw = newTable(out)
 		fmt.Fprintln(tw, "  #\tAT\tCAUSE\tERROR")
@@ -437,7 +438,7 @@ func printEvent(out io.Writer, now time.Time, e storage.EventDetail, dls []stora
 		tw = newTable(out)
 		fmt.Fprintln(tw, "  ID\tDEAD AT\tREQUEUED AT\tATTEMPTS\tLAST ERROR")
 		for _, d := range dls {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", d.ID, stamp(&d.DeadAt), stamp(d.RequeuedAt), d.Attempts, oneLine(deref(d.LastError), 100))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\n", d.ID, stamp(&d.DeadAt), stamp(d.RequeuedAt), d.Attempts, oneLine(d.LastError, 100))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -457,7 +458,7 @@ func printEvent(out io.Writer, now time.Time, e storage.EventDetail, dls []stora
 	return nil
 }
 
-func printBody(out io.Writer, e storage.EventDetail, body []byte, from string, bodyErr error) {
+func printBody(out io.Writer, e *inbox.Event, body []byte, from string, bodyErr error) {
 	switch {
 	case bodyErr != nil:
 		fmt.Fprintf(out, "\nBODY: %v\n", bodyErr)
@@ -466,7 +467,7 @@ func printBody(out io.Writer, e storage.EventDetail, body []byte, from string, b
 	default:
 		where := from
 		if from == "archive" {
-			where = "the archive, " + *e.ArchiveKey
+			where = "the archive, " + e.ArchiveKey
 		}
 		// Control characters are shown as U+FFFD: the bytes are the
 		// sender's, and --body-out gives them exactly.

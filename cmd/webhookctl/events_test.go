@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
 type eventsListJSON struct {
@@ -30,18 +31,22 @@ func TestEventsList(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
 	ids := f.populate()
+	// One event received three hours ago: the time window is on the
+	// receipt.
+	ids["old"] = factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_old", Type: "old",
+		CreatedAt: time.Now().Add(-3 * time.Hour)}).ID
 
 	var all eventsListJSON
 	f.runJSON(&all, "events", "list")
-	if len(all.Events) != 9 || all.NextBefore != nil {
+	if len(all.Events) != 10 || all.NextBefore != nil {
 		t.Fatalf("all events = %+v", all)
 	}
 	if !slices.IsSortedFunc(all.Events, func(a, b eventJSON) int { return int(b.ID - a.ID) }) {
 		t.Fatalf("not newest first: %v", listIDs(all))
 	}
-	want := map[int64]storage.EventState{
-		ids["ok1"]: storage.StateProcessed, ids["unhandled"]: storage.StateProcessed, ids["poison1"]: storage.StateDead,
-		ids["flaky"]: storage.StateRetrying, ids["inflight"]: storage.StateInFlight, ids["pending"]: storage.StatePending,
+	want := map[int64]inbox.EventState{
+		ids["ok1"]: inbox.StateProcessed, ids["unhandled"]: inbox.StateProcessed, ids["poison1"]: inbox.StateDead,
+		ids["flaky"]: inbox.StateRetrying, ids["inflight"]: inbox.StateInFlight, ids["pending"]: inbox.StatePending,
 	}
 	for _, e := range all.Events {
 		if w, ok := want[e.ID]; ok && e.State != string(w) {
@@ -49,7 +54,7 @@ func TestEventsList(t *testing.T) {
 		}
 	}
 	// Each state filter selects exactly the events listed in that state.
-	for _, st := range storage.EventStates() {
+	for _, st := range inbox.EventStates() {
 		var l eventsListJSON
 		f.runJSON(&l, "events", "list", "--state", string(st))
 		var expect []int64
@@ -80,7 +85,7 @@ func TestEventsList(t *testing.T) {
 
 	// Unhandled and handled are outcomes of processed events.
 	for _, e := range all.Events {
-		if e.ID == ids["unhandled"] && (e.Outcome == nil || *e.Outcome != storage.OutcomeUnhandled || e.ProcessedAt == nil || e.NextAttemptAt != nil) {
+		if e.ID == ids["unhandled"] && (e.Outcome == nil || *e.Outcome != string(inbox.OutcomeUnhandled) || e.ProcessedAt == nil || e.NextAttemptAt != nil) {
 			t.Errorf("unhandled event = %+v", e)
 		}
 		if e.ID == ids["flaky"] && (e.Attempts != 1 || e.LastError == nil || e.NextAttemptAt == nil) {
@@ -89,16 +94,13 @@ func TestEventsList(t *testing.T) {
 	}
 
 	// The time window is on the receipt.
-	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_events SET created_at = created_at - interval '3 hours' WHERE id = $1`, ids["ok1"]); err != nil {
-		t.Fatal(err)
-	}
 	var recent, old, between eventsListJSON
 	f.runJSON(&recent, "events", "list", "--since", "1h")
 	hourAgo := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	f.runJSON(&old, "events", "list", "--to", hourAgo)
 	f.runJSON(&between, "events", "list", "--from", time.Now().Add(-4*time.Hour).UTC().Format(time.RFC3339), "--to", hourAgo)
-	if len(recent.Events) != 8 || slices.Contains(listIDs(recent), ids["ok1"]) ||
-		!slices.Equal(listIDs(old), []int64{ids["ok1"]}) || !slices.Equal(listIDs(between), []int64{ids["ok1"]}) {
+	if len(recent.Events) != 9 || slices.Contains(listIDs(recent), ids["old"]) ||
+		!slices.Equal(listIDs(old), []int64{ids["old"]}) || !slices.Equal(listIDs(between), []int64{ids["old"]}) {
 		t.Errorf("windows: since 1h %v, to -1h %v, between %v", listIDs(recent), listIDs(old), listIDs(between))
 	}
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
 // expungeJSON says what an expunge erases (--dry-run) or erased.
@@ -25,15 +25,15 @@ type expungeJSON struct {
 }
 
 // expungePlan reads what an expunge of e would erase.
-func expungePlan(o *ops, e storage.EventDetail) (expungeJSON, error) {
+func expungePlan(o *ops, e *inbox.Event) (expungeJSON, error) {
 	p := expungeJSON{
-		ID: e.ID, Source: e.Provider, EventID: e.EventID, AlreadyExpunged: e.ExpungedAt != nil,
+		ID: e.ID, Source: e.Source, EventID: e.EventID, AlreadyExpunged: e.ExpungedAt != nil,
 		BodyInPostgres: e.Body != nil, PayloadStored: e.Payload != nil, ExpungedAt: e.ExpungedAt,
 	}
 	if e.ExpungedAt == nil {
-		p.ArchiveKey = e.ArchiveKey
+		p.ArchiveKey = orNull(e.ArchiveKey)
 	}
-	dls, err := o.store.DeadLettersByEvent(o.cmd.Context(), e.ID)
+	dls, err := o.store.DeadLetterListByEvent(o.cmd.Context(), e.ID)
 	if err != nil {
 		return p, err
 	}
@@ -79,11 +79,7 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 			}
 			defer o.close()
 			ctx := cmd.Context()
-			now, err := o.store.DatabaseNow(ctx)
-			if err != nil {
-				return err
-			}
-			e, err := ref.get(ctx, o.store, now)
+			e, err := ref.get(ctx, o.store)
 			if err != nil {
 				return err
 			}
@@ -108,10 +104,10 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 			if err != nil {
 				return err
 			}
-			if err := a.Expunge(ctx, e.Provider, e.EventID); err != nil {
-				return fmt.Errorf("expunge %s/%s (safe to run again): %w", e.Provider, e.EventID, err)
+			if err := a.Expunge(ctx, e.Source, e.EventID); err != nil {
+				return fmt.Errorf("expunge %s/%s (safe to run again): %w", e.Source, e.EventID, err)
 			}
-			after, err := o.store.EventGet(ctx, e.ID, now)
+			after, err := o.store.EventGetByID(ctx, e.ID)
 			if err != nil {
 				return err
 			}

@@ -113,7 +113,7 @@ func (f *opsFixture) insert(source, eventID, eventType string) int64 {
 func (f *opsFixture) insertBody(source, eventID, eventType string, body []byte) int64 {
 	f.t.Helper()
 	res, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{
-		Provider: source, SourceKind: source, EventID: eventID, EventType: eventType, Body: body,
+		Source: source, SourceKind: source, EventID: eventID, EventType: eventType, Body: body,
 	})
 	if err != nil || !res.Inserted {
 		f.t.Fatalf("insert %s/%s: %+v %v", source, eventID, res, err)

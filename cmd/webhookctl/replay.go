@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -59,9 +60,9 @@ the first ones at once.`,
 				id = n
 			}
 			switch outcome {
-			case "", storage.OutcomeHandled, storage.OutcomeUnhandled:
+			case "", string(inbox.OutcomeHandled), string(inbox.OutcomeUnhandled):
 			default:
-				return fmt.Errorf("--outcome must be %s or %s", storage.OutcomeHandled, storage.OutcomeUnhandled)
+				return fmt.Errorf("--outcome must be %s or %s", inbox.OutcomeHandled, inbox.OutcomeUnhandled)
 			}
 			if !dryRun {
 				if err := confirmDestructive(yes, "replay runs handlers again"); err != nil {
@@ -74,7 +75,7 @@ the first ones at once.`,
 			}
 			defer o.close()
 			ctx := cmd.Context()
-			now, err := o.store.DatabaseNow(ctx)
+			now, err := o.store.PGNow(ctx)
 			if err != nil {
 				return err
 			}
@@ -83,7 +84,7 @@ the first ones at once.`,
 				return err
 			}
 			filter := storage.ReplayFilter{
-				ID: id, Provider: source, EventType: typ, Outcome: outcome,
+				ID: id, Source: source, EventType: typ, Outcome: inbox.Outcome(outcome),
 				ProcessedFrom: from, ProcessedTo: to, All: all,
 			}
 			fmt.Fprintln(cmd.ErrOrStderr(), replayWarning)
@@ -95,7 +96,7 @@ the first ones at once.`,
 				}
 				b.Set(done)
 			}}
-			res, err := o.store.EventsReplay(ctx, filter, opts)
+			res, err := o.store.EventReplay(ctx, filter, opts)
 			b.Done()
 			if errors.Is(err, storage.ErrEmptyReplayFilter) {
 				return errors.New("give an event's id, --source, --type, --outcome, a time window, or --all")

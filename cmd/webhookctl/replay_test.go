@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 )
 
 type replayOut struct {
@@ -81,10 +83,7 @@ func TestReplay(t *testing.T) {
 	if got := changed(before, f.snapshot()); dry.Matched != 2 || real.Replayed != 2 || !sameSet(got, idSet(u1, u2)) {
 		t.Fatalf("unhandled: dry %+v, real %+v, changed %v", dry, real, got)
 	}
-	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_events SET archived_at = now(), archive_key = 'k', archive_offset = 0, archive_length = 1,
-	       body = NULL, payload = NULL WHERE id = $1`, a1); err != nil {
-		t.Fatal(err)
-	}
+	factory.MarkArchived(f.ctx, t, f.store, "k", a1)
 	f.runJSON(&dry, "replay", "--source", "stripe", "--type", "ok", "--dry-run")
 	before = f.snapshot()
 	f.runJSON(&real, "replay", "--source", "stripe", "--type", "ok", "--yes")

@@ -172,13 +172,13 @@ func archiveMinAge(getenv func(string) string) time.Duration {
 
 func collectStats(ctx context.Context, o *ops, window time.Duration) (statsReport, error) {
 	var r statsReport
-	now, err := o.store.DatabaseNow(ctx)
+	now, err := o.store.PGNow(ctx)
 	if err != nil {
 		return r, err
 	}
 	r.At, r.WindowSeconds = now, window.Seconds()
 
-	b, err := o.store.EventsBacklogStats(ctx, now)
+	b, err := o.store.EventGetBacklogStats(ctx, now)
 	if err != nil {
 		return r, err
 	}
@@ -191,46 +191,50 @@ func collectStats(ctx context.Context, o *ops, window time.Duration) (statsRepor
 		r.Backlog.OldestReceivedAgeSeconds = max(0, now.Sub(*b.OldestCreatedAt).Seconds())
 	}
 
-	dls, err := o.store.DeadLettersCountByType(ctx)
+	dls, err := o.store.DeadLetterCountByType(ctx)
 	if err != nil {
 		return r, err
 	}
 	r.DeadLetters = []deadLetterCountJSON{}
 	for _, d := range dls {
-		r.DeadLetters = append(r.DeadLetters, deadLetterCountJSON{d.Provider, d.EventType, d.Count, d.OldestDeadAt})
+		r.DeadLetters = append(r.DeadLetters, deadLetterCountJSON{d.Source, d.EventType, d.Count, d.OldestDeadAt})
 		r.DeadLettersOpen += d.Count
 	}
 
 	since := now.Add(-window)
-	rej, err := o.store.RejectionsCountByCause(ctx, since)
+	rej, err := o.store.RejectionCountByCause(ctx, since)
 	if err != nil {
 		return r, err
 	}
 	r.Rejections = []rejectionCountJSON{}
 	for _, c := range rej {
-		r.Rejections = append(r.Rejections, rejectionCountJSON{c.Provider, c.Cause, c.Count})
+		r.Rejections = append(r.Rejections, rejectionCountJSON{c.Source, string(c.Cause), c.Count})
 	}
 
-	mm, err := o.store.PayloadMismatchesCountBySource(ctx, since)
+	mm, err := o.store.PayloadMismatchCountBySource(ctx, since)
 	if err != nil {
 		return r, err
 	}
 	r.PayloadMismatches = []mismatchCountJSON{}
 	for _, m := range mm {
-		r.PayloadMismatches = append(r.PayloadMismatches, mismatchCountJSON{m.Provider, m.Count, m.LastAt})
+		r.PayloadMismatches = append(r.PayloadMismatches, mismatchCountJSON{m.Source, m.Count, m.LastAt})
 	}
 
 	minAge := archiveMinAge(o.getenv)
-	a, err := o.store.ArchiveStatsGet(ctx, now.Add(-minAge))
+	objs, err := o.store.ArchiveObjectGetStats(ctx)
+	if err != nil {
+		return r, err
+	}
+	waiting, err := o.store.EventGetArchiveProgress(ctx, now.Add(-minAge))
 	if err != nil {
 		return r, err
 	}
 	r.Archive = archiveReport{
-		Objects: a.Objects, ObjectBytes: a.ObjectBytes, ArchivedEvents: a.ArchivedEvents, PendingObjects: a.PendingObjects,
-		MinAgeSeconds: minAge.Seconds(), Waiting: a.Waiting, Due: a.Due, OldestProcessedAt: a.OldestProcessedAt,
+		Objects: objs.Objects, ObjectBytes: objs.ObjectBytes, ArchivedEvents: objs.ArchivedEvents, PendingObjects: objs.PendingObjects,
+		MinAgeSeconds: minAge.Seconds(), Waiting: waiting.Waiting, Due: waiting.Due, OldestProcessedAt: waiting.OldestProcessedAt,
 	}
 
-	sizes, err := o.store.TableSizes(ctx)
+	sizes, err := o.store.PGTableSizes(ctx)
 	if err != nil {
 		return r, err
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -40,7 +42,7 @@ func (f *opsFixture) populate() map[string]int64 {
 	// One event claimed by a processor (in flight), one due.
 	ids["inflight"] = f.insert("github", "gh_claimed", "ok")
 	now := time.Now()
-	claimed, err := f.store.EventsClaim(f.ctx, storage.EventsClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(2 * time.Minute), Token: "test-processor#1"})
+	claimed, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(2 * time.Minute), Token: "test-processor#1"})
 	if err != nil || len(claimed) != 1 || claimed[0].ID != ids["inflight"] {
 		f.t.Fatalf("claim = %+v, %v", claimed, err)
 	}
@@ -48,15 +50,11 @@ func (f *opsFixture) populate() map[string]int64 {
 	// A sender refused after a secret roll (5 refusals, 4 of them
 	// sampled away), one unknown source, and a redelivery whose body
 	// changed.
-	for _, r := range []storage.Rejection{
-		{Provider: "stripe", Cause: "signature_mismatch", Message: "no secret matched", Suppressed: 4},
-		{Provider: "nope", Cause: "unknown_source", Message: "no such source"},
-	} {
-		if err := f.store.RejectionInsert(f.ctx, r, 0); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := f.store.PayloadMismatchInsert(f.ctx, "stripe", "evt_ok_1", make([]byte, 32), [32]byte{1}, 12); err != nil {
+	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: "signature_mismatch", Message: "no secret matched", Suppressed: 4})
+	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "nope", Cause: "unknown_source", Message: "no such source"})
+	if err := f.store.PayloadMismatchInsert(f.ctx, inbox.PayloadMismatch{
+		Source: "stripe", EventID: "evt_ok_1", StoredSHA256: make([]byte, 32), ReceivedSHA256: append([]byte{1}, make([]byte, 31)...), ReceivedSize: 12,
+	}); err != nil {
 		f.t.Fatal(err)
 	}
 	return ids
@@ -102,13 +100,11 @@ func TestStats(t *testing.T) {
 
 	// The window counts back from now: a refusal two hours old is out of
 	// the default hour, in a three-hour window.
-	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_rejections SET received_at = received_at - interval '2 hours' WHERE provider = 'nope'`); err != nil {
-		t.Fatal(err)
-	}
+	factory.Rejection(f.ctx, t, f.store, &factory.RejectionOpts{Source: "old", Cause: "unknown_source", ReceivedAt: time.Now().Add(-2 * time.Hour)})
 	var hour, three statsReport
 	f.runJSON(&hour, "stats")
 	f.runJSON(&three, "stats", "--window", "3h")
-	if len(hour.Rejections) != 1 || len(three.Rejections) != 2 || three.WindowSeconds != 3*3600 {
+	if len(hour.Rejections) != 2 || len(three.Rejections) != 3 || three.WindowSeconds != 3*3600 {
 		t.Errorf("1h window: %+v; 3h window: %+v", hour.Rejections, three.Rejections)
 	}
 

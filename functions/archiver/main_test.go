@@ -57,7 +57,7 @@ func TestLambdaEntry(t *testing.T) {
 	defer pool.Close()
 	store := storage.New(pool)
 	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
-		if _, err := store.EventInsert(ctx, storage.EventInsertParams{Provider: "stripe", EventID: id, Body: []byte(`{"id":"` + id + `"}`)}); err != nil {
+		if _, err := store.EventInsert(ctx, storage.EventInsertParams{Source: "stripe", EventID: id, Body: []byte(`{"id":"` + id + `"}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,7 +81,7 @@ func TestLambdaEntry(t *testing.T) {
 	}
 
 	// S3 down: the invocation fails with the cause, and nothing is lost.
-	if _, err := store.EventInsert(ctx, storage.EventInsertParams{Provider: "stripe", EventID: "evt_4", Body: []byte(`{}`)}); err != nil {
+	if _, err := store.EventInsert(ctx, storage.EventInsertParams{Source: "stripe", EventID: "evt_4", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE webhook_events SET processed_at = now() - interval '2 hours' WHERE processed_at IS NULL`); err != nil {

@@ -53,13 +53,13 @@ func TestScheduledDrain(t *testing.T) {
 
 	store := storage.New(pool)
 	for _, d := range []storage.EventInsertParams{
-		{Provider: "stripe", EventID: "evt_fail_1", EventType: "invoice.payment_failed", Body: []byte(
+		{Source: "stripe", EventID: "evt_fail_1", EventType: "invoice.payment_failed", Body: []byte(
 			`{"id":"evt_fail_1","object":"event","type":"invoice.payment_failed","created":1717430400,
 			  "data":{"object":{"id":"in_1","object":"invoice","customer":"cus_1","amount_due":4900,"currency":"usd","attempt_count":1}}}`)},
-		{Provider: "square", EventID: "sq-evt-1", EventType: "order.created", Body: []byte(
+		{Source: "square", EventID: "sq-evt-1", EventType: "order.created", Body: []byte(
 			`{"merchant_id":"M1","type":"order.created","event_id":"sq-evt-1","data":{"type":"order","id":"o1",
 			  "object":{"order_created":{"order_id":"o1","location_id":"L1","state":"OPEN","version":1}}}}`)},
-		{Provider: "stripe", EventID: "evt_cust", EventType: "customer.created", Body: []byte(`{"id":"evt_cust","type":"customer.created"}`)},
+		{Source: "stripe", EventID: "evt_cust", EventType: "customer.created", Body: []byte(`{"id":"evt_cust","type":"customer.created"}`)},
 	} {
 		if _, err := store.EventInsert(t.Context(), d); err != nil {
 			t.Fatal(err)

@@ -66,6 +66,7 @@ const (
 	DefaultMaxBatchBytes = 32 << 20
 	DefaultReserve       = 15 * time.Second
 	DefaultSweepLimit    = 100
+	DefaultIdleTimeout   = 5 * time.Minute
 )
 
 // Config configures an Archiver.
@@ -96,6 +97,10 @@ type Config struct {
 	// SweepLimit bounds the orphan objects one sweep removes. Default
 	// DefaultSweepLimit.
 	SweepLimit int
+	// IdleTimeout bounds how long a batch's transaction may sit idle (it
+	// is idle while the object uploads). Past it Postgres ends the session
+	// and so releases the batch's locks. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// Logger gets one line per batch and one per run, the latter also the
 	// run's metrics in CloudWatch embedded metric format. Default: discard.
 	Logger *slog.Logger
@@ -157,6 +162,9 @@ func New(cfg Config) (*Archiver, error) {
 	}
 	if cfg.SweepLimit == 0 {
 		cfg.SweepLimit = DefaultSweepLimit
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
 	a := &Archiver{cfg: cfg, store: cfg.Store, blobs: cfg.Blobs, log: cfg.Logger, now: cfg.Now}
@@ -279,9 +287,10 @@ func (a *Archiver) RunEvery(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// archiveBatch archives one batch; zero events means nothing was left.
+// archiveBatch archives one batch; zero events means nothing was left. It
+// is the order of operations the package comment promises, step by step.
 func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, error) {
-	tx, key, err := a.lockBatch(ctx, cutoff)
+	tx, key, events, err := a.lockBatch(ctx, cutoff)
 	if err != nil || tx == nil {
 		return batch{}, err
 	}
@@ -291,7 +300,7 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 
 	ob := newObjectBuilder()
 	var bodyBytes int64
-	for _, e := range tx.Events {
+	for _, e := range events {
 		if err := ob.add(e); err != nil {
 			return batch{}, inbox.WrapError(inbox.CauseInternal, err, "build archive object")
 		}
@@ -299,8 +308,8 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	}
 	data := ob.buf.Bytes()
 	sum := sha256.Sum256(data)
-	obj := storage.ArchiveObject{Key: key, Provider: tx.Events[0].Provider, EventCount: len(tx.Events), Size: int64(len(data)), SHA256: sum[:]}
-	log := a.log.With("key", key, "source", obj.Provider, "events", obj.EventCount)
+	obj := inbox.ArchiveObject{Key: key, Source: events[0].Source, EventCount: len(events), Size: int64(len(data)), SHA256: sum[:]}
+	log := a.log.With("key", key, "source", obj.Source, "events", obj.EventCount)
 
 	if _, err := a.blobs.Put(ctx, key, data, ContentType); err != nil {
 		log.Warn("archive: upload failed; nothing cleared", "cause", string(storeCause(err)), "err", err)
@@ -315,8 +324,11 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 			return batch{}, err
 		}
 	}
-	if err := tx.EventArchiveMark(ctx, obj, ob.locs); err != nil {
+	if err := tx.EventMarkArchived(ctx, key, ob.locs); err != nil {
 		return batch{}, dbError(err, "mark events archived")
+	}
+	if err := tx.ArchiveObjectCommit(ctx, obj); err != nil {
+		return batch{}, dbError(err, "commit archive object")
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return batch{}, dbError(err, "commit archive batch")
@@ -326,9 +338,9 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 		a.afterCommit(ctx, key)
 	}
 	if a.cfg.OnBatch != nil {
-		a.cfg.OnBatch(key, len(tx.Events))
+		a.cfg.OnBatch(key, len(events))
 	}
-	return batch{key: key, events: len(tx.Events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
+	return batch{key: key, events: len(events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
 }
 
 // lockBatchAttempts bounds how often lockBatch chooses again when another
@@ -336,24 +348,33 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 // few times in a row at most, even with many archivers.
 const lockBatchAttempts = 10
 
+// errBatchChanged says that a chosen batch could not be locked as chosen:
+// another archiver took some of its events, or a sweep its pending row.
+var errBatchChanged = errors.New("archive batch changed since it was chosen")
+
 // lockBatch chooses the next batch, records its object as pending in the
-// manifest, and locks both (see storage.EventArchiveCandidates). A nil
-// transaction means no event is left to archive.
-func (a *Archiver) lockBatch(ctx context.Context, cutoff time.Time) (*storage.EventArchiveTx, string, error) {
+// manifest, and opens the batch's transaction holding both, with the
+// events read. A nil transaction means no event is left to archive.
+//
+// Choosing first (a statement of its own) and locking later lets the
+// pending row be recorded between the two with no transaction open: a batch
+// never needs two connections at once, so archivers sharing a pool cannot
+// starve each other of connections.
+func (a *Archiver) lockBatch(ctx context.Context, cutoff time.Time) (*storage.Tx, string, []*inbox.Event, error) {
 	params := storage.EventArchiveParams{ProcessedBefore: cutoff, Limit: a.cfg.BatchSize, MaxBytes: a.cfg.MaxBatchBytes}
 	for attempt := 1; ; attempt++ {
-		c, err := a.store.EventArchiveCandidates(ctx, params)
+		c, err := a.store.EventListArchiveCandidates(ctx, params)
 		if err != nil {
-			return nil, "", dbError(err, "choose a batch to archive")
+			return nil, "", nil, dbError(err, "choose a batch to archive")
 		}
 		if len(c.IDs) == 0 {
-			return nil, "", nil
+			return nil, "", nil, nil
 		}
 		key := a.objectKey(c)
 		if a.afterChoose != nil {
 			a.afterChoose(ctx, key)
 		}
-		err = a.store.ArchiveObjectPrepare(ctx, key, c.Provider)
+		err = a.store.ArchiveObjectPrepare(ctx, key, c.Source)
 		switch {
 		case errors.Is(err, storage.ErrArchiveObjectCommitted) && attempt < lockBatchAttempts:
 			// Another archiver chose the same batch and committed it
@@ -365,20 +386,55 @@ func (a *Archiver) lockBatch(ctx context.Context, cutoff time.Time) (*storage.Ev
 			// Chosen again and again with a committed key: keys are unique
 			// per batch content, so this is a bug, and the committed object
 			// must not be overwritten.
-			return nil, "", inbox.WrapError(inbox.CauseInternal, err, "archive key collision")
+			return nil, "", nil, inbox.WrapError(inbox.CauseInternal, err, "archive key collision")
 		case err != nil:
-			return nil, "", dbError(err, "record archive object")
+			return nil, "", nil, dbError(err, "record archive object")
 		}
-		tx, err := a.store.EventArchiveBegin(ctx, key, c, 0)
-		if errors.Is(err, storage.ErrArchiveBatchChanged) && attempt < lockBatchAttempts {
+		tx, events, err := a.beginBatch(ctx, key, c)
+		if errors.Is(err, errBatchChanged) && attempt < lockBatchAttempts {
 			a.log.Debug("archive: batch changed before it was locked; choosing again", "key", key, "err", err)
 			continue
 		}
 		if err != nil {
-			return nil, "", dbError(err, "lock archive batch")
+			return nil, "", nil, dbError(err, "lock archive batch")
 		}
-		return tx, key, nil
+		return tx, key, events, nil
 	}
+}
+
+// beginBatch opens the batch's transaction: it locks the pending manifest
+// row of key, so that no sweep takes it, and exactly the events of c (the
+// archivable conditions again: between choosing and locking, an event may
+// have been archived by another archiver, or expunged), and reads them.
+// The transaction's idle timeout ends it should the archiver hang or its
+// Lambda be frozen mid-upload: the batch is then simply redone.
+func (a *Archiver) beginBatch(ctx context.Context, key string, c storage.ArchiveCandidates) (*storage.Tx, []*inbox.Event, error) {
+	tx, err := a.store.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*storage.Tx, []*inbox.Event, error) {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, nil, fmt.Errorf("lock archive batch %s: %w", key, err)
+	}
+	if err := tx.PGSetIdleInTransactionTimeout(ctx, a.cfg.IdleTimeout); err != nil {
+		return fail(err)
+	}
+	ok, err := tx.ArchiveObjectLockPending(ctx, key)
+	switch {
+	case err != nil:
+		return fail(err)
+	case !ok:
+		return fail(fmt.Errorf("pending manifest row gone: %w", errBatchChanged))
+	}
+	events, err := tx.EventLockForArchive(ctx, c.IDs)
+	switch {
+	case err != nil:
+		return fail(err)
+	case len(events) != len(c.IDs):
+		return fail(fmt.Errorf("%d of %d events still archivable and free: %w", len(events), len(c.IDs), errBatchChanged))
+	}
+	return tx, events, nil
 }
 
 // confirm checks with a HEAD that the object is stored with the expected
@@ -413,32 +469,53 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 	for _, id := range c.IDs[1:] {
 		lo, hi = min(lo, id), max(hi, id)
 	}
-	key := fmt.Sprintf("provider=%s/dt=%s/%d-%d.jsonl.gz", c.Provider, c.FirstCreatedAt.UTC().Format(time.DateOnly), lo, hi)
+	key := fmt.Sprintf("provider=%s/dt=%s/%d-%d.jsonl.gz", c.Source, c.FirstCreatedAt.UTC().Format(time.DateOnly), lo, hi)
 	if a.cfg.Prefix != "" {
 		key = a.cfg.Prefix + "/" + key
 	}
 	return key
 }
 
-// SweepOrphans deletes objects whose batch never committed (see
-// storage.ArchiveObjectSweep) and returns their keys. RunOnce and Expunge
-// call it; an operator may too.
+// SweepOrphans deletes objects whose batch never committed and returns
+// their keys. An orphan is a pending manifest row no transaction holds: it
+// is locked (so two sweeps never take the same one, and no batch can lock
+// it meanwhile), its object deleted, then its row, and the transaction
+// committed; a delete that fails stops the sweep and leaves the row for the
+// next one. RunOnce and Expunge call it; an operator may too.
 func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
-	keys, err := a.store.ArchiveObjectSweep(ctx, a.cfg.SweepLimit, func(ctx context.Context, key string) error {
-		if err := a.blobs.Delete(ctx, key); err != nil {
-			return storeError(err, "delete orphan archive object")
+	var swept []string
+	for len(swept) < a.cfg.SweepLimit {
+		key, err := a.sweepOne(ctx)
+		if err != nil || key == "" {
+			return swept, err
 		}
-		a.log.Info("archive: orphan object deleted", "key", key)
-		return nil
-	})
-	if err != nil {
-		var ie *inbox.Error
-		if !errors.As(err, &ie) {
-			err = dbError(err, "sweep orphan archive objects")
-		}
-		return keys, err
+		swept = append(swept, key)
 	}
-	return keys, nil
+	return swept, nil
+}
+
+// sweepOne removes the oldest orphan; "" when there is none.
+func (a *Archiver) sweepOne(ctx context.Context) (string, error) {
+	tx, err := a.store.Begin(ctx)
+	if err != nil {
+		return "", dbError(err, "sweep orphan archive objects")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	key, ok, err := tx.ArchiveObjectLockOrphan(ctx)
+	if err != nil || !ok {
+		return "", dbErrorOrNil(err, "sweep orphan archive objects")
+	}
+	if err := a.blobs.Delete(ctx, key); err != nil {
+		return "", storeError(err, "delete orphan archive object")
+	}
+	if err := tx.ArchiveObjectDelete(ctx, key); err != nil {
+		return "", dbError(err, "sweep orphan archive objects")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", dbError(err, "sweep orphan archive objects")
+	}
+	a.log.Info("archive: orphan object deleted", "key", key)
+	return key, nil
 }
 
 func storeCause(err error) inbox.Cause {
@@ -454,4 +531,11 @@ func storeError(err error, message string) error {
 
 func dbError(err error, message string) error {
 	return inbox.WrapError(inbox.CauseDatabaseUnavailable, err, message)
+}
+
+func dbErrorOrNil(err error, message string) error {
+	if err == nil {
+		return nil
+	}
+	return dbError(err, message)
 }

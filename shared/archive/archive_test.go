@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
@@ -146,50 +149,46 @@ func (f *fixture) int(sql string, args ...any) int64 {
 }
 
 // insert stores an event as the receiver does, and returns its body.
-func (f *fixture) insert(provider, eventID string, body []byte) []byte {
+func (f *fixture) insert(source, eventID string, body []byte) []byte {
 	f.t.Helper()
-	res, err := f.store.EventInsert(context.Background(), storage.EventInsertParams{Provider: provider, EventID: eventID, EventType: "test.event", Body: body})
+	res, err := f.store.EventInsert(context.Background(), storage.EventInsertParams{Source: source, EventID: eventID, EventType: "test.event", Body: body})
 	if err != nil || !res.Inserted {
-		f.t.Fatalf("insert %s/%s: %+v %v", provider, eventID, res, err)
+		f.t.Fatalf("insert %s/%s: %+v %v", source, eventID, res, err)
 	}
 	return body
 }
 
-// bulkInsert stores n JSON events of provider with ~padBytes of random hex
-// each, received 3h ago, directly in SQL (fast), and returns their bodies by
-// event id.
-func (f *fixture) bulkInsert(provider string, n, padBytes int) map[string][]byte {
+// bulkInsert stores n JSON events of source with ~padBytes of random hex
+// each, received 3h ago, and returns their bodies by event id (evt_1...).
+func (f *fixture) bulkInsert(source string, n, padBytes int) map[string][]byte {
 	f.t.Helper()
-	f.exec(`
-INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, created_at)
-SELECT $1, 'evt_' || g, 'invoice.paid', b::jsonb, convert_to(b, 'UTF8'), sha256(convert_to(b, 'UTF8')),
-       octet_length(convert_to(b, 'UTF8')), now() - interval '3 hours'
-  FROM generate_series(1, $2::int) g,
-       LATERAL (SELECT format('{"id":"evt_%s","object":"event","type":"invoice.paid","data":{"n":%s,"pad":"%s"}}', g, g,
-                  (SELECT string_agg(md5(random()::text || s || g), '') FROM generate_series(1, $3::int) s)) AS b) x`,
-		provider, n, max(1, padBytes/32))
-	rows, err := f.pool.Query(context.Background(), `SELECT event_id, body FROM webhook_events WHERE provider = $1`, provider)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer rows.Close()
-	bodies := map[string][]byte{}
-	for rows.Next() {
-		var id string
-		var body []byte
-		if err := rows.Scan(&id, &body); err != nil {
-			f.t.Fatal(err)
+	return f.bulk(source, n, padBytes, nil)
+}
+
+// bulk is bulkInsert with each event processed at processedAt(i) (from 1)
+// when processedAt is set.
+func (f *fixture) bulk(source string, n, padBytes int, processedAt func(i int) time.Time) map[string][]byte {
+	f.t.Helper()
+	bodies := make(map[string][]byte, n)
+	pad := make([]byte, max(1, padBytes/2))
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("evt_%d", i)
+		_, _ = rand.Read(pad)
+		body := fmt.Appendf(nil, `{"id":%q,"object":"event","type":"invoice.paid","data":{"n":%d,"pad":"%x"}}`, id, i, pad)
+		opts := &factory.EventOpts{Source: source, EventID: id, Type: "invoice.paid", Body: body, CreatedAt: time.Now().Add(-3 * time.Hour)}
+		if processedAt != nil {
+			opts.State, opts.ProcessedAt = inbox.StateProcessed, new(processedAt(i))
 		}
+		factory.Event(context.Background(), f.t, f.store, opts)
 		bodies[id] = body
 	}
 	return bodies
 }
 
-// process marks every unprocessed, live event processed ago.
+// process marks every event due now processed ago, as a processor would.
 func (f *fixture) process(ago time.Duration) {
 	f.t.Helper()
-	f.exec(`UPDATE webhook_events SET processed_at = now() - make_interval(secs => $1), outcome = 'handled'
-	         WHERE processed_at IS NULL AND dead_at IS NULL`, ago.Seconds())
+	factory.ProcessDue(context.Background(), f.t, f.store, time.Now().Add(-ago))
 }
 
 func (f *fixture) run(a *archive.Archiver) archive.Result {
@@ -484,7 +483,7 @@ func TestArchiveTenThousand(t *testing.T) {
 		ls := parseLines(t, zcat(t, data))
 		for _, l := range ls {
 			raw, err := l.RawBody()
-			if err != nil || !bytes.Equal(raw, bodies[l.EventID]) || l.Provider != "stripe" || l.EventType != "invoice.paid" || l.ProcessedAt.IsZero() {
+			if err != nil || !bytes.Equal(raw, bodies[l.EventID]) || l.Source != "stripe" || l.EventType != "invoice.paid" || l.ProcessedAt.IsZero() {
 				t.Fatalf("line %+v: body %v", l, err)
 			}
 		}
@@ -590,8 +589,9 @@ func TestReadBodyFromPostgresAndErrors(t *testing.T) {
 		t.Fatalf("missing event: %v", err)
 	}
 	// A body altered in Postgres behind the hash's back is refused.
-	f.exec(`UPDATE webhook_events SET body = 'tampered' WHERE event_id = 'evt_pg'`)
-	if _, err := a.ReadBody(ctx, "stripe", "evt_pg"); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
+	sha256Of := func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_tampered", Body: []byte("tampered"), BodySHA256: sha256Of(body)})
+	if _, err := a.ReadBody(ctx, "stripe", "evt_tampered"); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
 		t.Fatalf("tampered body: %v", err)
 	}
 }
@@ -603,15 +603,17 @@ func TestSelection(t *testing.T) {
 	// Oldest processed first, by provider: a1..a3 then b1 processed in that
 	// order, long ago; recent processed just now; pending never processed;
 	// dead was dead-lettered.
-	for i, ev := range []struct{ provider, id string }{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}, {"a", "a3"}} {
-		f.insert(ev.provider, ev.id, []byte(`{"id":"`+ev.id+`"}`))
-		f.exec(`UPDATE webhook_events SET processed_at = now() - make_interval(hours => $1) WHERE event_id = $2`, 10-i, ev.id)
+	now := time.Now()
+	processed := func(source, id string, ago time.Duration) {
+		factory.Event(ctx, t, f.store, &factory.EventOpts{Source: source, EventID: id, Body: []byte(`{"id":"` + id + `"}`),
+			State: inbox.StateProcessed, ProcessedAt: new(now.Add(-ago))})
 	}
-	f.insert("a", "recent", []byte(`{}`))
-	f.exec(`UPDATE webhook_events SET processed_at = now() - interval '10 minutes' WHERE event_id = 'recent'`)
-	f.insert("a", "pending", []byte(`{}`))
-	f.insert("a", "dead", []byte(`{}`))
-	f.exec(`UPDATE webhook_events SET dead_at = now() - interval '5 hours', attempts = 5 WHERE event_id = 'dead'`)
+	for i, ev := range []struct{ source, id string }{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}, {"a", "a3"}} {
+		processed(ev.source, ev.id, time.Duration(10-i)*time.Hour)
+	}
+	processed("a", "recent", 10*time.Minute)
+	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "a", EventID: "pending", Body: []byte(`{}`)})
+	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "a", EventID: "dead", Body: []byte(`{}`), State: inbox.StateDead, Now: now.Add(-5 * time.Hour)})
 
 	// One batch of 2: the two oldest, both of provider a.
 	a := f.archiver(func(c *archive.Config) { c.BatchSize = 2; c.MaxBatches = 1 })
@@ -888,6 +890,42 @@ func TestS3RefusalIsNotAnOutage(t *testing.T) {
 	}
 }
 
+// TestSweepStopsOnS3Error: a delete S3 refuses stops the sweep and leaves
+// the orphans' manifest rows, so the next sweep deletes them.
+func TestSweepStopsOnS3Error(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	for _, k := range []string{"x", "y"} {
+		if err := f.store.ArchiveObjectPrepare(ctx, k, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := f.archiver(func(c *archive.Config) { c.Blobs = s3test.Open(t, withOneAttempt(f.s3cfg)) })
+	if err := f.srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	swept, err := a.SweepOrphans(ctx)
+	if inbox.CauseOf(err) != inbox.CauseArchiveStoreUnavailable || len(swept) != 0 {
+		t.Fatalf("sweep with S3 down: %v, %v", swept, err)
+	}
+	if st, err := f.store.ArchiveObjectGetStats(ctx); err != nil || st.PendingObjects != 2 {
+		t.Fatalf("pending after the failed sweep: %+v, %v", st, err)
+	}
+	if err := f.srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := a.SweepOrphans(ctx); err != nil || len(swept) != 2 {
+		t.Fatalf("second sweep: %v, %v", swept, err)
+	}
+}
+
+// withOneAttempt makes the S3 client fail at once rather than retry.
+func withOneAttempt(cfg blobstore.Config) blobstore.Config {
+	cfg.MaxAttempts = 1
+	return cfg
+}
+
 // TestBatchCommittedByAnotherArchiver: two archivers choose the same
 // batch; the other one archives it before this one records its object.
 // This one must choose again (finding nothing left), not report a key
@@ -895,8 +933,7 @@ func TestS3RefusalIsNotAnOutage(t *testing.T) {
 func TestBatchCommittedByAnotherArchiver(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	bodies := f.bulkInsert("stripe", 5, 100)
-	f.process(2 * time.Hour)
+	bodies := f.bulk("stripe", 5, 100, func(int) time.Time { return time.Now().Add(-2 * time.Hour) })
 	other := f.archiver(nil)
 	slow := f.archiver(nil)
 	var chosen []string
@@ -918,11 +955,13 @@ func TestBatchCommittedByAnotherArchiver(t *testing.T) {
 func TestConcurrentArchivers(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	for _, p := range []string{"a", "b", "c"} {
-		f.bulkInsert(p, 600, 100)
+	// The sources interleave in processing order.
+	start := time.Now().Add(-2 * time.Hour)
+	for k, p := range []string{"a", "b", "c"} {
+		f.bulk(p, 600, 100, func(i int) time.Time {
+			return start.Add(time.Duration(i)*time.Second + time.Duration(k)*100*time.Millisecond)
+		})
 	}
-	// Interleave the providers in processing order.
-	f.exec(`UPDATE webhook_events SET processed_at = now() - interval '2 hours' + make_interval(secs => (id % 600) + (id % 3) / 10.0)`)
 	const archivers = 4
 	var wg sync.WaitGroup
 	results := make([]archive.Result, archivers)
@@ -965,13 +1004,14 @@ func TestExpungeArchived(t *testing.T) {
 	ctx := context.Background()
 	secret := []byte(`{"id":"evt_gdpr","email":"someone@example.com","secret":"s3cr3t-marker"}`)
 	f.insert("stripe", "evt_before", []byte(`{"id":"evt_before"}`))
-	f.insert("stripe", "evt_gdpr", secret)
+	// The event was also dead-lettered somewhere in its past, then
+	// requeued: that copy goes too.
+	gdpr := factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_gdpr", Body: secret, State: inbox.StateDead})
+	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, time.Now()); err != nil || n != 1 {
+		t.Fatalf("requeue %d: %d, %v", gdpr.ID, n, err)
+	}
 	f.insert("stripe", "evt_after", []byte(`{"id":"evt_after"}`))
 	f.process(2 * time.Hour)
-	// The event is also dead-lettered somewhere in its past: that copy
-	// goes too.
-	f.exec(`INSERT INTO webhook_dead_letters (event_pk, provider, event_id, event_type, payload, body, attempts)
-	        SELECT id, provider, event_id, event_type, payload, $1, 3 FROM webhook_events WHERE event_id = 'evt_gdpr'`, secret)
 	a := f.archiver(nil)
 	f.run(a)
 	var key string
@@ -1024,7 +1064,7 @@ func TestExpungeArchived(t *testing.T) {
 	if err != nil || ev.Body != nil || ev.Payload != nil || len(ev.BodySHA256) != 32 {
 		t.Fatalf("row after expunge: %+v, %v", ev, err)
 	}
-	res, err := f.store.EventInsert(ctx, storage.EventInsertParams{Provider: "stripe", EventID: "evt_gdpr", EventType: "x", Body: secret})
+	res, err := f.store.EventInsert(ctx, storage.EventInsertParams{Source: "stripe", EventID: "evt_gdpr", EventType: "x", Body: secret})
 	if err != nil || res.Inserted {
 		t.Fatalf("redelivery after expunge: %+v, %v", res, err)
 	}
@@ -1056,7 +1096,7 @@ func TestExpungeNotArchived(t *testing.T) {
 	if res := f.run(a); res.Events != 0 || len(f.objects()) != 0 {
 		t.Fatalf("run after expunge: %+v", res)
 	}
-	res, err := f.store.EventInsert(ctx, storage.EventInsertParams{Provider: "stripe", EventID: "evt_1", Body: []byte(`{"secret":"x"}`)})
+	res, err := f.store.EventInsert(ctx, storage.EventInsertParams{Source: "stripe", EventID: "evt_1", Body: []byte(`{"secret":"x"}`)})
 	if err != nil || res.Inserted {
 		t.Fatalf("redelivery: %+v, %v", res, err)
 	}

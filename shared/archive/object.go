@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -31,9 +32,11 @@ const ContentType = "application/gzip"
 // exact bytes), else BodyBase64 holds it base64-encoded. Exactly one of the
 // two is present.
 type Line struct {
-	V           int       `json:"v"`
-	ID          int64     `json:"id"`
-	Provider    string    `json:"provider"`
+	V  int   `json:"v"`
+	ID int64 `json:"id"`
+	// Source is the event's source; the key says "provider", as the
+	// column does, and the format never changes under its readers.
+	Source      string    `json:"provider"`
 	EventID     string    `json:"event_id"`
 	EventType   string    `json:"event_type"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -45,13 +48,13 @@ type Line struct {
 }
 
 // lineOf returns the line of an event.
-func lineOf(e storage.ArchivableEvent) Line {
+func lineOf(e *inbox.Event) Line {
 	l := Line{
 		V:           FormatVersion,
 		ID:          e.ID,
-		Provider:    e.Provider,
+		Source:      e.Source,
 		EventID:     e.EventID,
-		EventType:   e.EventType,
+		EventType:   e.Type,
 		CreatedAt:   e.CreatedAt.UTC(),
 		ProcessedAt: e.ProcessedAt.UTC(),
 		BodySHA256:  hex.EncodeToString(e.BodySHA256),
@@ -108,7 +111,7 @@ func newObjectBuilder() *objectBuilder {
 }
 
 // add appends one event as its own gzip member and records its byte range.
-func (b *objectBuilder) add(e storage.ArchivableEvent) error {
+func (b *objectBuilder) add(e *inbox.Event) error {
 	b.line.Reset()
 	if err := b.enc.Encode(lineOf(e)); err != nil { // Encode appends "\n"
 		return fmt.Errorf("encode event %d: %w", e.ID, err)

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
-func event(id int64, body []byte) storage.ArchivableEvent {
+func event(id int64, body []byte) *inbox.Event {
 	sum := sha256Sum(body)
 	t := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	return storage.ArchivableEvent{ID: id, Provider: "stripe", EventID: "evt_" + string(rune('a'+id)), EventType: "t",
-		Body: body, BodySHA256: sum, BodySize: len(body), CreatedAt: t, ProcessedAt: t.Add(time.Second)}
+	return &inbox.Event{ID: id, Source: "stripe", EventID: "evt_" + string(rune('a'+id)), Type: "t",
+		Body: body, BodySHA256: sum, BodySize: len(body), CreatedAt: t, ProcessedAt: new(t.Add(time.Second))}
 }
 
 // gunzipAll reads a whole object as zcat does: every member in turn.

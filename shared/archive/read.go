@@ -20,68 +20,75 @@ import (
 // Errors carry a cause: event_not_found, event_expunged (ErrExpunged),
 // archive_corrupt (ErrCorrupt), archive_store_unavailable,
 // archive_store_failed, database_unavailable.
-func (a *Archiver) ReadBody(ctx context.Context, provider, eventID string) ([]byte, error) {
-	loc, err := a.store.EventBodyLocate(ctx, provider, eventID)
+func (a *Archiver) ReadBody(ctx context.Context, source, eventID string) ([]byte, error) {
+	ev, err := a.store.EventGetByKey(ctx, source, eventID)
 	if err != nil {
 		return nil, locateError(err)
 	}
-	body, err := a.readLocated(ctx, loc)
-	if err != nil && errors.Is(err, ErrCorrupt) && loc.ArchiveKey != nil {
-		// An expunge may have rewritten the object between the locate and
-		// the read: then the answer is "expunged", not "corrupt".
-		if again, lerr := a.store.EventBodyLocate(ctx, provider, eventID); lerr == nil && again.ExpungedAt != nil {
-			return nil, expungedError(provider, eventID)
+	return a.Body(ctx, ev)
+}
+
+// Body is ReadBody for an event already read (storage's EventGetBy*): its
+// body from the row, else from the archive.
+func (a *Archiver) Body(ctx context.Context, ev *inbox.Event) ([]byte, error) {
+	body, err := a.readLocated(ctx, ev)
+	if err != nil && errors.Is(err, ErrCorrupt) && ev.ArchiveKey != "" {
+		// An expunge may have rewritten the object between the read of the
+		// row and of the object: then the answer is "expunged", not
+		// "corrupt".
+		if again, lerr := a.store.EventGetByID(ctx, ev.ID); lerr == nil && again.ExpungedAt != nil {
+			return nil, expungedError(ev.Source, ev.EventID)
 		}
 	}
 	return body, err
 }
 
-func (a *Archiver) readLocated(ctx context.Context, loc storage.EventBody) ([]byte, error) {
+func (a *Archiver) readLocated(ctx context.Context, loc *inbox.Event) ([]byte, error) {
 	switch {
 	case loc.ExpungedAt != nil:
-		return nil, expungedError(loc.Provider, loc.EventID)
+		return nil, expungedError(loc.Source, loc.EventID)
 	case loc.Body != nil:
 		if err := verifyBody(loc, loc.Body); err != nil {
 			return nil, inbox.WrapError(inbox.CauseArchiveCorrupt, err, "stored body failed verification")
 		}
 		return loc.Body, nil
-	case loc.ArchiveKey == nil:
-		return nil, inbox.Errorf(inbox.CauseInternal, "event %s/%s has neither a body nor an archive location", loc.Provider, loc.EventID)
+	case loc.ArchiveKey == "":
+		return nil, inbox.Errorf(inbox.CauseInternal, "event %s/%s has neither a body nor an archive location", loc.Source, loc.EventID)
 	}
-	key := *loc.ArchiveKey
+	key := loc.ArchiveKey
 	member, err := a.blobs.GetRange(ctx, key, loc.ArchiveOffset, loc.ArchiveLength)
 	if err != nil {
 		return nil, storeError(err, "read archived body")
 	}
-	body, err := bodyFromMember(member, loc.ID, loc.Provider, loc.EventID)
+	body, err := bodyFromMember(member, loc.ID, loc.Source, loc.EventID)
 	if err == nil {
 		err = verifyBody(loc, body)
 	}
 	if err != nil {
 		return nil, inbox.WrapError(inbox.CauseArchiveCorrupt,
-			fmt.Errorf("%s/%s in %s [%d,+%d): %w: %w", loc.Provider, loc.EventID, key, loc.ArchiveOffset, loc.ArchiveLength, ErrCorrupt, err),
+			fmt.Errorf("%s/%s in %s [%d,+%d): %w: %w", loc.Source, loc.EventID, key, loc.ArchiveOffset, loc.ArchiveLength, ErrCorrupt, err),
 			"archived body failed verification")
 	}
 	return body, nil
 }
 
 // bodyFromMember decodes one member and checks that it is the event's line.
-func bodyFromMember(member []byte, id int64, provider, eventID string) ([]byte, error) {
+func bodyFromMember(member []byte, id int64, source, eventID string) ([]byte, error) {
 	l, err := decodeMember(member)
 	if err != nil {
 		return nil, err
 	}
-	if l.ID != id || l.Provider != provider || l.EventID != eventID {
-		return nil, fmt.Errorf("member holds event %d %s/%s", l.ID, l.Provider, l.EventID)
+	if l.ID != id || l.Source != source || l.EventID != eventID {
+		return nil, fmt.Errorf("member holds event %d %s/%s", l.ID, l.Source, l.EventID)
 	}
 	return l.RawBody()
 }
 
-func verifyBody(loc storage.EventBody, body []byte) error {
+func verifyBody(loc *inbox.Event, body []byte) error {
 	sum := sha256.Sum256(body)
 	if len(body) != loc.BodySize || !bytes.Equal(sum[:], loc.BodySHA256) {
 		return fmt.Errorf("body of %s/%s: %d bytes sha256 %x, recorded %d bytes sha256 %x",
-			loc.Provider, loc.EventID, len(body), sum, loc.BodySize, loc.BodySHA256)
+			loc.Source, loc.EventID, len(body), sum, loc.BodySize, loc.BodySHA256)
 	}
 	return nil
 }
@@ -93,6 +100,6 @@ func locateError(err error) error {
 	return dbError(err, "locate event body")
 }
 
-func expungedError(provider, eventID string) error {
-	return inbox.WrapError(inbox.CauseEventExpunged, fmt.Errorf("%s/%s: %w", provider, eventID, ErrExpunged), "event body was expunged")
+func expungedError(source, eventID string) error {
+	return inbox.WrapError(inbox.CauseEventExpunged, fmt.Errorf("%s/%s: %w", source, eventID, ErrExpunged), "event body was expunged")
 }

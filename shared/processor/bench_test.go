@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -76,7 +77,7 @@ func BenchmarkApply(b *testing.B) {
 			if len(batch) == 0 {
 				break
 			}
-			tx, err := f.pool.Begin(f.ctx)
+			tx, err := f.store.Begin(f.ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func benchOwnTx(b *testing.B, syncStart bool) {
 					b.Fatal(err)
 				}
 			}
-			tx, err := f.pool.Begin(f.ctx)
+			tx, err := f.store.Begin(f.ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -149,7 +150,7 @@ func benchSetup(b *testing.B) (*fixture, string) {
 
 func (f *fixture) claim(token int) []storage.ClaimedEvent {
 	now := f.clock.Now()
-	batch, err := f.store.EventsClaim(f.ctx, storage.EventsClaimParams{
+	batch, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{
 		Now: now, Limit: 25, LockedUntil: now.Add(time.Minute), Token: fmt.Sprint("bench#", token),
 	})
 	if err != nil {
@@ -158,15 +159,15 @@ func (f *fixture) claim(token int) []storage.ClaimedEvent {
 	return batch
 }
 
-// apply is the work of one event inside db (a transaction or savepoint).
-func (f *fixture) apply(db storage.DBTX, ev storage.ClaimedEvent, token int) {
-	ok, err := storage.EventMarkProcessed(f.ctx, db, storage.EventMarkProcessedParams{
-		ID: ev.ID, Token: fmt.Sprint("bench#", token), Now: f.clock.Now(), Outcome: storage.OutcomeHandled,
+// apply is the work of one event inside tx (a transaction or savepoint).
+func (f *fixture) apply(tx *storage.Tx, ev storage.ClaimedEvent, token int) {
+	ok, err := tx.EventMarkProcessed(f.ctx, storage.EventMarkProcessedParams{
+		ID: ev.ID, Token: fmt.Sprint("bench#", token), Now: f.clock.Now(), Outcome: inbox.OutcomeHandled,
 	})
 	if err != nil || !ok {
 		f.t.Fatalf("mark = %v, %v", ok, err)
 	}
-	if _, err := db.Exec(f.ctx, `INSERT INTO ledger (event_pk, attempt) VALUES ($1, 1)`, ev.ID); err != nil {
+	if _, err := tx.Pgx().Exec(f.ctx, `INSERT INTO ledger (event_pk, attempt) VALUES ($1, 1)`, ev.ID); err != nil {
 		f.t.Fatal(err)
 	}
 }

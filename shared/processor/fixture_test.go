@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -153,23 +155,14 @@ func (f *fixture) processor(cfg processor.Config) *processor.Processor {
 	return p
 }
 
-// insert stores n events of source and type, ids prefix-0000..., in
-// one statement, and returns their primary keys in order.
+// insert stores n due events of source and type, ids prefix00001...,
+// and returns their primary keys in order.
 func (f *fixture) insert(source, eventType, prefix string, n int) []int64 {
 	f.t.Helper()
-	rows, err := f.pool.Query(f.ctx, `
-INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size)
-SELECT $1::text, $3::text || lpad(g::text, 5, '0'), $2::text, b::jsonb, convert_to(b, 'UTF8'), sha256(convert_to(b, 'UTF8')), octet_length(b)
-  FROM generate_series(1, $4::int) g,
-       LATERAL (SELECT json_build_object('id', $3::text || lpad(g::text, 5, '0'), 'type', $2::text, 'n', g)::text AS b) body
- ORDER BY g
-RETURNING id`, source, eventType, prefix, n)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		f.t.Fatal(err)
+	evs := factory.Events(f.ctx, f.t, f.store, n, &factory.EventOpts{Source: source, Type: eventType, EventID: prefix})
+	ids := make([]int64, n)
+	for i, ev := range evs {
+		ids[i] = ev.ID
 	}
 	return ids
 }
@@ -177,49 +170,21 @@ RETURNING id`, source, eventType, prefix, n)
 // insertOne stores one event with this body through the receiver's query.
 func (f *fixture) insertOne(source, eventID, eventType string, body []byte) int64 {
 	f.t.Helper()
-	res, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: source, EventID: eventID, EventType: eventType, Body: body})
+	res, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Source: source, EventID: eventID, EventType: eventType, Body: body})
 	if err != nil || !res.Inserted {
 		f.t.Fatalf("insert %s: %+v %v", eventID, res, err)
 	}
 	return res.ID
 }
 
-// errorEntry is one item of webhook_events.errors.
-type errorEntry struct {
-	Attempt int       `json:"attempt"`
-	At      time.Time `json:"at"`
-	Cause   string    `json:"cause"`
-	Error   string    `json:"error"`
-}
-
-// row is the processing state of an event.
-type row struct {
-	Attempts      int
-	ProcessedAt   *time.Time
-	Outcome       *string
-	DeadAt        *time.Time
-	NextAttemptAt time.Time
-	LockedUntil   *time.Time
-	LockedBy      *string
-	LastError     *string
-	Errors        []errorEntry
-}
-
-func (f *fixture) row(id int64) row {
+// row reads the event back.
+func (f *fixture) row(id int64) *inbox.Event {
 	f.t.Helper()
-	var r row
-	var errs []byte
-	err := f.pool.QueryRow(f.ctx, `
-SELECT attempts, processed_at, outcome, dead_at, next_attempt_at, locked_until, locked_by, last_error, errors::text
-  FROM webhook_events WHERE id = $1`, id).Scan(
-		&r.Attempts, &r.ProcessedAt, &r.Outcome, &r.DeadAt, &r.NextAttemptAt, &r.LockedUntil, &r.LockedBy, &r.LastError, &errs)
+	ev, err := f.store.EventGetByID(f.ctx, id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := json.Unmarshal(errs, &r.Errors); err != nil {
-		f.t.Fatal(err)
-	}
-	return r
+	return ev
 }
 
 // ledger returns how many ledger rows exist and for how many events.
@@ -253,6 +218,6 @@ func (f *fixture) drain(p *processor.Processor) processor.Stats {
 // writeLedger is the tests' handler: it applies an event by writing its
 // ledger row in the processor's transaction.
 func writeLedger(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
-	_, err := tx.Exec(ctx, `INSERT INTO ledger (event_pk, attempt) VALUES ($1, $2)`, ev.ID, ev.Attempt)
+	_, err := tx.Exec(ctx, `INSERT INTO ledger (event_pk, attempt) VALUES ($1, $2)`, ev.ID, ev.Attempts)
 	return err
 }

@@ -55,7 +55,7 @@ const (
 const backlogTimeout = 5 * time.Second
 
 // emitMetrics logs the drain's metrics line. The backlog gauge comes from
-// one index-only query (storage.EventsBacklog); when it fails (the
+// one index-only query (storage.Store.EventGetBacklog); when it fails (the
 // database is gone) the line carries the drain's counts alone.
 func (p *Processor) emitMetrics(ctx context.Context, st Stats, drainErr error, took time.Duration) {
 	b2f := func(b bool) float64 {
@@ -83,7 +83,7 @@ func (p *Processor) emitMetrics(ctx context.Context, st Stats, drainErr error, t
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backlogTimeout)
 	defer cancel()
 	now := p.cfg.Now()
-	if b, err := p.store.EventsBacklog(bctx, now); err != nil {
+	if b, err := p.store.EventGetBacklog(bctx, now); err != nil {
 		attrs = append(attrs, "backlog_err", err.Error(), "cause", inbox.CauseDatabaseUnavailable)
 	} else {
 		ms = append(ms,

@@ -215,7 +215,6 @@ func SessionParams(handlerTimeout time.Duration) map[string]string {
 // at once, in one process or many.
 type Processor struct {
 	cfg     Config
-	pool    *pgxpool.Pool
 	store   *storage.Store
 	log     *slog.Logger
 	backoff Backoff
@@ -238,7 +237,6 @@ func New(cfg Config) (*Processor, error) {
 	rand.Read(suffix) // never fails; see crypto/rand.Read
 	return &Processor{
 		cfg:     cfg,
-		pool:    cfg.Pool,
 		store:   storage.New(cfg.Pool),
 		log:     cfg.Logger,
 		backoff: Backoff{Base: cfg.BackoffBase, Cap: cfg.BackoffCap, Rand: cfg.Rand},
@@ -325,11 +323,11 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 			return st, nil
 		}
 		now := p.cfg.Now()
-		claim := storage.EventsClaimParams{
+		claim := storage.EventClaimParams{
 			Now: now, Limit: p.cfg.BatchSize, LockedUntil: now.Add(p.cfg.Lease),
 			Token: p.name + "#" + strconv.FormatUint(p.seq.Add(1), 10),
 		}
-		batch, err := p.store.EventsClaim(ctx, claim)
+		batch, err := p.store.EventClaim(ctx, claim)
 		if err != nil {
 			st.Stopped = StopError
 			p.log.Error("processor: claim failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
@@ -404,15 +402,11 @@ func (p *Processor) runBatch(ctx context.Context, token string, leaseEnd time.Ti
 // process runs one claimed event. It returns an error only when the
 // processor's bookkeeping failed; a handler's failure is recorded.
 func (p *Processor) process(ctx context.Context, token string, row *storage.ClaimedEvent, st *Stats) error {
-	ev := &Event{
-		ID: row.ID, Source: row.Provider, Kind: row.SourceKind,
-		EventID: row.EventID, Type: row.EventType, Payload: row.Payload, Body: row.Body,
-		Attempt: row.Attempts, CreatedAt: row.CreatedAt,
-	}
-	if ev.Kind == "" {
+	ev := row.Event
+	if ev.SourceKind == "" {
 		// Stored before the receiver recorded kinds: the configured map,
 		// when there is one, still routes it.
-		ev.Kind = p.cfg.SourceKinds[row.Provider]
+		ev.SourceKind = p.cfg.SourceKinds[ev.Source]
 	}
 	log := p.log.With("source", ev.Source, "event_id", ev.EventID, "event_type", ev.Type)
 
@@ -435,7 +429,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 			log.With("attempt", row.Attempts), st)
 	}
 
-	h, found := p.cfg.Registry.Lookup(ev.Source, ev.Kind, ev.Type)
+	h, found := p.cfg.Registry.Lookup(ev.Source, ev.SourceKind, ev.Type)
 	if !found {
 		switch p.cfg.Unhandled {
 		case UnhandledDeadLetter:
@@ -444,8 +438,8 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 			h = HandlerFunc(func(context.Context, pgx.Tx, *Event) error { return errNoHandler })
 		default:
 			// Nothing runs, so nothing needs an attempt or a transaction.
-			ok, err := storage.EventMarkProcessed(ctx, p.pool, storage.EventMarkProcessedParams{
-				ID: ev.ID, Token: token, Now: p.cfg.Now(), Outcome: storage.OutcomeUnhandled,
+			ok, err := p.store.EventMarkProcessed(ctx, storage.EventMarkProcessedParams{
+				ID: ev.ID, Token: token, Now: p.cfg.Now(), Outcome: inbox.OutcomeUnhandled,
 			})
 			switch {
 			case err != nil:
@@ -468,7 +462,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 		p.leaseLost(log, st)
 		return nil
 	}
-	ev.Attempt = attempt
+	ev.Attempts = attempt
 	log = log.With("attempt", attempt)
 
 	hctx, cancel := context.WithTimeout(ctx, p.cfg.HandlerTimeout)
@@ -496,7 +490,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 	bctx, bcancel := p.bookkeepingContext(ctx)
 	defer bcancel()
 	ok, err = p.store.EventRecordFailure(bctx, storage.EventRecordFailureParams{
-		ID: ev.ID, Token: token, Now: now, Cause: string(cause), Error: errorText(herr), NextAttemptAt: now.Add(delay),
+		ID: ev.ID, Token: token, Now: now, Cause: cause, Error: errorText(herr), NextAttemptAt: now.Add(delay),
 	})
 	switch {
 	case err != nil:
@@ -516,17 +510,17 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 // the handler's changes and processed_at are one atomic unit. lost reports
 // that the event was no longer this claim's to process.
 func (p *Processor) apply(ctx context.Context, token string, h Handler, ev *Event) (lost bool, err error) {
-	tx, err := p.pool.Begin(ctx)
+	tx, err := p.store.Begin(ctx)
 	if err != nil {
-		return false, fmt.Errorf("begin transaction: %w", err)
+		return false, err
 	}
 	defer func() {
 		if err != nil || lost {
 			p.rollback(ctx, tx)
 		}
 	}()
-	ok, err := storage.EventMarkProcessed(ctx, tx, storage.EventMarkProcessedParams{
-		ID: ev.ID, Token: token, Now: p.cfg.Now(), Outcome: storage.OutcomeHandled,
+	ok, err := tx.EventMarkProcessed(ctx, storage.EventMarkProcessedParams{
+		ID: ev.ID, Token: token, Now: p.cfg.Now(), Outcome: inbox.OutcomeHandled,
 	})
 	if err != nil {
 		return false, err
@@ -534,14 +528,14 @@ func (p *Processor) apply(ctx context.Context, token string, h Handler, ev *Even
 	if !ok {
 		return true, nil
 	}
-	if err := callHandler(ctx, h, tx, ev); err != nil {
+	if err := callHandler(ctx, h, tx.Pgx(), ev); err != nil {
 		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		// A commit error can hide a commit that happened (the connection
 		// broke after the server committed). Recording the failure is safe
 		// either way: it only touches a row that is still unprocessed.
-		return false, fmt.Errorf("commit: %w", err)
+		return false, err
 	}
 	return false, nil
 }
@@ -558,7 +552,7 @@ func callHandler(ctx context.Context, h Handler, tx pgx.Tx, ev *Event) (err erro
 
 // rollback ends a failed transaction even when ctx is done: a rollback that
 // cannot be sent makes pgx close the connection, which ends it too.
-func (p *Processor) rollback(ctx context.Context, tx pgx.Tx) {
+func (p *Processor) rollback(ctx context.Context, tx *storage.Tx) {
 	bctx, cancel := p.bookkeepingContext(ctx)
 	defer cancel()
 	_ = tx.Rollback(bctx)
@@ -576,7 +570,7 @@ func (p *Processor) bookkeepingContext(ctx context.Context) (context.Context, co
 // last attempt's entry in the history; an empty cause means the claim
 // already recorded it (an attempt that never finished).
 func (p *Processor) deadLetter(ctx context.Context, token string, ev *Event, cause inbox.Cause, herr error, log *slog.Logger, st *Stats) error {
-	params := storage.EventDeadLetterParams{ID: ev.ID, Token: token, Now: p.cfg.Now(), Cause: string(cause)}
+	params := storage.EventDeadLetterParams{ID: ev.ID, Token: token, Now: p.cfg.Now(), Cause: cause}
 	if cause != "" {
 		params.Error = errorText(herr)
 	} else {
@@ -619,7 +613,7 @@ func (p *Processor) release(ctx context.Context, token string, rest []storage.Cl
 	}
 	bctx, cancel := p.bookkeepingContext(ctx)
 	defer cancel()
-	n, err := p.store.EventsRelease(bctx, ids, token, p.cfg.Now())
+	n, err := p.store.EventRelease(bctx, ids, token, p.cfg.Now())
 	if err != nil {
 		p.log.Warn("processor: could not release unstarted events; they are claimable when the lease passes",
 			"cause", inbox.CauseDatabaseUnavailable, "err", err, "events", len(ids))
@@ -629,9 +623,9 @@ func (p *Processor) release(ctx context.Context, token string, rest []storage.Cl
 
 // Requeue sends the open dead letters matching f back to the drain, due
 // at once with attempts and history reset, and returns how many. It is
-// storage.Store.DeadLettersRequeue on the processor's clock.
+// storage.Store.DeadLetterRequeue on the processor's clock.
 func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter) (int, error) {
-	n, err := p.store.DeadLettersRequeue(ctx, f, p.cfg.Now())
+	n, err := p.store.DeadLetterRequeue(ctx, f, p.cfg.Now())
 	if err == nil && n > 0 {
 		p.log.Info("processor: dead letters requeued", "events", n)
 	}

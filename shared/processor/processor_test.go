@@ -13,7 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -33,8 +35,8 @@ func TestDrainAppliesEachEventOnce(t *testing.T) {
 		t.Fatalf("ledger rows = %d for %d events, want 60 and 60", rows, events)
 	}
 	r := f.row(ids[0])
-	if r.ProcessedAt == nil || !r.ProcessedAt.Equal(f.clock.Now()) || *r.Outcome != storage.OutcomeHandled ||
-		r.Attempts != 1 || r.LockedUntil != nil || r.LockedBy != nil || len(r.Errors) != 0 {
+	if r.ProcessedAt == nil || !r.ProcessedAt.Equal(f.clock.Now()) || r.Outcome != inbox.OutcomeHandled ||
+		r.Attempts != 1 || r.LockedUntil != nil || r.LockedBy != "" || len(r.Errors) != 0 {
 		t.Fatalf("processed row = %+v", r)
 	}
 	// Nothing is due any more: a second drain claims nothing.
@@ -54,11 +56,9 @@ func TestDrainHandlesOldestFirst(t *testing.T) {
 		order = append(order, ev.EventID)
 		return nil
 	})
-	ids := f.insert("ledger", "t", "evt_", 5)
-	// Make the last inserted event the oldest due.
-	if _, err := f.pool.Exec(f.ctx, `UPDATE webhook_events SET next_attempt_at = next_attempt_at - interval '1 hour' WHERE id = $1`, ids[4]); err != nil {
-		t.Fatal(err)
-	}
+	f.insert("ledger", "t", "evt_", 4)
+	// The last inserted event is the oldest due.
+	factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "ledger", Type: "t", EventID: "evt_00005", NextAttemptAt: time.Now().Add(-time.Hour)})
 	f.drain(f.processor(processor.Config{BatchSize: 10}))
 	want := "evt_00005 evt_00001 evt_00002 evt_00003 evt_00004"
 	if got := strings.Join(order, " "); got != want {
@@ -134,8 +134,8 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		if err := writeLedger(ctx, tx, ev); err != nil {
 			return err
 		}
-		if ev.Attempt < 3 {
-			return fmt.Errorf("downstream unavailable (attempt %d)", ev.Attempt)
+		if ev.Attempts < 3 {
+			return fmt.Errorf("downstream unavailable (attempt %d)", ev.Attempts)
 		}
 		return nil
 	})
@@ -148,9 +148,9 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		t.Fatalf("first drain = %+v", st)
 	}
 	r := f.row(id)
-	if r.Attempts != 1 || !r.NextAttemptAt.Equal(t0.Add(5*time.Second)) || r.LockedBy != nil || r.ProcessedAt != nil ||
+	if r.Attempts != 1 || !r.NextAttemptAt.Equal(t0.Add(5*time.Second)) || r.LockedBy != "" || r.ProcessedAt != nil ||
 		len(r.Errors) != 1 || r.Errors[0].Attempt != 1 || r.Errors[0].Cause != "handler_failed" ||
-		!strings.Contains(*r.LastError, "downstream unavailable (attempt 1)") {
+		!strings.Contains(r.LastError, "downstream unavailable (attempt 1)") {
 		t.Fatalf("after attempt 1: %+v", r)
 	}
 	if rows, _ := f.ledger(); rows != 0 {
@@ -221,20 +221,19 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	r := f.row(id)
-	if r.DeadAt == nil || r.ProcessedAt != nil || r.Attempts != 4 || len(r.Errors) != 4 || r.LockedBy != nil {
+	if r.DeadAt == nil || r.ProcessedAt != nil || r.Attempts != 4 || len(r.Errors) != 4 || r.LockedBy != "" {
 		t.Fatalf("dead event = %+v", r)
 	}
-	dls, err := f.store.DeadLettersList(f.ctx, storage.DeadLetterFilter{Provider: "billing"}, 10)
+	dls, err := f.store.DeadLetterList(f.ctx, storage.DeadLetterFilter{Source: "billing"}, 10)
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("dead letters = %+v, %v", dls, err)
 	}
 	dl := dls[0]
-	var hist []errorEntry
-	mustJSON(t, dl.Errors, &hist)
-	if dl.EventPK != id || dl.EventID != "msg_poison" || dl.EventType != "invoice.created" || dl.Attempts != 4 ||
+	hist := dl.Errors
+	if dl.EventPK != id || dl.EventID != "msg_poison" || dl.Type != "invoice.created" || dl.Attempts != 4 ||
 		string(dl.Body) != string(body) || !strings.Contains(string(dl.Payload), `"cus_1"`) ||
 		len(hist) != 4 || hist[3].Attempt != 4 || hist[0].Cause != "handler_failed" ||
-		dl.LastError == nil || !strings.Contains(*dl.LastError, "no account") || !dl.DeadAt.Equal(f.clock.Now()) {
+		!strings.Contains(dl.LastError, "no account") || !dl.DeadAt.Equal(f.clock.Now()) {
 		t.Fatalf("dead letter = %+v, history %+v", dl, hist)
 	}
 	// A dead event is out of the drain.
@@ -253,7 +252,7 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 		t.Fatalf("requeue = %d, %v", n, err)
 	}
 	r = f.row(id)
-	if r.DeadAt != nil || r.Attempts != 0 || len(r.Errors) != 0 || r.LastError != nil || !r.NextAttemptAt.Equal(f.clock.Now()) {
+	if r.DeadAt != nil || r.Attempts != 0 || len(r.Errors) != 0 || r.LastError != "" || !r.NextAttemptAt.Equal(f.clock.Now()) {
 		t.Fatalf("requeued event = %+v", r)
 	}
 	if n, _ := p.Requeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}); n != 0 {
@@ -331,7 +330,7 @@ func TestPanicFailsThatEventOnly(t *testing.T) {
 	}
 	r := f.row(ids[1])
 	if r.ProcessedAt != nil || r.DeadAt != nil || r.Attempts != 1 || len(r.Errors) != 1 ||
-		r.Errors[0].Cause != "handler_panic" || !strings.Contains(*r.LastError, "assignment to entry in nil map") ||
+		r.Errors[0].Cause != "handler_panic" || !strings.Contains(r.LastError, "assignment to entry in nil map") ||
 		!r.NextAttemptAt.After(f.clock.Now()) {
 		t.Fatalf("panicked event = %+v", r)
 	}
@@ -344,13 +343,14 @@ func TestPanicFailsThatEventOnly(t *testing.T) {
 func TestUnhandledPolicies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		policy                     processor.UnhandledPolicy
-		processed, dead, retried   bool
-		attempts                   int
-		outcome, historyCause, msg string
+		policy                   processor.UnhandledPolicy
+		processed, dead, retried bool
+		attempts                 int
+		outcome                  inbox.Outcome
+		historyCause, msg        string
 	}{
-		{policy: "", processed: true, outcome: storage.OutcomeUnhandled},
-		{policy: processor.UnhandledMark, processed: true, outcome: storage.OutcomeUnhandled},
+		{policy: "", processed: true, outcome: inbox.OutcomeUnhandled},
+		{policy: processor.UnhandledMark, processed: true, outcome: inbox.OutcomeUnhandled},
 		{policy: processor.UnhandledRetry, retried: true, attempts: 1, historyCause: "no_handler"},
 		{policy: processor.UnhandledDeadLetter, dead: true, historyCause: "no_handler"},
 	} {
@@ -364,10 +364,10 @@ func TestUnhandledPolicies(t *testing.T) {
 			if (r.ProcessedAt != nil) != tc.processed || (r.DeadAt != nil) != tc.dead || (st.Retried == 1) != tc.retried || r.Attempts != tc.attempts {
 				t.Fatalf("stats %+v, row %+v", st, r)
 			}
-			if tc.outcome != "" && (r.Outcome == nil || *r.Outcome != tc.outcome || st.Unhandled != 1) {
+			if tc.outcome != "" && (r.Outcome != tc.outcome || st.Unhandled != 1) {
 				t.Fatalf("outcome = %v, stats %+v", r.Outcome, st)
 			}
-			if tc.historyCause != "" && (len(r.Errors) != 1 || r.Errors[0].Cause != tc.historyCause) {
+			if tc.historyCause != "" && (len(r.Errors) != 1 || string(r.Errors[0].Cause) != tc.historyCause) {
 				t.Fatalf("history = %+v", r.Errors)
 			}
 			if rows, _ := f.ledger(); rows != 0 {
@@ -397,7 +397,7 @@ func TestHandlerCannotCommit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := sp.Exec(ctx, `INSERT INTO ledger (event_pk, attempt, note) VALUES ($1, $2, 'savepoint')`, ev.ID, ev.Attempt); err != nil {
+		if _, err := sp.Exec(ctx, `INSERT INTO ledger (event_pk, attempt, note) VALUES ($1, $2, 'savepoint')`, ev.ID, ev.Attempts); err != nil {
 			return err
 		}
 		return sp.Rollback(ctx)
@@ -426,7 +426,7 @@ func TestHandlerTimeout(t *testing.T) {
 	if st := f.drain(p); st.Retried != 1 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if r := f.row(id); len(r.Errors) != 1 || r.Errors[0].Cause != "handler_timeout" || r.LockedBy != nil {
+	if r := f.row(id); len(r.Errors) != 1 || r.Errors[0].Cause != "handler_timeout" || r.LockedBy != "" {
 		t.Fatalf("row = %+v", r)
 	}
 }
@@ -440,7 +440,7 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	ids := f.insert("ledger", "t", "evt_", 3)
 	t0 := f.clock.Now()
-	dead, err := f.store.EventsClaim(f.ctx, storage.EventsClaimParams{Now: t0, Limit: 10, LockedUntil: t0.Add(time.Minute), Token: "dead#1"})
+	dead, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: t0, Limit: 10, LockedUntil: t0.Add(time.Minute), Token: "dead#1"})
 	if err != nil || len(dead) != 3 {
 		t.Fatalf("claim = %d, %v", len(dead), err)
 	}
@@ -461,7 +461,7 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	if _, ok, err := f.store.EventStartAttempt(f.ctx, ids[0], "dead#1", t0); ok || err != nil {
 		t.Fatalf("stale start = %v, %v", ok, err)
 	}
-	if ok, err := storage.EventMarkProcessed(f.ctx, f.pool, storage.EventMarkProcessedParams{ID: ids[1], Token: "dead#1", Now: now, Outcome: "handled"}); ok || err != nil {
+	if ok, err := f.store.EventMarkProcessed(f.ctx, storage.EventMarkProcessedParams{ID: ids[1], Token: "dead#1", Now: now, Outcome: "handled"}); ok || err != nil {
 		t.Fatalf("stale mark = %v, %v", ok, err)
 	}
 	if ok, err := f.store.EventRecordFailure(f.ctx, storage.EventRecordFailureParams{ID: ids[1], Token: "dead#1", Now: now, Cause: "x", Error: "x", NextAttemptAt: now}); ok || err != nil {
@@ -470,7 +470,7 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	if _, ok, err := f.store.EventDeadLetter(f.ctx, storage.EventDeadLetterParams{ID: ids[2], Token: "dead#1", Now: now, Cause: "x", Error: "x"}); ok || err != nil {
 		t.Fatalf("stale dead letter = %v, %v", ok, err)
 	}
-	if n, err := f.store.EventsRelease(f.ctx, ids, "dead#1", now); n != 0 || err != nil {
+	if n, err := f.store.EventRelease(f.ctx, ids, "dead#1", now); n != 0 || err != nil {
 		t.Fatalf("stale release = %d, %v", n, err)
 	}
 	if rows, events := f.ledger(); rows != 3 || events != 3 {
@@ -486,7 +486,7 @@ func TestStaleProcessorCannotApplyAfterTakeover(t *testing.T) {
 	f := setup(t)
 	id := f.insert("ledger", "t", "evt_", 1)[0]
 	t0 := f.clock.Now()
-	if _, err := f.store.EventsClaim(f.ctx, storage.EventsClaimParams{Now: t0, Limit: 1, LockedUntil: t0.Add(time.Minute), Token: "A#1"}); err != nil {
+	if _, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: t0, Limit: 1, LockedUntil: t0.Add(time.Minute), Token: "A#1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := f.store.EventStartAttempt(f.ctx, id, "A#1", t0); !ok || err != nil {
@@ -497,12 +497,12 @@ func TestStaleProcessorCannotApplyAfterTakeover(t *testing.T) {
 	if st := f.drain(f.processor(processor.Config{})); st.Handled != 1 {
 		t.Fatalf("B: %+v", st)
 	}
-	tx, err := f.pool.Begin(f.ctx)
+	tx, err := f.store.Begin(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(f.ctx)
-	ok, err := storage.EventMarkProcessed(f.ctx, tx, storage.EventMarkProcessedParams{ID: id, Token: "A#1", Now: f.clock.Now(), Outcome: "handled"})
+	ok, err := tx.EventMarkProcessed(f.ctx, storage.EventMarkProcessedParams{ID: id, Token: "A#1", Now: f.clock.Now(), Outcome: "handled"})
 	if ok || err != nil {
 		t.Fatalf("A's late mark = %v, %v", ok, err)
 	}
@@ -518,7 +518,7 @@ func TestKilledAttemptIsCountedAndRecorded(t *testing.T) {
 	ids := f.insert("ledger", "t", "evt_", 2)
 	t0 := f.clock.Now()
 	lease := t0.Add(time.Minute)
-	if _, err := f.store.EventsClaim(f.ctx, storage.EventsClaimParams{Now: t0, Limit: 2, LockedUntil: lease, Token: "killed#1"}); err != nil {
+	if _, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: t0, Limit: 2, LockedUntil: lease, Token: "killed#1"}); err != nil {
 		t.Fatal(err)
 	}
 	// Killed while handling the first event; the second never started.
@@ -531,7 +531,7 @@ func TestKilledAttemptIsCountedAndRecorded(t *testing.T) {
 	}
 	r := f.row(ids[0])
 	if r.Attempts != 2 || len(r.Errors) != 1 || r.Errors[0].Cause != "lease_expired" || r.Errors[0].Attempt != 1 ||
-		!r.Errors[0].At.Equal(lease) || r.LastError == nil {
+		!r.Errors[0].At.Equal(lease) || r.LastError == "" {
 		t.Fatalf("killed event = %+v", r)
 	}
 	if r := f.row(ids[1]); r.Attempts != 1 || len(r.Errors) != 0 {
@@ -579,7 +579,7 @@ func TestPoisonThatKillsItsProcessorIsDeadLettered(t *testing.T) {
 	const maxAttempts = 3
 	for i := range maxAttempts {
 		now := f.clock.Now()
-		claimed, err := f.store.EventsClaim(f.ctx, storage.EventsClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(time.Minute), Token: fmt.Sprint("crash#", i)})
+		claimed, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(time.Minute), Token: fmt.Sprint("crash#", i)})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim %d = %v, %v", i, claimed, err)
 		}
@@ -612,7 +612,7 @@ func TestStopsClaimingNearTheDeadline(t *testing.T) {
 	if err != nil || st.Claimed != 0 || st.Stopped != processor.StopDeadline {
 		t.Fatalf("drain = %+v, %v", st, err)
 	}
-	if r := f.row(id); r.LockedBy != nil || r.Attempts != 0 {
+	if r := f.row(id); r.LockedBy != "" || r.Attempts != 0 {
 		t.Fatalf("row touched: %+v", r)
 	}
 	ctx, cancel = context.WithTimeout(f.ctx, time.Minute)
@@ -658,7 +658,7 @@ func TestCancelledDrainReleasesItsClaim(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || st.Stopped != processor.StopCancelled || st.Released != 2 {
 		t.Fatalf("drain = %+v, %v", st, err)
 	}
-	if r := f.row(ids[1]); r.LockedBy != nil || r.Attempts != 0 || !r.NextAttemptAt.Equal(f.clock.Now()) {
+	if r := f.row(ids[1]); r.LockedBy != "" || r.Attempts != 0 || !r.NextAttemptAt.Equal(f.clock.Now()) {
 		t.Fatalf("unstarted event = %+v", r)
 	}
 }
@@ -698,10 +698,10 @@ func TestRequeueFilters(t *testing.T) {
 		filter storage.DeadLetterFilter
 		want   int
 	}{
-		{"source and type", storage.DeadLetterFilter{Provider: "ledger", EventType: "a"}, 2},
-		{"again: already requeued", storage.DeadLetterFilter{Provider: "ledger", EventType: "a"}, 0},
+		{"source and type", storage.DeadLetterFilter{Source: "ledger", EventType: "a"}, 2},
+		{"again: already requeued", storage.DeadLetterFilter{Source: "ledger", EventType: "a"}, 0},
 		{"window before t1", storage.DeadLetterFilter{DeadTo: t1}, 1},
-		{"window from t1", storage.DeadLetterFilter{Provider: "ledger", DeadFrom: t1, DeadTo: t1.Add(time.Second)}, 3},
+		{"window from t1", storage.DeadLetterFilter{Source: "ledger", DeadFrom: t1, DeadTo: t1.Add(time.Second)}, 3},
 		{"all", storage.DeadLetterFilter{All: true}, 0},
 	} {
 		n, err := p.Requeue(f.ctx, tc.filter)

@@ -2,54 +2,19 @@ package processor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
-// Event is a stored event as a handler sees it.
-type Event struct {
-	// ID is webhook_events.id.
-	ID int64
-	// Source is the configured source name the event was posted to (the
-	// provider column); Kind is that source's kind ("stripe", "standard"),
-	// or "" when the processor does not know the source.
-	Source string
-	Kind   string
-	// EventID and Type are the event's identity as the sender gave it.
-	EventID string
-	Type    string
-	// Payload is the body as JSONB text, nil when the body is not JSON
-	// Postgres can hold (then Body is the only copy).
-	Payload json.RawMessage
-	// Body is the raw body as signed by the sender.
-	Body []byte
-	// Attempt is this attempt's number, from 1.
-	Attempt int
-	// CreatedAt is when the receiver stored the event.
-	CreatedAt time.Time
-}
-
-// Decode unmarshals the event's JSON into v: the payload, or the raw body
-// when there is no payload. An event that does not decode can never be
-// handled, so handlers usually return Permanent(err) for this error.
-func (e *Event) Decode(v any) error {
-	data := []byte(e.Payload)
-	if data == nil {
-		data = e.Body
-	}
-	if data == nil {
-		return fmt.Errorf("event %s/%s has neither payload nor body", e.Source, e.EventID)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("decode event %s/%s: %w", e.Source, e.EventID, err)
-	}
-	return nil
-}
+// Event is a stored event as a handler sees it: the domain's event row,
+// with Attempts set to this attempt's number (from 1). Decode reads its
+// JSON.
+type Event = inbox.Event
 
 // Handler applies one event. It makes every database change in tx, which
 // the processor commits together with processed_at when Handle returns nil

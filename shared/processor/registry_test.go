@@ -140,14 +140,14 @@ func TestRoutesByTheRecordedKind(t *testing.T) {
 	f := setup(t)
 	var got []string
 	f.reg.HandleFunc(processor.Kind("shopify"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
-		got = append(got, ev.EventID+":"+ev.Kind)
+		got = append(got, ev.EventID+":"+ev.SourceKind)
 		return nil
 	})
-	if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: "shop-eu", SourceKind: "shopify", EventID: "w1", EventType: "orders/create", Body: []byte(`{}`)}); err != nil {
+	if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Source: "shop-eu", SourceKind: "shopify", EventID: "w1", EventType: "orders/create", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// A legacy row without a kind, whose source the map knows.
-	if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: "shop-us", EventID: "w2", EventType: "orders/create", Body: []byte(`{}`)}); err != nil {
+	if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Source: "shop-us", EventID: "w2", EventType: "orders/create", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	p := f.processor(processor.Config{SourceKinds: map[string]string{"shop-us": "shopify"}})

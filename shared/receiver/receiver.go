@@ -27,8 +27,8 @@ import (
 // EventStore is what the receiver needs of storage; *storage.Store is it.
 type EventStore interface {
 	EventInsert(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error)
-	PayloadMismatchInsert(ctx context.Context, provider, eventID string, stored []byte, received [32]byte, size int) error
-	RejectionInsert(ctx context.Context, r storage.Rejection, capacity int) error
+	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) error
+	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error
 }
 
 // Defaults for Config's zero values.
@@ -187,7 +187,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
 	res, err := h.cfg.Store.EventInsert(ctx, storage.EventInsertParams{
-		Provider: name, SourceKind: src.Kind, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
+		Source: name, SourceKind: src.Kind, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
 	})
 	if err != nil {
 		if storage.IsDataError(err) {
@@ -211,7 +211,9 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		// an operator see a sender that changed an event under one id.
 		log.Warn("webhook duplicate with a different body", append([]any{"cause", "payload_mismatch", "id", res.ID},
 			h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1), metrics.C("PayloadMismatch", 1))...)...)
-		if err := h.cfg.Store.PayloadMismatchInsert(ctx, name, ident.EventID, res.StoredSHA256, res.BodySHA256, len(body)); err != nil {
+		if err := h.cfg.Store.PayloadMismatchInsert(ctx, inbox.PayloadMismatch{
+			Source: name, EventID: ident.EventID, StoredSHA256: res.StoredSHA256, ReceivedSHA256: res.BodySHA256[:], ReceivedSize: len(body),
+		}); err != nil {
 			log.Error("recording payload mismatch failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 		}
 	} else {
@@ -283,7 +285,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 
 // recordRejection writes a sampled record of a refusal. It must never change
 // the answer: a failure is logged and the refusal stands.
-func (h *Handler) recordRejection(r *http.Request, sampleKey, provider string, cause inbox.Cause, msg, requestID string) {
+func (h *Handler) recordRejection(r *http.Request, sampleKey, requested string, cause inbox.Cause, msg, requestID string) {
 	ok, suppressed := h.sampler.allow(sampleKey+"\x00"+string(cause), h.cfg.Now())
 	if !ok {
 		return
@@ -294,8 +296,8 @@ func (h *Handler) recordRejection(r *http.Request, sampleKey, provider string, c
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
 	defer cancel()
-	err := h.cfg.Store.RejectionInsert(ctx, storage.Rejection{
-		Provider: provider, Cause: string(cause), Message: msg, RequestID: requestID,
+	err := h.cfg.Store.RejectionInsert(ctx, inbox.Rejection{
+		Source: requested, Cause: cause, Message: msg, RequestID: requestID,
 		RemoteAddr: boundText(remote, 64), BodySize: max(r.ContentLength, 0), Suppressed: suppressed,
 	}, h.cfg.RejectionsCapacity)
 	if err != nil {

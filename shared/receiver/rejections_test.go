@@ -69,21 +69,21 @@ func TestRejectionsAreRecordedAndSampled(t *testing.T) {
 	for range 5 { // a flood within one second: one record
 		forged()
 	}
-	list, err := f.store.RejectionsList(ctx, time.Time{}, 100)
+	list, err := f.store.RejectionList(ctx, time.Time{}, 100)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("records = %d, %v; want 1", len(list), err)
 	}
 	r := list[0]
-	if r.Provider != "stripe" || r.Cause != "signature_mismatch" || r.RemoteAddr != "203.0.113.9" || r.RequestID != "req-1" || r.Message == "" || r.Suppressed != 0 {
+	if r.Source != "stripe" || r.Cause != "signature_mismatch" || r.RemoteAddr != "203.0.113.9" || r.RequestID != "req-1" || r.Message == "" || r.Suppressed != 0 {
 		t.Fatalf("record = %+v", r)
 	}
 	clk.Advance(2 * time.Second)
 	forged() // the next record carries the 4 held back
-	list, _ = f.store.RejectionsList(ctx, time.Time{}, 100)
+	list, _ = f.store.RejectionList(ctx, time.Time{}, 100)
 	if len(list) != 2 || list[0].Suppressed != 4 {
 		t.Fatalf("records = %+v", list)
 	}
-	counts, err := f.store.RejectionsCountByCause(ctx, time.Time{})
+	counts, err := f.store.RejectionCountByCause(ctx, time.Time{})
 	if err != nil || len(counts) != 1 || counts[0].Count != 6 {
 		t.Fatalf("counts = %+v, %v; want 6 signature_mismatch", counts, err)
 	}
@@ -92,13 +92,13 @@ func TestRejectionsAreRecordedAndSampled(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	f.do(httptest.NewRequest("POST", "/webhooks/"+long, strings.NewReader("{}")))
 	f.do(httptest.NewRequest("POST", "/webhooks/stripe", strings.NewReader("{}")))
-	list, _ = f.store.RejectionsList(ctx, time.Time{}, 100)
-	causes := map[string]storage.Rejection{}
+	list, _ = f.store.RejectionList(ctx, time.Time{}, 100)
+	causes := map[inbox.Cause]inbox.Rejection{}
 	for _, r := range list {
 		causes[r.Cause] = r
 	}
-	if u := causes["unknown_source"]; len(u.Provider) != inbox.MaxSourceNameLen {
-		t.Fatalf("unknown source recorded as %q; want the name bounded to %d bytes", u.Provider, inbox.MaxSourceNameLen)
+	if u := causes["unknown_source"]; len(u.Source) != inbox.MaxSourceNameLen {
+		t.Fatalf("unknown source recorded as %q; want the name bounded to %d bytes", u.Source, inbox.MaxSourceNameLen)
 	}
 	if _, ok := causes["signature_missing"]; !ok {
 		t.Fatalf("signature_missing not recorded: %+v", list)
@@ -110,11 +110,11 @@ func TestRingBufferIsBounded(t *testing.T) {
 	store := storage.New(pgtest.Pool(t))
 	ctx := context.Background()
 	for i := range 25 {
-		if err := store.RejectionInsert(ctx, storage.Rejection{Provider: "p", Cause: "c", Message: "m", BodySize: int64(i)}, 10); err != nil {
+		if err := store.RejectionInsert(ctx, inbox.Rejection{Source: "p", Cause: "c", Message: "m", BodySize: int64(i)}, 10); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, err := store.RejectionsList(ctx, time.Time{}, 100)
+	list, err := store.RejectionList(ctx, time.Time{}, 100)
 	if err != nil || len(list) != 10 {
 		t.Fatalf("rows = %d, %v; want the capacity, 10", len(list), err)
 	}

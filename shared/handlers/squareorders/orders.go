@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders/internal/dbsqlc"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -110,22 +111,10 @@ func handleOrder(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
 	case o.Version < 1:
 		return processor.Permanent(fmt.Errorf("event %s: order %s has no version", ev.EventID, o.OrderID))
 	}
-	_, err := tx.Exec(ctx, `
-INSERT INTO square_orders AS s (source, order_id, merchant_id, location_id, state, version,
-                                order_created_at, order_updated_at, last_event_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (source, order_id) DO UPDATE SET
-    merchant_id      = EXCLUDED.merchant_id,
-    location_id      = EXCLUDED.location_id,
-    state            = EXCLUDED.state,
-    version          = EXCLUDED.version,
-    order_created_at = COALESCE(EXCLUDED.order_created_at, s.order_created_at),
-    order_updated_at = COALESCE(EXCLUDED.order_updated_at, s.order_updated_at),
-    last_event_id    = EXCLUDED.last_event_id,
-    synced_at        = now()
-WHERE s.version < EXCLUDED.version`,
-		ev.Source, o.OrderID, nullIfEmpty(se.MerchantID), o.LocationID, o.State, o.Version,
-		o.CreatedAt, o.UpdatedAt, ev.EventID)
+	err := queries.SquareOrderUpsert(ctx, tx, dbsqlc.SquareOrderUpsertParams{
+		Source: ev.Source, OrderID: o.OrderID, MerchantID: nullIfEmpty(se.MerchantID), LocationID: o.LocationID,
+		State: o.State, Version: int32(o.Version), OrderCreatedAt: o.CreatedAt, OrderUpdatedAt: o.UpdatedAt, EventID: ev.EventID,
+	})
 	if err != nil {
 		return fmt.Errorf("upsert order %s version %d: %w", o.OrderID, o.Version, err)
 	}
@@ -152,15 +141,17 @@ type Order struct {
 	LastEventID    string
 }
 
+// queries is the package's generated code (queries/square_orders.sql).
+var queries = dbsqlc.New()
+
 // Get returns the mirrored order, or pgx.ErrNoRows (wrapped) when none.
 func Get(ctx context.Context, db storage.DBTX, source, orderID string) (Order, error) {
-	var o Order
-	err := db.QueryRow(ctx, `
-SELECT source, order_id, merchant_id, location_id, state, version, order_created_at, order_updated_at, last_event_id
-  FROM square_orders WHERE source = $1 AND order_id = $2`, source, orderID).Scan(
-		&o.Source, &o.OrderID, &o.MerchantID, &o.LocationID, &o.State, &o.Version, &o.OrderCreatedAt, &o.OrderUpdatedAt, &o.LastEventID)
+	r, err := queries.SquareOrderGet(ctx, db, dbsqlc.SquareOrderGetParams{Source: source, OrderID: orderID})
 	if err != nil {
-		return o, fmt.Errorf("get order %s: %w", orderID, err)
+		return Order{}, fmt.Errorf("get order %s: %w", orderID, err)
 	}
-	return o, nil
+	return Order{
+		Source: r.Source, OrderID: r.OrderID, MerchantID: r.MerchantID, LocationID: r.LocationID, State: r.State,
+		Version: int(r.Version), OrderCreatedAt: r.OrderCreatedAt, OrderUpdatedAt: r.OrderUpdatedAt, LastEventID: r.LastEventID,
+	}, nil
 }

@@ -98,7 +98,7 @@ func (f *fixture) storeEvents(bodies ...[]byte) {
 		if err := json.Unmarshal(b, &id); err != nil {
 			f.t.Fatal(err)
 		}
-		if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: "square", EventID: id.EventID, EventType: id.Type, Body: b}); err != nil {
+		if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Source: "square", EventID: id.EventID, EventType: id.Type, Body: b}); err != nil {
 			f.t.Fatal(err)
 		}
 	}

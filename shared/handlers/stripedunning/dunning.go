@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning/internal/dbsqlc"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -130,25 +131,11 @@ func handlePaymentFailed(ctx context.Context, tx pgx.Tx, ev *processor.Event) er
 		t := time.Unix(*inv.NextPaymentAttempt, 0)
 		next = &t
 	}
-	// The row's failure details follow the failure with the highest
-	// attempt count; ties keep the row (a redelivery changes nothing).
-	_, err = tx.Exec(ctx, `
-INSERT INTO stripe_dunning AS d (source, invoice_id, customer_id, status, failed_attempts, amount_due, currency,
-                                 next_payment_attempt, hosted_invoice_url, first_failed_at, last_failed_at, last_event_id)
-VALUES ($1, $2, $3, 'past_due', $4, $5, $6, $7, $8, $9, $9, $10)
-ON CONFLICT (source, invoice_id) DO UPDATE SET
-    failed_attempts      = GREATEST(d.failed_attempts, EXCLUDED.failed_attempts),
-    amount_due           = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.amount_due ELSE d.amount_due END,
-    currency             = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.currency ELSE d.currency END,
-    next_payment_attempt = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.next_payment_attempt ELSE d.next_payment_attempt END,
-    hosted_invoice_url   = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.hosted_invoice_url ELSE d.hosted_invoice_url END,
-    last_event_id        = CASE WHEN EXCLUDED.failed_attempts > d.failed_attempts THEN EXCLUDED.last_event_id ELSE d.last_event_id END,
-    first_failed_at      = LEAST(d.first_failed_at, EXCLUDED.first_failed_at),
-    last_failed_at       = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at),
-    -- status is left alone: a cleared invoice stays cleared.
-    updated_at           = now()`,
-		ev.Source, inv.ID, inv.Customer, inv.AttemptCount, inv.AmountDue, inv.Currency,
-		next, nullIfEmpty(inv.HostedInvoiceURL), time.Unix(se.Created, 0), ev.EventID)
+	err = queries.StripeDunningRecordFailure(ctx, tx, dbsqlc.StripeDunningRecordFailureParams{
+		Source: ev.Source, InvoiceID: inv.ID, CustomerID: inv.Customer, FailedAttempts: int32(inv.AttemptCount),
+		AmountDue: inv.AmountDue, Currency: inv.Currency, NextPaymentAttempt: next,
+		HostedInvoiceURL: nullIfEmpty(inv.HostedInvoiceURL), FailedAt: time.Unix(se.Created, 0), EventID: ev.EventID,
+	})
 	if err != nil {
 		return fmt.Errorf("record payment failure of invoice %s: %w", inv.ID, err)
 	}
@@ -161,15 +148,10 @@ func handlePaid(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
 		return err
 	}
 	inv := se.Data.Object
-	_, err = tx.Exec(ctx, `
-INSERT INTO stripe_dunning AS d (source, invoice_id, customer_id, status, amount_due, currency, cleared_at, last_event_id)
-VALUES ($1, $2, $3, 'cleared', $4, $5, $6, $7)
-ON CONFLICT (source, invoice_id) DO UPDATE SET
-    status        = 'cleared',
-    cleared_at    = COALESCE(d.cleared_at, EXCLUDED.cleared_at),
-    last_event_id = EXCLUDED.last_event_id,
-    updated_at    = now()`,
-		ev.Source, inv.ID, inv.Customer, inv.AmountDue, inv.Currency, time.Unix(se.Created, 0), ev.EventID)
+	err = queries.StripeDunningClear(ctx, tx, dbsqlc.StripeDunningClearParams{
+		Source: ev.Source, InvoiceID: inv.ID, CustomerID: inv.Customer, AmountDue: inv.AmountDue, Currency: inv.Currency,
+		ClearedAt: time.Unix(se.Created, 0), EventID: ev.EventID,
+	})
 	if err != nil {
 		return fmt.Errorf("clear dunning of invoice %s: %w", inv.ID, err)
 	}
@@ -199,40 +181,36 @@ type Dunning struct {
 	LastEventID        string
 }
 
-const dunningColumns = `source, invoice_id, customer_id, status, failed_attempts, amount_due, currency,
-       next_payment_attempt, first_failed_at, last_failed_at, cleared_at, last_event_id`
+// queries is the package's generated code (queries/stripe_dunning.sql).
+var queries = dbsqlc.New()
 
-func scanDunning(row pgx.CollectableRow) (Dunning, error) {
-	var d Dunning
-	err := row.Scan(&d.Source, &d.InvoiceID, &d.CustomerID, &d.Status, &d.FailedAttempts, &d.AmountDue, &d.Currency,
-		&d.NextPaymentAttempt, &d.FirstFailedAt, &d.LastFailedAt, &d.ClearedAt, &d.LastEventID)
-	return d, err
+func dunningFromRow(r dbsqlc.StripeDunning) Dunning {
+	return Dunning{
+		Source: r.Source, InvoiceID: r.InvoiceID, CustomerID: r.CustomerID, Status: r.Status, FailedAttempts: int(r.FailedAttempts),
+		AmountDue: r.AmountDue, Currency: r.Currency, NextPaymentAttempt: r.NextPaymentAttempt,
+		FirstFailedAt: r.FirstFailedAt, LastFailedAt: r.LastFailedAt, ClearedAt: r.ClearedAt, LastEventID: r.LastEventID,
+	}
 }
 
 // Get returns the dunning state of an invoice, or pgx.ErrNoRows (wrapped)
 // when none was recorded.
 func Get(ctx context.Context, db storage.DBTX, source, invoiceID string) (Dunning, error) {
-	rows, err := db.Query(ctx, `SELECT `+dunningColumns+` FROM stripe_dunning WHERE source = $1 AND invoice_id = $2`, source, invoiceID)
+	r, err := queries.StripeDunningGet(ctx, db, dbsqlc.StripeDunningGetParams{Source: source, InvoiceID: invoiceID})
 	if err != nil {
 		return Dunning{}, fmt.Errorf("get dunning of invoice %s: %w", invoiceID, err)
 	}
-	d, err := pgx.CollectExactlyOneRow(rows, scanDunning)
-	if err != nil {
-		return d, fmt.Errorf("get dunning of invoice %s: %w", invoiceID, err)
-	}
-	return d, nil
+	return dunningFromRow(r), nil
 }
 
 // Open returns the invoices of a customer that are in dunning (past due).
 func Open(ctx context.Context, db storage.DBTX, source, customerID string) ([]Dunning, error) {
-	rows, err := db.Query(ctx, `SELECT `+dunningColumns+` FROM stripe_dunning
- WHERE source = $1 AND customer_id = $2 AND status = 'past_due' ORDER BY first_failed_at, invoice_id`, source, customerID)
+	rows, err := queries.StripeDunningListOpen(ctx, db, dbsqlc.StripeDunningListOpenParams{Source: source, CustomerID: customerID})
 	if err != nil {
 		return nil, fmt.Errorf("open dunning of customer %s: %w", customerID, err)
 	}
-	out, err := pgx.CollectRows(rows, scanDunning)
-	if err != nil {
-		return nil, fmt.Errorf("open dunning of customer %s: %w", customerID, err)
+	out := make([]Dunning, len(rows))
+	for i, r := range rows {
+		out[i] = dunningFromRow(r)
 	}
 	return out, nil
 }

@@ -99,7 +99,7 @@ func (f *fixture) deliver(source string, bodies ...[]byte) processor.Stats {
 		if err := json.Unmarshal(b, &id); err != nil {
 			f.t.Fatal(err)
 		}
-		if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Provider: source, EventID: id.ID, EventType: id.Type, Body: b}); err != nil {
+		if _, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Source: source, EventID: id.ID, EventType: id.Type, Body: b}); err != nil {
 			f.t.Fatal(err)
 		}
 	}
@@ -215,7 +215,7 @@ func TestNotAnInvoiceIsDeadLettered(t *testing.T) {
 	if st.DeadLettered != 2 || st.Retried != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
-	dls, err := f.store.DeadLettersList(f.ctx, storage.DeadLetterFilter{Provider: "stripe"}, 10)
+	dls, err := f.store.DeadLetterList(f.ctx, storage.DeadLetterFilter{Source: "stripe"}, 10)
 	if err != nil || len(dls) != 2 {
 		t.Fatalf("dead letters = %+v, %v", dls, err)
 	}

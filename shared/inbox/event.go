@@ -1,0 +1,233 @@
+package inbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event is a stored webhook event: one row of webhook_events, the one shape
+// in which every part of the system (receiver, processor, handlers,
+// archiver, operator tools) sees it. The row is kept for ever: it is the
+// deduplication memory and the audit trail.
+type Event struct {
+	// ID is the row's primary key.
+	ID int64
+	// Source is the configured source the event was posted to (the
+	// {source} of the URL, stored in the provider column); SourceKind the
+	// kind of that source when the receiver verified it ("" for rows
+	// stored before the receiver recorded kinds).
+	Source     string
+	SourceKind string
+	// EventID and Type are the event's identity as its sender gave it;
+	// (Source, EventID) is the deduplication key.
+	EventID string
+	Type    string
+	// Payload is the body parsed as JSONB, nil when the body is not JSON
+	// Postgres can hold, and once archived or expunged.
+	Payload json.RawMessage
+	// Body is the raw body, byte for byte as signed; nil once archived
+	// (see ArchiveKey) or expunged, and in listings that do not read it.
+	Body []byte
+	// BodySHA256 and BodySize describe the body as received, for ever.
+	BodySHA256 []byte
+	BodySize   int
+	// Metadata holds sender-specific identifiers kept beside the event.
+	Metadata map[string]string
+	// CreatedAt is when the receiver stored the event.
+	CreatedAt time.Time
+
+	// Attempts is the number of processing attempts started (for a
+	// handler: this attempt's number, from 1).
+	Attempts int
+	// NextAttemptAt is when the event is due (again).
+	NextAttemptAt time.Time
+	// LockedUntil and LockedBy are the claim of a processor: its lease and
+	// token; nil and "" when not claimed.
+	LockedUntil *time.Time
+	LockedBy    string
+	// Errors is the history of failed attempts, oldest first; LastError
+	// the newest one's text ("" when none).
+	Errors    []AttemptError
+	LastError string
+	// Outcome says how a processed event ended; ProcessedAt when.
+	Outcome     Outcome
+	ProcessedAt *time.Time
+	// DeadAt is when the event moved to the dead letters.
+	DeadAt *time.Time
+
+	// ArchiveKey, ArchiveOffset and ArchiveLength locate the body's gzip
+	// member in the archive once archived ("" before).
+	ArchiveKey    string
+	ArchiveOffset int64
+	ArchiveLength int64
+	ArchivedAt    *time.Time
+	// ExpungedAt records a privacy erasure of the body.
+	ExpungedAt *time.Time
+}
+
+// AttemptError is one failed attempt in an event's history.
+type AttemptError struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	Cause   Cause     `json:"cause"`
+	Error   string    `json:"error"`
+}
+
+// Outcome says how a processed event ended (webhook_events.outcome).
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeHandled: a handler ran and committed with the event.
+	OutcomeHandled Outcome = "handled"
+	// OutcomeUnhandled: no handler was registered; the event was marked
+	// processed without running anything (the default unhandled policy).
+	OutcomeUnhandled Outcome = "unhandled"
+	// OutcomeExpunged: the body was erased before the event was
+	// processed, so it left the drain without running.
+	OutcomeExpunged Outcome = "expunged"
+)
+
+// EventState is where an event is in its life, as operators filter by it.
+// Every event is in exactly one state at a given time (see State).
+type EventState string
+
+// Event states.
+const (
+	// StatePending: unprocessed, never attempted, not claimed.
+	StatePending EventState = "pending"
+	// StateRetrying: unprocessed, at least one failed attempt, waiting
+	// for the next (not claimed).
+	StateRetrying EventState = "retrying"
+	// StateInFlight: claimed by a processor whose lease has not passed.
+	StateInFlight EventState = "in_flight"
+	// StateProcessed: processed (handled or unhandled), body in Postgres.
+	StateProcessed EventState = "processed"
+	// StateArchived: processed, body moved to S3.
+	StateArchived EventState = "archived"
+	// StateDead: moved to the dead letters after its last attempt.
+	StateDead EventState = "dead"
+	// StateExpunged: its body was erased.
+	StateExpunged EventState = "expunged"
+)
+
+// EventStates lists the states in the order of an event's life.
+func EventStates() []EventState {
+	return []EventState{StatePending, StateRetrying, StateInFlight, StateProcessed, StateArchived, StateDead, StateExpunged}
+}
+
+// ParseEventState reads a state name; "" is every state.
+func ParseEventState(s string) (EventState, error) {
+	if s == "" {
+		return "", nil
+	}
+	for _, st := range EventStates() {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown state %q (want one of %v)", s, EventStates())
+}
+
+// State returns the event's state at now (leases are judged at now). The
+// storage's state filter selects exactly the events this names; a test
+// holds the two together.
+func (e *Event) State(now time.Time) EventState {
+	switch {
+	case e.ExpungedAt != nil:
+		return StateExpunged
+	case e.DeadAt != nil:
+		return StateDead
+	case e.ArchivedAt != nil:
+		return StateArchived
+	case e.ProcessedAt != nil:
+		return StateProcessed
+	case e.LockedUntil != nil && e.LockedUntil.After(now):
+		return StateInFlight
+	case e.Attempts > 0:
+		return StateRetrying
+	default:
+		return StatePending
+	}
+}
+
+// Decode unmarshals the event's JSON into v: the payload, or the raw body
+// when there is no payload. An event that does not decode can never be
+// handled, so handlers usually return a permanent error for this error.
+func (e *Event) Decode(v any) error {
+	data := []byte(e.Payload)
+	if data == nil {
+		data = e.Body
+	}
+	if data == nil {
+		return fmt.Errorf("event %s/%s has neither payload nor body", e.Source, e.EventID)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode event %s/%s: %w", e.Source, e.EventID, err)
+	}
+	return nil
+}
+
+// DeadLetter is a poison event's copy in webhook_dead_letters, kept with
+// what an operator needs to decide on a requeue.
+type DeadLetter struct {
+	ID int64
+	// EventPK is the event's primary key (webhook_events.id).
+	EventPK   int64
+	Source    string
+	EventID   string
+	Type      string
+	Payload   json.RawMessage
+	Body      []byte
+	Attempts  int
+	Errors    []AttemptError
+	LastError string
+	DeadAt    time.Time
+	// RequeuedAt is when an operator sent it back to the drain; nil while
+	// it is open.
+	RequeuedAt *time.Time
+}
+
+// Rejection is one refused request, as the receiver records it in its
+// ring buffer. Every field is bounded and free of secrets, signatures and
+// bodies.
+type Rejection struct {
+	// Source is the source name as requested: it may name no configured
+	// source (cause unknown_source).
+	Source     string
+	Cause      Cause
+	Message    string
+	RequestID  string
+	RemoteAddr string
+	BodySize   int64
+	// Suppressed is how many rejections of the same source and cause were
+	// not written since the previous record (sampling).
+	Suppressed int64
+	ReceivedAt time.Time
+}
+
+// PayloadMismatch is a redelivery whose body differed from the stored
+// event's: the first body stays, the difference is recorded.
+type PayloadMismatch struct {
+	Source         string
+	EventID        string
+	StoredSHA256   []byte
+	ReceivedSHA256 []byte
+	ReceivedSize   int
+	ReceivedAt     time.Time
+}
+
+// ArchiveObject is a manifest row: an S3 object of archived bodies.
+type ArchiveObject struct {
+	Key    string
+	Source string
+	// EventCount, Size and SHA256 are known once committed (zero while
+	// pending).
+	EventCount  int
+	Size        int64
+	SHA256      []byte
+	CreatedAt   time.Time
+	CommittedAt *time.Time
+	RewrittenAt *time.Time
+}

@@ -1,0 +1,858 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// The conformance suite: every query of the project runs, with its results
+// checked, in every query mode the functions may be configured with
+// (DATABASE_QUERY_MODE): behind RDS Proxy or PgBouncer they run without
+// prepared statements (exec), where a value pgx would send in binary in one
+// mode travels as text in another. A pgx tracer records the name of every
+// statement that runs (generated SQL starts with its "-- name:" line), and
+// the suite fails when a query declared anywhere in shared/ did not run in
+// every mode: a new query without a conformance case fails here.
+
+// conformanceCase exercises a group of queries on a database of its own.
+type conformanceCase struct {
+	name string
+	run  func(t *testing.T, e *env)
+}
+
+// env is what a case runs with: a store on a pool in one query mode.
+type env struct {
+	ctx   context.Context
+	mode  string
+	store *storage.Store
+	pool  *pgxpool.Pool
+	// now is the database's clock when the case started.
+	now time.Time
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{seen: map[string]map[string]bool{}}
+	modes := slices.Sorted(maps.Keys(storage.QueryModes))
+	t.Run("modes", func(t *testing.T) {
+		for _, mode := range modes {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				for _, c := range conformanceCases {
+					t.Run(c.name, func(t *testing.T) {
+						t.Parallel()
+						c.run(t, newEnv(t, mode, rec))
+					})
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	declared := declaredQueries(t)
+	if len(declared) < 40 {
+		t.Fatalf("found only %d declared queries in shared/: the search is broken", len(declared))
+	}
+	for _, mode := range modes {
+		for _, name := range declared {
+			if !rec.ran(mode, name) {
+				t.Errorf("query %s never ran in query mode %s: add it to a conformance case", name, mode)
+			}
+		}
+	}
+}
+
+// recorder notes which named statements ran in which mode.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]map[string]bool
+}
+
+var nameLine = regexp.MustCompile(`^-- name: (\w+) :`)
+
+func (r *recorder) add(mode, sql string) {
+	m := nameLine.FindStringSubmatch(sql)
+	if m == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[mode] == nil {
+		r.seen[mode] = map[string]bool{}
+	}
+	r.seen[mode][m[1]] = true
+}
+
+func (r *recorder) ran(mode, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[mode][name]
+}
+
+// tracer is the pgx hook that feeds the recorder.
+type tracer struct {
+	rec  *recorder
+	mode string
+}
+
+func (tr tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	tr.rec.add(tr.mode, data.SQL)
+	return ctx
+}
+
+func (tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// declaredQueries returns the name of every query of shared/: sqlc's
+// generated code and the hand-written queries carry the same "-- name:"
+// line.
+func declaredQueries(t *testing.T) []string {
+	t.Helper()
+	decl := regexp.MustCompile("(?m)^(?:const \\w+ = `)?-- name: (\\w+) :")
+	names := map[string]bool{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(src, -1) {
+			names[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(names))
+}
+
+func newEnv(t *testing.T, mode string, rec *recorder) *env {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = storage.QueryModes[mode]
+	cfg.ConnConfig.Tracer = tracer{rec: rec, mode: mode}
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "10s"
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := &env{ctx: t.Context(), mode: mode, store: storage.New(pool), pool: pool}
+	if e.now, err = e.store.PGNow(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func must[T any](t *testing.T) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var conformanceCases = []conformanceCase{
+	{"webhook_events/insert", testEventInsert},
+	{"webhook_events/insert_race", testEventInsertRace},
+	{"webhook_events/get", testEventGet},
+	{"webhook_events/processing", testEventProcessing},
+	{"webhook_events/interrupted", testEventInterrupted},
+	{"webhook_events/list", testEventList},
+	{"webhook_events/replay", testEventReplay},
+	{"webhook_dead_letters", testDeadLetters},
+	{"webhook_archive_objects/batch", testArchiveBatch},
+	{"webhook_archive_objects/batch_changed", testArchiveBatchChanged},
+	{"webhook_archive_objects/orphans", testArchiveOrphans},
+	{"webhook_archive_objects/expunge", testArchiveExpunge},
+	{"webhook_rejections", testRejections},
+	{"webhook_payload_mismatches", testPayloadMismatches},
+	{"pg_misc", testPGMisc},
+	{"handlers", testHandlerQueries},
+}
+
+// The receiver's insert: new, duplicate, duplicate with another body, and
+// bodies JSONB cannot hold (stored raw-only, never refused), on the pool
+// and in a transaction (where the fallback runs under a savepoint).
+func testEventInsert(t *testing.T, e *env) {
+	s := e.store
+	body := []byte(`{"id":"evt_1","n":"\u0000"}`) // JSON that JSONB refuses
+	p := storage.EventInsertParams{Source: "shop", SourceKind: "shopify", EventID: "evt_1", EventType: "orders/create", Body: body,
+		Metadata: map[string]string{"shopify_event_id": "98880550-7158-44d4-b7cd-2c97c8a091b5", "odd": "a\x00b"}}
+	res := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, p))
+	if !res.Inserted || res.PayloadStored || res.ID == 0 {
+		t.Fatalf("insert: %+v", res)
+	}
+	ev := must[*inbox.Event](t)(s.EventGetByKey(e.ctx, "shop", "evt_1"))
+	if !bytes.Equal(ev.Body, body) || ev.Payload != nil || ev.Metadata["shopify_event_id"] == "" || ev.Metadata["odd"] != "ab" ||
+		ev.SourceKind != "shopify" || ev.Type != "orders/create" || ev.BodySize != len(body) || ev.State(e.now) != inbox.StatePending {
+		t.Fatalf("stored: %+v", ev)
+	}
+	if sum := sha256.Sum256(body); !bytes.Equal(ev.BodySHA256, sum[:]) {
+		t.Fatal("stored hash is not the body's")
+	}
+	byID := must[*inbox.Event](t)(s.EventGetByID(e.ctx, res.ID))
+	if byID.EventID != "evt_1" || byID.Source != "shop" {
+		t.Fatalf("by id: %+v", byID)
+	}
+	same := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, p))
+	if same.Inserted || same.Mismatch() || same.ID != res.ID {
+		t.Fatalf("duplicate: %+v", same)
+	}
+	p.Body = []byte(`{"id":"evt_1"}`)
+	dup := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, p))
+	if dup.Inserted || !dup.Mismatch() || dup.ID != res.ID {
+		t.Fatalf("duplicate with another body: %+v", dup)
+	}
+	// Bodies that are not JSONB-able are stored raw-only, whether they look
+	// like JSON (Postgres refuses them) or not.
+	for i, b := range []string{`{"id":"x",`, `[1,2`, `payload=%7B%7D&x=1`, ``, `{"a":1}`} {
+		id := "e" + string(rune('0'+i))
+		r := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, storage.EventInsertParams{Source: "raw", EventID: id, Body: []byte(b)}))
+		if !r.Inserted || r.PayloadStored != (b == `{"a":1}`) {
+			t.Fatalf("body %q: %+v", b, r)
+		}
+		got := must[*inbox.Event](t)(s.EventGetByKey(e.ctx, "raw", id))
+		if string(got.Body) != b || (got.Payload == nil) == (b == `{"a":1}`) {
+			t.Fatalf("body %q read back as %q, payload %q", b, got.Body, got.Payload)
+		}
+	}
+	// In a transaction, a refused payload does not abort the transaction.
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	r := must[storage.EventInsertResult](t)(tx.EventInsert(e.ctx, storage.EventInsertParams{Source: "tx", EventID: "nul", Body: []byte(`{"n":"\u0000"}`)}))
+	r2 := must[storage.EventInsertResult](t)(tx.EventInsert(e.ctx, storage.EventInsertParams{Source: "tx", EventID: "ok", Body: []byte(`{"n":1}`)}))
+	check(t, tx.Commit(e.ctx))
+	if !r.Inserted || r.PayloadStored || !r2.Inserted || !r2.PayloadStored {
+		t.Fatalf("in a transaction: %+v %+v", r, r2)
+	}
+}
+
+// Two receivers insert the same event at once: the second waits for the
+// first's row, sees it only after its own snapshot, and re-reads it.
+func testEventInsertRace(t *testing.T, e *env) {
+	s := e.store
+	p := storage.EventInsertParams{Source: "race", EventID: "evt_race", Body: []byte(`{"id":"evt_race"}`)}
+	first := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer first.Rollback(e.ctx)
+	won := must[storage.EventInsertResult](t)(first.EventInsert(e.ctx, p))
+	done := make(chan storage.EventInsertResult, 1)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := s.EventInsert(e.ctx, p)
+		errc <- err
+		done <- res
+	}()
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		var waiting int
+		// A wait on another transaction's row has no database in
+		// pg_locks: join the sessions of this test's database.
+		err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting)
+		return err == nil && waiting > 0, "the second insert is not waiting on the first"
+	})
+	check(t, first.Commit(e.ctx))
+	check(t, <-errc)
+	lost := <-done
+	if lost.Inserted || lost.ID != won.ID || !bytes.Equal(lost.StoredSHA256, won.BodySHA256[:]) || lost.Mismatch() {
+		t.Fatalf("the second insert: %+v (first %+v)", lost, won)
+	}
+}
+
+func testEventGet(t *testing.T, e *env) {
+	s := e.store
+	if _, err := s.EventGetByID(e.ctx, 999); !errors.Is(err, storage.ErrEventNotFound) {
+		t.Fatalf("by id: %v", err)
+	}
+	if _, err := s.EventGetByKey(e.ctx, "a", "nope"); !errors.Is(err, storage.ErrEventNotFound) {
+		t.Fatalf("by key: %v", err)
+	}
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	if _, err := tx.EventGetByKeyForUpdate(e.ctx, "a", "nope"); !errors.Is(err, storage.ErrEventNotFound) {
+		t.Fatalf("for update: %v", err)
+	}
+	// Every column the factory sets comes back.
+	want := factory.Event(e.ctx, t, tx, &factory.EventOpts{Source: "billing", SourceKind: "standard", Type: "invoice.paid",
+		State: inbox.StateRetrying, Metadata: map[string]string{"k": "v"}, Now: e.now})
+	got := must[*inbox.Event](t)(tx.EventGetByKeyForUpdate(e.ctx, "billing", want.EventID))
+	if got.ID != want.ID || got.Attempts != 1 || len(got.Errors) != 1 || got.Errors[0].Cause != inbox.CauseHandlerFailed ||
+		got.LastError == "" || got.Metadata["k"] != "v" || got.State(e.now) != inbox.StateRetrying {
+		t.Fatalf("read back %+v", got)
+	}
+}
+
+// A processor's life: claim, count the attempt, fail, claim again, apply.
+func testEventProcessing(t *testing.T, e *env) {
+	s := e.store
+	now := e.now.Add(time.Minute)
+	evs := factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "shop", Now: e.now})
+	backlog := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, now))
+	if backlog.Count != 3 || backlog.Due != 3 || backlog.OldestDueAt == nil || backlog.OldestDueAge(now) != time.Minute {
+		t.Fatalf("backlog = %+v", backlog)
+	}
+	lease := now.Add(time.Minute)
+	claimed := must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: now, Limit: 2, LockedUntil: lease, Token: "p#1"}))
+	if len(claimed) != 2 || claimed[0].ID != evs[0].ID || claimed[1].ID != evs[1].ID || claimed[0].Interrupted ||
+		!claimed[0].DueAt.Equal(e.now) || claimed[0].LockedBy != "p#1" || !claimed[0].LockedUntil.Equal(lease) || claimed[0].Body == nil {
+		t.Fatalf("claim = %+v", claimed)
+	}
+	stats := must[storage.BacklogStats](t)(s.EventGetBacklogStats(e.ctx, now))
+	if stats.Count != 3 || stats.Due != 1 || stats.InFlight != 2 || stats.Retrying != 0 || stats.OldestCreatedAt == nil {
+		t.Fatalf("stats = %+v", stats)
+	}
+	// Another token changes nothing.
+	if _, ok, err := s.EventStartAttempt(e.ctx, evs[0].ID, "p#2", now); ok || err != nil {
+		t.Fatalf("start with a foreign token: %v %v", ok, err)
+	}
+	n, ok, err := s.EventStartAttempt(e.ctx, evs[0].ID, "p#1", now)
+	if err != nil || !ok || n != 1 {
+		t.Fatalf("start = %d %v %v", n, ok, err)
+	}
+	ok = must[bool](t)(s.EventRecordFailure(e.ctx, storage.EventRecordFailureParams{
+		ID: evs[0].ID, Token: "p#1", Now: now, Cause: inbox.CauseHandlerFailed, Error: "boom", NextAttemptAt: now.Add(time.Second)}))
+	if !ok {
+		t.Fatal("record failure: not ours")
+	}
+	failed := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
+	if failed.LastError != "boom" || len(failed.Errors) != 1 || failed.Errors[0].Attempt != 1 || !failed.Errors[0].At.Equal(now) ||
+		failed.LockedBy != "" || failed.State(now) != inbox.StateRetrying {
+		t.Fatalf("after failure: %+v", failed)
+	}
+	if released := must[int](t)(s.EventRelease(e.ctx, []int64{evs[1].ID}, "p#1", now)); released != 1 {
+		t.Fatalf("released %d", released)
+	}
+	// Next claim: the released event and the untouched one, then the
+	// failed one when it is due again.
+	later := now.Add(2 * time.Second)
+	claimed = must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: later, Limit: 10, LockedUntil: later.Add(time.Minute), Token: "p#3"}))
+	if len(claimed) != 3 {
+		t.Fatalf("second claim = %d events", len(claimed))
+	}
+	for _, c := range claimed {
+		if _, ok, err := s.EventStartAttempt(e.ctx, c.ID, "p#3", later); !ok || err != nil {
+			t.Fatalf("start %d: %v %v", c.ID, ok, err)
+		}
+		tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+		ok := must[bool](t)(tx.EventMarkProcessed(e.ctx, storage.EventMarkProcessedParams{ID: c.ID, Token: "p#3", Now: later, Outcome: inbox.OutcomeHandled}))
+		check(t, tx.Commit(e.ctx))
+		if !ok {
+			t.Fatalf("mark %d: not ours", c.ID)
+		}
+	}
+	// Once processed, nothing of a claim applies any more.
+	if ok := must[bool](t)(s.EventMarkProcessed(e.ctx, storage.EventMarkProcessedParams{ID: evs[0].ID, Token: "p#3", Now: later, Outcome: inbox.OutcomeHandled})); ok {
+		t.Fatal("marked twice")
+	}
+	done := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
+	if done.Outcome != inbox.OutcomeHandled || done.ProcessedAt == nil || done.Attempts != 2 || done.State(later) != inbox.StateProcessed {
+		t.Fatalf("processed: %+v", done)
+	}
+	if b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, later)); b.Count != 0 || b.OldestDueAt != nil {
+		t.Fatalf("backlog after = %+v", b)
+	}
+}
+
+// An attempt that never finished is recorded by the next claim, and a
+// poison event is dead-lettered with its whole history.
+func testEventInterrupted(t *testing.T, e *env) {
+	s := e.store
+	now := e.now.Add(time.Minute)
+	ev := factory.Event(e.ctx, t, s, &factory.EventOpts{Now: e.now})
+	c := must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(time.Minute), Token: "a"}))
+	if len(c) != 1 {
+		t.Fatal("not claimed")
+	}
+	if _, ok, _ := s.EventStartAttempt(e.ctx, ev.ID, "a", now); !ok {
+		t.Fatal("not started")
+	}
+	// Its processor dies; once the lease passes the event is claimed again.
+	later := now.Add(2 * time.Minute)
+	c = must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: later, Limit: 1, LockedUntil: later.Add(time.Minute), Token: "b"}))
+	if len(c) != 1 || !c[0].Interrupted || c[0].Attempts != 1 || len(c[0].Errors) != 1 || c[0].Errors[0].Cause != inbox.CauseLeaseExpired ||
+		c[0].LastError != storage.LeaseExpiredError {
+		t.Fatalf("reclaim = %+v", c)
+	}
+	if _, ok, err := s.EventDeadLetter(e.ctx, storage.EventDeadLetterParams{ID: ev.ID, Token: "a", Now: later}); ok || err != nil {
+		t.Fatalf("dead letter by the old claimer: %v %v", ok, err)
+	}
+	id, ok, err := s.EventDeadLetter(e.ctx, storage.EventDeadLetterParams{ID: ev.ID, Token: "b", Now: later})
+	if err != nil || !ok || id == 0 {
+		t.Fatalf("dead letter: %d %v %v", id, ok, err)
+	}
+	dead := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
+	if dead.DeadAt == nil || len(dead.Errors) != 1 || dead.State(later) != inbox.StateDead {
+		t.Fatalf("dead: %+v", dead)
+	}
+}
+
+// The list's state filter selects exactly the events inbox.Event.State
+// names, for every state, and pages backwards.
+func testEventList(t *testing.T, e *env) {
+	s := e.store
+	byState := map[inbox.EventState]int64{}
+	for _, st := range inbox.EventStates() {
+		byState[st] = factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "shop", State: st, Now: e.now}).ID
+	}
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "other", Now: e.now})
+	for _, st := range inbox.EventStates() {
+		got := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", State: st}, e.now, 10))
+		if len(got) != 1 || got[0].ID != byState[st] || got[0].State(e.now) != st || got[0].Body != nil || got[0].Payload != nil {
+			t.Errorf("state %s: %d events", st, len(got))
+		}
+	}
+	all := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", CreatedFrom: e.now.Add(-time.Hour)}, e.now, 3))
+	if len(all) != 3 || all[0].ID <= all[1].ID {
+		t.Fatalf("first page: %d events", len(all))
+	}
+	next := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", BeforeID: all[2].ID}, e.now, 10))
+	if len(next) != len(byState)-3 {
+		t.Fatalf("second page: %d events", len(next))
+	}
+	if none := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{EventType: "nope", CreatedTo: e.now}, e.now, 10)); len(none) != 0 {
+		t.Fatalf("type filter: %d events", len(none))
+	}
+	if _, err := s.EventList(e.ctx, storage.EventFilter{State: "bogus"}, e.now, 10); err == nil {
+		t.Fatal("unknown state accepted")
+	}
+}
+
+// The real run resets, in chunks, exactly what the dry run counted, each
+// event once, and reports its progress; archived events are skipped.
+func testEventReplay(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	processed := func(source string, n int, at time.Time) []*inbox.Event {
+		return factory.Events(e.ctx, t, s, n, &factory.EventOpts{Source: source, State: inbox.StateProcessed, ProcessedAt: &at, Now: now})
+	}
+	processed("a", 4, now.Add(-2*time.Hour)) // out of the window
+	late := processed("a", 5, now.Add(-time.Minute))
+	processed("b", 2, now.Add(-time.Minute))
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", State: inbox.StateArchived, ProcessedAt: new(now.Add(-time.Minute)), Now: now})
+
+	if _, err := s.EventReplay(e.ctx, storage.ReplayFilter{}, storage.ReplayOptions{Now: now, DryRun: true}); err != storage.ErrEmptyReplayFilter {
+		t.Fatalf("empty filter: %v", err)
+	}
+	f := storage.ReplayFilter{Source: "a", Outcome: inbox.OutcomeHandled, ProcessedFrom: now.Add(-time.Hour), ProcessedTo: now}
+	dry := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, DryRun: true}))
+	if dry.Matched != 5 || dry.Replayed != 0 || dry.SkippedArchived != 1 {
+		t.Fatalf("dry run = %+v", dry)
+	}
+	var progress [][2]int
+	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, ChunkSize: 2, Progress: func(done, total int) {
+		progress = append(progress, [2]int{done, total})
+	}}))
+	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.SkippedArchived != 1 {
+		t.Fatalf("replay = %+v", res)
+	}
+	if len(progress) != 3 || progress[2] != [2]int{5, 5} || progress[0] != [2]int{2, 5} {
+		t.Fatalf("progress = %v", progress)
+	}
+	for _, ev := range late {
+		got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
+		if got.ProcessedAt != nil || got.Outcome != "" || got.Attempts != 0 || !got.NextAttemptAt.Equal(now) {
+			t.Fatalf("replayed event %+v", got)
+		}
+	}
+	// The backlog holds exactly them, all due.
+	b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, now))
+	if b.Count != 5 || b.Due != 5 || b.OldestDueAt == nil || !b.OldestDueAt.Equal(now) || b.OldestDueAge(now.Add(time.Minute)) != time.Minute {
+		t.Fatalf("backlog = %+v", b)
+	}
+	// By id, one event.
+	one := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, storage.ReplayFilter{ID: processed("c", 1, now)[0].ID}, storage.ReplayOptions{Now: now}))
+	if one.Replayed != 1 {
+		t.Fatalf("by id = %+v", one)
+	}
+}
+
+func testDeadLetters(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	dead := factory.Events(e.ctx, t, s, 2, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: now})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "other", Type: "x", State: inbox.StateDead, Now: now})
+	if _, err := s.DeadLetterList(e.ctx, storage.DeadLetterFilter{}, 10); err != storage.ErrEmptyFilter {
+		t.Fatalf("empty filter: %v", err)
+	}
+	f := storage.DeadLetterFilter{Source: "shop", EventType: "order", DeadFrom: now.Add(-time.Hour), DeadTo: now.Add(time.Hour)}
+	list := must[[]*inbox.DeadLetter](t)(s.DeadLetterList(e.ctx, f, 10))
+	if len(list) != 2 || list[0].EventPK != dead[0].ID || list[0].Attempts != 3 || len(list[0].Errors) != 4 || list[0].Body == nil || list[0].Payload == nil {
+		t.Fatalf("list = %+v", list)
+	}
+	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, storage.DeadLetterFilter{ID: list[0].ID})); n != 1 {
+		t.Fatalf("count by id = %d", n)
+	}
+	counts := must[[]storage.DeadLetterCount](t)(s.DeadLetterCountByType(e.ctx))
+	if len(counts) != 2 || counts[0].Source != "shop" || counts[0].Count != 2 || counts[0].OldestDeadAt.IsZero() {
+		t.Fatalf("count by type = %+v", counts)
+	}
+	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, f, now)); n != 2 {
+		t.Fatalf("requeued %d", n)
+	}
+	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, f)); n != 0 {
+		t.Fatalf("still requeueable: %d", n)
+	}
+	back := must[*inbox.Event](t)(s.EventGetByID(e.ctx, dead[0].ID))
+	if back.DeadAt != nil || back.Attempts != 0 || len(back.Errors) != 0 || back.State(now) != inbox.StatePending {
+		t.Fatalf("requeued event %+v", back)
+	}
+	history := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID))
+	if len(history) != 1 || history[0].RequeuedAt == nil {
+		t.Fatalf("history = %+v", history)
+	}
+	check(t, s.DeadLetterExpunge(e.ctx, dead[0].ID))
+	if h := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID)); h[0].Body != nil || h[0].Payload != nil || len(h[0].Errors) == 0 {
+		t.Fatalf("after expunge: %+v", h[0])
+	}
+}
+
+// archiveReady stores n events of source "a" processed an hour ago.
+func archiveReady(t *testing.T, e *env, n int) []*inbox.Event {
+	t.Helper()
+	return factory.Events(e.ctx, t, e.store, n, &factory.EventOpts{Source: "a", State: inbox.StateProcessed,
+		ProcessedAt: new(e.now.Add(-time.Hour)), Now: e.now})
+}
+
+func archiveParams(e *env) storage.EventArchiveParams {
+	return storage.EventArchiveParams{ProcessedBefore: e.now, Limit: 10}
+}
+
+// A whole batch as the archiver runs it: choose, prepare, lock, mark,
+// commit.
+func testArchiveBatch(t *testing.T, e *env) {
+	s := e.store
+	evs := archiveReady(t, e, 3)
+	if n := must[int64](t)(s.EventCountArchivable(e.ctx, e.now)); n != 3 {
+		t.Fatalf("archivable = %d", n)
+	}
+	c := must[storage.ArchiveCandidates](t)(s.EventListArchiveCandidates(e.ctx, archiveParams(e)))
+	if len(c.IDs) != 3 || c.Source != "a" || c.FirstCreatedAt.IsZero() {
+		t.Fatalf("candidates %+v", c)
+	}
+	byBytes := must[storage.ArchiveCandidates](t)(s.EventListArchiveCandidates(e.ctx, storage.EventArchiveParams{ProcessedBefore: e.now, Limit: 10, MaxBytes: 1}))
+	if len(byBytes.IDs) != 1 {
+		t.Fatalf("a byte budget below one body still takes exactly one event: %+v", byBytes)
+	}
+	check(t, s.ArchiveObjectPrepare(e.ctx, "k", c.Source))
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	check(t, tx.PGSetIdleInTransactionTimeout(e.ctx, time.Minute))
+	if ok := must[bool](t)(tx.ArchiveObjectLockPending(e.ctx, "k")); !ok {
+		t.Fatal("pending row not locked")
+	}
+	locked := must[[]*inbox.Event](t)(tx.EventLockForArchive(e.ctx, c.IDs))
+	if len(locked) != 3 || locked[0].Body == nil || locked[0].ID != evs[0].ID {
+		t.Fatalf("locked %d", len(locked))
+	}
+	var locs []storage.ArchiveLocation
+	for i, ev := range locked {
+		locs = append(locs, storage.ArchiveLocation{EventPK: ev.ID, Offset: int64(i * 10), Length: 10})
+	}
+	// A location outside the batch is refused.
+	if err := tx.EventMarkArchived(e.ctx, "k", []storage.ArchiveLocation{{EventPK: 999, Offset: 0, Length: 1}}); err == nil {
+		t.Fatal("marked an event that is not in the batch")
+	}
+	check(t, tx.Rollback(e.ctx))
+	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
+	must[bool](t)(tx.ArchiveObjectLockPending(e.ctx, "k"))
+	must[[]*inbox.Event](t)(tx.EventLockForArchive(e.ctx, c.IDs))
+	check(t, tx.EventMarkArchived(e.ctx, "k", locs))
+	sum := sha256.Sum256([]byte("object"))
+	check(t, tx.ArchiveObjectCommit(e.ctx, inbox.ArchiveObject{Key: "k", EventCount: 3, Size: 30, SHA256: sum[:]}))
+	check(t, tx.Commit(e.ctx))
+	check(t, tx.Rollback(e.ctx)) // after Commit: nothing, no error
+
+	got := must[*inbox.Event](t)(s.EventGetByKey(e.ctx, "a", evs[1].EventID))
+	if got.Body != nil || got.Payload != nil || got.ArchiveKey != "k" || got.ArchiveOffset != 10 || got.ArchiveLength != 10 || got.State(e.now) != inbox.StateArchived {
+		t.Fatalf("archived event %+v", got)
+	}
+	o := must[*inbox.ArchiveObject](t)(s.ArchiveObjectGet(e.ctx, "k"))
+	if o.CommittedAt == nil || o.EventCount != 3 || o.Size != 30 || o.Source != "a" {
+		t.Fatalf("manifest: %+v", o)
+	}
+	if err := s.ArchiveObjectPrepare(e.ctx, "k", "a"); !errors.Is(err, storage.ErrArchiveObjectCommitted) {
+		t.Fatalf("prepare of a committed key: %v", err)
+	}
+	st := must[storage.ArchiveObjectStats](t)(s.ArchiveObjectGetStats(e.ctx))
+	if st.Objects != 1 || st.ObjectBytes != 30 || st.ArchivedEvents != 3 || st.PendingObjects != 0 {
+		t.Fatalf("object stats %+v", st)
+	}
+	archiveReady(t, e, 2)
+	pr := must[storage.ArchiveProgress](t)(s.EventGetArchiveProgress(e.ctx, e.now))
+	if pr.Waiting != 2 || pr.Due != 2 || pr.OldestProcessedAt == nil {
+		t.Fatalf("progress %+v", pr)
+	}
+}
+
+// The batch as chosen cannot be locked when another transaction holds one
+// of its events or took its pending row.
+func testArchiveBatchChanged(t *testing.T, e *env) {
+	s := e.store
+	evs := archiveReady(t, e, 3)
+	c := must[storage.ArchiveCandidates](t)(s.EventListArchiveCandidates(e.ctx, archiveParams(e)))
+	check(t, s.ArchiveObjectPrepare(e.ctx, "k1", "a"))
+	// An expunge holds one event.
+	other := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer other.Rollback(e.ctx)
+	must[*inbox.Event](t)(other.EventGetByKeyForUpdate(e.ctx, "a", evs[1].EventID))
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	if locked := must[[]*inbox.Event](t)(tx.EventLockForArchive(e.ctx, c.IDs)); len(locked) != 2 {
+		t.Fatalf("locked %d events with one held elsewhere", len(locked))
+	}
+	check(t, tx.Rollback(e.ctx))
+	// Meanwhile the next choice skips the held event.
+	if c2 := must[storage.ArchiveCandidates](t)(s.EventListArchiveCandidates(e.ctx, archiveParams(e))); len(c2.IDs) != 2 {
+		t.Fatalf("candidates while one is held: %+v", c2)
+	}
+	check(t, other.Rollback(e.ctx))
+	// A sweep took the pending row between Prepare and the lock.
+	sweep := must[*storage.Tx](t)(s.Begin(e.ctx))
+	key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx))
+	if !ok || key != "k1" {
+		t.Fatalf("orphan = %q %v", key, ok)
+	}
+	check(t, sweep.ArchiveObjectDelete(e.ctx, key))
+	check(t, sweep.Commit(e.ctx))
+	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
+	if ok := must[bool](t)(tx.ArchiveObjectLockPending(e.ctx, "k1")); ok {
+		t.Fatal("locked a swept row")
+	}
+	check(t, tx.Rollback(e.ctx))
+}
+
+func must2(t *testing.T) func(string, bool, error) (string, bool) {
+	return func(s string, ok bool, err error) (string, bool) {
+		t.Helper()
+		check(t, err)
+		return s, ok
+	}
+}
+
+// Pending rows no transaction holds are orphans, oldest first; a held one
+// is not.
+func testArchiveOrphans(t *testing.T, e *env) {
+	s := e.store
+	for _, k := range []string{"x", "y"} {
+		check(t, s.ArchiveObjectPrepare(e.ctx, k, "a"))
+	}
+	holder := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer holder.Rollback(e.ctx)
+	if ok := must[bool](t)(holder.ArchiveObjectLockPending(e.ctx, "x")); !ok {
+		t.Fatal("x not locked")
+	}
+	sweep := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer sweep.Rollback(e.ctx)
+	key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx))
+	if !ok || key != "y" {
+		t.Fatalf("orphan = %q %v, want y (x is held)", key, ok)
+	}
+	check(t, sweep.ArchiveObjectDelete(e.ctx, key))
+	check(t, sweep.Commit(e.ctx))
+	check(t, holder.Rollback(e.ctx))
+	if st := must[storage.ArchiveObjectStats](t)(s.ArchiveObjectGetStats(e.ctx)); st.PendingObjects != 1 {
+		t.Fatalf("pending = %d", st.PendingObjects)
+	}
+	sweep = must[*storage.Tx](t)(s.Begin(e.ctx))
+	if key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx)); !ok || key != "x" {
+		t.Fatalf("orphan = %q %v", key, ok)
+	}
+	check(t, sweep.ArchiveObjectDelete(e.ctx, "x"))
+	check(t, sweep.Commit(e.ctx))
+	if _, ok := must2(t)(s.ArchiveObjectLockOrphan(e.ctx)); ok {
+		t.Fatal("an orphan left")
+	}
+}
+
+// The expunge's statements: lock the event and its object, record the
+// rewrite, erase the body and the dead letters' copies.
+func testArchiveExpunge(t *testing.T, e *env) {
+	s := e.store
+	ev := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", State: inbox.StateArchived, ArchiveKey: "obj", Now: e.now})
+	check(t, s.ArchiveObjectPrepare(e.ctx, "obj", "a"))
+	sum := sha256.Sum256([]byte("v1"))
+	check(t, s.ArchiveObjectCommit(e.ctx, inbox.ArchiveObject{Key: "obj", EventCount: 1, Size: 2, SHA256: sum[:]}))
+	pending := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", Now: e.now})
+
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	locked := must[*inbox.Event](t)(tx.EventGetByKeyForUpdate(e.ctx, "a", ev.EventID))
+	check(t, tx.ArchiveObjectLock(e.ctx, locked.ArchiveKey))
+	sum2 := sha256.Sum256([]byte("v2"))
+	check(t, tx.ArchiveObjectMarkRewritten(e.ctx, locked.ArchiveKey, 3, sum2[:]))
+	check(t, tx.EventExpunge(e.ctx, locked.ID))
+	check(t, tx.DeadLetterExpunge(e.ctx, locked.ID))
+	check(t, tx.EventExpunge(e.ctx, pending.ID))
+	check(t, tx.Commit(e.ctx))
+
+	o := must[*inbox.ArchiveObject](t)(s.ArchiveObjectGet(e.ctx, "obj"))
+	if o.Size != 3 || !bytes.Equal(o.SHA256, sum2[:]) || o.RewrittenAt == nil {
+		t.Fatalf("manifest after rewrite %+v", o)
+	}
+	got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
+	if got.ExpungedAt == nil || got.Outcome != inbox.OutcomeHandled || got.State(e.now) != inbox.StateExpunged {
+		t.Fatalf("expunged archived event %+v", got)
+	}
+	// An event erased before it was processed leaves the drain.
+	got = must[*inbox.Event](t)(s.EventGetByID(e.ctx, pending.ID))
+	if got.Body != nil || got.Payload != nil || got.ProcessedAt == nil || got.Outcome != inbox.OutcomeExpunged {
+		t.Fatalf("expunged pending event %+v", got)
+	}
+	if b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, e.now.Add(time.Hour))); b.Count != 0 {
+		t.Fatalf("an expunged event is in the backlog: %+v", b)
+	}
+}
+
+func testRejections(t *testing.T, e *env) {
+	s := e.store
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Source: "shop", Cause: inbox.CauseSignatureMismatch, Suppressed: 4})
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Source: "shop", Cause: inbox.CauseSignatureMismatch})
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Source: "nope", Cause: inbox.CauseUnknownSource, ReceivedAt: e.now.Add(-2 * time.Hour)})
+	check(t, s.RejectionInsert(e.ctx, inbox.Rejection{Source: "shop", Cause: inbox.CausePayloadTooLarge, Message: "m", RequestID: "r1", RemoteAddr: "10.0.0.1", BodySize: 9}, 0))
+	list := must[[]inbox.Rejection](t)(s.RejectionList(e.ctx, e.now.Add(-time.Hour), 10))
+	if len(list) != 3 || list[0].Cause != inbox.CausePayloadTooLarge || list[0].RequestID != "r1" || list[0].BodySize != 9 || list[0].RemoteAddr != "10.0.0.1" {
+		t.Fatalf("list = %+v", list)
+	}
+	// The suppressed refusals a record stands for are counted; an hour's
+	// window leaves the one two hours old out.
+	counts := must[[]storage.RejectionCount](t)(s.RejectionCountByCause(e.ctx, e.now.Add(-time.Hour)))
+	want := []storage.RejectionCount{{Source: "shop", Cause: inbox.CauseSignatureMismatch, Count: 6}, {Source: "shop", Cause: inbox.CausePayloadTooLarge, Count: 1}}
+	if !slices.Equal(counts, want) {
+		t.Fatalf("counts = %+v, want %+v", counts, want)
+	}
+	if n := len(must[[]storage.RejectionCount](t)(s.RejectionCountByCause(e.ctx, e.now.Add(-3*time.Hour)))); n != 3 {
+		t.Fatalf("%d causes in three hours, want 3", n)
+	}
+	// A ring of 2 keeps the newest 2, whatever was written before.
+	for i := range 3 {
+		check(t, s.RejectionInsert(e.ctx, inbox.Rejection{Source: "ring", Cause: inbox.CauseNotFound, Message: string(rune('a' + i))}, 2))
+	}
+	var ring []string
+	for _, r := range must[[]inbox.Rejection](t)(s.RejectionList(e.ctx, e.now.Add(-time.Hour), 10)) {
+		if r.Source == "ring" {
+			ring = append(ring, r.Message)
+		}
+	}
+	if len(ring) != 2 || ring[0] != "c" || ring[1] != "b" {
+		t.Fatalf("ring = %v, want [c b]", ring)
+	}
+}
+
+func testPayloadMismatches(t *testing.T, e *env) {
+	s := e.store
+	stored, received := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
+	for range 2 {
+		check(t, s.PayloadMismatchInsert(e.ctx, inbox.PayloadMismatch{Source: "shop", EventID: "e1", StoredSHA256: stored[:], ReceivedSHA256: received[:], ReceivedSize: 1}))
+	}
+	if n := must[int](t)(s.PayloadMismatchCountByEvent(e.ctx, "shop", "e1")); n != 2 {
+		t.Fatalf("count = %d", n)
+	}
+	list := must[[]inbox.PayloadMismatch](t)(s.PayloadMismatchListByEvent(e.ctx, "shop", "e1"))
+	if len(list) != 2 || !bytes.Equal(list[0].ReceivedSHA256, received[:]) || list[0].ReceivedSize != 1 || list[0].ReceivedAt.IsZero() {
+		t.Fatalf("list = %+v", list)
+	}
+	by := must[[]storage.PayloadMismatchCount](t)(s.PayloadMismatchCountBySource(e.ctx, e.now.Add(-time.Hour)))
+	if len(by) != 1 || by[0].Source != "shop" || by[0].Count != 2 || by[0].LastAt.IsZero() {
+		t.Fatalf("by source = %+v", by)
+	}
+}
+
+func testPGMisc(t *testing.T, e *env) {
+	s := e.store
+	if now := must[time.Time](t)(s.PGNow(e.ctx)); now.Before(e.now) {
+		t.Fatalf("the clock went back: %s < %s", now, e.now)
+	}
+	sizes := must[[]storage.TableSize](t)(s.PGTableSizes(e.ctx))
+	names := map[string]bool{}
+	for _, ts := range sizes {
+		names[ts.Name] = true
+	}
+	for _, want := range []string{"webhook_events", "webhook_dead_letters", "webhook_rejections", "webhook_payload_mismatches", "webhook_archive_objects"} {
+		if !names[want] {
+			t.Errorf("table sizes lack %s", want)
+		}
+	}
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	check(t, tx.PGSetIdleInTransactionTimeout(e.ctx, 1500*time.Millisecond))
+	var v string
+	check(t, tx.Pgx().QueryRow(e.ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&v))
+	if v != "1500ms" {
+		t.Fatalf("idle timeout = %s", v)
+	}
+}
+
+// The handler packages' queries, run by the handlers themselves in the
+// processor's transaction, then read back.
+func testHandlerQueries(t *testing.T, e *env) {
+	check(t, handlers.Migrate(e.ctx, e.pool))
+	reg := processor.NewRegistry()
+	handlers.Register(reg)
+	apply := func(kind, eventType, fixture string) {
+		t.Helper()
+		body := must[[]byte](t)(os.ReadFile(filepath.Join("..", "handlers", fixture)))
+		ev := factory.Event(e.ctx, t, e.store, &factory.EventOpts{Source: kind, SourceKind: kind, Type: eventType, Body: body})
+		h, ok := reg.Lookup(ev.Source, ev.SourceKind, ev.Type)
+		if !ok {
+			t.Fatalf("no handler for %s %s", kind, eventType)
+		}
+		tx := must[*storage.Tx](t)(e.store.Begin(e.ctx))
+		defer tx.Rollback(e.ctx)
+		check(t, h.Handle(e.ctx, tx.Pgx(), ev))
+		check(t, tx.Commit(e.ctx))
+	}
+	apply("stripe", stripedunning.TypePaymentFailed, "stripedunning/testdata/invoice_payment_failed.json")
+	apply("square", squareorders.TypeOrderCreated, "squareorders/testdata/order_created.json")
+	open := must[[]stripedunning.Dunning](t)(stripedunning.Open(e.ctx, e.pool, "stripe", "cus_QabCdEfGhIjKlM"))
+	if len(open) != 1 || open[0].Status != stripedunning.StatusPastDue {
+		t.Fatalf("open dunning = %+v", open)
+	}
+	apply("stripe", stripedunning.TypePaid, "stripedunning/testdata/invoice_paid.json")
+	d := must[stripedunning.Dunning](t)(stripedunning.Get(e.ctx, e.pool, "stripe", open[0].InvoiceID))
+	if d.Status != stripedunning.StatusCleared || d.ClearedAt == nil {
+		t.Fatalf("dunning after payment = %+v", d)
+	}
+	if o := must[squareorders.Order](t)(squareorders.Get(e.ctx, e.pool, "square", "eA3vssLHKJrv9H0IdJCM3gNqfdcZY")); o.Version < 1 || o.State == "" {
+		t.Fatalf("order = %+v", o)
+	}
+}

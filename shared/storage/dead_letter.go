@@ -1,0 +1,159 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/internal/dbsqlc"
+)
+
+// The queries on webhook_dead_letters (queries/webhook_dead_letters.sql).
+
+func deadLetterFromRow(r dbsqlc.WebhookDeadLetter) (*inbox.DeadLetter, error) {
+	d := &inbox.DeadLetter{
+		ID: r.ID, EventPK: r.EventPK, Source: r.Source, EventID: r.EventID, Type: r.EventType,
+		Body: r.Body, Attempts: int(r.Attempts), LastError: deref(r.LastError), DeadAt: r.DeadAt, RequeuedAt: r.RequeuedAt,
+	}
+	if r.Payload != nil {
+		d.Payload = r.Payload
+	}
+	if err := decodeJSON(r.Errors, &d.Errors); err != nil {
+		return nil, fmt.Errorf("dead letter %d: error history: %w", r.ID, err)
+	}
+	return d, nil
+}
+
+func deadLettersFromRows(rows []dbsqlc.WebhookDeadLetter) ([]*inbox.DeadLetter, error) {
+	out := make([]*inbox.DeadLetter, len(rows))
+	for i, r := range rows {
+		d, err := deadLetterFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// DeadLetterFilter selects open dead letters (those not requeued yet). The
+// zero value matches none: set All, or at least one field.
+type DeadLetterFilter struct {
+	// ID selects one dead letter (webhook_dead_letters.id).
+	ID int64
+	// Source is the source name; EventType the event type.
+	Source    string
+	EventType string
+	// DeadFrom and DeadTo bound dead_at: From inclusive, To exclusive.
+	DeadFrom time.Time
+	DeadTo   time.Time
+	// All matches every open dead letter; it must be asked for explicitly,
+	// so a forgotten flag cannot requeue everything.
+	All bool
+}
+
+// ErrEmptyFilter is returned for a DeadLetterFilter that selects nothing.
+var ErrEmptyFilter = errors.New("dead letter filter is empty: give an id, a source, a type, a time window, or All")
+
+func (f DeadLetterFilter) empty() bool {
+	return !f.All && f.ID == 0 && f.Source == "" && f.EventType == "" && f.DeadFrom.IsZero() && f.DeadTo.IsZero()
+}
+
+// params returns the filter as the queries' arguments; zero fields are
+// NULL and match anything.
+func (f DeadLetterFilter) params() dbsqlc.DeadLetterCountRequeueableParams {
+	return dbsqlc.DeadLetterCountRequeueableParams{
+		ID: ptr(f.ID), Source: ptr(f.Source), EventType: ptr(f.EventType),
+		DeadFrom: timePtr(f.DeadFrom), DeadTo: timePtr(f.DeadTo),
+	}
+}
+
+// DeadLetterList returns the open dead letters matching f, oldest first,
+// at most limit of them.
+func (e executor) DeadLetterList(ctx context.Context, f DeadLetterFilter, limit int) ([]*inbox.DeadLetter, error) {
+	if f.empty() {
+		return nil, ErrEmptyFilter
+	}
+	p := f.params()
+	rows, err := queries.DeadLetterList(ctx, e.db, dbsqlc.DeadLetterListParams{
+		ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo, Max: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return deadLettersFromRows(rows)
+}
+
+// DeadLetterCountRequeueable returns how many events DeadLetterRequeue
+// would send back for f now: the dry run of a requeue.
+func (e executor) DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFilter) (int, error) {
+	if f.empty() {
+		return 0, ErrEmptyFilter
+	}
+	n, err := queries.DeadLetterCountRequeueable(ctx, e.db, f.params())
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	return int(n), nil
+}
+
+// DeadLetterRequeue sends the open dead letters matching f back to the
+// drain, due at now with attempts and history reset (the dead letter
+// keeps them), and returns how many events were requeued.
+func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time) (int, error) {
+	if f.empty() {
+		return 0, ErrEmptyFilter
+	}
+	p := f.params()
+	n, err := queries.DeadLetterRequeue(ctx, e.db, dbsqlc.DeadLetterRequeueParams{
+		Now: now, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue dead letters: %w", err)
+	}
+	return int(n), nil
+}
+
+// DeadLetterCount is the open dead letters of one source and type.
+type DeadLetterCount struct {
+	Source    string
+	EventType string
+	Count     int64
+	// OldestDeadAt is the earliest dead_at among them.
+	OldestDeadAt time.Time
+}
+
+// DeadLetterCountByType counts the open dead letters per source and type,
+// largest first.
+func (e executor) DeadLetterCountByType(ctx context.Context) ([]DeadLetterCount, error) {
+	rows, err := queries.DeadLetterCountByType(ctx, e.db)
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	out := make([]DeadLetterCount, len(rows))
+	for i, r := range rows {
+		out[i] = DeadLetterCount{Source: r.Source, EventType: r.EventType, Count: r.Count, OldestDeadAt: deref(anyTime(r.OldestDeadAt))}
+	}
+	return out, nil
+}
+
+// DeadLetterListByEvent returns every dead letter of one event (requeued
+// or not), oldest first: the history of its deaths.
+func (e executor) DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error) {
+	rows, err := queries.DeadLetterListByEvent(ctx, e.db, eventPK)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters of event %d: %w", eventPK, err)
+	}
+	return deadLettersFromRows(rows)
+}
+
+// DeadLetterExpunge erases the payload and body copies of one event's dead
+// letters.
+func (e executor) DeadLetterExpunge(ctx context.Context, eventPK int64) error {
+	if err := queries.DeadLetterExpunge(ctx, e.db, eventPK); err != nil {
+		return fmt.Errorf("expunge dead letters of event %d: %w", eventPK, err)
+	}
+	return nil
+}

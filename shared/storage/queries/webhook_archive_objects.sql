@@ -1,0 +1,65 @@
+-- Queries on webhook_archive_objects, the archiver's manifest: one row per
+-- S3 object of archived bodies (see migration 00004 for why). A pending row
+-- (committed_at NULL) is written before anything is uploaded; the batch's
+-- transaction locks it and commits it with the events' archive columns. A
+-- pending row no transaction holds locked is an orphan for sure.
+;
+
+-- name: ArchiveObjectPrepare :one
+-- Records, before anything is uploaded, that a batch's object key is about
+-- to be written. A pending row with the key (an earlier attempt at the same
+-- batch, or a concurrent archiver that chose it) is kept as is; committed
+-- says whether a committed row holds the key. No row: the conflicting row
+-- changed after this statement's snapshot (committed or swept); locking it
+-- tells which.
+WITH ins AS (
+    INSERT INTO webhook_archive_objects (key, provider) VALUES (@key::text, @source::text)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING key
+)
+SELECT false AS committed FROM ins
+UNION ALL
+SELECT committed_at IS NOT NULL FROM webhook_archive_objects WHERE key = @key::text AND NOT EXISTS (SELECT 1 FROM ins);
+
+-- name: ArchiveObjectLockPending :one
+-- Locks a batch's pending row for the batch's transaction. No row: it was
+-- swept or committed meanwhile.
+SELECT key FROM webhook_archive_objects WHERE key = @key::text AND committed_at IS NULL FOR UPDATE;
+
+-- name: ArchiveObjectCommit :execrows
+-- Marks a pending object committed with its size and hash, in the
+-- transaction that points its events at it.
+UPDATE webhook_archive_objects SET committed_at = now(), event_count = @event_count::int, size = @size::bigint, sha256 = @sha256::bytea
+ WHERE key = @key::text AND committed_at IS NULL;
+
+-- name: ArchiveObjectGet :one
+SELECT * FROM webhook_archive_objects WHERE key = @key::text;
+
+-- name: ArchiveObjectLockOrphan :one
+-- The oldest pending object no transaction holds: an upload whose batch
+-- never committed. Locked, so that two sweeps never take the same one.
+SELECT key FROM webhook_archive_objects
+ WHERE committed_at IS NULL
+ ORDER BY created_at
+ LIMIT 1
+ FOR UPDATE SKIP LOCKED;
+
+-- name: ArchiveObjectDelete :exec
+DELETE FROM webhook_archive_objects WHERE key = @key::text;
+
+-- name: ArchiveObjectLock :exec
+-- Locks a committed object while an expunge rewrites it: expunges in one
+-- object take turns and never undo each other.
+SELECT key FROM webhook_archive_objects WHERE key = @key::text FOR UPDATE;
+
+-- name: ArchiveObjectMarkRewritten :exec
+UPDATE webhook_archive_objects SET size = @size::bigint, sha256 = @sha256::bytea, rewritten_at = now() WHERE key = @key::text;
+
+-- name: ArchiveObjectGetStats :one
+-- The committed objects (count, bytes, events) and the pending ones. The
+-- manifest is small: one row per object.
+SELECT count(*) FILTER (WHERE committed_at IS NOT NULL) AS objects,
+       coalesce(sum(size) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS object_bytes,
+       coalesce(sum(event_count) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS archived_events,
+       count(*) FILTER (WHERE committed_at IS NULL) AS pending_objects
+  FROM webhook_archive_objects;

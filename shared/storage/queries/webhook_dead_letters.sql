@@ -1,0 +1,68 @@
+-- Queries on webhook_dead_letters: poison events after their last attempt,
+-- with the copy of what an operator needs at 3 a.m. (payload, error
+-- history, attempts). Rows are written by EventDeadLetter. A filter's NULL
+-- values match anything; the predicates are fixed text, so no SQL is built
+-- from input, and webhook_dead_letters_open_idx serves provider/type/time.
+;
+
+-- name: DeadLetterList :many
+-- The open dead letters (not requeued) a filter selects, oldest first.
+SELECT * FROM webhook_dead_letters d
+ WHERE d.requeued_at IS NULL
+   AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
+   AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
+   AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+   AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
+   AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz)
+ ORDER BY d.dead_at, d.id
+ LIMIT @max::int;
+
+-- name: DeadLetterCountRequeueable :one
+-- How many events DeadLetterRequeue would send back now: the open dead
+-- letters a filter selects whose event is still dead, once per event. The
+-- dry run of a requeue, on the same predicates.
+SELECT count(DISTINCT e.id)
+  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
+ WHERE d.requeued_at IS NULL
+   AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
+   AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
+   AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+   AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
+   AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz);
+
+-- name: DeadLetterRequeue :execrows
+-- Sends the open dead letters a filter selects back to the drain, in one
+-- statement: each is marked requeued at @now, and its event becomes live
+-- and due at @now with attempts, error history and last_error reset (the
+-- dead letter keeps them). Counts the events requeued.
+WITH dl AS (
+    UPDATE webhook_dead_letters d SET requeued_at = @now::timestamptz
+     WHERE d.requeued_at IS NULL
+       AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
+       AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
+       AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+       AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
+       AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz)
+    RETURNING d.event_pk
+)
+UPDATE webhook_events e
+   SET dead_at = NULL, attempts = 0, errors = '[]'::jsonb, last_error = NULL,
+       next_attempt_at = @now::timestamptz, locked_until = NULL, locked_by = NULL
+  FROM dl
+ WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL;
+
+-- name: DeadLetterCountByType :many
+-- Open dead letters per source and type, largest first;
+-- webhook_dead_letters_open_idx holds exactly these rows.
+SELECT provider, event_type, count(*) AS count, min(dead_at) AS oldest_dead_at
+  FROM webhook_dead_letters WHERE requeued_at IS NULL
+ GROUP BY provider, event_type ORDER BY count(*) DESC, provider, event_type;
+
+-- name: DeadLetterListByEvent :many
+-- Every dead letter of one event (requeued or not), oldest first: the
+-- history of its deaths.
+SELECT * FROM webhook_dead_letters WHERE event_pk = @event_pk::bigint ORDER BY dead_at, id;
+
+-- name: DeadLetterExpunge :exec
+-- Erases the copies of an expunged event's payload and body.
+UPDATE webhook_dead_letters SET payload = NULL, body = NULL WHERE event_pk = @event_pk::bigint;

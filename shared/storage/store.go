@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/internal/dbsqlc"
+)
+
+// Executor runs every query of the package. *Store runs each on the pool
+// (a statement of its own, committed at once); *Tx runs it in the
+// transaction. Callers that must hold locks across statements, or make
+// several writes atomic, Begin a transaction and pass it where an Executor
+// is wanted.
+type Executor interface {
+	// webhook_events
+	EventInsert(ctx context.Context, p EventInsertParams) (EventInsertResult, error)
+	EventInsertFull(ctx context.Context, e *inbox.Event) (*inbox.Event, error)
+	EventGetByID(ctx context.Context, id int64) (*inbox.Event, error)
+	EventGetByKey(ctx context.Context, source, eventID string) (*inbox.Event, error)
+	EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error)
+	EventList(ctx context.Context, f EventFilter, now time.Time, limit int) ([]*inbox.Event, error)
+	EventClaim(ctx context.Context, p EventClaimParams) ([]ClaimedEvent, error)
+	EventStartAttempt(ctx context.Context, id int64, token string, now time.Time) (attempt int, ok bool, err error)
+	EventMarkProcessed(ctx context.Context, p EventMarkProcessedParams) (ok bool, err error)
+	EventRecordFailure(ctx context.Context, p EventRecordFailureParams) (ok bool, err error)
+	EventDeadLetter(ctx context.Context, p EventDeadLetterParams) (deadLetterID int64, ok bool, err error)
+	EventRelease(ctx context.Context, ids []int64, token string, now time.Time) (int, error)
+	EventGetBacklog(ctx context.Context, now time.Time) (Backlog, error)
+	EventGetBacklogStats(ctx context.Context, now time.Time) (BacklogStats, error)
+	EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOptions) (ReplayResult, error)
+	EventCountArchivable(ctx context.Context, processedBefore time.Time) (int64, error)
+	EventGetArchiveProgress(ctx context.Context, cutoff time.Time) (ArchiveProgress, error)
+	EventListArchiveCandidates(ctx context.Context, p EventArchiveParams) (ArchiveCandidates, error)
+	EventLockForArchive(ctx context.Context, ids []int64) ([]*inbox.Event, error)
+	EventMarkArchived(ctx context.Context, key string, locs []ArchiveLocation) error
+	EventExpunge(ctx context.Context, id int64) error
+
+	// webhook_dead_letters
+	DeadLetterList(ctx context.Context, f DeadLetterFilter, limit int) ([]*inbox.DeadLetter, error)
+	DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFilter) (int, error)
+	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time) (int, error)
+	DeadLetterCountByType(ctx context.Context) ([]DeadLetterCount, error)
+	DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error)
+	DeadLetterExpunge(ctx context.Context, eventPK int64) error
+
+	// webhook_rejections
+	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error
+	RejectionList(ctx context.Context, since time.Time, limit int) ([]inbox.Rejection, error)
+	RejectionCountByCause(ctx context.Context, since time.Time) ([]RejectionCount, error)
+
+	// webhook_payload_mismatches
+	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) error
+	PayloadMismatchCountByEvent(ctx context.Context, source, eventID string) (int, error)
+	PayloadMismatchListByEvent(ctx context.Context, source, eventID string) ([]inbox.PayloadMismatch, error)
+	PayloadMismatchCountBySource(ctx context.Context, since time.Time) ([]PayloadMismatchCount, error)
+
+	// webhook_archive_objects
+	ArchiveObjectPrepare(ctx context.Context, key, source string) error
+	ArchiveObjectLockPending(ctx context.Context, key string) (ok bool, err error)
+	ArchiveObjectCommit(ctx context.Context, o inbox.ArchiveObject) error
+	ArchiveObjectGet(ctx context.Context, key string) (*inbox.ArchiveObject, error)
+	ArchiveObjectLockOrphan(ctx context.Context) (key string, ok bool, err error)
+	ArchiveObjectDelete(ctx context.Context, key string) error
+	ArchiveObjectLock(ctx context.Context, key string) error
+	ArchiveObjectMarkRewritten(ctx context.Context, key string, size int64, sha256 []byte) error
+	ArchiveObjectGetStats(ctx context.Context) (ArchiveObjectStats, error)
+
+	// the server
+	PGNow(ctx context.Context) (time.Time, error)
+	PGSetIdleInTransactionTimeout(ctx context.Context, d time.Duration) error
+	PGTableSizes(ctx context.Context) ([]TableSize, error)
+}
+
+var (
+	_ Executor = (*Store)(nil)
+	_ Executor = (*Tx)(nil)
+)
+
+// DBTX is what a query runs on: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
+// The handler packages' queries take it, so they run in the processor's
+// transaction or, in tests, on a pool.
+type DBTX = dbsqlc.DBTX
+
+// queries is the generated code; it holds no state, so one serves all.
+var queries = dbsqlc.New()
+
+// executor implements Executor on a pool or a transaction; Store and Tx
+// embed it, so every query is written once.
+type executor struct {
+	db dbsqlc.DBTX
+	// tx is set when db is a transaction: a statement that may fail and be
+	// retried then runs under a savepoint, since a failed statement aborts
+	// the whole transaction.
+	tx pgx.Tx
+}
+
+// On returns an Executor whose queries run on db: a pool, a connection, a
+// transaction, or any other DBTX (the benchmark sends BEGIN and a statement
+// in one round trip through one). New and Begin are the usual ways in.
+func On(db DBTX) Executor { return executor{db: db} }
+
+// Store runs the queries on a pgx pool.
+type Store struct {
+	executor
+	pool *pgxpool.Pool
+}
+
+// New returns a Store over pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{executor: executor{db: pool}, pool: pool}
+}
+
+// Pool returns the underlying pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Begin starts a transaction. The caller owns it: Commit, or Rollback
+// (which is safe to defer: after Commit it does nothing).
+func (s *Store) Begin(ctx context.Context) (*Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	return &Tx{executor: executor{db: tx, tx: tx}}, nil
+}
+
+// Tx runs the queries in one transaction.
+type Tx struct {
+	executor
+}
+
+// Begin starts a nested transaction: a savepoint, released by its Commit
+// and rolled back to by its Rollback, leaving t open either way.
+func (t *Tx) Begin(ctx context.Context) (*Tx, error) {
+	sp, err := t.tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	return &Tx{executor: executor{db: sp, tx: sp}}, nil
+}
+
+// Pgx returns the transaction itself, for code that runs its own SQL in it
+// (the processor's handlers).
+func (t *Tx) Pgx() pgx.Tx { return t.tx }
+
+// Commit commits the transaction.
+func (t *Tx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback ends the transaction changing nothing; after Commit or an
+// earlier Rollback it does nothing.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if err := t.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("roll back: %w", err)
+	}
+	return nil
+}
+
+// ErrEventNotFound is returned (wrapped) when no event has the given id or
+// (source, event id).
+var ErrEventNotFound = errors.New("event not found")
+
+// IsDataError reports whether err is Postgres refusing values as data
+// (classes 22 and 23): retrying the same values cannot succeed, unlike a
+// connection failure or timeout.
+func IsDataError(err error) bool {
+	return pgErrorClass(err, "22", "23")
+}
+
+// isJSONBRefusal reports whether err is Postgres refusing a payload as
+// JSONB: a data exception (class 22: \u0000, bad escapes, lone surrogates,
+// numbers out of range) or a program limit (class 54: nesting too deep).
+func isJSONBRefusal(err error) bool {
+	return pgErrorClass(err, "22", "54")
+}
+
+func pgErrorClass(err error, classes ...string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	for _, c := range classes {
+		if pgErr.Code[:2] == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Conversions between Go values and the generated code's nullable ones.
+
+func ptr[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// anyTime reads an aggregate such as min(timestamptz), which sqlc cannot
+// type: a time.Time, or nil.
+func anyTime(v any) *time.Time {
+	if t, ok := v.(time.Time); ok {
+		return &t
+	}
+	return nil
+}
