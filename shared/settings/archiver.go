@@ -136,16 +136,3 @@ func LoadArchiver(getenv func(string) string) (Archiver, error) {
 	a.LogLevel = lvl
 	return a, errors.Join(errs...)
 }
-
-// parseAge reads a Go duration, or a whole number of days ("30d"), the
-// unit retention is thought in.
-func parseAge(v string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(v, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil {
-			return 0, err
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(v)
-}

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
@@ -22,7 +20,6 @@ const (
 	EnvDatabaseURL  = "DATABASE_URL"
 	EnvMaxBodyBytes = "WEBHOOK_MAX_BODY_BYTES"
 	EnvStoreTimeout = "WEBHOOK_STORE_TIMEOUT"
-	EnvLogLevel     = "LOG_LEVEL"
 	// EnvMetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	EnvMetricsNamespace = "METRICS_NAMESPACE"
 	// EnvDatabaseQueryMode is how statements are sent (storage.QueryModes);
@@ -100,23 +97,4 @@ func LoadReceiver(getenv func(string) string) (Receiver, error) {
 	}
 	r.LogLevel = lvl
 	return r, errors.Join(errs...)
-}
-
-// LogLevel reads LOG_LEVEL (debug, info, warn, error; default info).
-func LogLevel(getenv func(string) string) (slog.Level, error) {
-	var lvl slog.Level
-	v := getenv(EnvLogLevel)
-	if v == "" {
-		return slog.LevelInfo, nil
-	}
-	if err := lvl.UnmarshalText([]byte(strings.ToUpper(v))); err != nil {
-		return slog.LevelInfo, fmt.Errorf("%s must be debug, info, warn or error, got %q", EnvLogLevel, v)
-	}
-	return lvl, nil
-}
-
-// Logger returns the JSON logger every function writes to stdout, where
-// Lambda sends it to CloudWatch Logs.
-func Logger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
 }
