@@ -74,7 +74,7 @@ Ctrl-C stops everything.`,
 // devDatabaseURL returns DATABASE_URL, or starts the local cluster and makes
 // sure the dev database exists on it. stop shuts the cluster down.
 func devDatabaseURL(ctx context.Context, out io.Writer, dataDir string) (url string, stop func(), err error) {
-	if u := os.Getenv(settings.EnvDatabaseURL); u != "" {
+	if u := os.Getenv(storage.EnvDatabaseURL); u != "" {
 		fmt.Fprintln(out, "database: DATABASE_URL")
 		return u, func() {}, nil
 	}
@@ -129,19 +129,16 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	// The functions' own configuration loaders read the dev database from
 	// here, so the dev stack runs with the settings the Lambdas would.
 	getenv := func(k string) string {
-		if k == settings.EnvDatabaseURL {
+		if k == storage.EnvDatabaseURL {
 			return url
 		}
 		return os.Getenv(k)
 	}
-	pcfg, err := settings.LoadProcessor(getenv)
+	pcfg, err := processor.ConfigFromEnv(getenv)
 	if err != nil {
 		return err
 	}
-	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{
-		ApplicationName: "webhook-inbox-dev",
-		RuntimeParams:   processor.SessionParams(pcfg.Processor.HandlerTimeout),
-	})
+	pool, err := pcfg.Database.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -159,8 +156,8 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	// The processor, as the Lambda builds it.
 	reg := processor.NewRegistry()
 	handlers.Register(reg)
-	pc := pcfg.Processor
-	pc.Pool, pc.Registry, pc.Logger = pool, reg, log
+	pc := pcfg
+	pc.Pool, pc.Registry, pc.Logger, pc.Metrics = pool, reg, log, nil
 	proc, err := processor.New(pc)
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ func runLocal(ctx context.Context, out io.Writer, o devOptions, every time.Durat
 		return err
 	}
 	defer stopDB()
-	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{ApplicationName: "webhookdev-local"})
+	pool, err := storage.PoolConfig{URL: url, ApplicationName: "webhookdev-local"}.Open(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,18 @@ func TestSamLocalEventIsAccepted(t *testing.T) {
 	resp, err := h(context.Background(), ev)
 	if err != nil || resp.StatusCode != 200 || !bytes.Contains([]byte(resp.Body), []byte(`"accepted"`)) {
 		t.Fatalf("events/receiver-github.json: %d %s %v", resp.StatusCode, resp.Body, err)
+	}
+}
+
+// TestSetupReportsEveryProblemAtOnce: the logger's and the receiver's
+// settings fail together, each naming its variable.
+func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"LOG_LEVEL": "loud", "WEBHOOK_STORE_TIMEOUT": "soon", "DATABASE_QUERY_MODE": "fast"}
+	_, _, err := setup(context.Background(), func(k string) string { return env[k] })
+	for _, want := range []string{"DATABASE_URL", "DATABASE_QUERY_MODE", "WEBHOOK_SOURCES", "LOG_LEVEL", "WEBHOOK_STORE_TIMEOUT"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
 	}
 }

@@ -67,6 +67,9 @@ type Config struct {
 	RejectionSampleInterval time.Duration
 	// RejectionsCapacity sizes the webhook_rejections ring buffer.
 	RejectionsCapacity int
+	// Database is how the receiver's pool connects (ConfigFromEnv sets
+	// it); the caller opens it and passes the Store. New ignores it.
+	Database storage.PoolConfig
 }
 
 // Handler serves POST /webhooks/{source}.
