@@ -22,6 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -191,7 +192,8 @@ func runDev(ctx context.Context, out io.Writer, o devOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// A panic is answered as in Lambda: the receiver's 503, cause internal.
+	srv := &http.Server{Handler: lambdahttp.Recover(h, h), ReadHeaderTimeout: 10 * time.Second}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, where, sources.Names())
 	fmt.Fprintf(out, "processor: draining every %s; archiver: every %s, events processed over %s ago\n", pcfg.Interval, o.archiveEvery, o.archiveAge)

@@ -61,5 +61,7 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 		pool.Close()
 		return nil, nil, err
 	}
-	return lambdahttp.Handler(h), pool.Close, nil
+	// The receiver answers what the adapter refuses and what panics, by its
+	// one status table.
+	return lambdahttp.Handler(h, h), pool.Close, nil
 }

@@ -159,3 +159,26 @@ func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAdapterRefusalIsTheReceivers: an event the adapter cannot turn into
+// a request is answered in the receiver's shape, by its table.
+func TestAdapterRefusalIsTheReceivers(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.URL(t), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
+	h, closePool, err := setup(context.Background(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePool()
+	ev, _ := event(t, "evt_bad_base64", false)
+	ev.Body, ev.IsBase64Encoded = "not base64!", true
+	resp, err := h(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Status, Cause string }
+	if resp.StatusCode != 400 || json.Unmarshal([]byte(resp.Body), &out) != nil || out.Status != "rejected" || out.Cause != "unparsable_body" ||
+		resp.Headers["Cache-Control"] != "no-store" {
+		t.Fatalf("response = %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	}
+}
