@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -31,6 +32,7 @@ import (
 // DATABASE_SECRET_ARN, DATABASE_IAM_AUTH, DATABASE_QUERY_MODE, resolved by
 // secrets.Environment exactly as a Lambda resolves them at init) and, for
 // what touches the archive, the archiver's ARCHIVE_* and S3_* settings.
+// Without database settings they use the running make dev's (devstack.go).
 
 // envKey carries a getenv in a command's context: tests give each command
 // its own environment, so that they can run in parallel.
@@ -72,6 +74,9 @@ func openOps(cmd *cobra.Command) (*ops, error) {
 	}
 	db, err := storage.PoolConfigFromEnv(getenv)
 	if err != nil {
+		if db.URL == "" {
+			err = fmt.Errorf("%w, and no make dev is running in this checkout (%s)", err, devenv.StackFile)
+		}
 		return nil, err
 	}
 	db.ApplicationName, db.Password = operatorApplicationName, password
@@ -85,13 +90,19 @@ func openOps(cmd *cobra.Command) (*ops, error) {
 // logger is where the archiver's own log lines go: standard error, at
 // LOG_LEVEL or warn by default, so that a command's output stays its own.
 func (o *ops) logger() *slog.Logger {
-	level := slog.LevelWarn
-	if o.getenv(settings.EnvLogLevel) != "" {
-		if l, err := settings.LogLevel(o.getenv); err == nil {
-			level = l
-		}
+	return settings.JSONLogger(o.cmd.ErrOrStderr(), logLevel(o.getenv))
+}
+
+// logLevel is LOG_LEVEL, warn when unset or bad: an operator's command
+// shows what went wrong, not the archiver's progress.
+func logLevel(getenv func(string) string) slog.Level {
+	if getenv(settings.EnvLogLevel) == "" {
+		return slog.LevelWarn
 	}
-	return settings.JSONLogger(o.cmd.ErrOrStderr(), level)
+	if l, err := settings.LogLevel(getenv); err == nil {
+		return l
+	}
+	return slog.LevelWarn
 }
 
 // archiveConfig reads the archiver's configuration (the bucket, the S3
