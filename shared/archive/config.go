@@ -32,9 +32,9 @@ const MaxBatchSize = 100_000
 // covers an expunge or sweep without waiting, and the function's
 // concurrency (1: a schedule) keeps the total small.
 const (
-	PoolApplicationName = "webhook-inbox-archiver"
-	PoolMaxConns        = 2
-	PoolConnectTimeout  = 5 * time.Second
+	poolApplicationName = "webhook-inbox-archiver"
+	poolMaxConns        = 2
+	poolConnectTimeout  = 5 * time.Second
 )
 
 // ConfigFromEnv reads the archiver's configuration with getenv: the
@@ -46,7 +46,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
 	db, err := storage.PoolConfigFromEnv(getenv)
 	e.Add(err)
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = PoolApplicationName, PoolMaxConns, PoolConnectTimeout
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	s3, err := blobstore.ConfigFromEnv(getenv)
 	e.Add(err)
 	c := Config{

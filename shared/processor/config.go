@@ -36,9 +36,9 @@ const DefaultInterval = 3 * time.Second
 // transaction. The session timeouts (SessionParams) make the server end
 // what a frozen or killed invocation left open.
 const (
-	PoolApplicationName = "webhook-inbox-processor"
-	PoolMaxConns        = 2
-	PoolConnectTimeout  = 3 * time.Second
+	poolApplicationName = "webhook-inbox-processor"
+	poolMaxConns        = 2
+	poolConnectTimeout  = 3 * time.Second
 )
 
 // ConfigFromEnv reads the processor's configuration with getenv, with the
@@ -106,7 +106,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	// WithDefaults also fills in the run-time parts; they are the caller's.
 	c.Now, c.Logger, c.Registry = nil, nil, nil
 
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = PoolApplicationName, PoolMaxConns, PoolConnectTimeout
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	db.RuntimeParams = SessionParams(c.HandlerTimeout)
 	c.Database = db
 	return c, e.Err()

@@ -25,9 +25,9 @@ const (
 // concurrency needs, and a 3 s dial leaves time to answer 503 well within
 // the sender's timeout.
 const (
-	PoolApplicationName = "webhook-inbox-receiver"
-	PoolMaxConns        = 2
-	PoolConnectTimeout  = 3 * time.Second
+	poolApplicationName = "webhook-inbox-receiver"
+	poolMaxConns        = 2
+	poolConnectTimeout  = 3 * time.Second
 )
 
 // ConfigFromEnv reads the receiver's configuration with getenv: the sources,
@@ -38,7 +38,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
 	db, err := storage.PoolConfigFromEnv(getenv)
 	e.Add(err)
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = PoolApplicationName, PoolMaxConns, PoolConnectTimeout
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	sources, err := source.Load(getenv)
 	e.Add(err)
 	c := Config{
