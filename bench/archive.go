@@ -73,7 +73,7 @@ func (b *bench) archive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pool, err := storage.OpenPool(ctx, b.env.URL(dbDrain), storage.PoolOptions{ApplicationName: "bench-archiver", MaxConns: 2})
+	pool, err := storage.PoolConfig{URL: b.env.URL(dbDrain), ApplicationName: "bench-archiver", MaxConns: 2}.Open(ctx)
 	if err != nil {
 		return err
 	}

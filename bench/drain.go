@@ -238,14 +238,14 @@ func (b *bench) processorDrain(ctx context.Context, n int, tracer *sqlTimer) (Ru
 // (functions/processor): two connections, the processor's session
 // timeouts, cache_statement mode.
 func (b *bench) processorPool(ctx context.Context, tracer *sqlTimer) (*pgxpool.Pool, error) {
-	opts := storage.PoolOptions{
-		ApplicationName: "bench-processor", MaxConns: 2, ConnectTimeout: 3 * time.Second,
+	opts := storage.PoolConfig{
+		URL: b.env.URL(dbDrain), ApplicationName: "bench-processor", MaxConns: 2, ConnectTimeout: 3 * time.Second,
 		RuntimeParams: processor.SessionParams(processor.DefaultHandlerTimeout),
 	}
 	if tracer == nil {
-		return storage.OpenPool(ctx, b.env.URL(dbDrain), opts)
+		return opts.Open(ctx)
 	}
-	// storage.OpenPool has no tracer option: the same settings by hand.
+	// storage.PoolConfig has no tracer option: the same settings by hand.
 	cfg, err := pgxpool.ParseConfig(b.env.URL(dbDrain))
 	if err != nil {
 		return nil, err

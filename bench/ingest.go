@@ -251,9 +251,9 @@ type receiverServer struct {
 // store timeout and body limit, cache_statement query mode. timing, when
 // set, receives the time of each insert.
 func (b *bench) startReceiver(ctx context.Context, db string, conc int, set *source.Set, timing *storeTiming) (*receiverServer, error) {
-	pool, err := storage.OpenPool(ctx, b.env.URL(db), storage.PoolOptions{
-		ApplicationName: "bench-receiver", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
-	})
+	pool, err := storage.PoolConfig{
+		URL: b.env.URL(db), ApplicationName: "bench-receiver", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
+	}.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -481,9 +481,9 @@ func (b *bench) profileReceiver(ctx context.Context, src *source.Source, set *so
 // splits the gap to pgbench into what pgx and the Go side cost and what
 // the rest does.
 func (b *bench) storeDirect(ctx context.Context, conc int) (Run, error) {
-	pool, err := storage.OpenPool(ctx, b.env.URL(dbIngestNew), storage.PoolOptions{
-		ApplicationName: "bench-store", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
-	})
+	pool, err := storage.PoolConfig{
+		URL: b.env.URL(dbIngestNew), ApplicationName: "bench-store", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
+	}.Open(ctx)
 	if err != nil {
 		return Run{}, err
 	}

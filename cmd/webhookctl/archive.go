@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 )
 
 func newArchiveCmd() *cobra.Command {
@@ -62,15 +60,12 @@ a run would archive now.`,
 			}
 			defer o.close()
 			ctx := cmd.Context()
-			cfg, err := o.archiveSettings()
+			cfg, err := o.archiveConfig()
 			if err != nil {
 				return err
 			}
 			if minAge > 0 {
 				cfg.MinAge = minAge
-			}
-			if cfg.MinAge <= 0 {
-				cfg.MinAge = archive.DefaultMinAge
 			}
 			now, err := o.store.PGNow(ctx)
 			if err != nil {
@@ -93,11 +88,10 @@ a run would archive now.`,
 			b := newBar(cmd, total, "archiving")
 			// The archiver's own settings with the command's overrides; its
 			// clock is the database's, as for the count above.
-			a, err := o.archiver(cfg, func(ac *archive.Config) {
-				ac.MinAge, ac.MaxBatches = cfg.MinAge, maxBatches
-				ac.OnBatch = func(_ string, events int) { b.Add(events) }
-				ac.Now = func() time.Time { return now }
-			})
+			cfg.MaxBatches = maxBatches
+			cfg.OnBatch = func(_ string, events int) { b.Add(events) }
+			cfg.Now = func() time.Time { return now }
+			a, err := o.archiver(cfg)
 			if err != nil {
 				return err
 			}

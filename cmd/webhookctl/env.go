@@ -19,10 +19,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -33,6 +33,7 @@ import (
 // DATABASE_SECRET_ARN, DATABASE_IAM_AUTH, DATABASE_QUERY_MODE, resolved by
 // secrets.Environment exactly as a Lambda resolves them at init) and, for
 // what touches the archive, the archiver's ARCHIVE_* and S3_* settings.
+// Without database settings they use the running make dev's (devstack.go).
 
 // envKey carries a getenv in a command's context: tests give each command
 // its own environment, so that they can run in parallel.
@@ -59,21 +60,28 @@ type ops struct {
 	close  func()
 }
 
-// openOps resolves the environment's secrets and opens the database.
+// operatorApplicationName names the CLI's connections in
+// pg_stat_activity, apart from the functions'.
+const operatorApplicationName = "webhookctl"
+
+// openOps resolves the environment's secrets and opens the database with
+// the pool every operator command uses: the database's settings as the
+// functions read them (storage.PoolConfigFromEnv), under the CLI's name.
 func openOps(cmd *cobra.Command) (*ops, error) {
 	ctx := cmd.Context()
 	getenv, password, err := secrets.Environment(ctx, envOf(cmd))
 	if err != nil {
 		return nil, err
 	}
-	db, err := settings.LoadDatabase(getenv)
+	db, err := storage.PoolConfigFromEnv(getenv)
 	if err != nil {
+		if db.URL == "" {
+			err = fmt.Errorf("%w, and no make dev is running in this checkout (%s)", err, devenv.StackFile)
+		}
 		return nil, err
 	}
-	pool, err := storage.OpenPool(ctx, db.URL, storage.PoolOptions{
-		ApplicationName: "webhookctl", MaxConns: 4, ConnectTimeout: 10 * time.Second,
-		QueryMode: db.QueryMode, Password: password,
-	})
+	db.ApplicationName, db.Password = operatorApplicationName, password
+	pool, err := db.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,42 +91,43 @@ func openOps(cmd *cobra.Command) (*ops, error) {
 // logger is where the archiver's own log lines go: standard error, at
 // LOG_LEVEL or warn by default, so that a command's output stays its own.
 func (o *ops) logger() *slog.Logger {
-	level := slog.LevelWarn
-	if o.getenv(settings.EnvLogLevel) != "" {
-		if l, err := settings.LogLevel(o.getenv); err == nil {
-			level = l
-		}
-	}
-	return slog.New(slog.NewJSONHandler(o.cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	return settings.JSONLogger(o.cmd.ErrOrStderr(), logLevel(o.getenv))
 }
 
-// archiveSettings reads the archiver's settings (the bucket, the S3
-// endpoint and keys, the prefix, the minimum age) from the environment.
-func (o *ops) archiveSettings() (settings.Archiver, error) {
-	cfg, err := settings.LoadArchiver(o.getenv)
+// logLevel is LOG_LEVEL, warn when unset or bad: an operator's command
+// shows what went wrong, not the archiver's progress.
+func logLevel(getenv func(string) string) slog.Level {
+	if getenv(settings.EnvLogLevel) == "" {
+		return slog.LevelWarn
+	}
+	if l, err := settings.LogLevel(getenv); err == nil {
+		return l
+	}
+	return slog.LevelWarn
+}
+
+// archiveConfig reads the archiver's configuration (the bucket, the S3
+// endpoint and keys, the prefix, the minimum age) as the archiver function
+// reads it.
+func (o *ops) archiveConfig() (archive.Config, error) {
+	cfg, err := archive.ConfigFromEnv(o.getenv)
 	if err != nil {
 		return cfg, fmt.Errorf("the archive's settings (as the archiver function's: %s, and %s, %s, %s for a local S3): %w",
-			settings.EnvArchiveBucket, settings.EnvS3Endpoint, settings.EnvS3AccessKeyID, settings.EnvS3SecretAccessKey, err)
+			blobstore.EnvBucket, blobstore.EnvEndpoint, blobstore.EnvAccessKeyID, blobstore.EnvSecretAccessKey, err)
 	}
 	return cfg, nil
 }
 
-// archiver builds the archiver from the archiver's settings, as the
-// archiver function does; tune, when set, adjusts its configuration.
-func (o *ops) archiver(cfg settings.Archiver, tune func(*archive.Config)) (*archive.Archiver, error) {
+// archiver builds the archiver from cfg (archiveConfig, which a command
+// may have adjusted) on the command's database, as the archiver function
+// builds it, logging to standard error.
+func (o *ops) archiver(cfg archive.Config) (*archive.Archiver, error) {
 	blobs, err := blobstore.Open(o.cmd.Context(), cfg.S3)
 	if err != nil {
 		return nil, err
 	}
-	ac := archive.Config{
-		Store: o.store, Blobs: blobs, Prefix: cfg.Prefix,
-		MinAge: cfg.MinAge, BatchSize: cfg.BatchSize, MaxBatchBytes: cfg.MaxBatchBytes,
-		Logger: o.logger(), Metrics: metrics.Emitter{Namespace: cfg.MetricsNamespace},
-	}
-	if tune != nil {
-		tune(&ac)
-	}
-	return archive.New(ac)
+	cfg.Store, cfg.Blobs, cfg.Logger = o.store, blobs, o.logger()
+	return archive.New(cfg)
 }
 
 // writeJSON prints v as one line of JSON.

@@ -353,11 +353,11 @@ func readEventBody(o *ops, e *inbox.Event) ([]byte, string, error) {
 	case e.ArchiveKey == "":
 		return nil, "", errors.New("the event has neither a body in Postgres nor an archive location")
 	}
-	cfg, err := o.archiveSettings()
+	cfg, err := o.archiveConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("the body is archived in %s: %w", e.ArchiveKey, err)
 	}
-	a, err := o.archiver(cfg, nil)
+	a, err := o.archiver(cfg)
 	if err != nil {
 		return nil, "", err
 	}

@@ -96,11 +96,11 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 				printExpunge(out, plan)
 				return nil
 			}
-			cfg, err := o.archiveSettings()
+			cfg, err := o.archiveConfig()
 			if err != nil {
 				return err
 			}
-			a, err := o.archiver(cfg, nil)
+			a, err := o.archiver(cfg)
 			if err != nil {
 				return err
 			}

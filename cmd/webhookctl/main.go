@@ -7,14 +7,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
+	// Log lines (a library's too, through slog's default) are JSON on
+	// standard error, so a command's output stays its own; warn unless
+	// LOG_LEVEL says otherwise.
+	slog.SetDefault(settings.JSONLogger(os.Stderr, logLevel(os.Getenv)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
@@ -29,6 +36,8 @@ func newRootCmd() *cobra.Command {
 		Short:         "Inspect and operate webhook-inbox",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// With no database settings, the checkout's running make dev.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return useDevStack(cmd) },
 	}
 	root.AddCommand(newMigrateCmd(), newSourcesCmd(),
 		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd())

@@ -33,7 +33,8 @@ func run(t *testing.T, stdin io.Reader, args ...string) (string, error) {
 		cmd.SetIn(stdin)
 	}
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
+	// Away from the checkout, whose own make dev may be running.
+	err := cmd.ExecuteContext(withStackDir(context.Background(), t.TempDir()))
 	return out.String(), err
 }
 
@@ -95,7 +96,8 @@ func TestSourcesCheckReadsTheCommandEnvironment(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"sources", "check", "--json"})
 	env := map[string]string{source.EnvSources: `{"sources":{"only-here":{"kind":"github","secrets":["x"]}}}`}
-	if err := cmd.ExecuteContext(withEnv(context.Background(), func(k string) string { return env[k] })); err != nil {
+	ctx := withStackDir(withEnv(context.Background(), func(k string) string { return env[k] }), t.TempDir())
+	if err := cmd.ExecuteContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `"only-here"`) || strings.Contains(out.String(), `"stripe"`) {

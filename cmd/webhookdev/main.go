@@ -8,14 +8,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
+	// Lines from anywhere (a library's, through slog's default) are written
+	// for the person at the terminal; `dev --emf` switches to the Lambdas'
+	// JSON.
+	slog.SetDefault(settings.ReadableLogger(os.Stderr, slog.LevelInfo))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {

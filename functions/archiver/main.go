@@ -6,16 +6,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -51,18 +50,15 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := settings.LoadArchiver(getenv)
-	if err != nil {
+	log, logErr := settings.LoggerFromEnv(getenv)
+	cfg, cfgErr := archive.ConfigFromEnv(getenv)
+	if err := errors.Join(logErr, cfgErr); err != nil {
 		return nil, nil, err
 	}
-	log := settings.Logger(cfg.LogLevel)
-	// A batch uses one connection at a time; the second covers an
-	// expunge or sweep without waiting, and the function's concurrency
-	// (1: a schedule) keeps the total small.
-	pool, err := storage.OpenPool(ctx, cfg.Database.URL, storage.PoolOptions{
-		ApplicationName: "webhook-inbox-archiver", MaxConns: 2, ConnectTimeout: 5 * time.Second,
-		QueryMode: cfg.Database.QueryMode, Password: password,
-	})
+	// Every line is JSON, a library's through slog's default included.
+	slog.SetDefault(log)
+	cfg.Database.Password = password
+	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,11 +67,8 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 		pool.Close()
 		return nil, nil, err
 	}
-	a, err := archive.New(archive.Config{
-		Store: storage.New(pool), Blobs: blobs, Prefix: cfg.Prefix,
-		MinAge: cfg.MinAge, BatchSize: cfg.BatchSize, MaxBatchBytes: cfg.MaxBatchBytes,
-		Logger: log, Metrics: metrics.Emitter{Namespace: cfg.MetricsNamespace},
-	})
+	cfg.Store, cfg.Blobs, cfg.Logger = storage.New(pool), blobs, log
+	a, err := archive.New(cfg)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

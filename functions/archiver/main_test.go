@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +159,17 @@ func TestSetupFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	closePool()
+}
+
+// TestSetupReportsEveryProblemAtOnce: the logger's, the archive's and the
+// bucket's settings fail together, each naming its variable.
+func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"LOG_LEVEL": "loud", "ARCHIVE_MIN_AGE": "a week", "ARCHIVE_SSE": "none"}
+	_, _, err := setup(context.Background(), func(k string) string { return env[k] })
+	for _, want := range []string{"DATABASE_URL", "ARCHIVE_BUCKET", "LOG_LEVEL", "ARCHIVE_MIN_AGE", "ARCHIVE_SSE"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
 }

@@ -10,10 +10,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -21,11 +21,9 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 func main() {
@@ -48,30 +46,22 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := settings.LoadProcessor(getenv)
-	if err != nil {
+	log, logErr := settings.LoggerFromEnv(getenv)
+	cfg, cfgErr := processor.ConfigFromEnv(getenv)
+	if err := errors.Join(logErr, cfgErr); err != nil {
 		return nil, nil, err
 	}
-	log := settings.Logger(cfg.LogLevel)
-	// A drain runs one event at a time: one connection counts attempts and
-	// records outcomes, the other holds the event's transaction. The
-	// session timeouts make the server end what a frozen or killed
-	// invocation left open.
-	pool, err := storage.OpenPool(ctx, cfg.Database.URL, storage.PoolOptions{
-		ApplicationName: "webhook-inbox-processor", MaxConns: 2, ConnectTimeout: 3 * time.Second,
-		QueryMode: cfg.Database.QueryMode, Password: password,
-		RuntimeParams: processor.SessionParams(cfg.Processor.HandlerTimeout),
-	})
+	// Every line is JSON, a library's through slog's default included.
+	slog.SetDefault(log)
+	cfg.Database.Password = password
+	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	reg := processor.NewRegistry()
 	handlers.Register(reg)
-	pc := cfg.Processor
-	pc.Pool, pc.Registry, pc.Logger, pc.SourceKinds = pool, reg, log, cfg.SourceKinds
-	// Each drain ends with an EMF line: its counts and the backlog gauge.
-	pc.Metrics = &metrics.Emitter{Namespace: cfg.MetricsNamespace}
-	p, err := processor.New(pc)
+	cfg.Pool, cfg.Registry, cfg.Logger = pool, reg, log
+	p, err := processor.New(cfg)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err

@@ -144,3 +144,16 @@ func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 		t.Fatal("an invocation without a database succeeded")
 	}
 }
+
+// TestSetupReportsEveryProblemAtOnce: the logger's and the processor's
+// settings fail together, each naming its variable.
+func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"LOG_LEVEL": "loud", "PROCESSOR_LEASE": "soon", "PROCESSOR_UNHANDLED": "ignore"}
+	_, _, err := setup(t.Context(), func(k string) string { return env[k] })
+	for _, want := range []string{"DATABASE_URL", "LOG_LEVEL", "PROCESSOR_LEASE", "PROCESSOR_UNHANDLED"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -11,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -35,18 +36,15 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := settings.LoadReceiver(getenv)
-	if err != nil {
+	log, logErr := settings.LoggerFromEnv(getenv)
+	cfg, cfgErr := receiver.ConfigFromEnv(getenv)
+	if err := errors.Join(logErr, cfgErr); err != nil {
 		return nil, nil, err
 	}
-	log := settings.Logger(cfg.LogLevel)
-	// A container serves one request at a time: two connections cover the
-	// insert and the rare mismatch record without holding more of the
-	// database's connection budget than the function's concurrency needs.
-	pool, err := storage.OpenPool(ctx, cfg.Database.URL, storage.PoolOptions{
-		ApplicationName: "webhook-inbox-receiver", MaxConns: 2, ConnectTimeout: 3 * time.Second,
-		QueryMode: cfg.Database.QueryMode, Password: password,
-	})
+	// Every line is JSON, a library's through slog's default included.
+	slog.SetDefault(log)
+	cfg.Database.Password = password
+	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,20 +53,15 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
-		log.Warn("receiver: database not reachable at init; requests will answer 503 until it is", "cause", "database_unavailable", "err", err)
+		log.Warn("receiver: database not reachable at init; requests will answer 503 until it is", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 	}
-	h, err := receiver.New(receiver.Config{
-		Sources:      cfg.Sources,
-		Store:        storage.New(pool),
-		Logger:       log,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		StoreTimeout: cfg.StoreTimeout,
-		RequestID:    lambdahttp.RequestID,
-		Metrics:      metrics.Emitter{Namespace: cfg.MetricsNamespace},
-	})
+	cfg.Store, cfg.Logger, cfg.RequestID = storage.New(pool), log, lambdahttp.RequestID
+	h, err := receiver.New(cfg)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	return lambdahttp.Handler(h), pool.Close, nil
+	// The receiver answers what the adapter refuses and what panics, by its
+	// one status table.
+	return lambdahttp.Handler(h, h), pool.Close, nil
 }

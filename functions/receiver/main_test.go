@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +144,41 @@ func TestSamLocalEventIsAccepted(t *testing.T) {
 	resp, err := h(context.Background(), ev)
 	if err != nil || resp.StatusCode != 200 || !bytes.Contains([]byte(resp.Body), []byte(`"accepted"`)) {
 		t.Fatalf("events/receiver-github.json: %d %s %v", resp.StatusCode, resp.Body, err)
+	}
+}
+
+// TestSetupReportsEveryProblemAtOnce: the logger's and the receiver's
+// settings fail together, each naming its variable.
+func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"LOG_LEVEL": "loud", "WEBHOOK_STORE_TIMEOUT": "soon", "DATABASE_QUERY_MODE": "fast"}
+	_, _, err := setup(context.Background(), func(k string) string { return env[k] })
+	for _, want := range []string{"DATABASE_URL", "DATABASE_QUERY_MODE", "WEBHOOK_SOURCES", "LOG_LEVEL", "WEBHOOK_STORE_TIMEOUT"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+}
+
+// TestAdapterRefusalIsTheReceivers: an event the adapter cannot turn into
+// a request is answered in the receiver's shape, by its table.
+func TestAdapterRefusalIsTheReceivers(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.URL(t), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
+	h, closePool, err := setup(context.Background(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePool()
+	ev, _ := event(t, "evt_bad_base64", false)
+	ev.Body, ev.IsBase64Encoded = "not base64!", true
+	resp, err := h(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Status, Cause string }
+	if resp.StatusCode != 400 || json.Unmarshal([]byte(resp.Body), &out) != nil || out.Status != "rejected" || out.Cause != "unparsable_body" ||
+		resp.Headers["Cache-Control"] != "no-store" {
+		t.Fatalf("response = %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
 	}
 }

@@ -114,6 +114,17 @@ type Config struct {
 	// object's key and number of events (`webhookctl archive run` draws
 	// its progress bar from it).
 	OnBatch func(key string, events int)
+	// QuietIdle drops the summary line of a run that archived, swept and
+	// failed nothing. The dev stack sets it: it runs every 30 s and a
+	// person reads its log. The Lambda does not: that line carries the
+	// run's metrics, zeros included, which the alarms rely on.
+	QuietIdle bool
+
+	// S3 is the bucket and how to reach it, and Database how the
+	// archiver's pool connects (ConfigFromEnv sets both); the caller opens
+	// them as Blobs and Store. New ignores them.
+	S3       blobstore.Config
+	Database storage.PoolConfig
 }
 
 // Archiver archives, reads back and expunges event bodies. It is safe for
@@ -264,6 +275,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		a.log.Warn("archive: run canceled", append(attrs, "err", runErr)...)
 	case runErr != nil:
 		a.log.Error("archive: run failed", append(attrs, "cause", string(inbox.CauseOf(runErr)), "err", runErr)...)
+	case a.cfg.QuietIdle && res.Events == 0 && res.Swept == 0:
 	default:
 		a.log.Info("archive: run done", attrs...)
 	}

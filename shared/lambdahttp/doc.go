@@ -12,6 +12,13 @@
 // header map, Content-Type sniffing, header snapshot at WriteHeader), so a
 // handler cannot tell the two apart and behaves the same in every setting.
 // Responses are buffered in full because a payload 2.0 response is a single
-// JSON document; that also lets a handler panic be turned into a clean 500
-// even after the handler has started writing.
+// JSON document; that also lets a handler panic be answered cleanly even
+// after the handler has started writing.
+//
+// The adapter has no answers of its own: what it refuses (an event that is
+// not a request) and what panics go to the application's ErrorWriter, the
+// receiver's, so every answer, log line and metric follows the receiver's
+// one status table (a panic is cause internal: 503 with Retry-After).
+// Recover offers the same recovery to a plain net/http server, so make dev
+// answers a panic as Lambda does.
 package lambdahttp

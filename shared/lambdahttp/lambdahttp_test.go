@@ -15,9 +15,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // The fixtures in testdata are payload 2.0 events in the exact shape API
@@ -34,6 +41,30 @@ func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return ev
+}
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// errorWriter is the receiver the Lambda main builds, as Handler's error
+// writer, logging JSON to logs (nil: discarded), over a database of its
+// own: its refusals are recorded as in production.
+func errorWriter(t testing.TB, logs io.Writer) (*receiver.Handler, *storage.Store) {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
+	}
+	set, err := source.Parse([]byte(`{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_adapter_test"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := storage.New(pgtest.Pool(t))
+	h, err := receiver.New(receiver.Config{
+		Sources: set, Store: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)), RequestID: RequestID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, store
 }
 
 // seen is what the route handler observed.
@@ -58,7 +89,8 @@ func invoke(t *testing.T, ev events.APIGatewayV2HTTPRequest) (*seen, events.APIG
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"accepted"}`)
 	})
-	resp, err := Handler(mux)(context.Background(), ev)
+	ew, _ := errorWriter(t, nil)
+	resp, err := Handler(mux, ew)(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("Handler returned a Lambda error: %v", err)
 	}
@@ -69,7 +101,8 @@ func invoke(t *testing.T, ev events.APIGatewayV2HTTPRequest) (*seen, events.APIG
 // must never return.
 func run(t *testing.T, h http.Handler, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	resp, err := Handler(h)(context.Background(), ev)
+	ew, _ := errorWriter(t, nil)
+	resp, err := Handler(h, ew)(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("Handler returned a Lambda error: %v", err)
 	}
@@ -321,6 +354,55 @@ func TestInvalidBase64IsRejectedWith400(t *testing.T) {
 	}
 }
 
+// TestAdapterRefusalsAreTheReceivers: what the adapter refuses is answered,
+// logged (JSON, with cause and request id), counted (EMF) and recorded as
+// the receiver's own refusals, by the receiver's table.
+func TestAdapterRefusalsAreTheReceivers(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	ew, store := errorWriter(t, &logs)
+	ev := loadEvent(t, "post_invalid_base64.json")
+	resp, err := Handler(http.NotFoundHandler(), ew)(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || resp.Headers["Cache-Control"] != "no-store" {
+		t.Errorf("response = %d %v", resp.StatusCode, resp.Headers)
+	}
+	if o := decodeOutcome(t, resp); o["status"] != receiver.StatusRejected || o["cause"] != "unparsable_body" {
+		t.Errorf("body = %q", resp.Body)
+	}
+	line := bytes.TrimSpace(logs.Bytes())
+	if err := metrics.Validate(line); err != nil {
+		t.Fatalf("log line is not EMF: %v\n%s", err, line)
+	}
+	var entry map[string]any
+	if err := json.Unmarshal(line, &entry); err != nil {
+		t.Fatalf("log %q: %v", line, err)
+	}
+	// The fixture posts to /webhooks/acme, which is not configured: the
+	// metric's dimension stays bounded, the name goes to requested_source.
+	if entry["msg"] != "webhook rejected" || entry["cause"] != "unparsable_body" || entry["source"] != "(unknown)" ||
+		entry["requested_source"] != "acme" || entry["request_id"] != ev.RequestContext.RequestID || entry["Rejected"] != 1.0 {
+		t.Errorf("log entry = %v", entry)
+	}
+	if rej, err := store.RejectionList(context.Background(), time.Time{}, 10); err != nil || len(rej) != 1 || rej[0].Source != "acme" ||
+		rej[0].Cause != "unparsable_body" || rej[0].RequestID != ev.RequestContext.RequestID {
+		t.Errorf("rejections recorded = %+v, %v", rej, err)
+	}
+
+	// To a configured source, the refusal counts under its name.
+	logs.Reset()
+	ev.RawPath = "/webhooks/stripe"
+	if resp, _ := Handler(http.NotFoundHandler(), ew)(context.Background(), ev); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status = %d", resp.StatusCode)
+	}
+	entry = nil
+	if err := json.Unmarshal(bytes.TrimSpace(logs.Bytes()), &entry); err != nil || entry["source"] != "stripe" {
+		t.Errorf("log entry = %v, %v", entry, err)
+	}
+}
+
 func TestInvalidRequestLineIsRejectedWith400(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, method, rawPath string }{
@@ -351,16 +433,10 @@ func TestInvalidRequestLineIsRejectedWith400(t *testing.T) {
 	}
 }
 
-// TestHandlerPanicIs500 is not parallel: it swaps slog.Default to check
-// the log line, and parallel tests only resume once sequential ones end.
-func TestHandlerPanicIs500(t *testing.T) {
-	var logs bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&logs, nil)))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-
+// panickers are handlers that fail in the ways a bug does.
+func panickers() map[string]http.HandlerFunc {
 	const secret = "dsn=postgres://admin:hunter2@db"
-	handlers := map[string]http.HandlerFunc{
+	return map[string]http.HandlerFunc{
 		"panic after partial write": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Partial", "yes")
 			_, _ = io.WriteString(w, "partial "+secret)
@@ -373,28 +449,145 @@ func TestHandlerPanicIs500(t *testing.T) {
 			panic(nil) // recover sees *runtime.PanicNilError since Go 1.21
 		},
 	}
-	for name, h := range handlers {
-		logs.Reset()
-		resp := run(t, h, loadEvent(t, "post_plain.json"))
-		if resp.StatusCode != http.StatusInternalServerError {
-			t.Errorf("%s: status = %d, want 500", name, resp.StatusCode)
+}
+
+// TestHandlerPanicIs503Internal: a panic is the receiver's cause internal:
+// 503 with Retry-After (the sender retries; nothing is lost), a body that
+// leaks nothing of what the handler wrote, and one JSON log line with the
+// cause, the request id, the panic's value and its stack, which is also
+// the Unavailable metric.
+func TestHandlerPanicIs503Internal(t *testing.T) {
+	t.Parallel()
+	for name, h := range panickers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var logs bytes.Buffer
+			ew, _ := errorWriter(t, &logs)
+			resp, err := Handler(h, ew)(context.Background(), loadEvent(t, "post_plain.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Headers["Retry-After"] == "" {
+				t.Errorf("status = %d, headers %v; want 503 with Retry-After", resp.StatusCode, resp.Headers)
+			}
+			if o := decodeOutcome(t, resp); o["status"] != receiver.StatusUnavailable || o["cause"] != "internal" || o["message"] == "" {
+				t.Errorf("body = %q", resp.Body)
+			}
+			if _, ok := resp.Headers["X-Partial"]; ok || strings.Contains(resp.Body, "hunter2") || strings.Contains(resp.Body, "panic") {
+				t.Errorf("partial response leaked: %v %q", resp.Headers, resp.Body)
+			}
+			line := bytes.TrimSpace(logs.Bytes())
+			if err := metrics.Validate(line); err != nil {
+				t.Fatalf("log line is not EMF: %v\n%s", err, line)
+			}
+			var entry map[string]any
+			if err := json.Unmarshal(line, &entry); err != nil {
+				t.Fatalf("log %q: %v", line, err)
+			}
+			if entry["level"] != "ERROR" || entry["cause"] != "internal" || entry["request_id"] != "Yx3kQhS1DoEEJ8g=" ||
+				entry["Unavailable"] != 1.0 || entry["panic"] == "" || entry["panic"] == nil {
+				t.Errorf("log entry = %v", entry)
+			}
+			if stack, _ := entry["stack"].(string); !strings.Contains(stack, "lambdahttp") {
+				t.Errorf("log has no stack: %v", entry)
+			}
+		})
+	}
+}
+
+// TestRecoverAnswersAsLambda: behind a plain net/http server (make dev),
+// a panic gets the very answer the Lambda gives.
+func TestRecoverAnswersAsLambda(t *testing.T) {
+	t.Parallel()
+	for name, h := range panickers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ew, _ := errorWriter(t, nil)
+			lambdaResp, err := Handler(h, ew)(context.Background(), loadEvent(t, "post_plain.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(Recover(h, ew))
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/webhooks/stripe", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != lambdaResp.StatusCode || string(body) != lambdaResp.Body {
+				t.Errorf("net/http answered %d %q, Lambda %d %q", resp.StatusCode, body, lambdaResp.StatusCode, lambdaResp.Body)
+			}
+			for _, k := range []string{"Content-Type", "Retry-After", "Cache-Control"} {
+				if resp.Header.Get(k) != lambdaResp.Headers[k] {
+					t.Errorf("%s: net/http %q, Lambda %q", k, resp.Header.Get(k), lambdaResp.Headers[k])
+				}
+			}
+			if resp.Header.Get("X-Partial") != "" {
+				t.Error("partial response leaked")
+			}
+		})
+	}
+}
+
+// TestRecoverPassesThrough: without a panic the middleware is invisible,
+// and http.ErrAbortHandler keeps its meaning for the server.
+func TestRecoverPassesThrough(t *testing.T) {
+	t.Parallel()
+	ew, _ := errorWriter(t, nil)
+	h := Recover(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Kept", "1")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, "ok")
+	}), ew)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/stripe", nil))
+	if rec.Code != http.StatusAccepted || rec.Body.String() != "ok" || rec.Header().Get("X-Kept") != "1" {
+		t.Errorf("got %d %q %v", rec.Code, rec.Body.String(), rec.Header())
+	}
+	abort := Recover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), ew)
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("recovered %v, want http.ErrAbortHandler re-raised", v)
 		}
-		if resp.Body != `{"status":"error","cause":"internal"}` {
-			t.Errorf("%s: body = %q", name, resp.Body)
-		}
-		if _, ok := resp.Headers["X-Partial"]; ok || strings.Contains(resp.Body, "hunter2") {
-			t.Errorf("%s: partial response leaked: %v %q", name, resp.Headers, resp.Body)
-		}
-		var entry map[string]any
-		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
-			t.Fatalf("%s: log %q: %v", name, logs.String(), err)
-		}
-		if entry["level"] != "ERROR" || entry["cause"] != "panic" || entry["request_id"] != "Yx3kQhS1DoEEJ8g=" {
-			t.Errorf("%s: log entry = %v", name, entry)
-		}
-		if stack, _ := entry["stack"].(string); !strings.Contains(stack, "lambdahttp") {
-			t.Errorf("%s: log has no stack: %v", name, entry)
-		}
+	}()
+	abort.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil))
+}
+
+// panickingWriter is an error writer with a bug.
+type panickingWriter struct{}
+
+func (panickingWriter) WriteError(http.ResponseWriter, *http.Request, error) { panic("writer bug") }
+
+// TestErrorWriterPanicStillAnswers: even a broken error path answers a
+// clean, retryable 503 and no Lambda error.
+func TestErrorWriterPanicStillAnswers(t *testing.T) {
+	t.Parallel()
+	resp, err := Handler(panickers()["panic(nil)"], panickingWriter{})(context.Background(), loadEvent(t, "post_plain.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Body != `{"status":"unavailable","cause":"internal"}`+"\n" || resp.Headers["Retry-After"] == "" {
+		t.Errorf("response = %d %v %q", resp.StatusCode, resp.Headers, resp.Body)
+	}
+}
+
+func TestNilArgumentsPanicAtColdStart(t *testing.T) {
+	t.Parallel()
+	ew, _ := errorWriter(t, nil)
+	for name, f := range map[string]func(){
+		"nil handler": func() { Handler(nil, ew) },
+		"nil writer":  func() { Handler(http.NotFoundHandler(), nil) },
+		"nil Recover": func() { Recover(http.NotFoundHandler(), nil) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }
 
@@ -603,6 +796,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add("GET", "/%", "%%", "$default", "=", true, "Host", "\r\n", ";;", "not-an-ip")
 	f.Add("POST", "/a?b#c", "x=1", "a?b", "\x00\xff", false, "content-length", "-1", "\x00", "::1")
 
+	ew, _ := errorWriter(f, nil)
 	f.Fuzz(func(t *testing.T, method, rawPath, rawQuery, stage, body string, b64 bool, hk, hv, cookie, ip string) {
 		ev := events.APIGatewayV2HTTPRequest{
 			Version:         "2.0",
@@ -623,7 +817,7 @@ func FuzzHandler(f *testing.F) {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			_, _ = io.Copy(w, r.Body)
 		})
-		resp, err := Handler(echo)(context.Background(), ev)
+		resp, err := Handler(echo, ew)(context.Background(), ev)
 		if err != nil {
 			t.Fatalf("Lambda error: %v", err)
 		}

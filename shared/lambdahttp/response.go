@@ -38,7 +38,7 @@ func newResponseWriter() *responseWriter {
 func (w *responseWriter) Header() http.Header { return w.header }
 
 // WriteHeader records the status. Like net/http it panics on a code outside
-// 100-999 (a handler bug, turned into a 500 by Handler's recovery), ignores
+// 100-999 (a handler bug, answered by Handler's recovery), ignores
 // informational codes (API Gateway cannot relay them) and ignores every call
 // after the first.
 func (w *responseWriter) WriteHeader(code int) {
@@ -68,6 +68,22 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 // so handlers that flush (directly or via http.ResponseController) work
 // unchanged instead of failing their type assertion.
 func (w *responseWriter) Flush() {}
+
+// copyTo sends what the handler wrote to a net/http ResponseWriter, as
+// the handler would have (the server sniffs a missing Content-Type).
+func (w *responseWriter) copyTo(dst http.ResponseWriter) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	h := dst.Header()
+	for k, v := range w.written {
+		h[k] = v
+	}
+	dst.WriteHeader(w.status)
+	if w.body.Len() > 0 {
+		_, _ = dst.Write(w.body.Bytes())
+	}
+}
 
 // result converts what the handler wrote into the Lambda response.
 func (w *responseWriter) result() events.APIGatewayV2HTTPResponse {

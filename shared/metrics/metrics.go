@@ -25,6 +25,10 @@ const (
 // DefaultNamespace is the CloudWatch namespace of every metric.
 const DefaultNamespace = "WebhookInbox"
 
+// EnvNamespace is the environment variable each function's ConfigFromEnv
+// reads into its Emitter's Namespace.
+const EnvNamespace = "METRICS_NAMESPACE"
+
 // Metric is one value to record.
 type Metric struct {
 	Name  string
@@ -41,6 +45,11 @@ type Emitter struct {
 	Namespace string
 	// Now is the clock for the EMF timestamp; nil means time.Now.
 	Now func() time.Time
+	// Off makes Attrs return nothing, so that lines stay plain log lines:
+	// the dev stack's log is read by a person, not by CloudWatch, and an
+	// "_aws" block on every line buries what happened (webhookdev dev
+	// --emf turns it back on). The Lambdas never set it.
+	Off bool
 }
 
 // directive is one entry of _aws.CloudWatchMetrics.
@@ -65,8 +74,11 @@ type metadata struct {
 // line itself as a string attribute (usually it is there already, such as
 // "source"): EMF reads dimension values from the line's top level, and
 // writing them here too would duplicate keys. Keep dimension values to a
-// bounded set: every distinct value is a billed metric.
+// bounded set: every distinct value is a billed metric. Off, it returns nil.
 func (e Emitter) Attrs(dims []string, ms ...Metric) []any {
+	if e.Off {
+		return nil
+	}
 	ns := e.Namespace
 	if ns == "" {
 		ns = DefaultNamespace

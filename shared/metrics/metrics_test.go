@@ -64,3 +64,13 @@ func TestValidateRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestOffLeavesPlainLines: an emitter turned off adds nothing to a line,
+// namespace or not.
+func TestOffLeavesPlainLines(t *testing.T) {
+	t.Parallel()
+	em := metrics.Emitter{Namespace: "Acme", Off: true}
+	if attrs := em.Attrs([]string{"source"}, metrics.C("Accepted", 1)); len(attrs) != 0 {
+		t.Fatalf("Attrs of an emitter that is off = %v", attrs)
+	}
+}

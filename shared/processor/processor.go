@@ -118,6 +118,15 @@ type Config struct {
 	// CloudWatch EMF record of its counts, duration and the backlog it
 	// leaves (see metrics.go); nil logs no such line (the dev stack).
 	Metrics *metrics.Emitter
+
+	// Database is how the processor's pool connects, SessionParams
+	// included (ConfigFromEnv sets it); the caller opens it as Pool. New
+	// ignores it.
+	Database storage.PoolConfig
+	// Interval is the time between drains of RunEvery, the long-running
+	// processor of make dev; ConfigFromEnv defaults it to DefaultInterval.
+	// New ignores it.
+	Interval time.Duration
 }
 
 // WithDefaults returns c with its zero fields set to the defaults, as New

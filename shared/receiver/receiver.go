@@ -67,6 +67,9 @@ type Config struct {
 	RejectionSampleInterval time.Duration
 	// RejectionsCapacity sizes the webhook_rejections ring buffer.
 	RejectionsCapacity int
+	// Database is how the receiver's pool connects (ConfigFromEnv sets
+	// it); the caller opens it and passes the Store. New ignores it.
+	Database storage.PoolConfig
 }
 
 // Handler serves POST /webhooks/{source}.
@@ -151,6 +154,9 @@ var httpStatus = map[inbox.Cause]int{
 	inbox.CauseInvalidEventType:        http.StatusBadRequest,
 	inbox.CauseInvalidEvent:            http.StatusBadRequest,
 	inbox.CauseDatabaseUnavailable:     http.StatusServiceUnavailable,
+	// A bug (a panic): 503 with Retry-After, never 500, so the sender
+	// retries and nothing is lost once it is fixed.
+	inbox.CauseInternal: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for a cause. An unmapped cause is a bug;
@@ -258,11 +264,12 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 	msg := inbox.MessageOf(err)
 	requestID := boundText(h.cfg.RequestID(r), 128)
 	// The source dimension must come from a bounded set (each value is a
-	// billed metric): an unknown name is the sender's text, so it goes in
-	// requested_source instead.
+	// billed metric): a name that is not configured is the sender's text
+	// (an unknown source, or a GET refused before the lookup), so it goes
+	// in requested_source instead.
 	source := sourceName
 	attrs := []any{"cause", cause, "request_id", requestID, "status", status, "message", msg}
-	if cause == inbox.CauseUnknownSource || source == "" {
+	if _, configured := h.cfg.Sources.Lookup(sourceName); !configured || cause == inbox.CauseUnknownSource {
 		attrs = append(attrs, "requested_source", boundText(sourceName, inbox.MaxSourceNameLen))
 		source = "(unknown)"
 	}
@@ -271,6 +278,12 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 	dims := []string{"source", "cause"}
 	if status >= 500 {
 		attrs = append(attrs, "err", err)
+		var extra logAttrser
+		if errors.As(err, &extra) {
+			for _, a := range extra.LogAttrs() {
+				attrs = append(attrs, a)
+			}
+		}
 		h.cfg.Logger.Error("webhook not stored", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Unavailable", 1))...)...)
 		resp.Status = StatusUnavailable
 		w.Header().Set("Retry-After", strconv.Itoa(5))

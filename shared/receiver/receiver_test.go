@@ -403,7 +403,7 @@ func TestDatabaseOutage(t *testing.T) {
 	cluster := pgtest.Cluster(t)
 	url := pgtest.MigratedURL(t, cluster)
 	ctx := context.Background()
-	pool, err := storage.OpenPool(ctx, url, storage.PoolOptions{MaxConns: 8, ConnectTimeout: time.Second})
+	pool, err := storage.PoolConfig{URL: url, MaxConns: 8, ConnectTimeout: time.Second}.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -164,5 +165,27 @@ func TestLogLinesAreEMF(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Fatalf("metrics never emitted: %v", want)
+	}
+}
+
+// TestUnconfiguredNamesAreNotDimensions: a name no source has is the
+// sender's text, whatever the refusal, so it never becomes a metric's
+// dimension value (each one is billed).
+func TestUnconfiguredNamesAreNotDimensions(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f.do(httptest.NewRequest("GET", "/webhooks/random-1234", nil))
+	f.do(httptest.NewRequest("GET", "/webhooks/stripe", nil))
+	var sources []string
+	for _, line := range logs.lines() {
+		var doc map[string]any
+		if err := json.Unmarshal(line, &doc); err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, fmt.Sprint(doc["source"], " ", doc["requested_source"]))
+	}
+	if strings.Join(sources, "|") != "(unknown) random-1234|stripe <nil>" {
+		t.Fatalf("source, requested_source per line: %q", sources)
 	}
 }

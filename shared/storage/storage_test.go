@@ -14,7 +14,7 @@ func TestPasswordHookIsCalledPerConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	calls := 0
-	pool, err := storage.OpenPool(ctx, pgtest.URL(t), storage.PoolOptions{
+	pool, err := storage.PoolConfig{URL: pgtest.URL(t),
 		Password: func(_ context.Context, host string, port uint16, user string) (string, error) {
 			calls++
 			if host == "" || port == 0 || user == "" {
@@ -22,7 +22,7 @@ func TestPasswordHookIsCalledPerConnection(t *testing.T) {
 			}
 			return "token", nil // trust auth ignores it; IAM auth would check it
 		},
-	})
+	}.Open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

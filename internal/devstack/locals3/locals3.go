@@ -59,6 +59,12 @@ type Options struct {
 	Port int
 	// Binary is the versitygw executable; "" means Binary(ctx).
 	Binary string
+	// Region, AccessKeyID and SecretAccessKey are what the server accepts;
+	// "" means the fixed ones (Region, AccessKeyID, SecretAccessKey). The
+	// dev stack passes the developer's S3_ACCESS_KEY_ID,
+	// S3_SECRET_ACCESS_KEY and AWS_REGION when set, so that they are
+	// honoured rather than ignored.
+	Region, AccessKeyID, SecretAccessKey string
 }
 
 // Server is a running (or stopped) versitygw. Its methods are safe for
@@ -70,6 +76,8 @@ type Server struct {
 	logPath string
 	owned   bool
 	port    int
+	// region, access and secret are what the server accepts.
+	region, access, secret string
 
 	mu     sync.Mutex // serialises Start, Stop and Close
 	cmd    *exec.Cmd
@@ -94,7 +102,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{bin: bin, port: opts.Port}
+	s := &Server{bin: bin, port: opts.Port, region: Region, access: AccessKeyID, secret: SecretAccessKey}
+	if opts.Region != "" {
+		s.region = opts.Region
+	}
+	if opts.AccessKeyID != "" || opts.SecretAccessKey != "" {
+		s.access, s.secret = opts.AccessKeyID, opts.SecretAccessKey
+	}
 	if opts.Dir == "" {
 		reapStale(os.TempDir())
 		dir, err := os.MkdirTemp("", tempPrefix)
@@ -165,9 +179,9 @@ func (s *Server) start(ctx context.Context) error {
 	// subcommand and its root folder. --quiet drops the per-request log.
 	cmd := exec.Command(s.bin,
 		"--port", fmt.Sprintf("127.0.0.1:%d", s.port),
-		"--access", AccessKeyID,
-		"--secret", SecretAccessKey,
-		"--region", Region,
+		"--access", s.access,
+		"--secret", s.secret,
+		"--region", s.region,
 		"--quiet",
 		"posix", s.root)
 	// The environment is cleared of versitygw's own variables (ROOT_*,
@@ -233,11 +247,11 @@ func (s *Server) Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", s
 func (s *Server) BlobConfig(bucket string) blobstore.Config {
 	return blobstore.Config{
 		Bucket:          bucket,
-		Region:          Region,
+		Region:          s.region,
 		Endpoint:        s.Endpoint(),
 		PathStyle:       true,
-		AccessKeyID:     AccessKeyID,
-		SecretAccessKey: SecretAccessKey,
+		AccessKeyID:     s.access,
+		SecretAccessKey: s.secret,
 	}
 }
 

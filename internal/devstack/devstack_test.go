@@ -1,11 +1,13 @@
-package main
+package devstack_test
 
 import (
 	"bytes"
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,9 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // lockedBuffer is the dev stack's output, read while it runs.
 type lockedBuffer struct {
@@ -35,19 +40,26 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestDevStack runs `webhookdev dev` as make dev does (on DATABASE_URL, a
+// TestDevStack runs the dev stack as make dev does (on DATABASE_URL, a
 // local S3, a short archive age): a sample is accepted, processed by the
-// deployed handlers, archived to S3, and Ctrl-C stops everything cleanly.
+// deployed handlers and archived to S3; the log reads as lines for a
+// person, with no EMF and no line for the archiver's idle passes; the
+// stack file tells an operator's command where it is while it runs; and
+// Ctrl-C stops everything cleanly and removes the file.
 func TestDevStack(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
-	t.Setenv("DATABASE_URL", url)
-	t.Setenv("LOG_LEVEL", "error")
+	env := map[string]string{"DATABASE_URL": url, "LOG_LEVEL": "info"}
+	stackFile := filepath.Join(t.TempDir(), "devstack.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runDev(ctx, &out, devOptions{addr: "127.0.0.1:0", s3Dir: t.TempDir(), archiveAge: time.Millisecond, archiveEvery: 200 * time.Millisecond})
+		done <- devstack.Run(ctx, &out, devstack.Options{
+			Addr: "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
+			StackFile: stackFile, Getenv: func(k string) string { return env[k] },
+		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)
 	var m []string
@@ -62,7 +74,23 @@ func TestDevStack(t *testing.T) {
 		}
 		m = base.FindStringSubmatch(out.String())
 	}
-	sources, _, _ := devenv.Sources(os.Getenv)
+
+	// The stack file: this process, this database, the local S3.
+	b, err := os.ReadFile(stackFile)
+	if err != nil {
+		t.Fatalf("no stack file while running: %v", err)
+	}
+	if !bytes.Contains(b, []byte(url)) || !bytes.Contains(b, []byte(`"S3_ENDPOINT": "http://127.0.0.1:`)) ||
+		!bytes.Contains(b, []byte(`"ARCHIVE_BUCKET": "webhook-inbox-dev"`)) {
+		t.Fatalf("stack file:\n%s", b)
+	}
+
+	sources, _, _ := devenv.Sources(func(k string) string {
+		if k == "WEBHOOK_SOURCES_FILE" {
+			return filepath.Join("..", "..", "dev", "sources.json")
+		}
+		return ""
+	})
 	src, _ := sources.Lookup("stripe")
 	req, err := sender.Sample(src, time.Now())
 	if err != nil {
@@ -85,6 +113,7 @@ func TestDevStack(t *testing.T) {
 		}
 		_ = conn.QueryRow(ctx, `SELECT coalesce(outcome, ''), archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&outcome, &archived)
 	}
+	time.Sleep(time.Second) // a few idle archiver passes
 	cancel()
 	select {
 	case err := <-done:
@@ -93,5 +122,19 @@ func TestDevStack(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("dev did not stop")
+	}
+	if _, err := os.Stat(stackFile); !os.IsNotExist(err) {
+		t.Errorf("the stack file outlived the stack: %v", err)
+	}
+
+	log := out.String()
+	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3} INFO  webhook accepted source=stripe event_id=`).MatchString(log) {
+		t.Errorf("no readable line for the accepted webhook:\n%s", log)
+	}
+	if strings.Contains(log, "_aws") || strings.Contains(log, `{"time"`) {
+		t.Errorf("EMF or JSON in the dev stack's log:\n%s", log)
+	}
+	if n := strings.Count(log, "archive: run done"); n != 1 {
+		t.Errorf("%d archiver run lines, want 1 (the pass that archived; idle passes are quiet):\n%s", n, log)
 	}
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+)
+
+// runIn executes webhookctl with env as its whole environment, looking for
+// a make dev from dir, and returns standard output and error apart.
+func runIn(t *testing.T, dir string, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	ctx := withStackDir(withEnv(context.Background(), func(k string) string { return env[k] }), dir)
+	err = cmd.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// checkout returns a folder holding a stack file for pid and dbURL, and a
+// folder below it, where an operator would run the command.
+func checkout(t *testing.T, pid int, dbURL string) (sub string) {
+	t.Helper()
+	root := t.TempDir()
+	err := devenv.WriteStack(filepath.Join(root, devenv.StackFile), devenv.Stack{PID: pid, Env: map[string]string{"DATABASE_URL": dbURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub = filepath.Join(root, "docs", "sources")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// withPassword adds a password to a URL of the test server, whose trust
+// authentication ignores it.
+func withPassword(url string) string {
+	return strings.Replace(url, "postgres://postgres@", "postgres://postgres:hunter2@", 1)
+}
+
+// TestRunningDevStackIsUsed: with no database settings, a command uses the
+// running make dev's database, found from a sub-folder, and says so on
+// standard error, without the password.
+func TestRunningDevStackIsUsed(t *testing.T) {
+	t.Parallel()
+	url := withPassword(pgtest.URL(t))
+	dir := checkout(t, os.Getpid(), url)
+	stdout, stderr, err := runIn(t, dir, nil, "migrate", "status")
+	if err != nil || !strings.Contains(stdout, "applied") {
+		t.Fatalf("migrate status on the dev stack: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "using database postgres://postgres:xxxxx@127.0.0.1:") ||
+		!strings.Contains(stderr, "of the running make dev") || !strings.Contains(stderr, devenv.StackFile) {
+		t.Errorf("stderr = %q", stderr)
+	}
+	if strings.Contains(stdout+stderr, "hunter2") {
+		t.Errorf("the password was printed:\n%s\n%s", stdout, stderr)
+	}
+}
+
+// TestStaleDevStackIsIgnored: the file of a dev stack that died is not
+// used.
+func TestStaleDevStackIsIgnored(t *testing.T) {
+	t.Parallel()
+	dead := exec.Command(os.Args[0], "-test.run=^$")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := checkout(t, dead.Process.Pid, pgtest.URL(t))
+	_, stderr, err := runIn(t, dir, nil, "migrate", "status")
+	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL (or DATABASE_SECRET_ARN) is not set") ||
+		!strings.Contains(err.Error(), "no make dev is running") {
+		t.Fatalf("err = %v", err)
+	}
+	if stderr != "" {
+		t.Errorf("stderr = %q", stderr)
+	}
+}
+
+// TestExplicitDatabaseWins: DATABASE_URL is used as set, whatever stack
+// runs.
+func TestExplicitDatabaseWins(t *testing.T) {
+	t.Parallel()
+	dir := checkout(t, os.Getpid(), "postgres://nobody@127.0.0.1:1/nothing")
+	stdout, stderr, err := runIn(t, dir, map[string]string{"DATABASE_URL": pgtest.URL(t)}, "migrate", "status")
+	if err != nil || !strings.Contains(stdout, "applied") || stderr != "" {
+		t.Fatalf("migrate status with DATABASE_URL: %v\n%s\n%s", err, stdout, stderr)
+	}
+}

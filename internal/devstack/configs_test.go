@@ -1,0 +1,329 @@
+package devstack_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+)
+
+// lambdaConfigs are the calls the Lambda mains (functions/*/main.go) read
+// their configuration with. Every variable they read is one make dev must
+// honour; a variable a new version reads is picked up here by itself.
+var lambdaConfigs = []func(getenv func(string) string) error{
+	func(g func(string) string) error { _, err := settings.LogLevel(g); return err },
+	func(g func(string) string) error { _, err := receiver.ConfigFromEnv(g); return err },
+	func(g func(string) string) error { _, err := processor.ConfigFromEnv(g); return err },
+	func(g func(string) string) error { _, err := archive.ConfigFromEnv(g); return err },
+}
+
+// lambdaVariables returns every variable the Lambdas' configuration reads
+// from the environments given.
+func lambdaVariables(envs ...map[string]string) []string {
+	read := map[string]bool{}
+	for _, env := range envs {
+		for _, config := range lambdaConfigs {
+			_ = config(func(k string) string { read[k] = true; return env[k] })
+		}
+	}
+	var out []string
+	for k := range read {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sample is a valid value, not the dev stack's default, for a variable,
+// with the variables it needs beside it.
+type sample struct {
+	value string
+	with  map[string]string
+}
+
+// samples holds one for every variable the Lambdas read. A variable
+// missing here fails TestDevStackHonoursEveryLambdaVariable: add one.
+func samples(t *testing.T) map[string]sample {
+	other := filepath.Join(t.TempDir(), "sources.json")
+	if err := os.WriteFile(other, []byte(`{"sources":{"only-here":{"kind":"github","secrets":["x"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]sample{
+		"LOG_LEVEL":                 {value: "debug"},
+		"DATABASE_URL":              {value: "postgres://someone@db.example:5432/other"},
+		"DATABASE_QUERY_MODE":       {value: "exec"},
+		"WEBHOOK_SOURCES":           {value: `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x"]}}}`},
+		"WEBHOOK_SOURCES_FILE":      {value: other},
+		"WEBHOOK_MAX_BODY_BYTES":    {value: "2048"},
+		"WEBHOOK_STORE_TIMEOUT":     {value: "9s"},
+		"METRICS_NAMESPACE":         {value: "Acme/Hooks"},
+		"PROCESSOR_BATCH_SIZE":      {value: "10"},
+		"PROCESSOR_MAX_ATTEMPTS":    {value: "5"},
+		"PROCESSOR_BACKOFF_BASE":    {value: "1s"},
+		"PROCESSOR_BACKOFF_CAP":     {value: "1m"},
+		"PROCESSOR_LEASE":           {value: "5m"},
+		"PROCESSOR_HANDLER_TIMEOUT": {value: "20s"},
+		"PROCESSOR_SAFETY_MARGIN":   {value: "50s"},
+		"PROCESSOR_UNHANDLED":       {value: "retry"},
+		"PROCESSOR_INTERVAL":        {value: "1s"},
+		"ARCHIVE_BUCKET":            {value: "my-bucket"},
+		"ARCHIVE_PREFIX":            {value: "elsewhere"},
+		"ARCHIVE_MIN_AGE":           {value: "2h"},
+		"ARCHIVE_BATCH_SIZE":        {value: "50"},
+		"ARCHIVE_MAX_BATCH_BYTES":   {value: "1048576"},
+		"ARCHIVE_SSE":               {value: "aws:kms"},
+		"ARCHIVE_KMS_KEY_ID":        {value: "alias/k", with: map[string]string{"ARCHIVE_SSE": "aws:kms"}},
+		"AWS_REGION":                {value: "eu-west-1"},
+		"S3_ENDPOINT":               {value: "http://127.0.0.1:9000"},
+		"S3_PATH_STYLE":             {value: "false"},
+		"S3_ACCESS_KEY_ID":          {value: "AKIAEXAMPLE", with: map[string]string{"S3_SECRET_ACCESS_KEY": "secret"}},
+		"S3_SECRET_ACCESS_KEY":      {value: "other-secret", with: map[string]string{"S3_ACCESS_KEY_ID": "AKIAEXAMPLE"}},
+	}
+}
+
+// local is what the dev stack would have started: placeholders will do,
+// nothing is dialled.
+func local(t *testing.T) devstack.Local {
+	t.Helper()
+	sources, err := filepath.Abs(filepath.Join("..", "..", "dev", "sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return devstack.Local{DatabaseURL: "postgres://postgres@127.0.0.1:1/webhook_inbox", S3Endpoint: "http://127.0.0.1:2", SourcesFile: sources}
+}
+
+func configs(t *testing.T, env map[string]string, l devstack.Local) (devstack.Configs, error) {
+	t.Helper()
+	return devstack.ConfigsFromEnv(func(k string) string { return env[k] }, l)
+}
+
+// TestDevStackHonoursEveryLambdaVariable: for every variable the Lambdas'
+// configuration reads, a valid value that is not the default changes the
+// configuration the dev stack runs: make dev ignores none of them.
+func TestDevStackHonoursEveryLambdaVariable(t *testing.T) {
+	t.Parallel()
+	table := samples(t)
+	full := map[string]string{}
+	for k, s := range table {
+		full[k] = s.value
+	}
+	vars := lambdaVariables(nil, full)
+	if len(vars) < 25 {
+		t.Fatalf("only %d variables read: %v", len(vars), vars)
+	}
+	l := local(t)
+	base, err := configs(t, nil, l)
+	if err != nil {
+		t.Fatalf("the dev stack's defaults: %v", err)
+	}
+	for _, name := range vars {
+		s, ok := table[name]
+		if !ok {
+			t.Errorf("%s is read by the Lambdas' configuration but has no sample value in this test: add one", name)
+			continue
+		}
+		env := map[string]string{}
+		for k, v := range s.with {
+			env[k] = v
+		}
+		// Compared with the same companions alone when they are valid by
+		// themselves, so the difference is this variable's.
+		before, err := configs(t, env, l)
+		if err != nil {
+			before = base
+		}
+		env[name] = s.value
+		after, err := configs(t, env, l)
+		if err != nil {
+			t.Errorf("%s=%q: %v", name, s.value, err)
+			continue
+		}
+		if fingerprint(after) == fingerprint(before) {
+			t.Errorf("%s=%q does not change the dev stack's configuration: make dev ignores it", name, s.value)
+		}
+	}
+}
+
+// TestConfigsAreTheLambdas: with every variable set, the dev stack runs
+// the configurations the Lambdas read, but for the overrides it documents.
+func TestConfigsAreTheLambdas(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	for k, s := range samples(t) {
+		env[k] = s.value
+	}
+	delete(env, "WEBHOOK_SOURCES") // one document: the file
+	getenv := func(k string) string { return env[k] }
+	l := local(t)
+	l.EMF = true
+	c, err := devstack.ConfigsFromEnv(getenv, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.StandIns) != 0 || c.LocalDatabase || c.LocalS3 {
+		t.Fatalf("stand-ins over set variables: %v", c.StandIns)
+	}
+	rc, _ := receiver.ConfigFromEnv(getenv)
+	pc, _ := processor.ConfigFromEnv(getenv)
+	ac, _ := archive.ConfigFromEnv(getenv)
+	if fingerprint(c.Receiver) != fingerprint(rc) || fingerprint(c.Processor) != fingerprint(pc) {
+		t.Error("the dev stack's receiver or processor differs from the Lambda's")
+	}
+	c.Archive.QuietIdle = false // the one override that stays with --emf
+	if fingerprint(c.Archive) != fingerprint(ac) {
+		t.Error("the dev stack's archive differs from the Lambda's")
+	}
+}
+
+// TestConfigsForAPerson: without --emf, no EMF and no line per drain or per
+// idle archiver pass; the flag's archive age wins over ARCHIVE_MIN_AGE,
+// which wins over the dev default.
+func TestConfigsForAPerson(t *testing.T) {
+	t.Parallel()
+	l := local(t)
+	c, err := configs(t, nil, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Receiver.Metrics.Off || !c.Archive.Metrics.Off || c.Processor.Metrics != nil || !c.Archive.QuietIdle {
+		t.Fatalf("EMF or per-drain lines under make dev: %+v %+v %+v", c.Receiver.Metrics, c.Archive.Metrics, c.Processor.Metrics)
+	}
+	if c.Archive.MinAge != time.Minute || c.Archive.S3.Bucket != devstack.Bucket || c.Archive.Prefix != devstack.ArchivePrefix ||
+		c.Archive.S3.Endpoint != l.S3Endpoint || !c.Archive.S3.PathStyle || c.Receiver.Database.URL != l.DatabaseURL ||
+		!c.LocalDatabase || !c.LocalS3 || c.SourcesFrom != l.SourcesFile {
+		t.Fatalf("dev defaults: %+v", c)
+	}
+	if c, _ := configs(t, map[string]string{"ARCHIVE_MIN_AGE": "2h"}, l); c.Archive.MinAge != 2*time.Hour {
+		t.Errorf("ARCHIVE_MIN_AGE: %s", c.Archive.MinAge)
+	}
+	l.ArchiveAge = time.Second
+	if c, _ := configs(t, map[string]string{"ARCHIVE_MIN_AGE": "2h"}, l); c.Archive.MinAge != time.Second {
+		t.Errorf("--archive-age: %s", c.Archive.MinAge)
+	}
+}
+
+// TestConfigsReportEveryProblemOnce: one bad shared variable is one line,
+// with the rest.
+func TestConfigsReportEveryProblemOnce(t *testing.T) {
+	t.Parallel()
+	_, err := configs(t, map[string]string{"DATABASE_QUERY_MODE": "fast", "LOG_LEVEL": "loud", "ARCHIVE_SSE": "none"}, local(t))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if n := strings.Count(err.Error(), "DATABASE_QUERY_MODE"); n != 1 {
+		t.Errorf("DATABASE_QUERY_MODE named %d times:\n%v", n, err)
+	}
+	for _, want := range []string{"LOG_LEVEL", "ARCHIVE_SSE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s:\n%v", want, err)
+		}
+	}
+}
+
+// TestStackEnv: what an operator command needs, the stand-ins included,
+// and a secret's name rather than its value.
+func TestStackEnv(t *testing.T) {
+	t.Parallel()
+	l := local(t)
+	raw := map[string]string{"DATABASE_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:db", "WEBHOOK_SOURCES_FILE": "dev/sources.json"}
+	resolved := map[string]string{"DATABASE_URL": "postgres://u:hunter2@db/x", "WEBHOOK_SOURCES_FILE": "../../dev/sources.json"}
+	c, err := configs(t, resolved, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := c.StackEnv(func(k string) string { return raw[k] })
+	if env["DATABASE_URL"] != "" || env["DATABASE_SECRET_ARN"] == "" || !filepath.IsAbs(env["WEBHOOK_SOURCES_FILE"]) ||
+		env["S3_ENDPOINT"] != l.S3Endpoint || env["S3_ACCESS_KEY_ID"] == "" || env["ARCHIVE_BUCKET"] != devstack.Bucket ||
+		env["AWS_REGION"] == "" || env["ARCHIVE_MIN_AGE"] == "" {
+		t.Fatalf("stack env = %v", env)
+	}
+}
+
+// fingerprint renders v, pointers followed and functions by type only, so
+// that two configurations read from the same environment render the same
+// and any setting that differs shows.
+func fingerprint(v any) string {
+	var b strings.Builder
+	walk(&b, reflect.ValueOf(v), map[uintptr]bool{}, 0)
+	return b.String()
+}
+
+func walk(b *strings.Builder, v reflect.Value, seen map[uintptr]bool, depth int) {
+	if depth > 50 {
+		b.WriteString("…")
+		return
+	}
+	switch v.Kind() {
+	case reflect.Invalid:
+		b.WriteString("<nil>")
+	case reflect.Pointer:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		if seen[v.Pointer()] {
+			b.WriteString("<cycle>")
+			return
+		}
+		seen[v.Pointer()] = true
+		b.WriteString("&")
+		walk(b, v.Elem(), seen, depth+1)
+		delete(seen, v.Pointer())
+	case reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		walk(b, v.Elem(), seen, depth+1)
+	case reflect.Struct:
+		b.WriteString(v.Type().String() + "{")
+		for i := range v.NumField() {
+			b.WriteString(v.Type().Field(i).Name + ":")
+			walk(b, v.Field(i), seen, depth+1)
+			b.WriteString(" ")
+		}
+		b.WriteString("}")
+	case reflect.Map:
+		keys := v.MapKeys()
+		texts := make([]string, len(keys))
+		for i, k := range keys {
+			var kb, vb strings.Builder
+			walk(&kb, k, seen, depth+1)
+			walk(&vb, v.MapIndex(k), seen, depth+1)
+			texts[i] = kb.String() + "=" + vb.String()
+		}
+		sort.Strings(texts)
+		b.WriteString("map[" + strings.Join(texts, " ") + "]")
+	case reflect.Slice, reflect.Array:
+		b.WriteString("[")
+		for i := range v.Len() {
+			walk(b, v.Index(i), seen, depth+1)
+			b.WriteString(" ")
+		}
+		b.WriteString("]")
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		fmt.Fprintf(b, "%s(nil=%v)", v.Type(), v.IsNil())
+	case reflect.String:
+		b.WriteString(fmt.Sprintf("%q", v.String()))
+	case reflect.Bool:
+		fmt.Fprint(b, v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		fmt.Fprint(b, v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		fmt.Fprint(b, v.Uint())
+	case reflect.Float32, reflect.Float64:
+		fmt.Fprint(b, v.Float())
+	default:
+		fmt.Fprintf(b, "<%s>", v.Kind())
+	}
+}

@@ -1,0 +1,315 @@
+// Package devstack runs the whole system on one machine, in one process:
+// PostgreSQL, an S3 server, the receiver on a local port, the processor and
+// the archiver (Run, what `make dev` runs), or the real Lambda binaries
+// under the Runtime Interface Emulator (RunLocal, `make local`).
+//
+// Run builds every component as its Lambda does, through the components'
+// ConfigFromEnv (ConfigsFromEnv), so make dev honours every variable the
+// Lambdas read; it only fills in what makes sense locally and writes its
+// log for a person. The packages below it are its parts: localpg and
+// locals3 start the servers, lambdalocal and samtemplate run the Lambda
+// binaries, devtools finds the pinned tools.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
+)
+
+// EnvEMF, when true, makes the dev stack log as the Lambdas do (JSON lines
+// with EMF records), like the --emf flag.
+const EnvEMF = "WEBHOOKDEV_EMF"
+
+// DefaultArchiveEvery is the time between the dev stack's archiver passes.
+const DefaultArchiveEvery = 30 * time.Second
+
+// Options are the dev stack's flags.
+type Options struct {
+	// Addr is the receiver's listen address.
+	Addr string
+	// DataDir holds the local PostgreSQL cluster (when DATABASE_URL is not
+	// set) and S3Dir the local S3 server's buckets (when S3_ENDPOINT is
+	// not set); both are kept between runs.
+	DataDir, S3Dir string
+	// ArchiveAge is --archive-age; 0 when not given (see Local.ArchiveAge).
+	ArchiveAge time.Duration
+	// ArchiveEvery is the time between archiver passes; 0 means
+	// DefaultArchiveEvery.
+	ArchiveEvery time.Duration
+	// EMF logs as the Lambdas do: JSON lines and EMF records.
+	EMF bool
+	// StackFile is where the running stack describes itself for the
+	// operator's commands; "" means devenv.StackFile under the repository
+	// root. It is removed when the stack stops.
+	StackFile string
+	// Getenv is the environment; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Run runs the dev stack until ctx is done, writing what it does, then its
+// log, to out.
+func Run(ctx context.Context, out io.Writer, o Options) error {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.ArchiveEvery <= 0 {
+		o.ArchiveEvery = DefaultArchiveEvery
+	}
+	root, err := devtools.RepoRoot()
+	if err != nil {
+		root = "."
+	}
+	if o.StackFile == "" {
+		o.StackFile = filepath.Join(root, devenv.StackFile)
+	}
+	// Secrets named in the environment are resolved as a Lambda resolves
+	// them; the stack file keeps the unresolved names (StackEnv).
+	resolved, password, err := secrets.Environment(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	local := Local{SourcesFile: filepath.Join(root, devenv.SourcesFile), ArchiveAge: o.ArchiveAge, EMF: o.EMF}
+
+	// Check everything before starting anything, so a typo fails at once;
+	// the local servers' addresses are not known yet, so placeholders
+	// stand in for them.
+	check := local
+	check.DatabaseURL, check.S3Endpoint = "postgres://127.0.0.1/"+Database, "http://127.0.0.1"
+	cfgs, err := ConfigsFromEnv(resolved, check)
+	if err != nil {
+		return err
+	}
+	log := settings.ReadableLogger(out, cfgs.LogLevel)
+	if o.EMF {
+		log = settings.JSONLogger(out, cfgs.LogLevel)
+	}
+	slog.SetDefault(log)
+
+	if cfgs.LocalDatabase {
+		url, stop, err := StartDatabase(ctx, out, o.DataDir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		local.DatabaseURL = url
+	} else {
+		fmt.Fprintf(out, "database: %s (DATABASE_URL)\n", storage.RedactURL(resolved(storage.EnvDatabaseURL)))
+	}
+	if cfgs.LocalS3 {
+		fmt.Fprintf(out, "s3: starting versitygw in %s ...\n", o.S3Dir)
+		s3, err := locals3.Start(ctx, locals3.Options{
+			Dir: o.S3Dir, Region: cfgs.Archive.S3.Region,
+			AccessKeyID: cfgs.Archive.S3.AccessKeyID, SecretAccessKey: cfgs.Archive.S3.SecretAccessKey,
+		})
+		if err != nil {
+			return err
+		}
+		defer s3.Close()
+		local.S3Endpoint = s3.Endpoint()
+	}
+	if cfgs, err = ConfigsFromEnv(resolved, local); err != nil {
+		return err
+	}
+	return run(ctx, out, log, o, cfgs, password, getenv)
+}
+
+// run opens the pools, migrates, builds the components and serves.
+func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs Configs, password secrets.PasswordFunc, getenv func(string) string) error {
+	// Each component gets the pool its Lambda opens.
+	var pools []*pgxpool.Pool
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	open := func(c storage.PoolConfig) (*pgxpool.Pool, error) {
+		c.Password = password
+		pool, err := c.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, pool)
+		return pool, nil
+	}
+	procPool, err := open(cfgs.Processor.Database)
+	if err != nil {
+		return err
+	}
+	// The schema and the handlers' tables, on the processor's pool: in
+	// AWS, `webhookctl migrate up` and the processor's first drain.
+	version, err := migrate.Up(ctx, procPool)
+	if err != nil {
+		return err
+	}
+	if err := handlers.Migrate(ctx, procPool); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "schema: migrated to version %d (and the handlers' tables)\n", version)
+
+	// The processor, as the Lambda builds it.
+	reg := processor.NewRegistry()
+	handlers.Register(reg)
+	pc := cfgs.Processor
+	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
+	proc, err := processor.New(pc)
+	if err != nil {
+		return err
+	}
+
+	// The archiver, as the Lambda builds it; the bucket is made if missing.
+	blobs, err := blobstore.Open(ctx, cfgs.Archive.S3)
+	if err != nil {
+		return err
+	}
+	if err := blobs.CreateBucket(ctx); err != nil {
+		return err
+	}
+	archPool, err := open(cfgs.Archive.Database)
+	if err != nil {
+		return err
+	}
+	ac := cfgs.Archive
+	ac.Store, ac.Blobs, ac.Logger = storage.New(archPool), blobs, log
+	arch, err := archive.New(ac)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", ac.S3.Endpoint, ac.S3.Bucket, ac.S3.AccessKeyID)
+
+	// The receiver, as the Lambda builds it, behind the same recovery.
+	recvPool, err := open(cfgs.Receiver.Database)
+	if err != nil {
+		return err
+	}
+	rc := cfgs.Receiver
+	rc.Store, rc.Logger = storage.New(recvPool), log
+	h, err := receiver.New(rc)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+	}
+	// A panic is answered as in Lambda: the receiver's 503, cause internal.
+	srv := &http.Server{Handler: lambdahttp.Recover(h, h), ReadHeaderTimeout: 10 * time.Second}
+	base := "http://" + ln.Addr().String()
+
+	// The operator's commands find this stack by its file.
+	pid := os.Getpid()
+	if err := devenv.WriteStack(o.StackFile, devenv.Stack{PID: pid, Env: cfgs.StackEnv(getenv)}); err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() {
+		if err := devenv.RemoveStack(o.StackFile, pid); err != nil {
+			fmt.Fprintln(out, "removing the stack file:", err)
+		}
+	}()
+
+	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, rc.Sources.Names())
+	fmt.Fprintf(out, "processor: draining every %s; archiver: every %s, events processed over %s ago\n", pc.Interval, o.ArchiveEvery, ac.MinAge)
+	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
+	if !o.EMF {
+		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
+	}
+	PrintSamples(out, rc.Sources, base)
+	fmt.Fprintln(out, "Ctrl-C stops the stack.")
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	wg.Go(func() { errc <- srv.Serve(ln) })
+	wg.Go(func() {
+		if err := proc.RunEvery(runCtx, pc.Interval); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("processor: %w", err)
+		}
+	})
+	wg.Go(func() {
+		if err := arch.RunEvery(runCtx, o.ArchiveEvery); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- fmt.Errorf("archiver: %w", err)
+		}
+	})
+	var runErr error
+	select {
+	case runErr = <-errc:
+	case <-ctx.Done():
+	}
+	stopRun()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+		runErr = err
+	}
+	wg.Wait()
+	if errors.Is(runErr, http.ErrServerClosed) {
+		runErr = nil
+	}
+	fmt.Fprintln(out, "stopped.")
+	return runErr
+}
+
+// StartDatabase starts the local cluster in dataDir and makes sure the dev
+// database exists on it; stop shuts the cluster down.
+func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url string, stop func(), err error) {
+	fmt.Fprintf(out, "database: starting local PostgreSQL in %s ...\n", dataDir)
+	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir})
+	if err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cluster.Stop(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping PostgreSQL:", err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, cluster.URL("postgres"))
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("connect to the local cluster: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, Database).Scan(&exists); err != nil {
+		stop()
+		return "", nil, err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, `CREATE DATABASE `+Database); err != nil {
+			stop()
+			return "", nil, fmt.Errorf("create the dev database: %w", err)
+		}
+	}
+	fmt.Fprintf(out, "database: %s (psql %q)\n", cluster.URL(Database), cluster.URL(Database))
+	return cluster.URL(Database), stop, nil
+}

@@ -1,0 +1,145 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
+)
+
+// LocalOptions are `webhookdev local`'s flags.
+type LocalOptions struct {
+	Addr, DataDir, S3Dir string
+	// ArchiveAge is the archiver's ARCHIVE_MIN_AGE.
+	ArchiveAge time.Duration
+	// Every fires each schedule at least this often (0: the template's
+	// rates).
+	Every time.Duration
+}
+
+// RunLocal is sam local without Docker: it builds the three bootstrap
+// binaries with the Makefile targets sam build calls, runs each under the
+// Lambda Runtime Interface Emulator, serves the template's HTTP API routes
+// on o.Addr and fires the template's schedules, on the dev stack's
+// Postgres and S3, until ctx is done.
+func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
+	root, err := devtools.RepoRoot()
+	if err != nil {
+		return err
+	}
+	tpl, err := samtemplate.Open(filepath.Join(root, "template.yaml"), map[string]any{
+		// Required parameters; locally the functions get URLs and files instead.
+		"DatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:000000000000:secret:local",
+		"SourcesSecretArn":  "arn:aws:secretsmanager:us-east-1:000000000000:secret:local",
+	})
+	if err != nil {
+		return err
+	}
+	url := os.Getenv(storage.EnvDatabaseURL)
+	if url == "" {
+		var stop func()
+		if url, stop, err = StartDatabase(ctx, out, o.DataDir); err != nil {
+			return err
+		}
+		defer stop()
+	}
+	// The schema, on a pool of the database's settings as read from the
+	// environment (the functions run as binaries and open their own).
+	db, err := storage.PoolConfigFromEnv(func(k string) string {
+		if k == storage.EnvDatabaseURL {
+			return url
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		return err
+	}
+	pool, err := db.Open(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := migrate.Up(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "schema: migrated to version %d\n", v)
+	s3, err := locals3.Start(ctx, locals3.Options{Dir: o.S3Dir})
+	if err != nil {
+		return err
+	}
+	defer s3.Close()
+	blobs, err := blobstore.Open(ctx, s3.BlobConfig(Bucket))
+	if err != nil {
+		return err
+	}
+	if err := blobs.CreateBucket(ctx); err != nil {
+		return err
+	}
+	sourcesFile := os.Getenv(source.EnvSourcesFile)
+	if sourcesFile == "" {
+		sourcesFile = filepath.Join(root, devenv.SourcesFile)
+	}
+	if sourcesFile, err = filepath.Abs(sourcesFile); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "lambda: building the bootstraps (make build-<Function>) and starting the runtime emulators ...")
+	dir := filepath.Join(root, ".local", "lambda")
+	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
+		Template: tpl, RepoRoot: root, Dir: dir,
+		Env: map[string][]string{
+			"*":                {"DATABASE_URL=" + url, "LOG_LEVEL=info"},
+			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
+			"ArchiverFunction": {
+				"ARCHIVE_BUCKET=" + Bucket, "ARCHIVE_MIN_AGE=" + o.ArchiveAge.String(),
+				"S3_ENDPOINT=" + s3.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
+				"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
+			},
+		},
+		Logger: settings.Logger(0),
+	})
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	ids := make([]string, 0, len(stack.Functions))
+	for id := range stack.Functions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(out, "lambda: %s running; its output: %s\n", id, stack.Functions[id].LogPath())
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(out, "api: %s/webhooks/{source} -> ReceiverFunction\n", base)
+	sources, _, err := devenv.Sources(os.Getenv)
+	if err == nil {
+		PrintSamples(out, sources, base)
+	}
+	fmt.Fprintln(out, "Ctrl-C stops everything.")
+	go func() { _ = stack.RunSchedules(ctx, o.Every, settings.Logger(0)) }()
+	err = stack.Serve(ctx, ln)
+	for id, d := range stack.InitDurations() {
+		fmt.Fprintf(out, "lambda: %s init duration %v\n", id, d)
+	}
+	return err
+}

@@ -1,0 +1,62 @@
+package archive
+
+import (
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// The archiver's environment variables, besides the bucket's
+// (blobstore.ConfigFromEnv), the database's (storage.PoolConfigFromEnv)
+// and METRICS_NAMESPACE.
+const (
+	// EnvPrefix is Config.Prefix, before every object key.
+	EnvPrefix = "ARCHIVE_PREFIX"
+	// EnvMinAge is Config.MinAge: a Go duration or days ("7d").
+	EnvMinAge = "ARCHIVE_MIN_AGE"
+	// EnvBatchSize is Config.BatchSize, events per object.
+	EnvBatchSize = "ARCHIVE_BATCH_SIZE"
+	// EnvMaxBatchBytes is Config.MaxBatchBytes.
+	EnvMaxBatchBytes = "ARCHIVE_MAX_BATCH_BYTES"
+)
+
+// MaxBatchSize keeps one batch's ids in a sane bound for one statement and
+// one object.
+const MaxBatchSize = 100_000
+
+// The archiver's pool. A batch uses one connection at a time; the second
+// covers an expunge or sweep without waiting, and the function's
+// concurrency (1: a schedule) keeps the total small.
+const (
+	poolApplicationName = "webhook-inbox-archiver"
+	poolMaxConns        = 2
+	poolConnectTimeout  = 5 * time.Second
+)
+
+// ConfigFromEnv reads the archiver's configuration with getenv: the
+// archive's shape, the bucket and how to reach it (S3), the archiver's
+// pool (Database) and its EMF metrics. Every problem is reported at once,
+// each naming its variable. Store, Blobs and Logger are left for the
+// caller, who opens S3 and Database.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	e := settings.NewEnv(getenv)
+	db, err := storage.PoolConfigFromEnv(getenv)
+	e.Add(err)
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
+	s3, err := blobstore.ConfigFromEnv(getenv)
+	e.Add(err)
+	c := Config{
+		Prefix:        strings.Trim(getenv(EnvPrefix), "/"),
+		MinAge:        e.Age(EnvMinAge, DefaultMinAge),
+		BatchSize:     e.IntIn(EnvBatchSize, DefaultBatchSize, 1, MaxBatchSize, "events"),
+		MaxBatchBytes: e.Bytes(EnvMaxBatchBytes, DefaultMaxBatchBytes),
+		Metrics:       metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
+		S3:            s3,
+		Database:      db,
+	}
+	return c, e.Err()
+}

@@ -1,0 +1,61 @@
+package blobstore_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+)
+
+func getenvOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnvAWSDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := blobstore.ConfigFromEnv(getenvOf(map[string]string{"ARCHIVE_BUCKET": "b", "AWS_REGION": "eu-west-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bucket != "b" || c.Region != "eu-west-1" || c.Endpoint != "" || c.PathStyle || c.AccessKeyID != "" || c.SSE != "" {
+		t.Fatalf("AWS defaults %+v", c)
+	}
+}
+
+func TestConfigFromEnvLocalS3(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"ARCHIVE_BUCKET": "b", "S3_ENDPOINT": "http://127.0.0.1:7070", "S3_ACCESS_KEY_ID": "k", "S3_SECRET_ACCESS_KEY": "s",
+		"ARCHIVE_SSE": "aws:kms", "ARCHIVE_KMS_KEY_ID": "alias/k",
+	}
+	c, err := blobstore.ConfigFromEnv(getenvOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.PathStyle || c.AccessKeyID != "k" || c.SecretAccessKey != "s" || c.SSE != blobstore.SSEKMS || c.KMSKeyID != "alias/k" {
+		t.Fatalf("config %+v", c)
+	}
+	env["S3_PATH_STYLE"] = "false"
+	if c, _ := blobstore.ConfigFromEnv(getenvOf(env)); c.PathStyle {
+		t.Fatal("S3_PATH_STYLE=false ignored")
+	}
+}
+
+func TestConfigFromEnvNamesEveryBadVariable(t *testing.T) {
+	t.Parallel()
+	_, err := blobstore.ConfigFromEnv(getenvOf(map[string]string{
+		"ARCHIVE_SSE": "rot13", "ARCHIVE_KMS_KEY_ID": "alias/k", "S3_ACCESS_KEY_ID": "k", "S3_PATH_STYLE": "sometimes",
+	}))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		"ARCHIVE_BUCKET is not set",
+		`ARCHIVE_SSE must be AES256 or aws:kms, got "rot13"`,
+		"ARCHIVE_KMS_KEY_ID is set but ARCHIVE_SSE is not aws:kms",
+		"S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together",
+		`S3_PATH_STYLE must be true or false, got "sometimes"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}

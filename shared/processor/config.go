@@ -1,0 +1,113 @@
+package processor
+
+import (
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// The processor's environment variables, besides the database's
+// (storage.PoolConfigFromEnv), the optional sources document and
+// METRICS_NAMESPACE. Every one is optional; docs/processor.md lists the
+// defaults.
+const (
+	EnvBatchSize      = "PROCESSOR_BATCH_SIZE"
+	EnvMaxAttempts    = "PROCESSOR_MAX_ATTEMPTS"
+	EnvBackoffBase    = "PROCESSOR_BACKOFF_BASE"
+	EnvBackoffCap     = "PROCESSOR_BACKOFF_CAP"
+	EnvLease          = "PROCESSOR_LEASE"
+	EnvHandlerTimeout = "PROCESSOR_HANDLER_TIMEOUT"
+	EnvSafetyMargin   = "PROCESSOR_SAFETY_MARGIN"
+	EnvUnhandled      = "PROCESSOR_UNHANDLED"
+	// EnvInterval is Config.Interval, the time between the drains of a
+	// long-running processor (make dev); the Lambda's schedule ignores it.
+	EnvInterval = "PROCESSOR_INTERVAL"
+)
+
+// DefaultInterval is how often a long-running processor drains (make dev),
+// standing in for the Lambda's schedule.
+const DefaultInterval = 3 * time.Second
+
+// The processor's pool. A drain runs one event at a time: one connection
+// counts attempts and records outcomes, the other holds the event's
+// transaction. The session timeouts (SessionParams) make the server end
+// what a frozen or killed invocation left open.
+const (
+	poolApplicationName = "webhook-inbox-processor"
+	poolMaxConns        = 2
+	poolConnectTimeout  = 3 * time.Second
+)
+
+// ConfigFromEnv reads the processor's configuration with getenv, with the
+// defaults applied (so the relations between settings are checked on the
+// values that will run), the processor's pool, its EMF metrics and, when a
+// sources document is set (WEBHOOK_SOURCES or WEBHOOK_SOURCES_FILE), the
+// source kinds. Every problem is reported at once, each naming its
+// variable. Pool, Registry and Logger are left for the caller.
+//
+// SourceKinds is only needed for events stored before the receiver
+// recorded each event's source_kind: the deployed processor gets no
+// sources document, so it cannot read the signing secrets.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	e := settings.NewEnv(getenv)
+	db, err := storage.PoolConfigFromEnv(getenv)
+	e.Add(err)
+	c := Config{
+		// Zero means "the default" to WithDefaults, which derives some
+		// defaults from others (the margin from the handler timeout, the
+		// lease from the margin), so unset variables stay zero here.
+		BatchSize:      e.Int(EnvBatchSize, 0),
+		MaxAttempts:    e.Int(EnvMaxAttempts, 0),
+		BackoffBase:    e.Duration(EnvBackoffBase, 0),
+		BackoffCap:     e.Duration(EnvBackoffCap, 0),
+		Lease:          e.Duration(EnvLease, 0),
+		HandlerTimeout: e.Duration(EnvHandlerTimeout, 0),
+		SafetyMargin:   e.Duration(EnvSafetyMargin, 0),
+		Interval:       e.Duration(EnvInterval, DefaultInterval),
+		// Each drain ends with an EMF line: its counts and the backlog gauge.
+		Metrics: &metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
+	}
+	if v := getenv(EnvUnhandled); v != "" {
+		pol, err := ParseUnhandledPolicy(v)
+		if err != nil {
+			e.Errorf("%s: %w", EnvUnhandled, err)
+		}
+		c.Unhandled = pol
+	}
+	if getenv(source.EnvSources) != "" || getenv(source.EnvSourcesFile) != "" {
+		set, err := source.Load(getenv)
+		e.Add(err)
+		if err == nil {
+			c.SourceKinds = make(map[string]string)
+			for _, name := range set.Names() {
+				src, _ := set.Lookup(name)
+				c.SourceKinds[name] = src.Kind
+			}
+		}
+	}
+
+	// The relations between settings, on the values that will run.
+	c = c.WithDefaults()
+	if c.BatchSize > MaxBatchSize {
+		e.Errorf("%s must be at most %d, got %d", EnvBatchSize, MaxBatchSize, c.BatchSize)
+	}
+	if c.BackoffCap < c.BackoffBase {
+		e.Errorf("%s (%s) must not be below %s (%s)", EnvBackoffCap, c.BackoffCap, EnvBackoffBase, c.BackoffBase)
+	}
+	if c.SafetyMargin <= c.HandlerTimeout {
+		e.Errorf("%s (%s) must exceed %s (%s): an event needs its handler's time plus its bookkeeping", EnvSafetyMargin, c.SafetyMargin, EnvHandlerTimeout, c.HandlerTimeout)
+	}
+	if c.Lease <= c.SafetyMargin {
+		e.Errorf("%s (%s) must exceed %s (%s), or no event would ever fit in a lease", EnvLease, c.Lease, EnvSafetyMargin, c.SafetyMargin)
+	}
+	// WithDefaults also fills in the run-time parts; they are the caller's.
+	c.Now, c.Logger, c.Registry = nil, nil, nil
+
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
+	db.RuntimeParams = SessionParams(c.HandlerTimeout)
+	c.Database = db
+	return c, e.Err()
+}

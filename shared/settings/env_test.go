@@ -1,0 +1,93 @@
+package settings_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+)
+
+func getenvOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestEnvDefaultsWhenUnset(t *testing.T) {
+	t.Parallel()
+	e := settings.NewEnv(getenvOf(nil))
+	if e.String("S", "d") != "d" || e.Int("I", 7) != 7 || e.IntIn("N", 3, 1, 9, "events") != 3 ||
+		e.Bytes("B", 1<<20) != 1<<20 || e.Duration("D", time.Second) != time.Second ||
+		e.Age("A", 7*24*time.Hour) != 7*24*time.Hour || !e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "x" {
+		t.Fatal("an unset variable did not keep its default")
+	}
+	if err := e.Err(); err != nil {
+		t.Fatalf("unset optional variables are problems: %v", err)
+	}
+}
+
+func TestEnvReadsValues(t *testing.T) {
+	t.Parallel()
+	e := settings.NewEnv(getenvOf(map[string]string{
+		"S": "v", "I": "12", "N": "9", "B": "2048", "D": "1m30s", "A": "30d", "A2": "36h", "T": "false", "O": "y",
+	}))
+	if e.String("S", "d") != "v" || e.Int("I", 1) != 12 || e.IntIn("N", 3, 1, 9, "events") != 9 || e.Bytes("B", 1) != 2048 ||
+		e.Duration("D", 0) != 90*time.Second || e.Age("A", 0) != 30*24*time.Hour || e.Age("A2", 0) != 36*time.Hour ||
+		e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "y" {
+		t.Fatal("a value was not read")
+	}
+	if err := e.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEnvReportsEveryProblemAtOnce: every bad variable is named, with what
+// it must be and what it was, and keeps its default.
+func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	e := settings.NewEnv(getenvOf(map[string]string{
+		"I": "many", "I0": "0", "N": "1000000", "B": "lots", "D": "-1s", "A": "a week", "T": "sometimes", "O": "z",
+	}))
+	if e.Int("I", 5) != 5 || e.Int("I0", 5) != 5 || e.IntIn("N", 3, 1, 100000, "events") != 3 || e.Bytes("B", 8) != 8 ||
+		e.Duration("D", time.Second) != time.Second || e.Age("A", time.Hour) != time.Hour || !e.Bool("T", true) ||
+		e.OneOf("O", "x", "x", "y") != "x" {
+		t.Fatal("a bad value did not keep the default")
+	}
+	e.Required("R")
+	e.Errorf("%s is odd", "CUSTOM")
+	e.Add(nil)
+	err := e.Err()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`I must be a positive whole number, got "many"`,
+		`I0 must be a positive whole number, got "0"`,
+		`N must be a number of events from 1 to 100000, got "1000000"`,
+		`B must be a positive number of bytes, got "lots"`,
+		`D must be a positive duration such as 30s or 5m, got "-1s"`,
+		`A must be a positive duration such as 168h or 7d, got "a week"`,
+		`T must be true or false, got "sometimes"`,
+		`O must be x or y, got "z"`,
+		`R is not set`,
+		`CUSTOM is odd`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]slog.Level{"": slog.LevelInfo, "debug": slog.LevelDebug, "WARN": slog.LevelWarn, "error": slog.LevelError} {
+		if got, err := settings.LogLevel(getenvOf(map[string]string{"LOG_LEVEL": v})); err != nil || got != want {
+			t.Errorf("LOG_LEVEL=%q: %v, %v", v, got, err)
+		}
+	}
+	if _, err := settings.LogLevel(getenvOf(map[string]string{"LOG_LEVEL": "loud"})); err == nil ||
+		!strings.Contains(err.Error(), `LOG_LEVEL must be debug, info, warn or error, got "loud"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := settings.LoggerFromEnv(getenvOf(map[string]string{"LOG_LEVEL": "loud"})); err == nil || !strings.Contains(err.Error(), "LOG_LEVEL") {
+		t.Fatalf("LoggerFromEnv err = %v", err)
+	}
+}
