@@ -71,6 +71,9 @@ type Options struct {
 	StackFile string
 	// Getenv is the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// OnArchiveRun, when set, is called after each archiver pass with its
+	// result (tests wait for passes with it instead of sleeping).
+	OnArchiveRun func(archive.Result, error)
 }
 
 // Run runs the dev stack until ctx is done, writing what it does, then its
@@ -197,6 +200,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		return err
 	}
 	ac := cfgs.Archive
+	ac.OnRun = o.OnArchiveRun
 	ac.Store, ac.Blobs, ac.Logger = storage.New(archPool), blobs, log
 	arch, err := archive.New(ac)
 	if err != nil {

@@ -3,12 +3,14 @@ package devstack_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -54,26 +58,30 @@ func TestDevStack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out lockedBuffer
+	var passes atomic.Int64 // archiver passes that archived nothing
 	done := make(chan error, 1)
 	go func() {
 		done <- devstack.Run(ctx, &out, devstack.Options{
+			OnArchiveRun: func(res archive.Result, err error) {
+				if err == nil && res.Events == 0 {
+					passes.Add(1)
+				}
+			},
 			Addr: "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
 			StackFile: stackFile, Getenv: func(k string) string { return env[k] },
 		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)
 	var m []string
-	for deadline := time.Now().Add(60 * time.Second); m == nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the dev stack did not start:\n%s", out.String())
-		}
+	poll.Until(t, 60*time.Second, func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("dev stopped: %v\n%s", err, out.String())
 		default:
 		}
 		m = base.FindStringSubmatch(out.String())
-	}
+		return m != nil, "the dev stack did not start:\n" + out.String()
+	})
 
 	// The stack file: this process, this database, the local S3.
 	b, err := os.ReadFile(stackFile)
@@ -105,15 +113,17 @@ func TestDevStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var outcome string
-	var archived bool
-	for deadline := time.Now().Add(30 * time.Second); !(outcome == "handled" && archived); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not processed and archived: outcome=%q archived=%v\n%s", outcome, archived, out.String())
-		}
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		var outcome string
+		var archived bool
 		_ = conn.QueryRow(ctx, `SELECT coalesce(outcome, ''), archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&outcome, &archived)
-	}
-	time.Sleep(time.Second) // a few idle archiver passes
+		return outcome == "handled" && archived, fmt.Sprintf("not processed and archived: outcome=%q archived=%v\n%s", outcome, archived, out.String())
+	})
+	// A few idle archiver passes, which must print nothing.
+	idle := passes.Load()
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		return passes.Load() >= idle+3, fmt.Sprintf("%d idle archiver passes", passes.Load()-idle)
+	})
 	cancel()
 	select {
 	case err := <-done:

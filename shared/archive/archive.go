@@ -114,6 +114,9 @@ type Config struct {
 	// object's key and number of events (`webhookctl archive run` draws
 	// its progress bar from it).
 	OnBatch func(key string, events int)
+	// OnRun, when set, is called at the end of each RunOnce with its
+	// result and error (the dev stack's test counts idle passes with it).
+	OnRun func(res Result, err error)
 	// QuietIdle drops the summary line of a run that archived, swept and
 	// failed nothing. The dev stack sets it: it runs every 30 s and a
 	// person reads its log. The Lambda does not: that line carries the
@@ -278,6 +281,9 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	case a.cfg.QuietIdle && res.Events == 0 && res.Swept == 0:
 	default:
 		a.log.Info("archive: run done", attrs...)
+	}
+	if a.cfg.OnRun != nil {
+		a.cfg.OnRun(res, runErr)
 	}
 	return res, runErr
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
@@ -167,21 +168,15 @@ func TestSIGKILLedProcessorsApplyEachEventOnce(t *testing.T) {
 			wg.Go(func() { killedN[i], errs[i] = c.wait() })
 		}
 		go func() { wg.Wait(); close(exited) }()
-		deadline := time.Now().Add(30 * time.Second)
-	poll:
-		for {
-			if rows, _ := f.ledger(); rows > before {
-				break
-			}
+		poll.Until(t, 30*time.Second, func() (bool, string) {
 			select {
 			case <-exited:
-				break poll
-			case <-time.After(2 * time.Millisecond): // polling a condition
+				return true, ""
+			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("child processors made no progress")
-			}
-		}
+			rows, _ := f.ledger()
+			return rows > before, "child processors made no progress"
+		})
 		for _, c := range children {
 			delay := time.Duration(rng.Int64N(int64(40 * time.Millisecond)))
 			go func() {

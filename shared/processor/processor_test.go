@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -727,13 +728,10 @@ func TestRunEvery(t *testing.T) {
 	go func() { done <- p.RunEvery(ctx, 20*time.Millisecond) }()
 	// Events arriving after the first tick are drained by a later one.
 	f.insert("ledger", "t", "evt_", 5)
-	deadline := time.Now().Add(20 * time.Second)
-	for f.count(`SELECT count(*) FROM ledger`) < 5 {
-		if time.Now().After(deadline) {
-			t.Fatal("RunEvery did not drain the events")
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, not waiting out a delay
-	}
+	poll.Until(t, 20*time.Second, func() (bool, string) {
+		n := f.count(`SELECT count(*) FROM ledger`)
+		return n >= 5, fmt.Sprintf("RunEvery applied %d of 5 events", n)
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("RunEvery returned %v", err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -453,17 +454,13 @@ func TestDatabaseOutage(t *testing.T) {
 			}
 		})
 	}
+	// The senders stop however the test ends.
+	var stopOnce sync.Once
+	stopSenders := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
+	t.Cleanup(stopSenders)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		poll.Until(t, 60*time.Second, func() (bool, string) { return cond(), "waiting for " + what })
 	}
 	waitFor("accepted events before the outage", func() bool { return accepted.Load() >= 50 })
 	if err := cluster.Kill(ctx); err != nil {
@@ -475,8 +472,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	before := accepted.Load()
 	waitFor("accepted events after the restart", func() bool { return accepted.Load() >= before+50 })
-	close(stop)
-	wg.Wait()
+	stopSenders()
 
 	var retry []string
 	for _, r := range results {

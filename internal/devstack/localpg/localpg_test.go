@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 )
 
 // start starts a cluster or skips when the machine has no server binaries,
@@ -140,11 +141,8 @@ func TestDiedBehindBack(t *testing.T) {
 	// The postmaster stays a zombie until init reaps it, since pg_ctl,
 	// its parent, has exited.
 	begin := time.Now()
-	for syscall.Kill(pid, 0) == nil {
-		if time.Since(begin) > 10*time.Second {
-			t.Skip("init has not reaped the killed postmaster after 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if reaped, _ := poll.Wait(10*time.Second, func() (bool, string) { return syscall.Kill(pid, 0) != nil, "" }); !reaped {
+		t.Skip("init has not reaped the killed postmaster after 10s")
 	}
 	t.Logf("killed postmaster reaped after %v", time.Since(begin))
 	if err := c.Start(ctx); err != nil {

@@ -15,15 +15,23 @@ import (
 // so a timeout says what was wrong rather than only that it was.
 func Until(t testing.TB, timeout time.Duration, cond func() (done bool, state string)) {
 	t.Helper()
+	if ok, state := Wait(timeout, cond); !ok {
+		t.Fatalf("poll: not done after %s: %s", timeout, state)
+	}
+}
+
+// Wait is Until for a caller that decides itself what a timeout means (a
+// skip, say): it reports whether cond was done in time, and its last state.
+func Wait(timeout time.Duration, cond func() (done bool, state string)) (bool, string) {
 	deadline := time.Now().Add(timeout)
 	wait := 5 * time.Millisecond
 	for {
 		done, state := cond()
 		if done {
-			return
+			return true, state
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("poll: not done after %s: %s", timeout, state)
+			return false, state
 		}
 		time.Sleep(wait) // polling a condition, not waiting out a delay
 		wait = min(2*wait, 100*time.Millisecond)
