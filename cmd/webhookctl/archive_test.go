@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -98,6 +100,7 @@ func TestArchiveRun(t *testing.T) {
 }
 
 func TestArchiveRunS3Outage(t *testing.T) {
+	tier.Heavy(t, "an S3 outage")
 	t.Parallel()
 	f := newOpsFixture(t)
 	f.withArchive()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
@@ -51,6 +53,7 @@ func (b *lockedBuffer) String() string {
 // stack file tells an operator's command where it is while it runs; and
 // Ctrl-C stops everything cleanly and removes the file.
 func TestDevStack(t *testing.T) {
+	tier.Heavy(t, "runs the whole dev stack")
 	t.Parallel()
 	url := pgtest.URL(t)
 	env := map[string]string{"DATABASE_URL": url, "LOG_LEVEL": "info"}

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
@@ -428,6 +430,7 @@ func (b *syncBuffer) records(t *testing.T, msg string) []map[string]any {
 }
 
 func TestArchiveTenThousand(t *testing.T) {
+	tier.Heavy(t, "archives ten thousand events")
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
@@ -683,6 +686,7 @@ func TestDeadlineReserve(t *testing.T) {
 // TestKilledBetweenUploadAndMark kills a real archiver process right after
 // its upload is confirmed, then runs again.
 func TestKilledBetweenUploadAndMark(t *testing.T) {
+	tier.Heavy(t, "kills an archiver process")
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
@@ -777,6 +781,7 @@ func TestAbortedBatchThenDifferentBatch(t *testing.T) {
 }
 
 func TestS3StoppedDuringRun(t *testing.T) {
+	tier.Heavy(t, "an S3 outage")
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
@@ -850,6 +855,7 @@ func TestS3StoppedDuringRun(t *testing.T) {
 }
 
 func TestS3DownFromTheStart(t *testing.T) {
+	tier.Heavy(t, "an S3 outage")
 	t.Parallel()
 	f := setup(t)
 	f.bulkInsert("stripe", 10, 100)
@@ -893,6 +899,7 @@ func TestS3RefusalIsNotAnOutage(t *testing.T) {
 // TestSweepStopsOnS3Error: a delete S3 refuses stops the sweep and leaves
 // the orphans' manifest rows, so the next sweep deletes them.
 func TestSweepStopsOnS3Error(t *testing.T) {
+	tier.Heavy(t, "an S3 outage")
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()

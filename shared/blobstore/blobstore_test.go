@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 )
@@ -120,6 +122,7 @@ func TestPutReplaces(t *testing.T) {
 }
 
 func TestOutageIsUnavailable(t *testing.T) {
+	tier.Heavy(t, "an S3 outage")
 	t.Parallel()
 	store, srv := s3test.Store(t)
 	ctx := context.Background()

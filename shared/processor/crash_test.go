@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -142,6 +144,7 @@ func (c *child) wait() (killed bool, err error) {
 // finishes the drain. Every effect exists exactly once, and no event is
 // left claimed.
 func TestSIGKILLedProcessorsApplyEachEventOnce(t *testing.T) {
+	tier.Heavy(t, "kills processor processes")
 	t.Parallel()
 	url := pgtest.URL(t)
 	f := setupOn(t, newPool(t, url))

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
@@ -400,6 +402,7 @@ func TestHostileInput(t *testing.T) {
 // 503, every 200 "accepted" is in the table after the restart, and once the
 // server is back the requests that got 503 succeed when the sender retries.
 func TestDatabaseOutage(t *testing.T) {
+	tier.Heavy(t, "a database outage")
 	t.Parallel()
 	cluster := pgtest.Cluster(t)
 	url := pgtest.MigratedURL(t, cluster)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
@@ -30,6 +32,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // Signed webhooks go through the local API front; the processor's and the
 // archiver's schedules are fired; rows, effects and objects are checked.
 func TestEndToEndUnderTheEmulator(t *testing.T) {
+	tier.Heavy(t, "builds the Lambda binaries and runs them under the emulator")
 	ctx := context.Background()
 	root, err := devtools.RepoRoot()
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
@@ -108,6 +110,7 @@ func TestLifecycle(t *testing.T) {
 // TestKill checks that an immediate shutdown keeps committed data: outage
 // tests rely on it to simulate a crash.
 func TestKill(t *testing.T) {
+	tier.Heavy(t, "kills a PostgreSQL server")
 	ctx := t.Context()
 	c := start(t, localpg.Options{})
 	if _, err := connect(ctx, t, c).Exec(ctx, "CREATE TABLE kept AS SELECT 7 AS v"); err != nil {
@@ -128,6 +131,7 @@ func TestKill(t *testing.T) {
 // TestDiedBehindBack checks that Start and Close cope with a server that
 // crashed without this package knowing: its PID file stays behind.
 func TestDiedBehindBack(t *testing.T) {
+	tier.Heavy(t, "kills a PostgreSQL server")
 	ctx := t.Context()
 	c := start(t, localpg.Options{})
 	b, err := os.ReadFile(filepath.Join(c.Dir(), "data", "postmaster.pid"))
@@ -220,6 +224,7 @@ func TestPortTaken(t *testing.T) {
 // TestStaleReaped checks that a cluster whose creating process died is
 // stopped and removed by the next Start.
 func TestStaleReaped(t *testing.T) {
+	tier.Heavy(t, "kills a PostgreSQL server")
 	if _, err := localpg.BinDir(); err != nil {
 		t.Skip(err)
 	}

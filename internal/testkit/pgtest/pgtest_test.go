@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
@@ -112,6 +114,7 @@ func TestDropped(t *testing.T) {
 }
 
 func TestClusterOutage(t *testing.T) {
+	tier.Heavy(t, "a database outage")
 	ctx := t.Context()
 	c := pgtest.Cluster(t)
 	dbURL := pgtest.MigratedURL(t, c)
