@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func scheduled(t *testing.T) events.EventBridgeEvent {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/eventbridge_schedule.json")
+	raw, err := os.ReadFile(filepath.Join("..", "..", "events", "schedule.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +25,11 @@ const sources = `{"sources":{
   "square": {"kind":"square","secrets":["square-key"],"notification_url":"https://hooks.example.com/webhooks/square"}
 }}`
 
-// scheduled loads the recorded EventBridge scheduled event.
+// scheduled loads the EventBridge scheduled event `sam local invoke` is
+// given (events/schedule.json).
 func scheduled(t *testing.T) events.EventBridgeEvent {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/eventbridge_scheduled.json")
+	raw, err := os.ReadFile(filepath.Join("..", "..", "events", "schedule.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,10 +77,11 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config) *fixture {
 	return &fixture{t: t, pool: pool, store: store, sources: sources, handler: h}
 }
 
-// stripeEvent returns the testdata Stripe event with its id replaced.
+// stripeEvent returns the source package's recorded Stripe event (the one
+// its verifier is tested with) with its id replaced.
 func stripeEvent(t testing.TB, id string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/stripe_invoice_paid.json")
+	b, err := os.ReadFile(filepath.Join("..", "source", "testdata", "stripe_invoice_paid.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
