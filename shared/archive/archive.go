@@ -14,7 +14,7 @@
 //
 // Never losing a payload rests on the order of operations, per batch:
 //
-//  1. Choose the batch: the oldest archivable events of one provider that
+//  1. Choose the batch: the oldest archivable events of one source that
 //     no other archiver holds (SKIP LOCKED: concurrent archivers take
 //     disjoint batches). Its key follows from its content.
 //  2. Record the object in the manifest as pending (committed at once).

@@ -202,11 +202,11 @@ func (f *fixture) run(a *archive.Archiver) archive.Result {
 	return res
 }
 
-func (f *fixture) readBody(a *archive.Archiver, provider, eventID string) []byte {
+func (f *fixture) readBody(a *archive.Archiver, source, eventID string) []byte {
 	f.t.Helper()
-	b, err := a.ReadBody(context.Background(), provider, eventID)
+	b, err := a.ReadBody(context.Background(), source, eventID)
 	if err != nil {
-		f.t.Fatalf("read %s/%s: %v", provider, eventID, err)
+		f.t.Fatalf("read %s/%s: %v", source, eventID, err)
 	}
 	return b
 }
@@ -603,7 +603,7 @@ func TestSelection(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	// Oldest processed first, by provider: a1..a3 then b1 processed in that
+	// Oldest processed first, by source: a1..a3 then b1 processed in that
 	// order, long ago; recent processed just now; pending never processed;
 	// dead was dead-lettered.
 	now := time.Now()
@@ -618,13 +618,13 @@ func TestSelection(t *testing.T) {
 	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "a", EventID: "pending", Body: []byte(`{}`)})
 	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "a", EventID: "dead", Body: []byte(`{}`), State: inbox.StateDead, Now: now.Add(-5 * time.Hour)})
 
-	// One batch of 2: the two oldest, both of provider a.
+	// One batch of 2: the two oldest, both of source a.
 	a := f.archiver(func(c *archive.Config) { c.BatchSize = 2; c.MaxBatches = 1 })
 	res := f.run(a)
 	if res.Batches != 1 || res.Events != 2 || !res.Truncated || !strings.HasSuffix(res.Keys[0], "/provider=a/dt="+time.Now().UTC().Format(time.DateOnly)+"/1-2.jsonl.gz") {
 		t.Fatalf("first batch: %+v", res)
 	}
-	// The rest: b1 alone (its provider's batch), then a3.
+	// The rest: b1 alone (its source's batch), then a3.
 	res = f.run(f.archiver(func(c *archive.Config) { c.BatchSize = 2 }))
 	if res.Batches != 2 || res.Events != 2 || !strings.Contains(res.Keys[0], "provider=b/") || !strings.Contains(res.Keys[1], "provider=a/") {
 		t.Fatalf("second run: %+v", res)

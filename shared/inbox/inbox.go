@@ -98,7 +98,7 @@ const (
 	// CauseArchiveCorrupt: archived bytes do not match the event (wrong
 	// event, bad gzip or JSON, SHA-256 mismatch).
 	CauseArchiveCorrupt Cause = "archive_corrupt"
-	// CauseEventNotFound: no event has that provider and event id.
+	// CauseEventNotFound: no event has that source and event id.
 	CauseEventNotFound Cause = "event_not_found"
 	// CauseEventExpunged: the event's body was erased on request.
 	CauseEventExpunged Cause = "event_expunged"
@@ -169,13 +169,4 @@ type Identity struct {
 	// Metadata holds sender-specific identifiers kept beside the event
 	// (e.g. "shopify_event_id"); never part of the deduplication key.
 	Metadata map[string]string
-}
-
-// Delivery is one authenticated webhook request, ready to store.
-type Delivery struct {
-	// Provider is the configured source name the request was posted to.
-	Provider string
-	Identity
-	// Body is the raw request body, exactly as signed.
-	Body []byte
 }

@@ -176,7 +176,7 @@ func TestStandardWebhooksAccepted(t *testing.T) {
 	if err != nil || ev.Type != "user.created" {
 		t.Fatalf("stored = %+v, %v", ev, err)
 	}
-	// The same id on another source is another provider's event: kept too.
+	// The same id on another source is another source's event: kept too.
 	b2 := []byte(`{"id":"msg_std_1","type":"x"}`)
 	if a := f.do(f.signed("stripe", b2, "")); a.Status != "accepted" {
 		t.Fatalf("same id on another source: %+v", a)

@@ -62,8 +62,8 @@ func TestPathString(t *testing.T) {
 
 // The same event delivered to two sources (say, one Stripe account sending
 // to two endpoints configured as two sources) verifies on both with the
-// same identity: the sources are different providers, so both are kept
-// (the dedup key is (provider, event_id)).
+// same identity: they are different sources, so both are kept (the dedup
+// key is (source, event id), stored as (provider, event_id)).
 func TestSameEventTwoSources(t *testing.T) {
 	t.Parallel()
 	set := mustParse(t, `{"sources":{"billing":{"kind":"stripe","secrets":["whsec_shared"]},"analytics":{"kind":"stripe","secrets":["whsec_shared"]}}}`)
