@@ -24,13 +24,9 @@ func newSampleCmd() *cobra.Command {
 		Short: "Print a curl command that posts a freshly signed sample event to SOURCE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, _, err := devenv.LoadSources(cmd.Context(), os.Getenv)
+			src, err := devenv.LookupSource(cmd.Context(), os.Getenv, args[0])
 			if err != nil {
 				return err
-			}
-			src, ok := sources.Lookup(args[0])
-			if !ok {
-				return fmt.Errorf("no source named %q (configured: %v)", args[0], sources.Names())
 			}
 			req, err := sender.Sample(src, time.Now())
 			if err != nil {

@@ -28,13 +28,9 @@ and --type set them. The easiest way to try the system:
   go run ./cmd/webhookdev send stripe testdata-event.json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, _, err := devenv.LoadSources(cmd.Context(), os.Getenv)
+			src, err := devenv.LookupSource(cmd.Context(), os.Getenv, args[0])
 			if err != nil {
 				return err
-			}
-			src, ok := sources.Lookup(args[0])
-			if !ok {
-				return fmt.Errorf("no source named %q (configured: %v)", args[0], sources.Names())
 			}
 			var body []byte
 			if args[1] == "-" {

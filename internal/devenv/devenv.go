@@ -9,6 +9,7 @@ package devenv
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -53,4 +54,18 @@ func LoadSources(ctx context.Context, getenv func(string) string) (*source.Set, 
 		where = secrets.EnvSourcesSecretARN // the overlay filled it in
 	}
 	return set, where, err
+}
+
+// LookupSource is LoadSources and the source named name in it, or an error
+// that lists the configured names.
+func LookupSource(ctx context.Context, getenv func(string) string, name string) (*source.Source, error) {
+	sources, _, err := LoadSources(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	src, ok := sources.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("no source named %q (configured: %v)", name, sources.Names())
+	}
+	return src, nil
 }

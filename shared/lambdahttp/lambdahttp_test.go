@@ -45,6 +45,21 @@ func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// logEntry decodes the one log line in logs, which must be a valid EMF
+// record.
+func logEntry(t *testing.T, logs *bytes.Buffer) map[string]any {
+	t.Helper()
+	line := bytes.TrimSpace(logs.Bytes())
+	if err := metrics.Validate(line); err != nil {
+		t.Fatalf("log line is not EMF: %v\n%s", err, line)
+	}
+	var entry map[string]any
+	if err := json.Unmarshal(line, &entry); err != nil {
+		t.Fatalf("log %q: %v", line, err)
+	}
+	return entry
+}
+
 // errorWriter is the receiver the Lambda main builds, as Handler's error
 // writer, logging JSON to logs (nil: discarded), over a database of its
 // own: its refusals are recorded as in production.
@@ -372,14 +387,7 @@ func TestAdapterRefusalsAreTheReceivers(t *testing.T) {
 	if o := decodeOutcome(t, resp); o["status"] != receiver.StatusRejected || o["cause"] != "unparsable_body" {
 		t.Errorf("body = %q", resp.Body)
 	}
-	line := bytes.TrimSpace(logs.Bytes())
-	if err := metrics.Validate(line); err != nil {
-		t.Fatalf("log line is not EMF: %v\n%s", err, line)
-	}
-	var entry map[string]any
-	if err := json.Unmarshal(line, &entry); err != nil {
-		t.Fatalf("log %q: %v", line, err)
-	}
+	entry := logEntry(t, &logs)
 	// The fixture posts to /webhooks/acme, which is not configured: the
 	// metric's dimension stays bounded, the name goes to requested_source.
 	if entry["msg"] != "webhook rejected" || entry["cause"] != "unparsable_body" || entry["source"] != "(unknown)" ||
@@ -476,14 +484,7 @@ func TestHandlerPanicIs503Internal(t *testing.T) {
 			if _, ok := resp.Headers["X-Partial"]; ok || strings.Contains(resp.Body, "hunter2") || strings.Contains(resp.Body, "panic") {
 				t.Errorf("partial response leaked: %v %q", resp.Headers, resp.Body)
 			}
-			line := bytes.TrimSpace(logs.Bytes())
-			if err := metrics.Validate(line); err != nil {
-				t.Fatalf("log line is not EMF: %v\n%s", err, line)
-			}
-			var entry map[string]any
-			if err := json.Unmarshal(line, &entry); err != nil {
-				t.Fatalf("log %q: %v", line, err)
-			}
+			entry := logEntry(t, &logs)
 			if entry["level"] != "ERROR" || entry["cause"] != "internal" || entry["request_id"] != "Yx3kQhS1DoEEJ8g=" ||
 				entry["Unavailable"] != 1.0 || entry["panic"] == "" || entry["panic"] == nil {
 				t.Errorf("log entry = %v", entry)

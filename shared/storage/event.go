@@ -504,8 +504,8 @@ func (f ReplayFilter) empty() bool {
 
 // params returns the filter as the queries' arguments; zero fields are
 // NULL and match anything.
-func (f ReplayFilter) params() dbsqlc.EventCountReplayableParams {
-	return dbsqlc.EventCountReplayableParams{
+func (f ReplayFilter) params() dbsqlc.EventCountReplayParams {
+	return dbsqlc.EventCountReplayParams{
 		ID: ptr(f.ID), Source: ptr(f.Source), EventType: ptr(f.EventType), Outcome: ptr(string(f.Outcome)),
 		ProcessedFrom: timePtr(f.ProcessedFrom), ProcessedTo: timePtr(f.ProcessedTo),
 	}
@@ -553,17 +553,13 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		opts.ChunkSize = 1000
 	}
 	arg := f.params()
-	n, err := queries.EventCountReplayArchived(ctx, e.db, dbsqlc.EventCountReplayArchivedParams(arg))
+	counts, err := queries.EventCountReplay(ctx, e.db, arg)
 	if err != nil {
-		return res, fmt.Errorf("replay: count archived events: %w", err)
+		return res, fmt.Errorf("replay: count events: %w", err)
 	}
-	res.SkippedArchived = int(n)
+	res.SkippedArchived = int(counts.Archived)
 	if opts.DryRun {
-		n, err := queries.EventCountReplayable(ctx, e.db, arg)
-		if err != nil {
-			return res, fmt.Errorf("replay: count events: %w", err)
-		}
-		res.Matched = int(n)
+		res.Matched = int(counts.Replayable)
 		return res, nil
 	}
 	ids, err := queries.EventListReplayableIDs(ctx, e.db, dbsqlc.EventListReplayableIDsParams(arg))

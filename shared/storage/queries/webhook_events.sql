@@ -196,27 +196,17 @@ SELECT count(*) AS count,
   FROM webhook_events
  WHERE processed_at IS NULL AND dead_at IS NULL;
 
--- name: EventCountReplayable :one
--- Replay's dry run: the processed events a replay filter selects whose
--- body is still in Postgres. The predicate is webhook_events_archivable_idx's
--- (so a processed_at window is an index range), plus not dead and not
--- expunged. NULL filter values match anything. Archived events are left
--- out: a handler is handed the body and payload from the row.
-SELECT count(*) FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
-   AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
-   AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
-   AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
-   AND (sqlc.narg('outcome')::text IS NULL OR e.outcome = sqlc.narg('outcome')::text)
-   AND (sqlc.narg('processed_from')::timestamptz IS NULL OR e.processed_at >= sqlc.narg('processed_from')::timestamptz)
-   AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz);
-
--- name: EventCountReplayArchived :one
--- The events a replay filter matches that a replay skips because their
--- bodies are archived.
-SELECT count(*) FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.archived_at IS NOT NULL AND e.expunged_at IS NULL
+-- name: EventCountReplay :one
+-- What a replay filter selects among processed, unexpunged events:
+-- replayable, the events whose body is still in Postgres (and not dead:
+-- what EventListReplayableIDs returns and EventReplay resets), and
+-- archived, the ones a replay skips because their bodies are in S3 (a
+-- handler is handed the body and payload from the row). NULL filter values
+-- match anything. One statement for replay's dry run and its report.
+SELECT count(*) FILTER (WHERE e.archived_at IS NULL AND e.body IS NOT NULL AND e.dead_at IS NULL) AS replayable,
+       count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived
+  FROM webhook_events e
+ WHERE e.processed_at IS NOT NULL AND e.expunged_at IS NULL
    AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
    AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
    AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
@@ -225,7 +215,9 @@ SELECT count(*) FROM webhook_events e
    AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz);
 
 -- name: EventListReplayableIDs :many
--- The ids EventReplay resets, selected once so that each event is replayed
+-- The ids EventReplay resets (the replayable of EventCountReplay; the
+-- predicate is webhook_events_archivable_idx's, so a processed_at window is
+-- an index range), selected once so that each event is replayed
 -- at most once even if the processor finishes an early chunk while later
 -- ones are being reset.
 SELECT e.id FROM webhook_events e

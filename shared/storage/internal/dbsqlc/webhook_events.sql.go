@@ -137,9 +137,11 @@ func (q *Queries) EventCountArchivable(ctx context.Context, db DBTX, processedBe
 	return count, err
 }
 
-const eventCountReplayArchived = `-- name: EventCountReplayArchived :one
-SELECT count(*) FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.archived_at IS NOT NULL AND e.expunged_at IS NULL
+const eventCountReplay = `-- name: EventCountReplay :one
+SELECT count(*) FILTER (WHERE e.archived_at IS NULL AND e.body IS NOT NULL AND e.dead_at IS NULL) AS replayable,
+       count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived
+  FROM webhook_events e
+ WHERE e.processed_at IS NOT NULL AND e.expunged_at IS NULL
    AND ($1::bigint IS NULL OR e.id = $1::bigint)
    AND ($2::text IS NULL OR e.provider = $2::text)
    AND ($3::text IS NULL OR e.event_type = $3::text)
@@ -148,7 +150,7 @@ SELECT count(*) FROM webhook_events e
    AND ($6::timestamptz IS NULL OR e.processed_at < $6::timestamptz)
 `
 
-type EventCountReplayArchivedParams struct {
+type EventCountReplayParams struct {
 	ID            *int64
 	Source        *string
 	EventType     *string
@@ -157,10 +159,19 @@ type EventCountReplayArchivedParams struct {
 	ProcessedTo   *time.Time
 }
 
-// The events a replay filter matches that a replay skips because their
-// bodies are archived.
-func (q *Queries) EventCountReplayArchived(ctx context.Context, db DBTX, arg EventCountReplayArchivedParams) (int64, error) {
-	row := db.QueryRow(ctx, eventCountReplayArchived,
+type EventCountReplayRow struct {
+	Replayable int64
+	Archived   int64
+}
+
+// What a replay filter selects among processed, unexpunged events:
+// replayable, the events whose body is still in Postgres (and not dead:
+// what EventListReplayableIDs returns and EventReplay resets), and
+// archived, the ones a replay skips because their bodies are in S3 (a
+// handler is handed the body and payload from the row). NULL filter values
+// match anything. One statement for replay's dry run and its report.
+func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountReplayParams) (EventCountReplayRow, error) {
+	row := db.QueryRow(ctx, eventCountReplay,
 		arg.ID,
 		arg.Source,
 		arg.EventType,
@@ -168,49 +179,9 @@ func (q *Queries) EventCountReplayArchived(ctx context.Context, db DBTX, arg Eve
 		arg.ProcessedFrom,
 		arg.ProcessedTo,
 	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const eventCountReplayable = `-- name: EventCountReplayable :one
-SELECT count(*) FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
-   AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND ($1::bigint IS NULL OR e.id = $1::bigint)
-   AND ($2::text IS NULL OR e.provider = $2::text)
-   AND ($3::text IS NULL OR e.event_type = $3::text)
-   AND ($4::text IS NULL OR e.outcome = $4::text)
-   AND ($5::timestamptz IS NULL OR e.processed_at >= $5::timestamptz)
-   AND ($6::timestamptz IS NULL OR e.processed_at < $6::timestamptz)
-`
-
-type EventCountReplayableParams struct {
-	ID            *int64
-	Source        *string
-	EventType     *string
-	Outcome       *string
-	ProcessedFrom *time.Time
-	ProcessedTo   *time.Time
-}
-
-// Replay's dry run: the processed events a replay filter selects whose
-// body is still in Postgres. The predicate is webhook_events_archivable_idx's
-// (so a processed_at window is an index range), plus not dead and not
-// expunged. NULL filter values match anything. Archived events are left
-// out: a handler is handed the body and payload from the row.
-func (q *Queries) EventCountReplayable(ctx context.Context, db DBTX, arg EventCountReplayableParams) (int64, error) {
-	row := db.QueryRow(ctx, eventCountReplayable,
-		arg.ID,
-		arg.Source,
-		arg.EventType,
-		arg.Outcome,
-		arg.ProcessedFrom,
-		arg.ProcessedTo,
-	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+	var i EventCountReplayRow
+	err := row.Scan(&i.Replayable, &i.Archived)
+	return i, err
 }
 
 const eventDeadLetter = `-- name: EventDeadLetter :one
@@ -745,7 +716,9 @@ type EventListReplayableIDsParams struct {
 	ProcessedTo   *time.Time
 }
 
-// The ids EventReplay resets, selected once so that each event is replayed
+// The ids EventReplay resets (the replayable of EventCountReplay; the
+// predicate is webhook_events_archivable_idx's, so a processed_at window is
+// an index range), selected once so that each event is replayed
 // at most once even if the processor finishes an early chunk while later
 // ones are being reset.
 func (q *Queries) EventListReplayableIDs(ctx context.Context, db DBTX, arg EventListReplayableIDsParams) ([]int64, error) {
