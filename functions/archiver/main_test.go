@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -63,9 +64,7 @@ func TestLambdaEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, `UPDATE webhook_events SET processed_at = now() - interval '2 hours'`); err != nil {
-		t.Fatal(err)
-	}
+	factory.ProcessDue(ctx, t, store, time.Now().Add(-2*time.Hour))
 
 	// The invocation's deadline, as Lambda gives it.
 	invCtx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -86,9 +85,7 @@ func TestLambdaEntry(t *testing.T) {
 	if _, err := store.EventInsert(ctx, storage.EventInsertParams{Source: "stripe", EventID: "evt_4", Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE webhook_events SET processed_at = now() - interval '2 hours' WHERE processed_at IS NULL`); err != nil {
-		t.Fatal(err)
-	}
+	factory.ProcessDue(ctx, t, store, time.Now().Add(-2*time.Hour))
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,10 +35,7 @@ func TestPoolMigrated(t *testing.T) {
 func TestPoolIsolated(t *testing.T) {
 	ctx := t.Context()
 	a, b := pgtest.Pool(t), pgtest.Pool(t)
-	if _, err := a.Exec(ctx, `INSERT INTO webhook_events (provider, event_id, body_sha256, body_size)
-		VALUES ('p', 'e1', sha256('x'), 1)`); err != nil {
-		t.Fatal(err)
-	}
+	factory.Event(ctx, t, storage.New(a), &factory.EventOpts{Source: "p", EventID: "e1"})
 	count := func(pool interface {
 		QueryRow(context.Context, string, ...any) pgx.Row
 	}) int {
@@ -65,10 +64,7 @@ func TestPoolParallel(t *testing.T) {
 			begin := time.Now()
 			pool := pgtest.Pool(t)
 			t.Logf("Pool took %v", time.Since(begin))
-			if _, err := pool.Exec(t.Context(), `INSERT INTO webhook_events (provider, event_id, body_sha256, body_size)
-				VALUES ('p', $1, sha256('x'), 1)`, fmt.Sprint(i)); err != nil {
-				t.Fatal(err)
-			}
+			factory.Event(t.Context(), t, storage.New(pool), &factory.EventOpts{Source: "p", EventID: fmt.Sprint(i)})
 			var n int
 			if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM webhook_events").Scan(&n); err != nil || n != 1 {
 				t.Fatalf("count = %d, err = %v; want 1, nil", n, err)
@@ -122,10 +118,7 @@ func TestClusterOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, `INSERT INTO webhook_events (provider, event_id, body_sha256, body_size)
-		VALUES ('p', 'e1', sha256('x'), 1)`); err != nil {
-		t.Fatal(err)
-	}
+	factory.Event(ctx, t, storage.On(conn), &factory.EventOpts{Source: "p", EventID: "e1"})
 	conn.Close(ctx)
 
 	if err := c.Stop(ctx); err != nil {
