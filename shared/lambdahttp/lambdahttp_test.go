@@ -381,7 +381,7 @@ func TestAdapterRefusalsAreTheReceivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusBadRequest || resp.Headers["Cache-Control"] != "no-store" {
+	if resp.StatusCode != http.StatusBadRequest || resp.Headers["Cache-Control"] != "no-store" || resp.Headers["X-Content-Type-Options"] != "nosniff" {
 		t.Errorf("response = %d %v", resp.StatusCode, resp.Headers)
 	}
 	if o := decodeOutcome(t, resp); o["status"] != receiver.StatusRejected || o["cause"] != "unparsable_body" {

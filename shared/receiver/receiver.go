@@ -336,6 +336,8 @@ func boundText(s string, n int) string {
 func writeJSON(w http.ResponseWriter, status int, v response) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	// The body is JSON whatever a client guesses: never sniffed as HTML.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(v) // response holds only strings and ints
 	_, _ = w.Write(append(b, '\n'))

@@ -145,6 +145,9 @@ func TestAcceptThenDuplicate(t *testing.T) {
 	if a.Code != 200 || a.Status != "accepted" || a.ID == 0 {
 		t.Fatalf("first delivery: %+v", a)
 	}
+	if a.Header.Get("X-Content-Type-Options") != "nosniff" || a.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers of an answer = %v", a.Header)
+	}
 	d := f.do(f.signed("stripe", body, ""))
 	if d.Code != 200 || d.Status != "duplicate" || d.ID != 0 {
 		t.Fatalf("redelivery: %+v", d)
