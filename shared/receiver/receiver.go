@@ -154,13 +154,15 @@ var httpStatus = map[inbox.Cause]int{
 	inbox.CauseInvalidEventType:        http.StatusBadRequest,
 	inbox.CauseInvalidEvent:            http.StatusBadRequest,
 	inbox.CauseDatabaseUnavailable:     http.StatusServiceUnavailable,
-	// A bug (a panic): 503 with Retry-After, never 500, so the sender
-	// retries and nothing is lost once it is fixed.
+	// A bug (a panic): 503 with Retry-After, never 500: the same answer
+	// as an outage, which a sender that retries sends again (GitHub never
+	// does; docs/sources/README.md says who does).
 	inbox.CauseInternal: http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for a cause. An unmapped cause is a bug;
-// it answers 503, not 500, so the sender retries and nothing is lost.
+// it answers 503, not 500, like an outage: nothing was stored, and a
+// sender that retries sends it again.
 func StatusOf(c inbox.Cause) int {
 	if s, ok := httpStatus[c]; ok {
 		return s
