@@ -1,6 +1,9 @@
 // Package pgtest gives each test its own migrated PostgreSQL database: on
 // the server named by DATABASE_URL when set, otherwise on a throwaway
-// cluster started with localpg.
+// cluster started with localpg. Each database holds the deployed schema
+// (dbschema.Apply: the core and handler tables, and the three functions'
+// roles with their grants), so a test can connect as a function's role
+// (RoleURL) and find a missing grant before a deploy does.
 //
 // Migrating once and copying is what keeps a database per test cheap: the
 // first test to ask creates a template database and migrates it, and every
@@ -9,7 +12,9 @@
 // database pay nothing.
 //
 // DATABASE_URL must name an existing database on PostgreSQL 13 or later
-// (DROP DATABASE ... WITH (FORCE)), as a role allowed to create databases.
+// (DROP DATABASE ... WITH (FORCE)), as a role allowed to create databases
+// and roles. Roles belong to the whole server: the function roles
+// (webhook_receiver, ...) are created there, with RolePassword, and stay.
 // Each test process creates databases named wi_tmpl_<hex> and wi_<hex>
 // there and drops them when it ends, so parallel packages can share it; a
 // process killed mid-run leaves its databases behind.
@@ -39,8 +44,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
+
+// RolePassword is the function roles' password on the tests' servers. A
+// throwaway cluster trusts every local connection and ignores it; a
+// DATABASE_URL server that asks for passwords gets it.
+const RolePassword = "webhook-inbox-test-role"
 
 // setupTimeout bounds starting a cluster or connecting, plus migrating the
 // template: generous, since a cold machine can take seconds.
@@ -199,16 +210,46 @@ func setup() (*server, error) {
 	return s, nil
 }
 
-// migrateDB applies the migrations to the database at dbURL, closing every
-// connection it opened before returning.
+// migrateDB applies the deployed schema, roles included, to the database
+// at dbURL, closing every connection it opened before returning.
 func migrateDB(ctx context.Context, dbURL string) error {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	_, err = migrate.Up(ctx, pool)
+	passwords := map[string]string{}
+	for _, r := range migrate.FunctionRoles() {
+		passwords[r] = RolePassword
+	}
+	_, err = dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	return err
+}
+
+// RoleURL returns dbURL (a URL from URL or MigratedURL) connecting as a
+// function's role (migrate.RoleReceiver, ...) with RolePassword.
+func RoleURL(t testing.TB, dbURL, role string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("pgtest: RoleURL needs a postgres:// URL")
+	}
+	u.User = url.UserPassword(role, RolePassword)
+	return u.String()
+}
+
+// As returns a pool on the database of pool (from Pool) connected as a
+// function's role, closed by the test's cleanup: the function's statements
+// run with its grants, while the test seeds and checks through pool, as
+// the owner.
+func As(t testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
+	t.Helper()
+	as, err := pgxpool.New(context.Background(), RoleURL(t, pool.Config().ConnString(), role))
+	if err != nil {
+		t.Fatalf("pgtest: connect as %s: %v", role, err)
+	}
+	t.Cleanup(as.Close)
+	return as
 }
 
 func (s *server) createDatabase() (string, error) {
@@ -286,9 +327,16 @@ func (s *server) track(name string, live bool) {
 // MigratedURL for a database on it.
 func Cluster(t testing.TB) *localpg.Cluster {
 	t.Helper()
+	return ClusterWith(t, localpg.Options{})
+}
+
+// ClusterWith is Cluster with options: localpg.Options{PasswordAuth: true}
+// for a server that checks the roles' passwords.
+func ClusterWith(t testing.TB, opts localpg.Options) *localpg.Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	c, err := localpg.Start(ctx, localpg.Options{})
+	c, err := localpg.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("pgtest: start a cluster: %v", err)
 	}
@@ -300,10 +348,24 @@ func Cluster(t testing.TB) *localpg.Cluster {
 	return c
 }
 
-// MigratedURL creates a database on c, migrates it and returns its URL. The
-// database lives as long as the cluster; a test may stop the server at any
-// time, so nothing tries to drop it.
+// MigratedURL creates a database on c, applies the deployed schema to it
+// (roles with RolePassword) and returns its URL. The database lives as long
+// as the cluster; a test may stop the server at any time, so nothing tries
+// to drop it.
 func MigratedURL(t testing.TB, c *localpg.Cluster) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	u := EmptyURL(t, c)
+	if err := migrateDB(ctx, u); err != nil {
+		t.Fatalf("pgtest: migrate database: %v", err)
+	}
+	return u
+}
+
+// EmptyURL creates a database on c with no schema at all, as a first deploy
+// finds it, and returns its URL (as the cluster's superuser).
+func EmptyURL(t testing.TB, c *localpg.Cluster) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -316,9 +378,6 @@ func MigratedURL(t testing.TB, c *localpg.Cluster) string {
 	conn.Close(ctx)
 	if err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
-	}
-	if err := migrateDB(ctx, c.URL(name)); err != nil {
-		t.Fatalf("pgtest: migrate database %s: %v", name, err)
 	}
 	return c.URL(name)
 }
