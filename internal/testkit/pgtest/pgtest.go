@@ -137,6 +137,20 @@ func Pool(t testing.TB) *pgxpool.Pool {
 // cleanup drops the database, closing any connection still open to it.
 func URL(t testing.TB) string {
 	t.Helper()
+	return newURL(t, false)
+}
+
+// Empty returns the connection URL of a fresh database of its own with no
+// schema at all, as a first deploy finds it, on the shared server (whose
+// function roles exist, with RolePassword: a test that sets them up again
+// must keep that password). The test's cleanup drops it.
+func Empty(t testing.TB) string {
+	t.Helper()
+	return newURL(t, true)
+}
+
+func newURL(t testing.TB, empty bool) string {
+	t.Helper()
 	if !mainCalled.Load() {
 		t.Fatal("pgtest: call pgtest.Main(m) from TestMain, which drops the databases and stops the server the tests used")
 	}
@@ -144,7 +158,7 @@ func URL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: no database server: %v", err)
 	}
-	name, err := s.createDatabase()
+	name, err := s.createDatabase(empty)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -252,15 +266,19 @@ func As(t testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
 	return as
 }
 
-func (s *server) createDatabase() (string, error) {
+func (s *server) createDatabase(empty bool) (string, error) {
 	name := "wi_" + randomHex()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	stmt := "CREATE DATABASE " + ident(name) + " TEMPLATE " + ident(s.template)
+	if empty {
+		stmt = "CREATE DATABASE " + ident(name)
+	}
 	s.createMu.Lock()
-	err := s.exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(s.template))
+	err := s.exec(ctx, stmt)
 	s.createMu.Unlock()
 	if err != nil {
-		return "", fmt.Errorf("create test database from %s: %w", s.template, err)
+		return "", fmt.Errorf("create test database: %w", err)
 	}
 	s.track(name, true)
 	return name, nil
