@@ -220,7 +220,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 	if rt == RequestCreate || resp.PhysicalResourceID == "" {
 		resp.PhysicalResourceID = PhysicalResourceID
 	}
-	work, cancel := workContext(ctx)
+	work, reserve, cancel := workContext(ctx)
 	defer cancel()
 	var redact []string
 	switch rt {
@@ -228,7 +228,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 		versions, secretValues, err := h.apply(work, req.ResourceProperties)
 		redact = secretValues
 		if err != nil {
-			resp.Status, resp.Reason = StatusFailed, rt+" failed: "+reason(work, err)
+			resp.Status, resp.Reason = StatusFailed, rt+" failed: "+reason(work, reserve, err)
 		} else {
 			resp.Status = StatusSuccess
 			resp.Reason = fmt.Sprintf("schema at version %s; roles %s set up (%s)", versions,
@@ -263,23 +263,25 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 
 // workContext is ctx ending ResponseReserve before ctx's deadline (or
 // halfway there when less is left), so the answer can go out after it.
-func workContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func workContext(ctx context.Context) (context.Context, time.Duration, context.CancelFunc) {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		return context.WithCancel(ctx)
+		ctx, cancel := context.WithCancel(ctx)
+		return ctx, 0, cancel
 	}
 	reserve := ResponseReserve
 	if left := time.Until(dl); left < 2*reserve {
 		reserve = left / 2
 	}
-	return context.WithDeadline(ctx, dl.Add(-reserve))
+	ctx, cancel := context.WithDeadline(ctx, dl.Add(-reserve))
+	return ctx, reserve, cancel
 }
 
 // reason says what failed, and that the time ran out when it did.
-func reason(work context.Context, err error) string {
+func reason(work context.Context, reserve time.Duration, err error) string {
 	if errors.Is(work.Err(), context.DeadlineExceeded) {
-		return fmt.Sprintf("the migration ran out of time (the function's timeout less %s, kept to answer): %v; "+
-			"raise the migration function's Timeout and deploy again", ResponseReserve, err)
+		return fmt.Sprintf("the migration ran out of time (the function's timeout less %s kept to answer): %v; "+
+			"raise the migration function's Timeout, or end what holds the migration lock, and deploy again", reserve.Round(time.Millisecond), err)
 	}
 	return err.Error()
 }
