@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +25,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -160,12 +160,16 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		{Source: "test", SourceKind: "test", Type: "poison"},
 		// A crash left an attempt unfinished: the claim records it.
 		{Source: "test", SourceKind: "test", Type: "unhandled.too", Attempts: 1},
+		// ... and that was its last attempt: a dead letter, nothing run.
+		{Source: "test", SourceKind: "test", Type: "fails", Attempts: processor.DefaultMaxAttempts},
 	} {
 		factory.Event(ctx, t, store, &o)
 	}
+	// The metrics' line carries the backlog, read at the end of the drain.
+	var logs bytes.Buffer
 	p, err := processor.New(processor.Config{
 		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: nil,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics.Emitter{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +177,11 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	st, err := p.Drain(dctx)
-	if err != nil || st.Handled != 2 || st.Unhandled != 2 || st.Retried != 1 || st.DeadLettered != 1 {
+	if err != nil || st.Handled != 2 || st.Unhandled != 2 || st.Retried != 1 || st.DeadLettered != 2 {
 		t.Fatalf("drain = %+v, %v", st, err)
+	}
+	if !bytes.Contains(logs.Bytes(), []byte(`"BacklogCount"`)) || bytes.Contains(logs.Bytes(), []byte("backlog_err")) {
+		t.Fatalf("the backlog was not read:\n%s", logs.String())
 	}
 
 	// A slow event: what follows it in the batch is released.
