@@ -41,6 +41,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,18 @@ var secretProps = map[string]string{
 var knownProps = map[string]bool{
 	"ServiceToken": true, "ServiceTimeout": true, PropAuth: true, PropRelease: true,
 	PropReceiverSecretArn: true, PropProcessorSecretArn: true, PropArchiverSecretArn: true,
+}
+
+// Properties lists the properties the resource accepts (ServiceToken and
+// ServiceTimeout included), for a template check: any other fails Create
+// and Update.
+func Properties() []string {
+	out := make([]string, 0, len(knownProps))
+	for k := range knownProps {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // PhysicalResourceID is the resource's id, the same for every answer: a

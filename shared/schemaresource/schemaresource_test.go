@@ -546,3 +546,11 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 		t.Fatalf("%d bytes: %.200s…, %v", len(body), body, err)
 	}
 }
+
+func TestProperties(t *testing.T) {
+	t.Parallel()
+	got := strings.Join(schemaresource.Properties(), " ")
+	if got != "ArchiverSecretArn Auth ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
+		t.Fatalf("Properties() = %s", got)
+	}
+}
