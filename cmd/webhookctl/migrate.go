@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -16,18 +17,24 @@ func newMigrateCmd() *cobra.Command {
 	}
 	up := &cobra.Command{
 		Use:   "up",
-		Short: "Apply every pending migration",
+		Short: "Apply every pending migration, the core's and the handler packages'",
+		Long: `Apply every pending migration, the core tables' and each handler package's
+own, as the user the database settings name (the tables' owner). The
+deployed stack does this at each deploy (its migration function, which also
+sets up the functions' database roles and their grants); this command is
+for a database the stack does not manage, or a migration applied ahead of
+a deploy.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pool, err := openDatabase(cmd)
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			v, err := migrate.Up(cmd.Context(), pool)
+			v, err := dbschema.Migrate(cmd.Context(), pool)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema at version %d\n", v)
+			fmt.Fprintf(cmd.OutOrStdout(), "schema at version %s\n", v)
 			return nil
 		},
 	}

@@ -14,13 +14,16 @@ func newLocalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "local",
 		Short: "Run the real Lambda binaries under the Lambda Runtime Interface Emulator, as template.yaml describes them",
-		Long: `local is sam local without Docker: it builds the three bootstrap binaries
-with the Makefile targets sam build calls (for this machine's architecture),
-runs each under the AWS Lambda Runtime Interface Emulator pinned in
-tools/go.mod, serves the template's HTTP API routes on --addr (turning
-requests into API Gateway v2 events), and fires the template's schedules
-(at most every --schedule-every, so the hourly archiver shows up). It uses
-the same local Postgres and S3 as make dev.`,
+		Long: `local is sam local without Docker: it builds the bootstrap binaries with
+the Makefile targets sam build calls (for this machine's architecture),
+runs the migration function first as CloudFormation would (the schema, and
+the functions' database roles with passwords from local stand-ins of their
+secrets), then each function under the AWS Lambda Runtime Interface
+Emulator pinned in tools/go.mod, connected as its own role, serves the
+template's HTTP API routes on --addr (turning requests into API Gateway v2
+events), and fires the template's schedules (at most every
+--schedule-every, so the hourly archiver shows up). It uses the same local
+Postgres and S3 as make dev.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return devstack.RunLocal(cmd.Context(), cmd.OutOrStdout(), o)
 		},

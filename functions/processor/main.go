@@ -6,6 +6,9 @@
 // claim disjoint batches, and each event is applied once whatever runs.
 //
 // The business logic is registered in shared/handlers (handlers.Register).
+// Its tables are the migration function's business (functions/migrator):
+// the processor's database role may read and write them, never create or
+// alter them.
 package main
 
 import (
@@ -13,7 +16,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -67,21 +69,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		return nil, nil, err
 	}
 
-	// The handlers' tables are created before the first drain, not at
-	// init: a database that is down at a cold start only fails the
-	// invocations until it is back, as with the receiver.
-	var mu sync.Mutex
-	migrated := false
 	h := func(ctx context.Context, _ events.EventBridgeEvent) (processor.Stats, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !migrated {
-			if err := handlers.Migrate(ctx, pool); err != nil {
-				log.Error("processor: handler migrations failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-				return processor.Stats{}, err
-			}
-			migrated = true
-		}
 		st, err := p.Drain(ctx)
 		if err != nil {
 			log.Error("processor: drain stopped", "cause", inbox.CauseDatabaseUnavailable, "err", err, "stats", st)

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -40,20 +42,27 @@ func scheduled(t *testing.T) events.EventBridgeEvent {
 	return ev
 }
 
-// TestScheduledDrain: the Lambda entry drains what the receiver stored,
-// with the example handlers routed by source kind, and the unhandled event
+// TestScheduledDrain: the Lambda entry, connected as the processor's
+// database role, drains what the receiver stored, with the example
+// handlers routed by source kind writing their tables (created by the
+// migration function, not by the processor), and the unhandled event
 // marked processed.
 func TestScheduledDrain(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
-	env := map[string]string{"DATABASE_URL": url, "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
+	env := map[string]string{"DATABASE_URL": pgtest.RoleURL(t, url, migrate.RoleProcessor), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
 	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 
-	store := storage.New(pool)
+	owner, err := pgxpool.New(t.Context(), url) // the owner seeds and checks
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	store := storage.New(owner)
 	for _, d := range []storage.EventInsertParams{
 		{Source: "stripe", EventID: "evt_fail_1", EventType: "invoice.payment_failed", Body: []byte(
 			`{"id":"evt_fail_1","object":"event","type":"invoice.payment_failed","created":1717430400,
@@ -74,10 +83,10 @@ func TestScheduledDrain(t *testing.T) {
 	if err != nil || st.Handled != 2 || st.Unhandled != 1 || st.Stopped != processor.StopDrained {
 		t.Fatalf("invocation = %+v, %v", st, err)
 	}
-	if d, err := stripedunning.Get(t.Context(), pool, "stripe", "in_1"); err != nil || d.Status != stripedunning.StatusPastDue {
+	if d, err := stripedunning.Get(t.Context(), owner, "stripe", "in_1"); err != nil || d.Status != stripedunning.StatusPastDue {
 		t.Fatalf("dunning = %+v, %v", d, err)
 	}
-	if o, err := squareorders.Get(t.Context(), pool, "square", "o1"); err != nil || o.Version != 1 {
+	if o, err := squareorders.Get(t.Context(), owner, "square", "o1"); err != nil || o.Version != 1 {
 		t.Fatalf("order = %+v, %v", o, err)
 	}
 	// The connections carry the processor's session timeouts.

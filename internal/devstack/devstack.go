@@ -33,6 +33,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -40,7 +41,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // EnvEMF, when true, makes the dev stack log as the Lambdas do (JSON lines
@@ -166,16 +166,14 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	// The schema and the handlers' tables, on the processor's pool: in
-	// AWS, `webhookctl migrate up` and the processor's first drain.
-	version, err := migrate.Up(ctx, procPool)
+	// The schema and the handlers' tables, as the database's owner, which
+	// make dev runs everything as. In AWS the migration function applies
+	// them at each deploy, and each function connects as a role of its own.
+	version, err := dbschema.Migrate(ctx, procPool)
 	if err != nil {
 		return err
 	}
-	if err := handlers.Migrate(ctx, procPool); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "schema: migrated to version %d (and the handlers' tables)\n", version)
+	fmt.Fprintf(out, "schema: migrated to version %s\n", version)
 
 	// The processor, as the Lambda builds it.
 	reg := processor.NewRegistry()

@@ -19,7 +19,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // LocalOptions are `webhookdev local`'s flags.
@@ -32,11 +31,13 @@ type LocalOptions struct {
 	Every time.Duration
 }
 
-// RunLocal is sam local without Docker: it builds the three bootstrap
-// binaries with the Makefile targets sam build calls, runs each under the
-// Lambda Runtime Interface Emulator, serves the template's HTTP API routes
-// on o.Addr and fires the template's schedules, on the dev stack's
-// Postgres and S3, until ctx is done.
+// RunLocal is sam local without Docker: it builds the bootstrap binaries
+// with the Makefile targets sam build calls, runs the migration function
+// first as CloudFormation would (the schema and the functions' roles, each
+// with a password from a local stand-in of its secret), then each function
+// under the Lambda Runtime Interface Emulator connected as its own role,
+// serves the template's HTTP API routes on o.Addr and fires the template's
+// schedules, on the dev stack's Postgres and S3, until ctx is done.
 func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	root, err := devtools.RepoRoot()
 	if err != nil {
@@ -58,27 +59,6 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 		}
 		defer stop()
 	}
-	// The schema, on a pool of the database's settings as read from the
-	// environment (the functions run as binaries and open their own).
-	db, err := storage.PoolConfigFromEnv(func(k string) string {
-		if k == storage.EnvDatabaseURL {
-			return url
-		}
-		return os.Getenv(k)
-	})
-	if err != nil {
-		return err
-	}
-	pool, err := db.Open(ctx)
-	if err != nil {
-		return err
-	}
-	v, err := migrate.Up(ctx, pool)
-	pool.Close()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "schema: migrated to version %d\n", v)
 	s3, err := locals3.Start(ctx, locals3.Options{Dir: o.S3Dir})
 	if err != nil {
 		return err
@@ -98,12 +78,12 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	if sourcesFile, err = filepath.Abs(sourcesFile); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "lambda: building the bootstraps (make build-<Function>) and starting the runtime emulators ...")
+	fmt.Fprintln(out, "lambda: building the bootstraps (make build-<Function>), running the migration function, starting the runtime emulators ...")
 	dir := filepath.Join(root, ".local", "lambda")
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
-		Template: tpl, RepoRoot: root, Dir: dir,
+		Template: tpl, RepoRoot: root, Dir: dir, DatabaseURL: url,
 		Env: map[string][]string{
-			"*":                {"DATABASE_URL=" + url, "LOG_LEVEL=info"},
+			"*":                {"LOG_LEVEL=info"},
 			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
 			"ArchiverFunction": {
 				"ARCHIVE_BUCKET=" + Bucket, "ARCHIVE_MIN_AGE=" + o.ArchiveAge.String(),
@@ -117,6 +97,9 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 		return err
 	}
 	defer stack.Close()
+	if r, err := stack.Schema.Response(); err == nil {
+		fmt.Fprintf(out, "schema: %s (the migration function's answer to Create; its output: %s)\n", r["Reason"], stack.Migrator.LogPath())
+	}
 	ids := make([]string, 0, len(stack.Functions))
 	for id := range stack.Functions {
 		ids = append(ids, id)

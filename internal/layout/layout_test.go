@@ -86,8 +86,8 @@ var lambdaBuild = []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}
 func TestLambdasLinkNoToolingNorTests(t *testing.T) {
 	t.Parallel()
 	got := deps(t, lambdaBuild, "lambda.norpc", module+"/functions/...")
-	if len(got) != 3 {
-		t.Fatalf("want the three functions, got %d: %v", len(got), got)
+	if len(got) != 4 {
+		t.Fatalf("want the four functions (receiver, processor, archiver, migrator), got %d: %v", len(got), got)
 	}
 	for fn, ds := range got {
 		if bad := forbidden(ds, module+"/internal", "testing", "/test/", "/testkit", "/pgtest", "/s3test"); len(bad) > 0 {
@@ -104,6 +104,27 @@ func TestReceiverLinksOnlyTheReceiver(t *testing.T) {
 	ds := deps(t, lambdaBuild, "lambda.norpc", fn)[fn]
 	if bad := forbidden(ds, module+"/shared/processor", "github.com/aws/aws-sdk-go-v2/service/s3", "github.com/pressly/goose"); len(bad) > 0 {
 		t.Errorf("the receiver links %v", bad)
+	}
+}
+
+// TestOnlyTheMigratorLinksTheMigrations: the schema changes in one place,
+// the migration function; the three functions that serve neither link the
+// migrations nor goose (their database roles could not run them anyway).
+func TestOnlyTheMigratorLinksTheMigrations(t *testing.T) {
+	t.Parallel()
+	got := deps(t, lambdaBuild, "lambda.norpc", module+"/functions/...")
+	for fn, ds := range got {
+		bad := forbidden(ds, "github.com/pressly/goose", module+"/shared/storage/migrate", module+"/shared/dbschema")
+		switch fn {
+		case module + "/functions/migrator":
+			if len(bad) == 0 {
+				t.Errorf("the migrator links no migrations: %v", ds)
+			}
+		default:
+			if len(bad) > 0 {
+				t.Errorf("%s links %v", fn, bad)
+			}
+		}
 	}
 }
 

@@ -1,15 +1,13 @@
 // Package handlers is where the application's business logic is wired
-// into the processor: Register lists every handler, Migrate creates and
-// upgrades their tables. The processor Lambda and `make dev` both call
-// them, so the local drain runs exactly the deployed handlers. The
+// into the processor: Register lists every handler, Tables their own
+// tables. The processor Lambda and `make dev` both call Register, so the
+// local drain runs exactly the deployed handlers; the migration function
+// (shared/dbschema) creates the tables and grants the processor's database
+// role what Tables says, and `make dev` applies the same migrations. The
 // packages below it (stripedunning, squareorders) are examples to copy.
 package handlers
 
 import (
-	"context"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -41,21 +39,12 @@ func Register(r *processor.Registry) {
 	//		})
 }
 
-// migrations create and upgrade the tables of the registered handlers,
-// each package with its own goose version table; a handler with its own
-// tables adds its Migrate here.
-var migrations = []func(context.Context, *pgxpool.Pool) (int64, error){
-	stripedunning.Migrate,
-	squareorders.Migrate,
-}
-
-// Migrate applies every handler package's migrations (a no-op once
-// applied).
-func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, m := range migrations {
-		if _, err := m(ctx, pool); err != nil {
-			return err
-		}
-	}
-	return nil
+// Tables are the handler packages' own tables, each with its migrations
+// (applied with their own goose version table) and the privileges the
+// processor's role needs on them: a handler package with tables adds its
+// Tables here. The processor never applies them; the migration function
+// does, at each deploy.
+var Tables = []processor.Tables{
+	stripedunning.Tables,
+	squareorders.Tables,
 }

@@ -825,7 +825,6 @@ func testPGMisc(t *testing.T, e *env) {
 // The handler packages' queries, run by the handlers themselves in the
 // processor's transaction, then read back.
 func testHandlerQueries(t *testing.T, e *env) {
-	check(t, handlers.Migrate(e.ctx, e.pool))
 	reg := processor.NewRegistry()
 	handlers.Register(reg)
 	apply := func(kind, eventType, fixture string) {

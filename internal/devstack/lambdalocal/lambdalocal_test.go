@@ -3,8 +3,10 @@ package lambdalocal_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
@@ -25,12 +29,16 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// TestEndToEndUnderTheEmulator is the deployed artefacts' test: the three
-// real bootstrap binaries, built by the Makefile targets SAM calls, run
-// under the AWS Lambda Runtime Interface Emulator as template.yaml
-// describes them, against a real Postgres and a real S3 (versitygw).
-// Signed webhooks go through the local API front; the processor's and the
-// archiver's schedules are fired; rows, effects and objects are checked.
+// TestEndToEndUnderTheEmulator is the deployed artefacts' test: the real
+// bootstrap binaries, built by the Makefile targets SAM calls, run under
+// the AWS Lambda Runtime Interface Emulator as template.yaml describes
+// them, against a real Postgres that checks passwords and a real S3
+// (versitygw). As CloudFormation would, the stack first runs the migration
+// function on an empty database (the schema and the three roles, each
+// role's password from its own secret); each function then connects as its
+// own role. Signed webhooks go through the local API front; the
+// processor's and the archiver's schedules are fired; rows, effects,
+// objects and who connected as whom are checked.
 func TestEndToEndUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the Lambda binaries and runs them under the emulator")
 	ctx := context.Background()
@@ -45,15 +53,15 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbURL := pgtest.URL(t)
+	dbURL := pgtest.EmptyURL(t, pgtest.ClusterWith(t, localpg.Options{PasswordAuth: true}))
 	s3srv := s3test.Server(t)
 	bucket := s3test.Bucket(t, s3srv)
 	sourcesFile := filepath.Join(root, "dev", "sources.json")
 
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
-		Template: tpl, RepoRoot: root, Dir: t.TempDir(),
+		Template: tpl, RepoRoot: root, Dir: t.TempDir(), DatabaseURL: dbURL,
 		Env: map[string][]string{
-			"*":                 {"DATABASE_URL=" + dbURL, "DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
+			"*":                 {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
 			"ReceiverFunction":  {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
 			"ProcessorFunction": {"PROCESSOR_INTERVAL=1s"},
 			"ArchiverFunction": {
@@ -141,6 +149,40 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	objects, err := s3test.Open(t, bucket).List(ctx, "archive/")
 	if err != nil || len(objects) != len(ids) {
 		t.Fatalf("objects = %d, %v; want one per source (%d)", len(objects), err, len(ids))
+	}
+
+	// Each function connected as its own role, the migrator as the admin
+	// (their pools stay open between invocations), and no function's role
+	// may change the schema.
+	activity, err := conn.Query(ctx, `SELECT DISTINCT application_name, usename::text FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name LIKE 'webhook-inbox-%' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := pgx.CollectRows(activity, func(r pgx.CollectableRow) (string, error) {
+		var app, user string
+		err := r.Scan(&app, &user)
+		return app + "=" + user, err
+	})
+	want := []string{"webhook-inbox-archiver=webhook_archiver", "webhook-inbox-migrator=postgres",
+		"webhook-inbox-processor=webhook_processor", "webhook-inbox-receiver=webhook_receiver"}
+	if err != nil || !slices.Equal(who, want) {
+		t.Fatalf("connections: %v (%v), want %v", who, err, want)
+	}
+	for id, roleURL := range stack.RoleURLs {
+		rc, err := pgx.Connect(ctx, roleURL)
+		if err != nil {
+			t.Fatalf("%s's database URL: %v", id, err)
+		}
+		_, err = rc.Exec(ctx, `DROP TABLE webhook_events`)
+		rc.Close(ctx)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("%s: DROP TABLE: %v, want SQLSTATE 42501", id, err)
+		}
+	}
+	if !strings.Contains(string(stack.Schema.Body), `"Status":"SUCCESS"`) {
+		t.Fatalf("the schema resource answered %s", stack.Schema.Body)
 	}
 
 	for id, d := range stack.InitDurations() {

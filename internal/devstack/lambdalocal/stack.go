@@ -2,19 +2,25 @@ package lambdalocal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/cfn"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // StackOptions configures StartStack.
@@ -32,6 +38,16 @@ type StackOptions struct {
 	Env map[string][]string
 	// Logger reports invocation failures of the front; nil discards.
 	Logger *slog.Logger
+	// DatabaseURL, when set, is the database, as its owner, and the stack
+	// starts as CloudFormation deploys it: the migration function first
+	// (MigrationFunction, built by its Makefile target whether or not the
+	// template declares it), sent the DatabaseSchema resource's Create in
+	// password mode, each role's secret served by a local Secrets Manager
+	// (localsecrets) with a fresh random password; then each function,
+	// connected as its own role (FunctionRoles) with the password the
+	// migrator set. Without it the functions get Env's DATABASE_URL and
+	// nothing is migrated.
+	DatabaseURL string
 }
 
 // Stack is every function of a template running under the emulator, with
@@ -39,28 +55,75 @@ type StackOptions struct {
 type Stack struct {
 	Functions map[string]*Emulator
 	Front     http.Handler
-	tpl       *samtemplate.Template
+	// Migrator is the migration function, after the Create it answered
+	// SUCCESS (DatabaseURL set; nil otherwise); Schema is that answer.
+	Migrator *Emulator
+	Schema   Answer
+	// Secrets serves the roles' secrets to the migrator (DatabaseURL set).
+	Secrets *localsecrets.Server
+	// RoleURLs are the database URLs each function was given, by logical
+	// id: its own role and password (DatabaseURL set).
+	RoleURLs map[string]string
+	tpl      *samtemplate.Template
+}
+
+// MigrationFunctionID is the migration function's logical id, and
+// SchemaResourceID the custom resource's it answers for.
+const (
+	MigrationFunctionID = "MigrationFunction"
+	SchemaResourceID    = "DatabaseSchema"
+)
+
+// FunctionRoles maps each serving function to its database role.
+var FunctionRoles = map[string]string{
+	"ReceiverFunction":  migrate.RoleReceiver,
+	"ProcessorFunction": migrate.RoleProcessor,
+	"ArchiverFunction":  migrate.RoleArchiver,
+}
+
+// SecretARN is the local ARN of role's secret.
+func SecretARN(role string) string {
+	return "arn:aws:secretsmanager:us-east-1:000000000000:secret:webhook-inbox-local-" + role
 }
 
 // StartStack builds every function of the template with its Makefile
-// target and starts each under the Runtime Interface Emulator.
+// target and starts each under the Runtime Interface Emulator, after the
+// migration function when o.DatabaseURL is set.
 func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		return nil, err
 	}
-	ids := o.Template.FunctionIDs()
-	bins, err := Build(ctx, o.RepoRoot, o.Dir, ids)
+	// The migration function serves no route or schedule: CloudFormation
+	// invokes it, and so does migrate below.
+	var ids []string
+	for _, id := range o.Template.FunctionIDs() {
+		if id != MigrationFunctionID {
+			ids = append(ids, id)
+		}
+	}
+	build := ids
+	if o.DatabaseURL != "" {
+		build = append([]string{MigrationFunctionID}, ids...)
+	}
+	bins, err := Build(ctx, o.RepoRoot, o.Dir, build)
 	if err != nil {
 		return nil, err
 	}
 	s := &Stack{Functions: map[string]*Emulator{}, tpl: o.Template}
+	roleEnv := map[string][]string{}
+	if o.DatabaseURL != "" {
+		if roleEnv, err = s.migrate(ctx, o, rie, bins[MigrationFunctionID]); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	var routes []Route
 	for _, id := range ids {
 		fn := o.Template.Functions[id]
-		env := localEnv(fn.Environment, append(append([]string(nil), o.Env["*"]...), o.Env[id]...))
+		overrides := append(append(append([]string(nil), o.Env["*"]...), o.Env[id]...), roleEnv[id]...)
 		em, err := StartEmulator(ctx, EmulatorOptions{
-			Name: id, RIE: rie, Bootstrap: bins[id], Env: env,
+			Name: id, RIE: rie, Bootstrap: bins[id], Env: localEnv(fn.Environment, overrides),
 			Timeout: fn.Timeout, MemoryMB: fn.MemorySize, LogPath: filepath.Join(o.Dir, id+".log"),
 		})
 		if err != nil {
@@ -78,6 +141,79 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	s.Front = NewFront(routes, log)
 	return s, nil
+}
+
+// migrate does what CloudFormation does before the functions that depend
+// on the schema: it generates each role's secret, runs the migration
+// function and sends it the schema resource's Create, which must answer
+// SUCCESS. It returns each function's database environment.
+func (s *Stack) migrate(ctx context.Context, o StackOptions, rie, bootstrap string) (map[string][]string, error) {
+	admin, err := url.Parse(o.DatabaseURL)
+	if err != nil || (admin.Scheme != "postgres" && admin.Scheme != "postgresql") {
+		return nil, errors.New("lambdalocal: DatabaseURL must be a postgres:// URL")
+	}
+	if s.Secrets, err = localsecrets.Start(); err != nil {
+		return nil, err
+	}
+	props := map[string]any{
+		"ServiceToken": "arn:aws:lambda:us-east-1:000000000000:function:" + MigrationFunctionID,
+		"Auth":         string(migrate.AuthPassword), "Release": "local",
+	}
+	passwords := map[string]string{}
+	for prop, role := range map[string]string{
+		"ReceiverSecretArn": migrate.RoleReceiver, "ProcessorSecretArn": migrate.RoleProcessor, "ArchiverSecretArn": migrate.RoleArchiver,
+	} {
+		passwords[role] = randomID() // as GenerateSecretString would
+		doc, _ := json.Marshal(map[string]string{"username": role, "password": passwords[role]})
+		s.Secrets.Put(SecretARN(role), string(doc))
+		props[prop] = SecretARN(role)
+	}
+
+	var tmplEnv map[string]string
+	timeout := 5 * time.Minute
+	if fn, ok := o.Template.Functions[MigrationFunctionID]; ok {
+		tmplEnv = fn.Environment
+		if fn.Timeout > 0 {
+			timeout = fn.Timeout
+		}
+	}
+	overrides := append(append(append([]string(nil), o.Env["*"]...), o.Env[MigrationFunctionID]...), s.Secrets.Env()...)
+	overrides = append(overrides, databaseEnv(o.DatabaseURL)...)
+	if s.Migrator, err = StartEmulator(ctx, EmulatorOptions{
+		Name: MigrationFunctionID, RIE: rie, Bootstrap: bootstrap, Env: localEnv(tmplEnv, overrides),
+		Timeout: timeout, LogPath: filepath.Join(o.Dir, MigrationFunctionID+".log"),
+	}); err != nil {
+		return nil, err
+	}
+	answer, _, err := InvokeCustomResource(ctx, s.Migrator, cfn.Event{
+		RequestType: cfn.RequestCreate, ResourceType: "Custom::DatabaseSchema", LogicalResourceID: SchemaResourceID,
+		StackID: "arn:aws:cloudformation:us-east-1:000000000000:stack/webhook-inbox-local/" + randomID(), ResourceProperties: props,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lambdalocal: the migration function: %w\n%s", err, tail(s.Migrator.LogPath()))
+	}
+	s.Schema = answer
+	resp, err := answer.Response()
+	if err != nil || resp["Status"] != "SUCCESS" {
+		return nil, fmt.Errorf("lambdalocal: the migration function answered %s (%v)\n%s", answer.Body, err, tail(s.Migrator.LogPath()))
+	}
+
+	s.RoleURLs = map[string]string{}
+	env := map[string][]string{}
+	for id, role := range FunctionRoles {
+		u := *admin
+		u.User = url.UserPassword(role, passwords[role])
+		s.RoleURLs[id] = u.String()
+		env[id] = databaseEnv(u.String())
+	}
+	return env, nil
+}
+
+// databaseEnv points a function at dbURL, blanking what the template may
+// say of its database in AWS (the proxy's host, IAM), which would
+// otherwise fill in or replace parts of the URL.
+func databaseEnv(dbURL string) []string {
+	return []string{"DATABASE_URL=" + dbURL, "DATABASE_HOST=", "DATABASE_PORT=", "DATABASE_NAME=", "DATABASE_USER=", "DATABASE_IAM_AUTH="}
 }
 
 // localEnv is the template's environment without secret references, then
@@ -213,9 +349,15 @@ func (s *Stack) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close stops every emulator.
+// Close stops every emulator and the secrets' server.
 func (s *Stack) Close() {
 	for _, em := range s.Functions {
 		_ = em.Close()
+	}
+	if s.Migrator != nil {
+		_ = s.Migrator.Close()
+	}
+	if s.Secrets != nil {
+		_ = s.Secrets.Close()
 	}
 }

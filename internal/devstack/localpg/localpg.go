@@ -5,6 +5,8 @@
 // (postgres.log) and, when the path is short enough, the Unix socket. Clients
 // connect over TCP on 127.0.0.1 with trust authentication as user postgres,
 // so nothing needs a password and nothing listens beyond the loopback.
+// Options.PasswordAuth makes every other user give its password, as a
+// deployed server would, for tests of the functions' roles.
 //
 // The server runs with fsync=off and full_page_writes=off: the data only has
 // to survive the server stopping or crashing (the kernel still holds every
@@ -54,6 +56,11 @@ type Options struct {
 	Dir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
 	Port int
+	// PasswordAuth, for a new cluster, makes every user but postgres
+	// authenticate over TCP with its password (scram-sha-256), so that a
+	// role's password is checked; postgres stays trusted. An existing
+	// cluster keeps the authentication it was created with.
+	PasswordAuth bool
 }
 
 // Cluster is a PostgreSQL server started by Start. Its methods are safe for
@@ -67,7 +74,8 @@ type Cluster struct {
 	owned   bool   // dir was created by Start, so Close removes it
 	cred    *syscall.Credential
 
-	port int // fixed once Start returns, so URLs handed out stay valid
+	port         int // fixed once Start returns, so URLs handed out stay valid
+	passwordAuth bool
 
 	mu      sync.Mutex // serialises Start, Stop, Kill and Close
 	running bool
@@ -139,7 +147,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, cred: cred, port: opts.Port}
+	c := &Cluster{bin: bin, cred: cred, port: opts.Port, passwordAuth: opts.PasswordAuth}
 
 	if opts.Dir == "" {
 		bases := tempBases()
@@ -214,6 +222,22 @@ func (c *Cluster) create(ctx context.Context) error {
 		"-E", "UTF8", "--locale=C", "--no-sync")
 	if err != nil {
 		return fmt.Errorf("localpg: initdb: %w\n%s", err, out)
+	}
+	if c.passwordAuth {
+		// The first matching line wins: postgres is trusted, every other
+		// user gives its password over TCP.
+		hba := "local all all trust\n" +
+			"host all postgres 127.0.0.1/32 trust\n" +
+			"host all all 127.0.0.1/32 scram-sha-256\n"
+		path := filepath.Join(c.dataDir, "pg_hba.conf")
+		if err := os.WriteFile(path, []byte(hba), 0o600); err != nil {
+			return fmt.Errorf("localpg: %w", err)
+		}
+		if c.cred != nil {
+			if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				return fmt.Errorf("localpg: %w", err)
+			}
+		}
 	}
 	return nil
 }

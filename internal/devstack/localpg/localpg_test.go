@@ -290,3 +290,32 @@ func BenchmarkStart(b *testing.B) {
 		}
 	}
 }
+
+// TestPasswordAuth: with PasswordAuth, postgres still connects without a
+// password, and any other user only with its own.
+func TestPasswordAuth(t *testing.T) {
+	t.Parallel()
+	c := start(t, localpg.Options{PasswordAuth: true})
+	ctx := t.Context()
+	admin, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatalf("postgres without a password: %v", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `CREATE ROLE app LOGIN PASSWORD 'right'`); err != nil {
+		t.Fatal(err)
+	}
+	as := func(password string) error {
+		conn, err := pgx.Connect(ctx, strings.Replace(c.URL("postgres"), "postgres@", "app:"+password+"@", 1))
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	}
+	if err := as("right"); err != nil {
+		t.Fatalf("app with its password: %v", err)
+	}
+	if err := as("wrong"); err == nil || !strings.Contains(err.Error(), "28P01") {
+		t.Fatalf("app with a wrong password: %v", err)
+	}
+}

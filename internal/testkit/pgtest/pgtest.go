@@ -1,6 +1,9 @@
 // Package pgtest gives each test its own migrated PostgreSQL database: on
 // the server named by DATABASE_URL when set, otherwise on a throwaway
-// cluster started with localpg.
+// cluster started with localpg. Each database holds the deployed schema
+// (dbschema.Apply: the core and handler tables, and the three functions'
+// roles with their grants), so a test can connect as a function's role
+// (RoleURL) and find a missing grant before a deploy does.
 //
 // Migrating once and copying is what keeps a database per test cheap: the
 // first test to ask creates a template database and migrates it, and every
@@ -9,7 +12,9 @@
 // database pay nothing.
 //
 // DATABASE_URL must name an existing database on PostgreSQL 13 or later
-// (DROP DATABASE ... WITH (FORCE)), as a role allowed to create databases.
+// (DROP DATABASE ... WITH (FORCE)), as a role allowed to create databases
+// and roles. Roles belong to the whole server: the function roles
+// (webhook_receiver, ...) are created there, with RolePassword, and stay.
 // Each test process creates databases named wi_tmpl_<hex> and wi_<hex>
 // there and drops them when it ends, so parallel packages can share it; a
 // process killed mid-run leaves its databases behind.
@@ -39,8 +44,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
+
+// RolePassword is the function roles' password on the tests' servers. A
+// throwaway cluster trusts every local connection and ignores it; a
+// DATABASE_URL server that asks for passwords gets it.
+const RolePassword = "webhook-inbox-test-role"
 
 // setupTimeout bounds starting a cluster or connecting, plus migrating the
 // template: generous, since a cold machine can take seconds.
@@ -126,6 +137,20 @@ func Pool(t testing.TB) *pgxpool.Pool {
 // cleanup drops the database, closing any connection still open to it.
 func URL(t testing.TB) string {
 	t.Helper()
+	return newURL(t, false)
+}
+
+// Empty returns the connection URL of a fresh database of its own with no
+// schema at all, as a first deploy finds it, on the shared server (whose
+// function roles exist, with RolePassword: a test that sets them up again
+// must keep that password). The test's cleanup drops it.
+func Empty(t testing.TB) string {
+	t.Helper()
+	return newURL(t, true)
+}
+
+func newURL(t testing.TB, empty bool) string {
+	t.Helper()
 	if !mainCalled.Load() {
 		t.Fatal("pgtest: call pgtest.Main(m) from TestMain, which drops the databases and stops the server the tests used")
 	}
@@ -133,7 +158,7 @@ func URL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: no database server: %v", err)
 	}
-	name, err := s.createDatabase()
+	name, err := s.createDatabase(empty)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -199,27 +224,61 @@ func setup() (*server, error) {
 	return s, nil
 }
 
-// migrateDB applies the migrations to the database at dbURL, closing every
-// connection it opened before returning.
+// migrateDB applies the deployed schema, roles included, to the database
+// at dbURL, closing every connection it opened before returning.
 func migrateDB(ctx context.Context, dbURL string) error {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	_, err = migrate.Up(ctx, pool)
+	passwords := map[string]string{}
+	for _, r := range migrate.FunctionRoles() {
+		passwords[r] = RolePassword
+	}
+	_, err = dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	return err
 }
 
-func (s *server) createDatabase() (string, error) {
+// RoleURL returns dbURL (a URL from URL or MigratedURL) connecting as a
+// function's role (migrate.RoleReceiver, ...) with RolePassword.
+func RoleURL(t testing.TB, dbURL, role string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("pgtest: RoleURL needs a postgres:// URL")
+	}
+	u.User = url.UserPassword(role, RolePassword)
+	return u.String()
+}
+
+// As returns a pool on the database of pool (from Pool) connected as a
+// function's role, closed by the test's cleanup: the function's statements
+// run with its grants, while the test seeds and checks through pool, as
+// the owner.
+func As(t testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
+	t.Helper()
+	as, err := pgxpool.New(context.Background(), RoleURL(t, pool.Config().ConnString(), role))
+	if err != nil {
+		t.Fatalf("pgtest: connect as %s: %v", role, err)
+	}
+	t.Cleanup(as.Close)
+	return as
+}
+
+func (s *server) createDatabase(empty bool) (string, error) {
 	name := "wi_" + randomHex()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	stmt := "CREATE DATABASE " + ident(name) + " TEMPLATE " + ident(s.template)
+	if empty {
+		stmt = "CREATE DATABASE " + ident(name)
+	}
 	s.createMu.Lock()
-	err := s.exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(s.template))
+	err := s.exec(ctx, stmt)
 	s.createMu.Unlock()
 	if err != nil {
-		return "", fmt.Errorf("create test database from %s: %w", s.template, err)
+		return "", fmt.Errorf("create test database: %w", err)
 	}
 	s.track(name, true)
 	return name, nil
@@ -286,9 +345,16 @@ func (s *server) track(name string, live bool) {
 // MigratedURL for a database on it.
 func Cluster(t testing.TB) *localpg.Cluster {
 	t.Helper()
+	return ClusterWith(t, localpg.Options{})
+}
+
+// ClusterWith is Cluster with options: localpg.Options{PasswordAuth: true}
+// for a server that checks the roles' passwords.
+func ClusterWith(t testing.TB, opts localpg.Options) *localpg.Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	c, err := localpg.Start(ctx, localpg.Options{})
+	c, err := localpg.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("pgtest: start a cluster: %v", err)
 	}
@@ -300,10 +366,24 @@ func Cluster(t testing.TB) *localpg.Cluster {
 	return c
 }
 
-// MigratedURL creates a database on c, migrates it and returns its URL. The
-// database lives as long as the cluster; a test may stop the server at any
-// time, so nothing tries to drop it.
+// MigratedURL creates a database on c, applies the deployed schema to it
+// (roles with RolePassword) and returns its URL. The database lives as long
+// as the cluster; a test may stop the server at any time, so nothing tries
+// to drop it.
 func MigratedURL(t testing.TB, c *localpg.Cluster) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	u := EmptyURL(t, c)
+	if err := migrateDB(ctx, u); err != nil {
+		t.Fatalf("pgtest: migrate database: %v", err)
+	}
+	return u
+}
+
+// EmptyURL creates a database on c with no schema at all, as a first deploy
+// finds it, and returns its URL (as the cluster's superuser).
+func EmptyURL(t testing.TB, c *localpg.Cluster) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -316,9 +396,6 @@ func MigratedURL(t testing.TB, c *localpg.Cluster) string {
 	conn.Close(ctx)
 	if err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
-	}
-	if err := migrateDB(ctx, c.URL(name)); err != nil {
-		t.Fatalf("pgtest: migrate database %s: %v", name, err)
 	}
 	return c.URL(name)
 }

@@ -6,8 +6,9 @@
 // What to copy (see also shared/handlers/stripedunning):
 //
 //   - Register registers the handlers for a processor.Match the
-//     application chooses; Migrate applies the package's own tables with
-//     their own goose version table.
+//     application chooses; Tables declares the package's own tables (their
+//     migrations, with their own goose version table) and what the
+//     processor's role may do with them.
 //   - The handler decodes the event, calls an event it can never apply
 //     processor.Permanent, and writes in the transaction it is given.
 //   - Out-of-order deliveries: the write is an upsert guarded by the
@@ -30,12 +31,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders/internal/dbsqlc"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // Event types this package handles.
@@ -50,15 +49,12 @@ var migrations embed.FS
 // VersionTable is the goose version table of this package's migrations.
 const VersionTable = "squareorders_goose_db_version"
 
-// Migrate applies the package's migrations (the square_orders table) and
-// returns the version reached. It is safe to run at every start-up and from
-// several processes at once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	v, err := migrate.FS(ctx, pool, migrations, "migrations", VersionTable)
-	if err != nil {
-		return 0, fmt.Errorf("squareorders: %w", err)
-	}
-	return v, nil
+// Tables are the package's tables (square_orders), created by the
+// migration function. The handler upserts and reads orders, never deletes
+// one: the processor's role gets exactly that.
+var Tables = processor.Tables{
+	Name: "squareorders", Migrations: migrations, Dir: "migrations", VersionTable: VersionTable,
+	Grants: map[string][]string{"square_orders": {"SELECT", "INSERT", "UPDATE"}},
 }
 
 // Register registers the order handlers for the events of m, usually

@@ -17,6 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -32,15 +33,15 @@ type fixture struct {
 	now   time.Time
 }
 
-// setup migrates the package's table on a fresh database and registers the
-// order handlers for square-kind sources, as functions/processor does.
+// setup takes a fresh database (pgtest applies the deployed schema, this
+// package's table included) and registers the order handlers for
+// square-kind sources, as functions/processor does. The processor connects
+// as its own role (a statement its grants do not allow fails here); the
+// test seeds and reads as the owner.
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
-	if _, err := squareorders.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
 	reg := processor.NewRegistry()
 	squareorders.Register(reg, processor.Kind("square"))
 	return &fixture{t: t, ctx: ctx, pool: pool, store: storage.New(pool), reg: reg, now: time.Now().Add(time.Minute)}
@@ -49,7 +50,7 @@ func setup(t *testing.T) *fixture {
 func (f *fixture) processor() *processor.Processor {
 	f.t.Helper()
 	p, err := processor.New(processor.Config{
-		Pool: f.pool, Registry: f.reg, Now: func() time.Time { return f.now },
+		Pool: pgtest.As(f.t, f.pool, migrate.RoleProcessor), Registry: f.reg, Now: func() time.Time { return f.now },
 		SourceKinds: map[string]string{"square": "square"},
 	})
 	if err != nil {

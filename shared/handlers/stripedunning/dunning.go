@@ -6,9 +6,10 @@
 //
 //   - Register: one function that registers the package's handlers for a
 //     processor.Match the application chooses (a source kind or name).
-//   - Migrate: the package's business tables live in its own embedded goose
-//     migrations, applied with their own version table, never in the core
-//     schema.
+//   - Tables: the package's business tables live in its own embedded goose
+//     migrations, applied by the migration function with their own version
+//     table, never in the core schema; Tables also says what the
+//     processor's database role may do with them, and that is all it may.
 //   - The handlers decode the event (a payload that cannot be decoded, or
 //     is not the object expected, is processor.Permanent: retrying cannot
 //     fix it) and make every change in the transaction they are given,
@@ -36,12 +37,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning/internal/dbsqlc"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // Event types this package handles.
@@ -62,15 +61,12 @@ var migrations embed.FS
 // VersionTable is the goose version table of this package's migrations.
 const VersionTable = "stripedunning_goose_db_version"
 
-// Migrate applies the package's migrations (the stripe_dunning table) and
-// returns the version reached. It is safe to run at every start-up and from
-// several processes at once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	v, err := migrate.FS(ctx, pool, migrations, "migrations", VersionTable)
-	if err != nil {
-		return 0, fmt.Errorf("stripedunning: %w", err)
-	}
-	return v, nil
+// Tables are the package's tables (stripe_dunning), created by the
+// migration function. The handlers upsert and read dunning rows, never
+// delete one: the processor's role gets exactly that.
+var Tables = processor.Tables{
+	Name: "stripedunning", Migrations: migrations, Dir: "migrations", VersionTable: VersionTable,
+	Grants: map[string][]string{"stripe_dunning": {"SELECT", "INSERT", "UPDATE"}},
 }
 
 // Register registers the dunning handlers for the events of m, usually

@@ -1,7 +1,9 @@
 // Package migrate applies webhook-inbox's schema: the embedded, numbered
-// goose migrations of the core tables, and the separate migration sets of
-// handler packages (MigrateFS). It is apart from package storage so that
-// what runs queries (the receiver Lambda above all) does not link goose.
+// goose migrations of the core tables (Up), the separate migration sets of
+// handler packages (FS), and the three functions' database roles with
+// exactly their privileges (Roles, CoreGrants). It is apart from package
+// storage so that what runs queries (the functions) does not link goose;
+// shared/dbschema puts the pieces together for the migration function.
 package migrate
 
 import (
@@ -28,11 +30,18 @@ func Migrations() fs.FS {
 	return sub
 }
 
-// newMigrator builds a goose provider over the pool. A Postgres session
-// advisory lock serialises migrators, so several processes (tests, Lambdas,
-// the dev stack) may start at once without racing on the schema.
+// newLocker is the Postgres session advisory lock that serialises
+// migrators, so several processes (tests, the migration function, the dev
+// stack) may start at once without racing on the schema. A waiting
+// migrator asks every second (goose's default is every 5 s), for up to 5
+// minutes or its context's end.
+func newLocker() (lock.SessionLocker, error) {
+	return lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+}
+
+// newMigrator builds a goose provider over the pool, under newLocker's lock.
 func newMigrator(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := newLocker()
 	if err != nil {
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
@@ -99,7 +108,7 @@ func FS(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir, versionTable s
 	if err != nil {
 		return 0, fmt.Errorf("migrations of %s: %w", versionTable, err)
 	}
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := newLocker()
 	if err != nil {
 		return 0, fmt.Errorf("migration lock: %w", err)
 	}

@@ -1,0 +1,104 @@
+// Package dbschema brings a database to the schema this build of
+// webhook-inbox needs: the core tables' migrations (shared/storage/migrate),
+// every handler package's own (handlers.Tables), and, with Apply, the three
+// functions' database roles holding exactly the privileges their statements
+// use.
+//
+// The migration function (functions/migrator, at each deploy) and the
+// tests' template databases run Apply, so every test runs on the deployed
+// schema and can connect as a function's role; `make dev` and `webhookctl
+// migrate up` run Migrate, as the owner, with no roles. Nothing else
+// changes the schema: the functions' roles cannot.
+package dbschema
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
+)
+
+// Versions are the schema versions reached: the core's, and each handler
+// package's own.
+type Versions struct {
+	Core     int64
+	Handlers map[string]int64 // by processor.Tables.Name
+}
+
+// String says it in one line: "5 (squareorders 1, stripedunning 1)".
+func (v Versions) String() string {
+	names := make([]string, 0, len(v.Handlers))
+	for n := range v.Handlers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, v.Handlers[n])
+	}
+	if len(parts) == 0 {
+		return fmt.Sprint(v.Core)
+	}
+	return fmt.Sprintf("%d (%s)", v.Core, strings.Join(parts, ", "))
+}
+
+// Migrate applies every pending migration, the core's then each handler
+// package's, and returns the versions reached. It is idempotent, and
+// concurrent runs take turns (goose's advisory lock).
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (Versions, error) {
+	core, err := migrate.Up(ctx, pool)
+	if err != nil {
+		return Versions{}, err
+	}
+	v := Versions{Core: core, Handlers: map[string]int64{}}
+	for _, t := range handlers.Tables {
+		hv, err := migrate.FS(ctx, pool, t.Migrations, t.Dir, t.VersionTable)
+		if err != nil {
+			return v, fmt.Errorf("handler package %s: %w", t.Name, err)
+		}
+		v.Handlers[t.Name] = hv
+	}
+	return v, nil
+}
+
+// Grants returns every privilege of the function roles: the core tables'
+// (migrate.CoreGrants) and, for the processor's role, what each handler
+// package's Tables declares.
+func Grants() []migrate.Grant {
+	grants := migrate.CoreGrants()
+	for _, t := range handlers.Tables {
+		tables := make([]string, 0, len(t.Grants))
+		for table := range t.Grants {
+			tables = append(tables, table)
+		}
+		slices.Sort(tables) // one order, so that every run issues the same statements
+		for _, table := range tables {
+			grants = append(grants, migrate.Grant{Role: migrate.RoleProcessor, On: table, Privileges: t.Grants[table]})
+		}
+	}
+	return grants
+}
+
+// RolesOptions are how the function roles authenticate (see
+// migrate.RolesOptions); their privileges are always Grants().
+type RolesOptions struct {
+	Auth      migrate.Auth
+	Passwords map[string]string // by role, with migrate.AuthPassword
+}
+
+// Apply runs Migrate, then sets up the function roles (migrate.Roles) with
+// Grants(). It needs a user that owns the schema's tables and may create
+// roles.
+func Apply(ctx context.Context, pool *pgxpool.Pool, o RolesOptions) (Versions, error) {
+	v, err := Migrate(ctx, pool)
+	if err != nil {
+		return v, err
+	}
+	err = migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: o.Auth, Passwords: o.Passwords, Grants: Grants()})
+	return v, err
+}

@@ -1,0 +1,309 @@
+package dbschema_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
+)
+
+// The tests of this file run each function's code paths connected as the
+// function's own role, on the schema and grants the migration function
+// leaves (pgtest applies them): a statement that needs a privilege the
+// role lacks fails here, naming itself, instead of in a deployed function.
+
+const sourcesDoc = `{"sources": {
+  "stripe": {"kind": "stripe", "secrets": ["whsec_roles_test"]},
+  "square": {"kind": "square", "secrets": ["square-key"], "notification_url": "https://hooks.example.com/webhooks/square"}
+}}`
+
+// TestReceiverRunsAsItsRole: every statement the receiver sends, as
+// webhook_receiver: an insert, a duplicate, a duplicate with another body
+// (the mismatch record), a body that is not JSON, a refusal (the rejection
+// ring buffer, twice, so the upsert updates).
+func TestReceiverRunsAsItsRole(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	owner := pgtest.Pool(t)
+	sources, err := source.Parse([]byte(sourcesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	// A refused record (a mismatch, a rejection) only logs: no line may
+	// carry an error.
+	var logs bytes.Buffer
+	h, err := receiver.New(receiver.Config{
+		Sources: sources, Store: storage.New(pgtest.As(t, owner, migrate.RoleReceiver)),
+		Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		RejectionsCapacity: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripe, _ := sources.Lookup("stripe")
+	post := func(body []byte, id string, forge bool) int {
+		t.Helper()
+		sr, err := sender.Sign(stripe, body, id, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forge {
+			body = append(body, ' ')
+			now = now.Add(2 * time.Second) // past the rejection sampler's interval
+		}
+		r := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", bytes.NewReader(body))
+		for k, v := range sr.Header {
+			r.Header[k] = v
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("receiver answered %d: %s", w.Code, w.Body)
+		}
+		return w.Code
+	}
+	json := func(id, typ string) []byte {
+		return fmt.Appendf(nil, `{"id":%q,"object":"event","type":%q,"created":%d,"data":{"object":{}}}`, id, typ, now.Unix())
+	}
+	for _, c := range []struct {
+		body  []byte
+		id    string
+		forge bool
+		want  int
+	}{
+		{json("evt_role_1", "invoice.paid"), "evt_role_1", false, 200},
+		{json("evt_role_1", "invoice.paid"), "evt_role_1", false, 200},                                                    // duplicate
+		{append(json("evt_role_1", "invoice.paid"), ' '), "evt_role_1", false, 200},                                       // another body
+		{[]byte(`{"id":"evt_role_2","type":"x","created":1,"data":{"object":{"n":1e999999}}}`), "evt_role_2", false, 200}, // JSONB refuses it
+		{json("evt_role_3", "invoice.paid"), "evt_role_3", true, 401},
+		{json("evt_role_4", "invoice.paid"), "evt_role_4", true, 401},
+		{json("evt_role_5", "invoice.paid"), "evt_role_5", true, 401}, // the ring buffer wraps: an update
+	} {
+		if got := post(c.body, c.id, c.forge); got != c.want {
+			t.Fatalf("%s: %d, want %d", c.id, got, c.want)
+		}
+	}
+	if bytes.Contains(logs.Bytes(), []byte(`"err":`)) {
+		t.Fatalf("the receiver logged an error:\n%s", logs.String())
+	}
+	store := storage.New(owner)
+	if n, err := store.PayloadMismatchCountByEvent(ctx, "stripe", "evt_role_1"); err != nil || n != 1 {
+		t.Fatalf("mismatches = %d, %v", n, err)
+	}
+	if ev, err := store.EventGetByKey(ctx, "stripe", "evt_role_2"); err != nil || ev.Payload != nil {
+		t.Fatalf("the non-JSONB body: %+v, %v", ev, err)
+	}
+	if rs, err := store.RejectionList(ctx, now.Add(-time.Hour), 10); err != nil || len(rs) != 2 {
+		t.Fatalf("rejections = %+v, %v", rs, err)
+	}
+}
+
+// TestProcessorRunsAsItsRole: the processor's statements and every
+// handler's, as webhook_processor: handled events (each handler package's
+// table written), an unhandled one, a failure, a dead letter, an attempt
+// interrupted by a crash, released events and the backlog.
+func TestProcessorRunsAsItsRole(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	owner := pgtest.Pool(t)
+	store := storage.New(owner)
+	fixture := func(path string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "handlers", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	clock := time.Now().Add(time.Minute)
+	reg := processor.NewRegistry()
+	handlers.Register(reg)
+	reg.HandleFunc(processor.Source("test"), "fails", func(context.Context, pgx.Tx, *processor.Event) error { return errors.New("down") })
+	reg.HandleFunc(processor.Source("test"), "poison", func(context.Context, pgx.Tx, *processor.Event) error {
+		return processor.Permanent(errors.New("never"))
+	})
+	reg.HandleFunc(processor.Source("test"), "slow", func(context.Context, pgx.Tx, *processor.Event) error {
+		clock = clock.Add(55 * time.Second) // the rest of the batch no longer fits the lease
+		return nil
+	})
+	for _, o := range []factory.EventOpts{
+		{Source: "stripe", SourceKind: "stripe", Type: stripedunning.TypePaymentFailed, Body: fixture("stripedunning/testdata/invoice_payment_failed.json")},
+		{Source: "square", SourceKind: "square", Type: squareorders.TypeOrderCreated, Body: fixture("squareorders/testdata/order_created.json")},
+		{Source: "stripe", SourceKind: "stripe", Type: "customer.created"},
+		{Source: "test", SourceKind: "test", Type: "fails"},
+		{Source: "test", SourceKind: "test", Type: "poison"},
+		// A crash left an attempt unfinished: the claim records it.
+		{Source: "test", SourceKind: "test", Type: "unhandled.too", Attempts: 1},
+		// ... and that was its last attempt: a dead letter, nothing run.
+		{Source: "test", SourceKind: "test", Type: "fails", Attempts: processor.DefaultMaxAttempts},
+	} {
+		factory.Event(ctx, t, store, &o)
+	}
+	// The metrics' line carries the backlog, read at the end of the drain.
+	var logs bytes.Buffer
+	p, err := processor.New(processor.Config{
+		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics.Emitter{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, err := p.Drain(dctx)
+	if err != nil || st.Handled != 2 || st.Unhandled != 2 || st.Retried != 1 || st.DeadLettered != 2 {
+		t.Fatalf("drain = %+v, %v", st, err)
+	}
+	if !bytes.Contains(logs.Bytes(), []byte(`"BacklogCount"`)) || bytes.Contains(logs.Bytes(), []byte("backlog_err")) {
+		t.Fatalf("the backlog was not read:\n%s", logs.String())
+	}
+
+	// A slow event: what follows it in the batch is released.
+	for range 3 {
+		factory.Event(ctx, t, store, &factory.EventOpts{Source: "test", SourceKind: "test", Type: "slow"})
+	}
+	p2, err := processor.New(processor.Config{
+		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
+		Lease: time.Minute, HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, BatchSize: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p2.Drain(dctx); err != nil || st.Released == 0 {
+		t.Fatalf("drain with a slow event = %+v, %v", st, err)
+	}
+	if _, err := stripedunning.Get(ctx, owner, "stripe", "in_1PzInvA1b2C3d4E5"); err != nil {
+		t.Fatalf("dunning row: %v", err)
+	}
+}
+
+// TestArchiverRunsAsItsRole: an archive run, as webhook_archiver: the
+// orphan sweep, a batch's candidates, lock, manifest and marks.
+func TestArchiverRunsAsItsRole(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	owner := pgtest.Pool(t)
+	store := storage.New(owner)
+	srv := s3test.Server(t)
+	blobs := s3test.Open(t, s3test.Bucket(t, srv))
+	for range 3 {
+		factory.Event(ctx, t, store, &factory.EventOpts{State: inbox.StateProcessed, Now: time.Now().Add(-2 * time.Hour)})
+	}
+	// An upload whose batch never committed: the sweep's work.
+	if err := store.ArchiveObjectPrepare(ctx, "archive/orphan.jsonl.gz", "stripe"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := archive.New(archive.Config{
+		Store: storage.New(pgtest.As(t, owner, migrate.RoleArchiver)), Blobs: blobs, Prefix: "archive", MinAge: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.RunOnce(ctx)
+	if err != nil || res.Events != 3 || res.Swept != 1 {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+}
+
+// TestRolesCannotChangeTheSchema: each function's role is refused (SQLSTATE
+// 42501, insufficient privilege) any DDL, and any table or column outside
+// its grants.
+func TestRolesCannotChangeTheSchema(t *testing.T) {
+	t.Parallel()
+	owner := pgtest.Pool(t)
+	ddl := []string{
+		`CREATE TABLE intruder (id int)`,
+		`CREATE VIEW intruder AS SELECT 1`,
+		`CREATE INDEX intruder ON webhook_events (event_type)`,
+		`ALTER TABLE webhook_events ADD COLUMN intruder int`,
+		`ALTER TABLE webhook_events DROP CONSTRAINT webhook_events_provider_event_id_key`,
+		`DROP TABLE webhook_events`,
+		`DROP TABLE stripe_dunning`,
+		`TRUNCATE webhook_events`,
+		`CREATE SCHEMA intruder`,
+		`CREATE FUNCTION intruder() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
+		`CREATE ROLE intruder`,
+		`ALTER ROLE current_user CREATEDB`,
+		`CREATE DATABASE intruder`,
+		`SELECT * FROM goose_db_version`,
+		`DELETE FROM webhook_events`,
+	}
+	outside := map[string][]string{
+		migrate.RoleReceiver: {
+			`SELECT body FROM webhook_events`,
+			`SELECT payload FROM webhook_events`,
+			`SELECT * FROM webhook_events`,
+			`UPDATE webhook_events SET processed_at = now()`,
+			`SELECT * FROM webhook_dead_letters`,
+			`SELECT * FROM webhook_payload_mismatches`,
+			`SELECT * FROM webhook_archive_objects`,
+			`INSERT INTO webhook_archive_objects (key, provider) VALUES ('k', 'p')`,
+			`SELECT * FROM stripe_dunning`,
+			`SELECT * FROM square_orders`,
+			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size, processed_at) VALUES ('p', 'e', '\x00', 0, now())`,
+		},
+		migrate.RoleProcessor: {
+			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
+			`UPDATE webhook_events SET body = NULL`,
+			`UPDATE webhook_events SET archive_key = 'x'`,
+			`SELECT * FROM webhook_dead_letters`,
+			`UPDATE webhook_dead_letters SET requeued_at = now()`,
+			`SELECT * FROM webhook_rejections`,
+			`SELECT * FROM webhook_payload_mismatches`,
+			`SELECT * FROM webhook_archive_objects`,
+			`INSERT INTO webhook_archive_objects (key, provider) VALUES ('k', 'p')`,
+			`DELETE FROM stripe_dunning`,
+			`DELETE FROM square_orders`,
+		},
+		migrate.RoleArchiver: {
+			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
+			`UPDATE webhook_events SET processed_at = now()`,
+			`UPDATE webhook_events SET dead_at = now()`,
+			`SELECT * FROM webhook_dead_letters`,
+			`SELECT * FROM webhook_rejections`,
+			`SELECT * FROM webhook_payload_mismatches`,
+			`SELECT * FROM stripe_dunning`,
+			`INSERT INTO square_orders (source, order_id, location_id, state, version, last_event_id) VALUES ('s', 'o', 'l', 'OPEN', 1, 'e')`,
+		},
+	}
+	for _, role := range migrate.FunctionRoles() {
+		conn, err := pgx.Connect(t.Context(), pgtest.RoleURL(t, owner.Config().ConnString(), role))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		for _, stmt := range append(append([]string(nil), ddl...), outside[role]...) {
+			_, err := conn.Exec(t.Context(), stmt)
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+				t.Errorf("%s: %s: got %v, want SQLSTATE 42501 (insufficient privilege)", role, stmt, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package processor
+
+import "io/fs"
+
+// Tables describes a handler package's own tables for the migration
+// function, which alone changes the schema: it applies Migrations with
+// their own goose version table, and grants the processor's database role
+// Grants on them, and nothing else. The processor never runs DDL; its role
+// could not.
+//
+// A handler package declares one, beside its Register:
+//
+//	//go:embed migrations/*.sql
+//	var migrations embed.FS
+//
+//	var Tables = processor.Tables{
+//		Name: "stripedunning", Migrations: migrations, Dir: "migrations",
+//		VersionTable: "stripedunning_goose_db_version",
+//		Grants: map[string][]string{"stripe_dunning": {"SELECT", "INSERT", "UPDATE"}},
+//	}
+//
+// and shared/handlers lists it in handlers.Tables.
+type Tables struct {
+	// Name is the package's, for errors and the migration's report.
+	Name string
+	// Migrations holds the goose SQL files, in folder Dir.
+	Migrations fs.FS
+	Dir        string
+	// VersionTable is goose's version table for these migrations, apart
+	// from the core schema's so that their numbering is the package's own.
+	VersionTable string
+	// Grants are the privileges the package's statements need, by table or
+	// sequence: SELECT, INSERT, UPDATE, DELETE on a table (a serial column
+	// also needs USAGE on its sequence). A statement that needs more is
+	// refused (SQLSTATE 42501) in the processor, and in the tests of
+	// shared/dbschema, which run every handler as the processor's role.
+	Grants map[string][]string
+}
