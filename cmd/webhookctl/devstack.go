@@ -23,15 +23,16 @@ func withStackDir(ctx context.Context, dir string) context.Context {
 }
 
 // useDevStack makes a command with no database settings talk to the make
-// dev running in this checkout: when neither DATABASE_URL nor
-// DATABASE_SECRET_ARN is set, it looks for .local/devstack.json here or in
-// a parent folder, and when the stack that wrote it is alive, the
+// dev running in this checkout: when none of DATABASE_URL,
+// DATABASE_SECRET_ARN and DATABASE_HOST is set, it looks for
+// .local/devstack.json here or in a parent folder, and when the stack
+// that wrote it is alive, the
 // command's environment is the stack's (its local database's port is
 // random), with one line on standard error saying so. Explicit settings
 // always win: the file is not even read.
 func useDevStack(cmd *cobra.Command) error {
 	getenv := envOf(cmd)
-	if getenv(storage.EnvDatabaseURL) != "" || getenv(secrets.EnvDatabaseSecretARN) != "" {
+	if secrets.DatabaseConfigured(getenv) {
 		return nil
 	}
 	dir, _ := cmd.Context().Value(stackDirKey{}).(string)
@@ -51,8 +52,13 @@ func useDevStack(cmd *cobra.Command) error {
 	}
 	cmd.SetContext(withEnv(cmd.Context(), st.Overlay(getenv)))
 	db := storage.RedactURL(st.Env[storage.EnvDatabaseURL])
-	if arn := st.Env[secrets.EnvDatabaseSecretARN]; arn != "" && st.Env[storage.EnvDatabaseURL] == "" {
-		db = "the secret " + arn
+	if st.Env[storage.EnvDatabaseURL] == "" {
+		switch {
+		case st.Env[secrets.EnvDatabaseSecretARN] != "":
+			db = "the secret " + st.Env[secrets.EnvDatabaseSecretARN]
+		case st.Env[secrets.EnvDatabaseHost] != "":
+			db = st.Env[secrets.EnvDatabaseHost] + " (IAM authentication)"
+		}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "webhookctl: using database %s of the running make dev (pid %d, from %s)\n", db, st.PID, path)
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 )
 
 // runIn executes webhookctl with env as its whole environment, looking for
@@ -89,12 +91,26 @@ func TestStaleDevStackIsIgnored(t *testing.T) {
 }
 
 // TestExplicitDatabaseWins: DATABASE_URL is used as set, whatever stack
-// runs.
+// runs, and so are the settings of IAM authentication (the test server's
+// trust authentication takes the token as it would take any password).
 func TestExplicitDatabaseWins(t *testing.T) {
 	t.Parallel()
 	dir := checkout(t, os.Getpid(), "postgres://nobody@127.0.0.1:1/nothing")
-	stdout, stderr, err := runIn(t, dir, map[string]string{"DATABASE_URL": pgtest.URL(t)}, "migrate", "status")
+	dbURL := pgtest.URL(t)
+	stdout, stderr, err := runIn(t, dir, map[string]string{"DATABASE_URL": dbURL}, "migrate", "status")
 	if err != nil || !strings.Contains(stdout, "applied") || stderr != "" {
 		t.Fatalf("migrate status with DATABASE_URL: %v\n%s\n%s", err, stdout, stderr)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iam := map[string]string{
+		"DATABASE_IAM_AUTH": "true", "DATABASE_USER": u.User.Username(), "DATABASE_HOST": u.Hostname(), "DATABASE_PORT": u.Port(),
+		"DATABASE_NAME": strings.TrimPrefix(u.Path, "/"), "DATABASE_SSLMODE": "disable", "AWS_REGION": secretstest.Region,
+	}
+	stdout, stderr, err = runIn(t, dir, iam, "migrate", "status")
+	if err != nil || !strings.Contains(stdout, "applied") || stderr != "" {
+		t.Fatalf("migrate status with IAM authentication: %v\n%s\n%s", err, stdout, stderr)
 	}
 }

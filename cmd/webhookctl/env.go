@@ -30,8 +30,9 @@ import (
 
 // The operator commands (stats, events, dead-letters, replay, expunge,
 // archive) read the functions' own configuration: DATABASE_URL (or
-// DATABASE_SECRET_ARN, DATABASE_IAM_AUTH, DATABASE_QUERY_MODE, resolved by
-// secrets.Environment exactly as a Lambda resolves them at init) and, for
+// DATABASE_SECRET_ARN, DATABASE_HOST/PORT/NAME, DATABASE_IAM_AUTH with
+// DATABASE_USER, DATABASE_QUERY_MODE, resolved by secrets.Environment
+// exactly as a Lambda resolves them at init) and, for
 // what touches the archive, the archiver's ARCHIVE_* and S3_* settings.
 // Without database settings they use the running make dev's (devstack.go).
 
@@ -69,7 +70,7 @@ const operatorApplicationName = "webhookctl"
 // functions read them (storage.PoolConfigFromEnv), under the CLI's name.
 func openOps(cmd *cobra.Command) (*ops, error) {
 	ctx := cmd.Context()
-	getenv, password, err := secrets.Environment(ctx, envOf(cmd))
+	getenv, creds, err := secrets.Environment(ctx, envOf(cmd))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func openOps(cmd *cobra.Command) (*ops, error) {
 		}
 		return nil, err
 	}
-	db.ApplicationName, db.Password = operatorApplicationName, password
+	db.ApplicationName, db.Credentials = operatorApplicationName, creds
 	pool, err := db.Open(ctx)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
@@ -19,6 +20,8 @@ func TestMain(m *testing.M) {
 	if err := os.Chdir(filepath.Join("..", "..")); err != nil {
 		panic(err)
 	}
+	// The AWS SDK reads secrets from the stand-in and signs with fake keys.
+	secretstest.Use()
 	pgtest.Main(m)
 }
 

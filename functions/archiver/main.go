@@ -46,7 +46,7 @@ type Handler func(context.Context, events.EventBridgeEvent) (Summary, error)
 // setup reads the configuration and builds the handler. The pool and the S3
 // client are made once per container, at init, and reused.
 func setup(ctx context.Context, getenv func(string) string) (Handler, func(), error) {
-	getenv, password, err := secrets.Environment(ctx, getenv)
+	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,7 +57,7 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 	}
 	// Every line is JSON, a library's through slog's default included.
 	slog.SetDefault(log)
-	cfg.Database.Password = password
+	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -37,7 +37,7 @@ func main() {
 // setup reads the configuration and builds the handler. The pool is made
 // once per container, at init; it connects at the first request.
 func setup(ctx context.Context, getenv func(string) string) (*schemaresource.Handler, func(), error) {
-	getenv, password, err := secrets.Environment(ctx, getenv)
+	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,7 +48,7 @@ func setup(ctx context.Context, getenv func(string) string) (*schemaresource.Han
 	}
 	// Every line is JSON, a library's through slog's default included.
 	slog.SetDefault(log)
-	cfg.Database.Password = password
+	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err

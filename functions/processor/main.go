@@ -44,7 +44,7 @@ type handlerFunc = func(context.Context, events.EventBridgeEvent) (processor.Sta
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and reused by every invocation.
 func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpool.Pool, error) {
-	getenv, password, err := secrets.Environment(ctx, getenv)
+	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +55,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 	}
 	// Every line is JSON, a library's through slog's default included.
 	slog.SetDefault(log)
-	cfg.Database.Password = password
+	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err

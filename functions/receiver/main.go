@@ -32,7 +32,7 @@ func main() {
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and reused by every invocation.
 func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
-	getenv, password, err := secrets.Environment(ctx, getenv)
+	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,7 +43,7 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	}
 	// Every line is JSON, a library's through slog's default included.
 	slog.SetDefault(log)
-	cfg.Database.Password = password
+	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {
 		return nil, nil, err

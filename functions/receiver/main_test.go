@@ -16,10 +16,16 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// The database secrets are read through the real SDK from the Secrets
+// Manager stand-in (credentials_test.go).
+func TestMain(m *testing.M) {
+	secretstest.Use()
+	pgtest.Main(m)
+}
 
 const sources = `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_lambda_test"]}}}`
 

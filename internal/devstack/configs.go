@@ -200,6 +200,7 @@ func (c Configs) StackEnv(getenv func(string) string) map[string]string {
 var stackKeys = []string{
 	storage.EnvDatabaseURL, storage.EnvDatabaseQueryMode,
 	secrets.EnvDatabaseSecretARN, secrets.EnvDatabaseSSLMode, secrets.EnvDatabaseIAMAuth,
+	secrets.EnvDatabaseHost, secrets.EnvDatabasePort, secrets.EnvDatabaseName, secrets.EnvDatabaseUser,
 	blobstore.EnvBucket, archive.EnvPrefix, archive.EnvMinAge, archive.EnvBatchSize,
 	blobstore.EnvEndpoint, blobstore.EnvPathStyle, blobstore.EnvAccessKeyID, blobstore.EnvSecretAccessKey,
 	blobstore.EnvRegion, blobstore.EnvSSE, blobstore.EnvKMSKeyID,

@@ -95,7 +95,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	}
 	// Secrets named in the environment are resolved as a Lambda resolves
 	// them; the stack file keeps the unresolved names (StackEnv).
-	resolved, password, err := secrets.Environment(ctx, getenv)
+	resolved, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -141,11 +141,11 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if cfgs, err = ConfigsFromEnv(resolved, local); err != nil {
 		return err
 	}
-	return run(ctx, out, log, o, cfgs, password, getenv)
+	return run(ctx, out, log, o, cfgs, creds, getenv)
 }
 
 // run opens the pools, migrates, builds the components and serves.
-func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs Configs, password secrets.PasswordFunc, getenv func(string) string) error {
+func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs Configs, creds storage.Credentials, getenv func(string) string) error {
 	// Each component gets the pool its Lambda opens.
 	var pools []*pgxpool.Pool
 	defer func() {
@@ -154,7 +154,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		}
 	}()
 	open := func(c storage.PoolConfig) (*pgxpool.Pool, error) {
-		c.Password = password
+		c.Credentials = creds
 		pool, err := c.Open(ctx)
 		if err != nil {
 			return nil, err

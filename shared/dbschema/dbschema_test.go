@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
@@ -270,7 +269,7 @@ func TestApplyRefusesABadGrant(t *testing.T) {
 func TestRolesAuthentication(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	c := pgtest.ClusterWith(t, localpg.Options{PasswordAuth: true})
+	c := pgtest.Cluster(t, pgtest.Passwords())
 	dbURL := pgtest.EmptyURL(t, c)
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {

@@ -3,61 +3,86 @@ package secrets
 import (
 	"context"
 	"fmt"
-	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/rds/auth"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-// EnvDatabaseIAMAuth, when "true", makes every new database connection
-// authenticate with an RDS IAM token minted from the function's role
-// instead of a password (the URL then names the user and no password).
-const EnvDatabaseIAMAuth = "DATABASE_IAM_AUTH"
+// EnvRegion is the AWS region, which Lambda sets; IAM tokens are signed
+// for it, and the SDK's clients call it.
+const EnvRegion = "AWS_REGION"
 
-// PasswordFunc supplies a password for each new database connection.
-type PasswordFunc = func(ctx context.Context, host string, port uint16, user string) (string, error)
-
-// Environment prepares a function's configuration at init: it resolves the
-// secrets named in the environment (see Overlay) and, with
-// DATABASE_IAM_AUTH=true, returns a PasswordFunc minting RDS IAM tokens.
-// The AWS configuration is loaded only when one of them needs it, so the
-// dev stack and tests never touch AWS.
-func Environment(ctx context.Context, getenv func(string) string) (func(string) string, PasswordFunc, error) {
-	iam := false
-	if v := getenv(EnvDatabaseIAMAuth); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s must be true or false, got %q", EnvDatabaseIAMAuth, v)
-		}
-		iam = b
-	}
-	if !Needed(getenv) && !iam {
-		return getenv, nil, nil
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	var sm Getter
-	if Needed(getenv) {
-		sm = secretsmanager.NewFromConfig(cfg)
-	}
-	env, err := Overlay(ctx, getenv, sm)
+// Environment prepares a function's configuration at init. It returns
+// getenv with the secrets resolved into the variables the configuration
+// loaders read (DATABASE_URL, built without a password from the database
+// secret and DATABASE_HOST/PORT/NAME, or for IAM authentication; and
+// WEBHOOK_SOURCES from WEBHOOK_SOURCES_SECRET_ARN), and the credentials
+// every new database connection logs in with (storage.PoolConfig's
+// Credentials; nil when DATABASE_URL holds them). A plain DATABASE_URL is
+// used as is.
+//
+// The AWS configuration is loaded only when something needs it, so the
+// dev stack and tests never touch AWS. It is the SDK's default chain, but
+// for the region, which is read with getenv as the other components read
+// it.
+func Environment(ctx context.Context, getenv func(string) string) (func(string) string, storage.Credentials, error) {
+	db, err := databaseFromEnv(getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !iam {
-		return env, nil, nil
+	needSecrets := (db.secretARN != "" && db.url == "") || sourcesNeeded(getenv)
+	if !needSecrets && !db.iam {
+		return getenv, nil, nil
 	}
-	return env, RDSIAMPassword(cfg), nil
+	var opts []func(*config.LoadOptions) error
+	if r := getenv(EnvRegion); r != "" {
+		opts = append(opts, config.WithRegion(r))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	var iam storage.Credentials
+	if db.iam {
+		if cfg.Region == "" {
+			return nil, nil, fmt.Errorf("%s=true needs %s, the database's region, which Lambda sets", EnvDatabaseIAMAuth, EnvRegion)
+		}
+		iam = IAMCredentials(cfg)
+	}
+	var sm Getter
+	if needSecrets {
+		sm = secretsmanager.NewFromConfig(cfg)
+	}
+
+	resolved := map[string]string{}
+	creds := iam
+	if db.resolved() {
+		var u string
+		if u, creds, err = resolveDatabase(ctx, db, sm, iam); err != nil {
+			return nil, nil, err
+		}
+		resolved[storage.EnvDatabaseURL] = u
+	}
+	if sourcesNeeded(getenv) {
+		v, err := Fetch(ctx, sm, getenv(EnvSourcesSecretARN))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", EnvSourcesSecretARN, err)
+		}
+		resolved["WEBHOOK_SOURCES"] = v
+	}
+	return func(k string) string {
+		if v, ok := resolved[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}, creds, nil
 }
 
-// RDSIAMPassword returns a PasswordFunc that mints an RDS IAM
-// authentication token (valid 15 minutes) for each new connection.
-func RDSIAMPassword(cfg aws.Config) PasswordFunc {
-	return func(ctx context.Context, host string, port uint16, user string) (string, error) {
-		return auth.BuildAuthToken(ctx, fmt.Sprintf("%s:%d", host, port), cfg.Region, user, cfg.Credentials)
-	}
+// DatabaseConfigured reports whether getenv says where the database is
+// (DATABASE_URL, DATABASE_SECRET_ARN or DATABASE_HOST), so that a tool
+// looks for a local one only when it does not.
+func DatabaseConfigured(getenv func(string) string) bool {
+	return getenv(storage.EnvDatabaseURL) != "" || getenv(EnvDatabaseSecretARN) != "" || getenv(EnvDatabaseHost) != ""
 }

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The database's environment variables, read by PoolConfigFromEnv.
 const (
-	// EnvDatabaseURL is the PostgreSQL URL (secrets.Environment fills it in
-	// from DATABASE_SECRET_ARN when that is used instead).
+	// EnvDatabaseURL is the PostgreSQL URL (secrets.Environment fills it in,
+	// without a password, from DATABASE_SECRET_ARN, DATABASE_HOST and the
+	// like when those are used instead).
 	EnvDatabaseURL = "DATABASE_URL"
 	// EnvDatabaseQueryMode is how statements are sent (QueryModes); "exec"
 	// behind RDS Proxy or PgBouncer.
@@ -56,13 +58,37 @@ type PoolConfig struct {
 	// ConnectTimeout bounds each dial, so an unreachable database fails a
 	// request in time for a 503 rather than after the sender gives up.
 	ConnectTimeout time.Duration
-	// Password, when set, supplies the password for each new connection:
-	// RDS IAM authentication tokens last 15 minutes, so they are minted per
-	// connection rather than read once (secrets.Environment returns it).
-	Password func(ctx context.Context, host string, port uint16, user string) (string, error)
+	// Credentials, when set, log each new connection in: its user and
+	// password are asked for every time, so that a rotated password (read
+	// again from its secret when the server refuses the old one) or a
+	// fresh RDS IAM token (they last 15 minutes) is used without a
+	// restart. Connections already open are not touched: PostgreSQL keeps
+	// a session whose password changed. secrets.Environment returns them.
+	Credentials Credentials
 	// RuntimeParams are session settings sent at connect (for example the
 	// processor's statement_timeout and idle_in_transaction_session_timeout).
 	RuntimeParams map[string]string
+}
+
+// Credentials log a pool's new connections in (PoolConfig.Credentials).
+type Credentials interface {
+	// Login returns the user and password of a new connection to
+	// host:port (the endpoint the pool dials: the database's, or its RDS
+	// Proxy's); user is the one the URL names.
+	Login(ctx context.Context, host string, port uint16, user string) (loginUser, password string, err error)
+	// Refused tells that the server refused password, the one Login gave,
+	// so that the next Login looks for a new one (IsAuthFailure).
+	Refused(password string)
+}
+
+// IsAuthFailure reports whether err is the server refusing to log a
+// connection in: SQLSTATE 28P01 (invalid_password: a wrong password, or a
+// role that does not exist) or 28000 (invalid_authorization_specification:
+// no pg_hba.conf entry, or an IAM token refused, which RDS reports as a
+// PAM failure).
+func IsAuthFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000")
 }
 
 // QueryModes maps the names accepted in DATABASE_QUERY_MODE to pgx modes.
@@ -87,7 +113,7 @@ func PoolConfigFromEnv(getenv func(string) string) (PoolConfig, error) {
 		ConnectTimeout:  DefaultConnectTimeout,
 	}
 	if c.URL == "" {
-		errs = append(errs, fmt.Errorf("%s (or DATABASE_SECRET_ARN) is not set", EnvDatabaseURL))
+		errs = append(errs, fmt.Errorf("%s (or DATABASE_SECRET_ARN) is not set, nor DATABASE_IAM_AUTH=true with DATABASE_USER and DATABASE_HOST", EnvDatabaseURL))
 	}
 	if _, ok := QueryModes[c.QueryMode]; c.QueryMode != "" && !ok {
 		errs = append(errs, fmt.Errorf("%s must be one of cache_statement, cache_describe, describe_exec, exec, simple_protocol; got %q", EnvDatabaseQueryMode, c.QueryMode))
@@ -98,8 +124,8 @@ func PoolConfigFromEnv(getenv func(string) string) (PoolConfig, error) {
 // String describes the configuration with the URL's password redacted, so
 // that printing a configuration (a log line, a test failure) leaks nothing.
 func (c PoolConfig) String() string {
-	return fmt.Sprintf("storage.PoolConfig{URL: %s, QueryMode: %q, ApplicationName: %q, MaxConns: %d, ConnectTimeout: %s, Password: %v, RuntimeParams: %v}",
-		RedactURL(c.URL), c.QueryMode, c.ApplicationName, c.MaxConns, c.ConnectTimeout, c.Password != nil, c.RuntimeParams)
+	return fmt.Sprintf("storage.PoolConfig{URL: %s, QueryMode: %q, ApplicationName: %q, MaxConns: %d, ConnectTimeout: %s, Credentials: %v, RuntimeParams: %v}",
+		RedactURL(c.URL), c.QueryMode, c.ApplicationName, c.MaxConns, c.ConnectTimeout, c.Credentials != nil, c.RuntimeParams)
 }
 
 // RedactURL returns a database URL with its password replaced by "xxxxx",
@@ -144,14 +170,17 @@ func (c PoolConfig) Open(ctx context.Context) (*pgxpool.Pool, error) {
 	for k, v := range c.RuntimeParams {
 		cfg.ConnConfig.RuntimeParams[k] = v
 	}
-	if c.Password != nil {
-		password := c.Password
+	if c.Credentials != nil {
+		creds := c.Credentials
 		cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
-			pw, err := password(ctx, cc.Host, cc.Port, cc.User)
+			user, password, err := creds.Login(ctx, cc.Host, cc.Port, cc.User)
 			if err != nil {
-				return fmt.Errorf("database password: %w", err)
+				return fmt.Errorf("database credentials: %w", err)
 			}
-			cc.Password = pw
+			cc.User, cc.Password = user, password
+			// cc is this connection's own copy: its tracer reports to
+			// creds whether the server refused this very password.
+			cc.Tracer = refusals{creds: creds, password: password}
 			return nil
 		}
 	}
@@ -160,4 +189,30 @@ func (c PoolConfig) Open(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("open database pool: %w", err)
 	}
 	return pool, nil
+}
+
+// refusals is a connection's tracer: when the server refuses to log it
+// in, it tells the credentials that gave its password. pgx calls a
+// connect tracer from the connection's own config, which is the one
+// place where the outcome of every dial the pool makes is seen, whichever
+// query wanted the connection. It traces nothing else.
+type refusals struct {
+	creds    Credentials
+	password string
+}
+
+func (refusals) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (refusals) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (refusals) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	return ctx
+}
+
+func (r refusals) TraceConnectEnd(_ context.Context, data pgx.TraceConnectEndData) {
+	if IsAuthFailure(data.Err) {
+		r.creds.Refused(r.password)
+	}
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
@@ -53,7 +52,7 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbURL := pgtest.EmptyURL(t, pgtest.ClusterWith(t, localpg.Options{PasswordAuth: true}))
+	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t, pgtest.Passwords()))
 	s3srv := s3test.Server(t)
 	bucket := s3test.Bucket(t, s3srv)
 	sourcesFile := filepath.Join(root, "dev", "sources.json")

@@ -20,7 +20,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
@@ -153,9 +152,16 @@ func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 
 	// A first deploy: an empty database on a server that checks passwords;
 	// the admin's secret holds a URL, the roles' their generated passwords.
-	cluster := pgtest.ClusterWith(t, localpg.Options{PasswordAuth: true})
+	cluster := pgtest.Cluster(t, pgtest.Passwords())
 	dbURL := pgtest.EmptyURL(t, cluster)
-	secrets.Put(adminARN, dbURL)
+	// The master secret always holds a password, which the local server
+	// (trusting postgres) does not check.
+	admin, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.User = url.UserPassword(admin.User.Username(), "master-password")
+	secrets.Put(adminARN, admin.String())
 	passwords := putRoleSecrets(secrets, "one")
 	em := m.start("deploy", 2*time.Minute, "DATABASE_SECRET_ARN="+adminARN)
 
@@ -230,7 +236,7 @@ func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 	// A start-up that failed (no database configured) still answers.
 	emBroken := m.start("broken", time.Minute)
 	if got, want := invoke(t, emBroken, request(cfn.RequestCreate, "1", nil)),
-		body("FAILED", "Create failed: the migration function did not start: DATABASE_URL (or DATABASE_SECRET_ARN) is not set", "req-create", ""); got != want {
+		body("FAILED", "Create failed: the migration function did not start: DATABASE_URL (or DATABASE_SECRET_ARN) is not set, nor DATABASE_IAM_AUTH=true with DATABASE_USER and DATABASE_HOST", "req-create", ""); got != want {
 		t.Fatalf("a broken start-up answered\n%s\nwant\n%s", got, want)
 	}
 	// A migration that cannot finish before the function's timeout (another

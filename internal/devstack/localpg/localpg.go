@@ -5,8 +5,8 @@
 // (postgres.log) and, when the path is short enough, the Unix socket. Clients
 // connect over TCP on 127.0.0.1 with trust authentication as user postgres,
 // so nothing needs a password and nothing listens beyond the loopback.
-// Options.PasswordAuth makes every other user give its password, as a
-// deployed server would, for tests of the functions' roles.
+// Options.Passwords makes every other role log in with a password, as on a
+// managed database, for tests of credentials and their rotation.
 //
 // The server runs with fsync=off and full_page_writes=off: the data only has
 // to survive the server stopping or crashing (the kernel still holds every
@@ -56,11 +56,12 @@ type Options struct {
 	Dir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
 	Port int
-	// PasswordAuth, for a new cluster, makes every user but postgres
-	// authenticate over TCP with its password (scram-sha-256), so that a
-	// role's password is checked; postgres stays trusted. An existing
-	// cluster keeps the authentication it was created with.
-	PasswordAuth bool
+	// Passwords makes TCP connections of every role but postgres
+	// authenticate with a SCRAM-SHA-256 password, as RDS and Aurora do, so
+	// a wrong or rotated password is refused as it is there. The superuser
+	// postgres stays trusted, so URL (and a test's own set-up) needs none.
+	// Off, every role is trusted: nothing on this machine needs a password.
+	Passwords bool
 }
 
 // Cluster is a PostgreSQL server started by Start. Its methods are safe for
@@ -74,8 +75,7 @@ type Cluster struct {
 	owned   bool   // dir was created by Start, so Close removes it
 	cred    *syscall.Credential
 
-	port         int // fixed once Start returns, so URLs handed out stay valid
-	passwordAuth bool
+	port int // fixed once Start returns, so URLs handed out stay valid
 
 	mu      sync.Mutex // serialises Start, Stop, Kill and Close
 	running bool
@@ -147,7 +147,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, cred: cred, port: opts.Port, passwordAuth: opts.PasswordAuth}
+	c := &Cluster{bin: bin, cred: cred, port: opts.Port}
 
 	if opts.Dir == "" {
 		bases := tempBases()
@@ -194,6 +194,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.removeDir()
 		return nil, err
 	}
+	if opts.Passwords {
+		if err := c.requirePasswords(); err != nil {
+			c.removeDir()
+			return nil, err
+		}
+	}
 	if err := c.startPicking(ctx, opts.Port == 0); err != nil {
 		// A server that missed pg_ctl's deadline may still come up.
 		c.Close()
@@ -223,20 +229,31 @@ func (c *Cluster) create(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("localpg: initdb: %w\n%s", err, out)
 	}
-	if c.passwordAuth {
-		// The first matching line wins: postgres is trusted, every other
-		// user gives its password over TCP.
-		hba := "local all all trust\n" +
-			"host all postgres 127.0.0.1/32 trust\n" +
-			"host all all 127.0.0.1/32 scram-sha-256\n"
-		path := filepath.Join(c.dataDir, "pg_hba.conf")
-		if err := os.WriteFile(path, []byte(hba), 0o600); err != nil {
-			return fmt.Errorf("localpg: %w", err)
-		}
-		if c.cred != nil {
-			if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
-				return fmt.Errorf("localpg: %w", err)
-			}
+	return nil
+}
+
+// passwordHBA is pg_hba.conf for Options.Passwords: the Unix socket and
+// postgres over TCP trusted, everyone else over TCP by password. The server
+// listens on 127.0.0.1 only; the IPv6 line covers a later change of that.
+const passwordHBA = `# Written by localpg (Options.Passwords).
+local all all                  trust
+host  all postgres 127.0.0.1/32 trust
+host  all postgres ::1/128      trust
+host  all all      127.0.0.1/32 scram-sha-256
+host  all all      ::1/128      scram-sha-256
+`
+
+// requirePasswords writes passwordHBA over the data directory's
+// pg_hba.conf, before the server starts and reads it.
+func (c *Cluster) requirePasswords() error {
+	path := filepath.Join(c.dataDir, "pg_hba.conf")
+	if err := os.WriteFile(path, []byte(passwordHBA), 0o600); err != nil {
+		return fmt.Errorf("localpg: write %s: %w", path, err)
+	}
+	if c.cred != nil {
+		// The server runs as its own user, which must read the file.
+		if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return fmt.Errorf("localpg: hand %s to user %s: %w", path, serverUser, err)
 		}
 	}
 	return nil

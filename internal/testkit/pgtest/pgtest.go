@@ -341,20 +341,17 @@ func (s *server) track(name string, live bool) {
 
 // Cluster starts a throwaway cluster for this test alone, even when
 // DATABASE_URL is set: outage tests stop and restart it, which they must
-// not do to a server other tests use. The test's cleanup closes it. Use
-// MigratedURL for a database on it.
-func Cluster(t testing.TB) *localpg.Cluster {
+// not do to a server other tests use; Passwords makes it check passwords.
+// The test's cleanup closes it. Use MigratedURL for a database on it.
+func Cluster(t testing.TB, opts ...ClusterOption) *localpg.Cluster {
 	t.Helper()
-	return ClusterWith(t, localpg.Options{})
-}
-
-// ClusterWith is Cluster with options: localpg.Options{PasswordAuth: true}
-// for a server that checks the roles' passwords.
-func ClusterWith(t testing.TB, opts localpg.Options) *localpg.Cluster {
-	t.Helper()
+	var o localpg.Options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	c, err := localpg.Start(ctx, opts)
+	c, err := localpg.Start(ctx, o)
 	if err != nil {
 		t.Fatalf("pgtest: start a cluster: %v", err)
 	}
@@ -364,6 +361,82 @@ func ClusterWith(t testing.TB, opts localpg.Options) *localpg.Cluster {
 		}
 	})
 	return c
+}
+
+// ClusterOption shapes the cluster Cluster starts.
+type ClusterOption func(*localpg.Options)
+
+// Passwords makes the cluster check passwords over TCP for every role but
+// postgres (localpg.Options.Passwords), as a managed database does: what
+// tests of credentials and of their rotation need. LoginRole makes a role
+// that logs in with one.
+func Passwords() ClusterOption {
+	return func(o *localpg.Options) { o.Passwords = true }
+}
+
+// LoginRole creates, on the server of dbURL (a database of Cluster's, as
+// MigratedURL returns), a role of its own that logs in with password and
+// may read and write every table and sequence of that database, as a
+// function's role may, and returns its name. Roles belong to the server,
+// not the database, so a cluster of the test's own is the place for one.
+func LoginRole(t testing.TB, dbURL, password string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: connect to %s: %v", redact(dbURL), err)
+	}
+	defer conn.Close(ctx)
+	role := "wi_role_" + randomHex()
+	// The password is a literal: utility statements take no parameters.
+	for _, sql := range []string{
+		"CREATE ROLE " + ident(role) + " LOGIN PASSWORD " + literal(password),
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + ident(role),
+		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + ident(role),
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("pgtest: create role %s: %v", role, err)
+		}
+	}
+	return role
+}
+
+// SetPassword changes role's password on the server of dbURL, as a
+// rotation does (ALTER ROLE ... PASSWORD): sessions already logged in
+// stay, new ones need the new password.
+func SetPassword(t testing.TB, dbURL, role, password string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: connect to %s: %v", redact(dbURL), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ALTER ROLE "+ident(role)+" PASSWORD "+literal(password)); err != nil {
+		t.Fatalf("pgtest: set the password of %s: %v", role, err)
+	}
+}
+
+// EndSessions ends every session of role on the server of dbURL
+// (pg_terminate_backend), as a failover, a proxy or an idle timeout ends
+// them: the role's pools must log in again. It returns how many it ended.
+func EndSessions(t testing.TB, dbURL, role string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: connect to %s: %v", redact(dbURL), err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = $1", role).Scan(&n)
+	if err != nil {
+		t.Fatalf("pgtest: end the sessions of %s: %v", role, err)
+	}
+	return n
 }
 
 // MigratedURL creates a database on c, applies the deployed schema to it
@@ -410,6 +483,10 @@ func randomHex() string {
 }
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// literal quotes s as an SQL string literal (standard_conforming_strings
+// is on, so only quotes need doubling).
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // withDatabase returns connString, a URL or a keyword/value string, with
 // its database replaced by db.

@@ -13,6 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 )
@@ -146,5 +147,59 @@ func BenchmarkPool(b *testing.B) {
 	pgtest.Pool(b) // the first call pays for the server and the template
 	for b.Loop() {
 		pgtest.URL(b)
+	}
+}
+
+// refused reports whether err is the server refusing a password.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "28P01"
+}
+
+// TestPasswordCluster: on a Passwords cluster a LoginRole logs in with its
+// password only and may write the tables; SetPassword changes it for new
+// sessions while the open one goes on, until EndSessions ends it.
+func TestPasswordCluster(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := pgtest.Cluster(t, pgtest.Passwords())
+	admin := pgtest.MigratedURL(t, c)
+	role := pgtest.LoginRole(t, admin, "it's-one")
+	as := func(password string) (*pgx.Conn, error) {
+		cfg, err := pgx.ParseConfig(admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.User, cfg.Password = role, password
+		return pgx.ConnectConfig(ctx, cfg)
+	}
+	conn, err := as("it's-one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	factory.Event(ctx, t, storage.On(conn), &factory.EventOpts{Source: "p", EventID: "by-role"})
+	if _, err := as("wrong"); !refused(err) {
+		t.Fatalf("a wrong password: %v", err)
+	}
+
+	pgtest.SetPassword(t, admin, role, "two")
+	if err := conn.Ping(ctx); err != nil {
+		t.Fatalf("the open session after the change: %v", err)
+	}
+	if _, err := as("it's-one"); !refused(err) {
+		t.Fatalf("the old password after the change: %v", err)
+	}
+	other, err := as("two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close(ctx)
+	// The closed one may still be on its way out, hence at least one.
+	if n := pgtest.EndSessions(t, admin, role); n < 1 {
+		t.Fatalf("ended %d sessions, want the open one", n)
+	}
+	if err := conn.Ping(ctx); err == nil {
+		t.Fatal("the session goes on after EndSessions")
 	}
 }
