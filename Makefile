@@ -83,6 +83,10 @@ build-ProcessorFunction: ## SAM: build the processor's bootstrap into $(ARTIFACT
 build-ArchiverFunction: ## SAM: build the archiver's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/archiver
 
+.PHONY: build-MigrationFunction
+build-MigrationFunction: ## SAM: build the migration function's bootstrap into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/migrator
+
 .PHONY: local
 local: setup ## run the real Lambda binaries under the Runtime Interface Emulator (sam local without Docker)
 	$(GO) run ./cmd/webhookdev local
