@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
@@ -102,7 +104,7 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
 		Template: tpl, RepoRoot: root, Dir: dir,
 		Env: map[string][]string{
-			"*":                {"DATABASE_URL=" + url, "LOG_LEVEL=info"},
+			"*":                append(databaseEnv(url), "LOG_LEVEL=info"),
 			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
 			"ArchiverFunction": {
 				"ARCHIVE_BUCKET=" + Bucket, "ARCHIVE_MIN_AGE=" + o.ArchiveAge.String(),
@@ -141,4 +143,21 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 		fmt.Fprintf(out, "lambda: %s init duration %v\n", id, d)
 	}
 	return err
+}
+
+// databaseEnv is the database's variables for a local run: the URL, and
+// the template's DATABASE_HOST/PORT/NAME (set for AWS) made to name the
+// same database, with the AWS-only authentication turned off, whatever the
+// functions read first.
+func databaseEnv(raw string) []string {
+	env := []string{"DATABASE_URL=" + raw, "DATABASE_IAM_AUTH=false", "DATABASE_USER="}
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return env
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	return append(env, "DATABASE_HOST="+u.Hostname(), "DATABASE_PORT="+port, "DATABASE_NAME="+strings.TrimPrefix(u.Path, "/"))
 }
