@@ -392,6 +392,14 @@ func (d deployed) checkSchemaFirst(t *testing.T) {
 	if d.create && !d.dependsOn("DatabaseSchema", "DatabaseInstance") {
 		t.Error("DatabaseSchema does not wait for the database instance")
 	}
+	// The migration function answers CloudFormation through S3 (and reads
+	// its secrets through Secrets Manager): the endpoints must exist
+	// before it runs and outlive its last answer when the stack goes.
+	for id, r := range d.res {
+		if r.Type == "AWS::EC2::VPCEndpoint" && !d.dependsOn("DatabaseSchema", id) {
+			t.Errorf("DatabaseSchema does not wait for %s", id)
+		}
+	}
 	// CloudFormation invokes the unqualified function; a failed run is
 	// reported, not retried behind CloudFormation's back.
 	retries := false
