@@ -207,7 +207,7 @@ func (d deployed) checkRoles(t *testing.T) {
 			t.Errorf("%s outside any VPC: managed policies %v, want none", id, managed)
 		}
 		logGroup := target(fn.Properties["LoggingConfig"].(map[string]any)["LogGroup"])
-		logsOwn := false
+		logsOwn, writesObjects := false, false
 		for _, st := range statements(role) {
 			if st["Effect"] != "Allow" {
 				continue
@@ -216,6 +216,11 @@ func (d deployed) checkRoles(t *testing.T) {
 				if strings.Contains(a, "*") {
 					t.Errorf("%s: wildcard action %q", id, a)
 				}
+				// Only the archiver touches the bucket.
+				if strings.HasPrefix(a, "s3:") && id != "ArchiverFunction" {
+					t.Errorf("%s may %s", id, a)
+				}
+				writesObjects = writesObjects || a == "s3:PutObject"
 			}
 			for _, r := range resources(st) {
 				if s, ok := r.(string); ok && strings.HasSuffix(s, "*") && !strings.HasSuffix(s, "/*") {
@@ -233,6 +238,9 @@ func (d deployed) checkRoles(t *testing.T) {
 		}
 		if !logsOwn {
 			t.Errorf("%s cannot write its own logs", id)
+		}
+		if id == "ArchiverFunction" && !writesObjects {
+			t.Error("the archiver cannot write archive objects")
 		}
 	}
 }
