@@ -23,8 +23,11 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-24s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: ## install what the tests and the dev stack need (PostgreSQL server, pinned Go tools)
+setup: ## install what the tests and the dev stack need (PostgreSQL server, pinned Go tools, cfn-lint)
 	@./scripts/setup-postgres.sh
+	@# cfn-lint and the SAM translator: make lint and the template checks need
+	@# them, make dev does not, so a failure here only warns (lint fails).
+	@./scripts/setup-cfn-lint.sh >/dev/null || echo "setup: without cfn-lint, make lint and make test fail (make dev does not need it)" >&2
 	@$(GO) mod download
 	@cd tools && $(GO) mod download
 	@# Build the pinned tools once into Go's cache (later runs are cache hits).
@@ -55,10 +58,11 @@ build: ## compile every package and command
 	$(GO) build $(PKGS)
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and cfn-lint over template.yaml (no errors, no warnings)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@cfnlint=$$(./scripts/setup-cfn-lint.sh | tail -n1) && echo "$$cfnlint template.yaml" && "$$cfnlint" template.yaml
 
 .PHONY: test
 test: setup build lint generate-check ## everything: install, build, vet, generated code fresh, fuzz smoke, all tests against a real Postgres

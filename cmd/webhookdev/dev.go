@@ -33,6 +33,11 @@ them is honoured):
     (else ARCHIVE_MIN_AGE, else 1m: short, to see it happen) ago into
     ARCHIVE_BUCKET (default webhook-inbox-dev).
 
+For sam local (Docker), it writes .local/env.json, which points the
+functions' containers at this stack's database and S3, relays their
+loopback-only ports to Docker's bridge on Linux, and prints the
+sam local command to run.
+
 The log is written for a person (time, level, message, key=value) without
 EMF records; --emf (or WEBHOOKDEV_EMF=true) logs as the Lambdas do. While
 it runs, .local/devstack.json tells webhookctl where the stack is, so
@@ -43,7 +48,7 @@ Ctrl-C stops everything.`,
 			return devstack.Run(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Addr, "addr", "127.0.0.1:3000", "listen address (sam local start-api uses port 3000 too)")
+	cmd.Flags().StringVar(&o.Addr, "addr", "127.0.0.1:3000", "listen address (the README's sam local start-api uses port 3001)")
 	cmd.Flags().StringVar(&o.DataDir, "data", filepath.Join(".local", "postgres"), "folder of the local PostgreSQL cluster when DATABASE_URL is not set")
 	cmd.Flags().StringVar(&o.S3Dir, "s3-data", filepath.Join(".local", "s3"), "folder of the local S3 server's buckets when S3_ENDPOINT is not set")
 	cmd.Flags().DurationVar(&o.ArchiveAge, "archive-age", 0, "archive events processed longer ago than this (default ARCHIVE_MIN_AGE, else 1m)")

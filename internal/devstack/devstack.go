@@ -8,7 +8,8 @@
 // Lambdas read; it only fills in what makes sense locally and writes its
 // log for a person. The packages below it are its parts: localpg and
 // locals3 start the servers, lambdalocal and samtemplate run the Lambda
-// binaries, devtools finds the pinned tools.
+// binaries, samlocal points `sam local` at the running stack, devtools
+// finds the pinned tools.
 package devstack
 
 import (
@@ -31,6 +32,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
@@ -69,6 +71,10 @@ type Options struct {
 	// operator's commands; "" means devenv.StackFile under the repository
 	// root. It is removed when the stack stops.
 	StackFile string
+	// SamEnvFile is where the stack writes env.json for `sam local`
+	// (samlocal.Env); "" means samlocal.EnvFile under the repository root.
+	// It is removed when the stack stops.
+	SamEnvFile string
 	// Getenv is the environment; nil means os.Getenv.
 	Getenv func(string) string
 	// OnArchiveRun, when set, is called after each archiver pass with its
@@ -92,6 +98,9 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	}
 	if o.StackFile == "" {
 		o.StackFile = filepath.Join(root, devenv.StackFile)
+	}
+	if o.SamEnvFile == "" {
+		o.SamEnvFile = filepath.Join(root, samlocal.EnvFile)
 	}
 	// Secrets named in the environment are resolved as a Lambda resolves
 	// them; the stack file keeps the unresolved names (StackEnv).
@@ -141,11 +150,11 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if cfgs, err = ConfigsFromEnv(resolved, local); err != nil {
 		return err
 	}
-	return run(ctx, out, log, o, cfgs, creds, getenv)
+	return run(ctx, out, log, o, cfgs, creds, getenv, resolved, root)
 }
 
 // run opens the pools, migrates, builds the components and serves.
-func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs Configs, creds storage.Credentials, getenv func(string) string) error {
+func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs Configs, creds storage.Credentials, getenv, resolved func(string) string, root string) error {
 	// Each component gets the pool its Lambda opens.
 	var pools []*pgxpool.Pool
 	defer func() {
@@ -244,6 +253,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
 	PrintSamples(out, rc.Sources, base)
+	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved)()
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 
 	runCtx, stopRun := context.WithCancel(ctx)

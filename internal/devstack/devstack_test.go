@@ -58,6 +58,7 @@ func TestDevStack(t *testing.T) {
 	url := pgtest.URL(t)
 	env := map[string]string{"DATABASE_URL": url, "LOG_LEVEL": "info"}
 	stackFile := filepath.Join(t.TempDir(), "devstack.json")
+	samEnvFile := filepath.Join(t.TempDir(), "env.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out lockedBuffer
@@ -71,7 +72,7 @@ func TestDevStack(t *testing.T) {
 				}
 			},
 			Addr: "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
-			StackFile: stackFile, Getenv: func(k string) string { return env[k] },
+			StackFile: stackFile, SamEnvFile: samEnvFile, Getenv: func(k string) string { return env[k] },
 		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)
@@ -94,6 +95,21 @@ func TestDevStack(t *testing.T) {
 	if !bytes.Contains(b, []byte(url)) || !bytes.Contains(b, []byte(`"S3_ENDPOINT": "http://127.0.0.1:`)) ||
 		!bytes.Contains(b, []byte(`"ARCHIVE_BUCKET": "webhook-inbox-dev"`)) {
 		t.Fatalf("stack file:\n%s", b)
+	}
+
+	// sam local's env.json: this database and S3, as a container reaches
+	// them, and the command that uses it on a port of its own.
+	samEnv, err := os.ReadFile(samEnvFile)
+	if err != nil {
+		t.Fatalf("no env.json while running: %v", err)
+	}
+	dbPort := regexp.MustCompile(`:(\d+)/`).FindStringSubmatch(url)
+	if dbPort == nil || !bytes.Contains(samEnv, []byte(`"DATABASE_URL": "postgres://`)) ||
+		!bytes.Contains(samEnv, []byte("host.docker.internal:"+dbPort[1]+"/")) || !bytes.Contains(samEnv, []byte(`"S3_ENDPOINT": "http://host.docker.internal:`)) {
+		t.Fatalf("env.json:\n%s", samEnv)
+	}
+	if !strings.Contains(out.String(), "sam local start-api --port 3001 --env-vars "+samEnvFile) {
+		t.Errorf("no sam local command in the start-up lines:\n%s", out.String())
 	}
 
 	sources, _, _ := devenv.Sources(func(k string) string {
@@ -138,6 +154,9 @@ func TestDevStack(t *testing.T) {
 	}
 	if _, err := os.Stat(stackFile); !os.IsNotExist(err) {
 		t.Errorf("the stack file outlived the stack: %v", err)
+	}
+	if _, err := os.Stat(samEnvFile); !os.IsNotExist(err) {
+		t.Errorf("env.json outlived the stack: %v", err)
 	}
 
 	log := out.String()

@@ -44,9 +44,8 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 		return err
 	}
 	tpl, err := samtemplate.Open(filepath.Join(root, "template.yaml"), map[string]any{
-		// Required parameters; locally the functions get URLs and files instead.
-		"DatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:000000000000:secret:local",
-		"SourcesSecretArn":  "arn:aws:secretsmanager:us-east-1:000000000000:secret:local",
+		// The required parameter; locally the functions get a file instead.
+		"SourcesSecretArn": "arn:aws:secretsmanager:us-east-1:000000000000:secret:local",
 	})
 	if err != nil {
 		return err

@@ -1,8 +1,12 @@
-// Package samtemplate reads the project's AWS SAM template, with
-// awslabs/goformation, into what the local Lambda runner and the template
-// checks need: each function's build, runtime and environment, its HTTP API
-// routes and its schedules, with SAM's Globals applied. Reading the template
-// itself keeps the local run from drifting into a second copy of it.
+// Package samtemplate reads the project's AWS SAM template into what the
+// local Lambda runner and the template checks need: each function's build,
+// runtime and environment, its HTTP API routes and its schedules, with SAM's
+// Globals applied, for one set of parameter values (Open). It also
+// evaluates any CloudFormation template for given parameter values
+// (NewStack: conditions, Fn::If, parameters, rules) and produces the
+// template SAM hands CloudFormation (Translate), so the checks read what is
+// really deployed. Reading the template itself keeps the local run from
+// drifting into a second copy of it.
 package samtemplate
 
 import (
@@ -12,21 +16,16 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
-
-	"github.com/awslabs/goformation/v7"
-	"github.com/awslabs/goformation/v7/cloudformation"
-	"github.com/awslabs/goformation/v7/cloudformation/global"
-	"github.com/awslabs/goformation/v7/cloudformation/serverless"
-	"github.com/awslabs/goformation/v7/intrinsics"
 )
 
-// Template is a parsed SAM template.
+// Template is a parsed SAM template, evaluated for one set of parameter
+// values.
 type Template struct {
-	// Raw is goformation's model, with intrinsics resolved against the
-	// parameters' defaults and the overrides given to Open.
-	Raw       *cloudformation.Template
+	// Stack is the template (SAM resources as written, Globals applied to
+	// the functions) evaluated for the parameters given to Open.
+	Stack     *Stack
 	Functions map[string]*Function
 }
 
@@ -40,9 +39,12 @@ type Function struct {
 	CodeURI       string
 	Timeout       time.Duration
 	MemorySize    int
-	Environment   map[string]string
-	Routes        []Route
-	Schedules     []Schedule
+	// Environment holds the variables the template declares; a value known
+	// only once deployed (a resource's Ref or attribute) is empty here, and
+	// a local run sets its own.
+	Environment map[string]string
+	Routes      []Route
+	Schedules   []Schedule
 }
 
 // Route is an HttpApi event: METHOD PATH (a path may hold {params}).
@@ -60,52 +62,165 @@ type Schedule struct {
 	Enabled    bool
 }
 
-var parseMu sync.Mutex
-
-// Open parses the template at path. overrides give parameter values (for
-// parameters without a default, or to replace one).
-func Open(path string, overrides map[string]any) (*Template, error) {
-	// goformation registers its YAML tag resolvers in a package-level map
-	// on every parse, which races when two goroutines parse at once.
-	parseMu.Lock()
-	raw, err := goformation.OpenWithOptions(path, &intrinsics.ProcessorOptions{ParameterOverrides: overrides})
-	parseMu.Unlock()
+// Open parses the template at path and evaluates it for params (parameter
+// values, as CloudFormation takes them; the others take their defaults).
+// A name the template does not declare is ignored, so that a caller written
+// for another revision of the template still opens it; a value the
+// parameter does not allow is an error.
+func Open(path string, params map[string]any) (*Template, error) {
+	doc, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
+		return nil, err
 	}
-	t := &Template{Raw: raw, Functions: map[string]*Function{}}
-	globals, _ := raw.GetServerlessGlobalFunction() // none is fine
-	params := map[string]string{}
-	for name, p := range raw.Parameters {
-		if p.Default != nil {
-			params[name] = paramString(p.Default)
+	declared, _ := doc["Parameters"].(map[string]any)
+	values := map[string]string{}
+	for k, v := range params {
+		if _, ok := declared[k]; ok {
+			values[k] = scalarString(v)
 		}
 	}
-	for name, v := range overrides {
-		params[name] = paramString(v)
+	applyGlobals(doc)
+	st, err := NewStack(doc, values)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for id, fn := range raw.GetAllServerlessFunctionResources() {
-		f, err := newFunction(id, fn, globals)
+	res, err := st.Resources()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t := &Template{Stack: st, Functions: map[string]*Function{}}
+	for id, r := range res {
+		if r.Type != "AWS::Serverless::Function" {
+			continue
+		}
+		f, err := newFunction(id, r)
 		if err != nil {
 			return nil, fmt.Errorf("%s: function %s: %w", path, id, err)
-		}
-		// goformation leaves !Sub "${Param}" as written; environment
-		// values are strings, so numeric parameters are passed that way.
-		for k, v := range f.Environment {
-			f.Environment[k] = subParam.ReplaceAllStringFunc(v, func(m string) string {
-				if val, ok := params[m[2:len(m)-1]]; ok {
-					return val
-				}
-				return m
-			})
 		}
 		t.Functions[id] = f
 	}
 	return t, nil
 }
 
-// subParam matches ${Name} references (not ${AWS::...} pseudo parameters).
-var subParam = regexp.MustCompile(`\$\{[A-Za-z0-9]+\}`)
+// applyGlobals merges Globals.Function into every AWS::Serverless::Function
+// as SAM does: a map merges (the function's keys winning), a list is the
+// Globals' items then the function's, anything else (an intrinsic function
+// included) is the function's when it sets one.
+func applyGlobals(doc map[string]any) {
+	globals, _ := doc["Globals"].(map[string]any)
+	g, _ := globals["Function"].(map[string]any)
+	resources, _ := doc["Resources"].(map[string]any)
+	if g == nil {
+		return
+	}
+	for _, r := range resources {
+		rm, _ := r.(map[string]any)
+		if rm["Type"] != "AWS::Serverless::Function" {
+			continue
+		}
+		props, _ := rm["Properties"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+		}
+		rm["Properties"] = mergeGlobal(g, props)
+	}
+}
+
+func mergeGlobal(global, local any) any {
+	gm, gIsMap := global.(map[string]any)
+	lm, lIsMap := local.(map[string]any)
+	if gIsMap && lIsMap && !isIntrinsic(gm) && !isIntrinsic(lm) {
+		out := map[string]any{}
+		for k, v := range gm {
+			out[k] = v
+		}
+		for k, v := range lm {
+			if gv, ok := gm[k]; ok {
+				out[k] = mergeGlobal(gv, v)
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	gl, gIsList := global.([]any)
+	ll, lIsList := local.([]any)
+	if gIsList && lIsList {
+		return append(append([]any{}, gl...), ll...)
+	}
+	return local
+}
+
+func isIntrinsic(m map[string]any) bool {
+	if len(m) != 1 {
+		return false
+	}
+	for k := range m {
+		return k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::")
+	}
+	return false
+}
+
+func newFunction(id string, r Resource) (*Function, error) {
+	p := r.Properties
+	f := &Function{LogicalID: id, Environment: map[string]string{}}
+	f.Handler, _ = p["Handler"].(string)
+	f.Runtime, _ = p["Runtime"].(string)
+	f.Architectures = Strings(p["Architectures"])
+	f.CodeURI, _ = p["CodeUri"].(string)
+	if v, ok := p["Timeout"]; ok {
+		n, err := strconv.Atoi(scalarString(v))
+		if err != nil {
+			return nil, fmt.Errorf("timeout %v: %w", v, err)
+		}
+		f.Timeout = time.Duration(n) * time.Second
+	}
+	if v, ok := p["MemorySize"]; ok {
+		n, err := strconv.Atoi(scalarString(v))
+		if err != nil {
+			return nil, fmt.Errorf("memory size %v: %w", v, err)
+		}
+		f.MemorySize = n
+	}
+	env, _ := p["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	for k, v := range vars {
+		f.Environment[k], _ = scalar(v) // known once deployed: empty here
+	}
+	f.BuildMethod, _ = r.Metadata["BuildMethod"].(string)
+	events, _ := p["Events"].(map[string]any)
+	names := make([]string, 0, len(events))
+	for name := range events {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ev, _ := events[name].(map[string]any)
+		props, _ := ev["Properties"].(map[string]any)
+		switch ev["Type"] {
+		case "HttpApi":
+			if props == nil {
+				return nil, fmt.Errorf("event %s: HttpApi without properties", name)
+			}
+			rt := Route{Event: name}
+			rt.Method, _ = props["Method"].(string)
+			rt.Path, _ = props["Path"].(string)
+			rt.Payload, _ = props["PayloadFormatVersion"].(string)
+			f.Routes = append(f.Routes, rt)
+		case "Schedule":
+			if props == nil {
+				return nil, fmt.Errorf("event %s: Schedule without properties", name)
+			}
+			sc := Schedule{Event: name, Enabled: true}
+			sc.Expression, _ = props["Schedule"].(string)
+			if e, ok := props["Enabled"].(bool); ok {
+				sc.Enabled = e
+			}
+			f.Schedules = append(f.Schedules, sc)
+		}
+	}
+	return f, nil
+}
 
 // FunctionIDs returns the functions' logical ids, sorted.
 func (t *Template) FunctionIDs() []string {
@@ -117,101 +232,36 @@ func (t *Template) FunctionIDs() []string {
 	return ids
 }
 
-// newFunction reads fn, taking from Globals.Function what fn leaves unset,
-// as SAM does (environment variables merge, the function's winning).
-func newFunction(id string, fn *serverless.Function, g *global.Function) (*Function, error) {
-	f := &Function{LogicalID: id, Environment: map[string]string{}}
-	if g != nil {
-		f.Handler = deref(g.Handler)
-		f.Runtime = deref(g.Runtime)
-		if g.Architectures != nil {
-			f.Architectures = *g.Architectures
-		}
-		if g.Timeout != nil {
-			f.Timeout = time.Duration(*g.Timeout) * time.Second
-		}
-		if g.MemorySize != nil {
-			f.MemorySize = *g.MemorySize
-		}
-		if g.CodeUri != nil && g.CodeUri.String != nil {
-			f.CodeURI = *g.CodeUri.String
-		}
-		if g.Environment != nil {
-			for k, v := range g.Environment.Variables {
-				f.Environment[k] = v
-			}
-		}
-	}
-	if fn.Handler != nil {
-		f.Handler = *fn.Handler
-	}
-	if fn.Runtime != nil {
-		f.Runtime = *fn.Runtime
-	}
-	if len(fn.Architectures) > 0 {
-		f.Architectures = fn.Architectures
-	}
-	if fn.Timeout != nil {
-		f.Timeout = time.Duration(*fn.Timeout) * time.Second
-	}
-	if fn.MemorySize != nil {
-		f.MemorySize = *fn.MemorySize
-	}
-	if fn.CodeUri != nil && fn.CodeUri.String != nil {
-		f.CodeURI = *fn.CodeUri.String
-	}
-	if fn.Environment != nil {
-		for k, v := range fn.Environment.Variables {
-			f.Environment[k] = v
-		}
-	}
-	if bm, ok := fn.AWSCloudFormationMetadata["BuildMethod"].(string); ok {
-		f.BuildMethod = bm
-	}
-	names := make([]string, 0, len(fn.Events))
-	for name := range fn.Events {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		ev := fn.Events[name]
-		switch ev.Type {
-		case "HttpApi":
-			api := ev.Properties.HttpApiEvent
-			if api == nil {
-				return nil, fmt.Errorf("event %s: HttpApi without properties", name)
-			}
-			f.Routes = append(f.Routes, Route{Event: name, Method: deref(api.Method), Path: deref(api.Path), Payload: deref(api.PayloadFormatVersion)})
-		case "Schedule":
-			sch := ev.Properties.ScheduleEvent
-			if sch == nil {
-				return nil, fmt.Errorf("event %s: Schedule without properties", name)
-			}
-			f.Schedules = append(f.Schedules, Schedule{Event: name, Expression: sch.Schedule, Enabled: sch.Enabled == nil || *sch.Enabled})
-		}
-	}
-	return f, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// JSON returns the template, intrinsics resolved, as a generic JSON value,
-// for checks that walk every resource (IAM statements, bucket settings).
+// JSON returns the evaluated template as a generic JSON value
+// ({"Resources": {id: {"Type", "Properties", ...}}, "Outputs": {id:
+// {"Value"}}}), for checks that walk every resource.
 func (t *Template) JSON() (map[string]any, error) {
-	b, err := t.Raw.JSON()
+	res, err := t.Stack.Resources()
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	outs, err := t.Stack.Outputs()
+	if err != nil {
 		return nil, err
 	}
-	return m, nil
+	m := map[string]any{"Resources": map[string]any{}, "Outputs": map[string]any{}}
+	for id, r := range res {
+		entry := map[string]any{"Type": r.Type, "Properties": r.Properties}
+		if len(r.DependsOn) > 0 {
+			entry["DependsOn"] = r.DependsOn
+		}
+		m["Resources"].(map[string]any)[id] = entry
+	}
+	for id, v := range outs {
+		m["Outputs"].(map[string]any)[id] = map[string]any{"Value": v}
+	}
+	// A round trip through JSON gives callers plain JSON types only.
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, json.Unmarshal(b, &out)
 }
 
 var rateExpr = regexp.MustCompile(`^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$`)
@@ -233,14 +283,4 @@ func ParseRate(expr string) (time.Duration, error) {
 	}
 	unit := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[m[2]]
 	return time.Duration(n) * unit, nil
-}
-
-// paramString renders a parameter value as CloudFormation does: numbers
-// parsed from the template are float64, and 1048576 must not become
-// 1.048576e+06.
-func paramString(v any) string {
-	if f, ok := v.(float64); ok && f == float64(int64(f)) {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return fmt.Sprint(v)
 }

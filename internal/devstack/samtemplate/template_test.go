@@ -12,17 +12,19 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 )
 
-const (
-	dbSecret      = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-db-AbCdEf"
-	sourcesSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-sources-GhIjKl"
-)
+const sourcesSecret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:inbox-sources-GhIjKl"
 
-// load parses the repository's template with the required parameters.
-func load(t *testing.T) (*samtemplate.Template, map[string]any) {
+var repoRoot = filepath.Join("..", "..", "..")
+
+// load parses the repository's template with the required parameter and
+// the others given, as the SAM template (before SAM's translation).
+func load(t *testing.T, params map[string]any) (*samtemplate.Template, map[string]any) {
 	t.Helper()
-	tpl, err := samtemplate.Open(filepath.Join("..", "..", "..", "template.yaml"), map[string]any{
-		"DatabaseSecretArn": dbSecret, "SourcesSecretArn": sourcesSecret,
-	})
+	all := map[string]any{"SourcesSecretArn": sourcesSecret}
+	for k, v := range params {
+		all[k] = v
+	}
+	tpl, err := samtemplate.Open(filepath.Join(repoRoot, "template.yaml"), all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,21 +45,22 @@ func props(t *testing.T, resources map[string]any, id string) map[string]any {
 	return p
 }
 
+var functionIDs = []string{"ArchiverFunction", "MigrationFunction", "ProcessorFunction", "ReceiverFunction"}
+
 // TestFunctionsBuildAndRun checks what `sam build` and the runtime need:
 // the Makefile target SAM's makefile build method calls, the bootstrap
 // handler, arm64 and provided.al2023, the route and the schedules.
 func TestFunctionsBuildAndRun(t *testing.T) {
 	t.Parallel()
-	tpl, _ := load(t)
-	makefile, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
+	tpl, _ := load(t, nil)
+	makefile, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ArchiverFunction", "ProcessorFunction", "ReceiverFunction"}
-	if got := tpl.FunctionIDs(); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("functions = %v, want %v", got, want)
+	if got := tpl.FunctionIDs(); strings.Join(got, ",") != strings.Join(functionIDs, ",") {
+		t.Fatalf("functions = %v, want %v", got, functionIDs)
 	}
-	for _, id := range want {
+	for _, id := range functionIDs {
 		f := tpl.Functions[id]
 		if f.BuildMethod != "makefile" || f.Handler != "bootstrap" || f.Runtime != "provided.al2023" ||
 			len(f.Architectures) != 1 || f.Architectures[0] != "arm64" || f.CodeURI != "." {
@@ -66,8 +69,15 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^build-` + id + `:`).Match(makefile) {
 			t.Errorf("the Makefile has no build-%s target", id)
 		}
-		if f.Timeout <= 0 || f.Environment["DATABASE_SECRET_ARN"] != dbSecret {
-			t.Errorf("%s: timeout %v, database secret %q", id, f.Timeout, f.Environment["DATABASE_SECRET_ARN"])
+		if f.Timeout <= 0 {
+			t.Errorf("%s: timeout %v", id, f.Timeout)
+		}
+		// sam local overrides only declared variables: the database's
+		// are declared for every function.
+		for _, k := range []string{"DATABASE_URL", "DATABASE_SECRET_ARN", "DATABASE_HOST", "DATABASE_PORT", "DATABASE_NAME", "DATABASE_IAM_AUTH", "DATABASE_SSLMODE"} {
+			if _, ok := f.Environment[k]; !ok {
+				t.Errorf("%s does not declare %s", id, k)
+			}
 		}
 		for k, v := range f.Environment {
 			if strings.Contains(v, "${") {
@@ -94,102 +104,51 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 			t.Errorf("%s must not be reachable over HTTP", id)
 		}
 	}
+	mig := tpl.Functions["MigrationFunction"]
+	if len(mig.Routes)+len(mig.Schedules) != 0 {
+		t.Errorf("the migration function runs for CloudFormation only: %+v %+v", mig.Routes, mig.Schedules)
+	}
+	// Migrations may rewrite a large table; Lambda stops at 15 minutes.
+	if mig.Timeout < 10*time.Minute || mig.Timeout > 15*time.Minute {
+		t.Errorf("migration timeout %v", mig.Timeout)
+	}
 	// The processor's drain needs its safety margin (40 s) within the timeout.
 	if tpl.Functions["ProcessorFunction"].Timeout < 2*time.Minute {
 		t.Errorf("processor timeout %v leaves little time after the safety margin", tpl.Functions["ProcessorFunction"].Timeout)
 	}
 }
 
-// statements returns a function's inline IAM policy statements.
-func statements(t *testing.T, fn map[string]any) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	pols, _ := fn["Policies"].([]any)
-	for _, p := range pols {
-		doc, ok := p.(map[string]any)
-		if !ok {
-			t.Fatalf("policy %v is not an inline document (no managed policies or SAM templates: they grant wildcards)", p)
-		}
-		sts, _ := doc["Statement"].([]any)
-		for _, s := range sts {
-			if s == nil { // a statement under a false condition (IAM auth off)
-				continue
-			}
-			out = append(out, s.(map[string]any))
-		}
-	}
-	return out
-}
-
-func strs(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// TestLeastPrivilege: no wildcard actions or resources, the receiver
-// cannot touch S3, only the receiver can read the sources secret, only the
-// archiver reaches the bucket.
-func TestLeastPrivilege(t *testing.T) {
+// TestOpenParameters: values are checked as CloudFormation checks them,
+// and change what the functions get.
+func TestOpenParameters(t *testing.T) {
 	t.Parallel()
-	_, res := load(t)
-	for _, id := range []string{"ReceiverFunction", "ProcessorFunction", "ArchiverFunction"} {
-		var actions, resources []string
-		for _, st := range statements(t, props(t, res, id)) {
-			if st["Effect"] != "Allow" {
-				continue
-			}
-			for _, a := range strs(st["Action"]) {
-				if a == "*" || strings.HasSuffix(a, ":*") || strings.Contains(a, "*") {
-					t.Errorf("%s: wildcard action %q", id, a)
-				}
-				actions = append(actions, a)
-			}
-			for _, r := range strs(st["Resource"]) {
-				if r == "*" {
-					t.Errorf("%s: wildcard resource in %v", id, st)
-				}
-				resources = append(resources, r)
-			}
+	tpl, _ := load(t, map[string]any{"DatabaseMode": "existing", "DatabaseHost": "db.internal", "DatabasePort": 6432, "DatabaseAuth": "iam"})
+	env := tpl.Functions["ProcessorFunction"].Environment
+	if env["DATABASE_HOST"] != "db.internal" || env["DATABASE_PORT"] != "6432" || env["DATABASE_IAM_AUTH"] != "true" || env["DATABASE_USER"] != "webhook_processor" {
+		t.Errorf("processor environment = %v", env)
+	}
+	for name, params := range map[string]map[string]any{
+		"not allowed":      {"DatabaseMode": "maybe"},
+		"bad pattern":      {"SubnetIds": "subnet-0a,net-1"},
+		"below min":        {"ReceiverReservedConcurrency": -1},
+		"not a number":     {"DatabasePort": "fivefour"},
+		"bad secret arn":   {"DatabaseAdminSecretArn": "my-secret"},
+		"bad resource id":  {"DatabaseResourceId": "db/abc"},
+		"bad engine major": {"DatabaseEngineVersion": "14.9"},
+	} {
+		all := map[string]any{"SourcesSecretArn": sourcesSecret}
+		for k, v := range params {
+			all[k] = v
 		}
-		joined := strings.Join(actions, " ")
-		readsSources := strings.Contains(strings.Join(resources, " "), sourcesSecret)
-		switch id {
-		case "ReceiverFunction":
-			if strings.Contains(joined, "s3:") {
-				t.Errorf("the receiver can touch S3: %v", actions)
-			}
-			if !readsSources {
-				t.Errorf("the receiver cannot read the sources secret")
-			}
-		case "ProcessorFunction":
-			if strings.Contains(joined, "s3:") || readsSources {
-				t.Errorf("the processor has more than the database: %v %v", actions, resources)
-			}
-		case "ArchiverFunction":
-			if readsSources {
-				t.Errorf("the archiver can read the sources secret")
-			}
-			if !strings.Contains(joined, "s3:PutObject") {
-				t.Errorf("the archiver cannot write objects: %v", actions)
-			}
+		if _, err := samtemplate.Open(filepath.Join(repoRoot, "template.yaml"), all); err == nil {
+			t.Errorf("%s: %v accepted", name, params)
 		}
 	}
 }
 
 func TestArchiveBucketIsLockedDown(t *testing.T) {
 	t.Parallel()
-	_, res := load(t)
+	_, res := load(t, nil)
 	b := props(t, res, "ArchiveBucket")
 	enc, _ := b["BucketEncryption"].(map[string]any)
 	if enc == nil || len(enc["ServerSideEncryptionConfiguration"].([]any)) == 0 {
@@ -214,42 +173,91 @@ func TestArchiveBucketIsLockedDown(t *testing.T) {
 	}
 }
 
+// TestOperations: every function logs to its own log group with a
+// retention, and has an alarm on its errors and on its throttles; the API
+// has one on its 5xx answers; the dashboard shows them.
 func TestOperations(t *testing.T) {
 	t.Parallel()
-	tpl, res := load(t)
+	tpl, res := load(t, nil)
 	for _, id := range tpl.FunctionIDs() {
-		lg := props(t, res, strings.TrimSuffix(id, "Function")+"LogGroup")
-		if lg["RetentionInDays"] == nil {
-			t.Errorf("%s: log group without retention", id)
+		lc, _ := props(t, res, id)["LoggingConfig"].(map[string]any)
+		group, _ := lc["LogGroup"].(map[string]any)
+		name, _ := group["Ref"].(string)
+		if name == "" {
+			t.Errorf("%s: no log group of its own: %v", id, lc)
+			continue
+		}
+		if props(t, res, name)["RetentionInDays"] == nil {
+			t.Errorf("%s: log group %s without retention", id, name)
 		}
 	}
 	metrics := map[string]bool{}
-	errorAlarms := 0
+	perFunction := map[string]map[string]bool{} // metric -> functions watched
+	apiAlarm := false
 	for _, r := range res {
 		r := r.(map[string]any)
 		if r["Type"] != "AWS::CloudWatch::Alarm" {
 			continue
 		}
 		p := r["Properties"].(map[string]any)
-		metrics[p["MetricName"].(string)] = true
-		if p["MetricName"] == "Errors" && p["Namespace"] == "AWS/Lambda" {
-			errorAlarms++ // the FunctionName dimension is a !Ref, unresolved here
+		metric := p["MetricName"].(string)
+		metrics[metric] = true
+		dims, _ := p["Dimensions"].([]any)
+		for _, d := range dims {
+			d := d.(map[string]any)
+			ref, _ := d["Value"].(map[string]any)["Ref"].(string)
+			switch {
+			case p["Namespace"] == "AWS/Lambda" && d["Name"] == "FunctionName":
+				if perFunction[metric] == nil {
+					perFunction[metric] = map[string]bool{}
+				}
+				perFunction[metric][ref] = true
+			case p["Namespace"] == "AWS/ApiGateway" && metric == "5xx" && d["Name"] == "ApiId" && ref == "WebhookApi":
+				apiAlarm = true
+			}
 		}
 	}
-	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Errors", "Unavailable", "ArchiveStoreUnavailable"} {
+	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}
 	}
-	if errorAlarms != len(tpl.Functions) {
-		t.Errorf("function error alarms = %d, want one per function", errorAlarms)
+	for _, m := range []string{"Errors", "Throttles"} {
+		for _, id := range tpl.FunctionIDs() {
+			if !perFunction[m][id] {
+				t.Errorf("no alarm on %s's %s", id, m)
+			}
+		}
 	}
-	if res["Dashboard"] == nil {
-		t.Error("no dashboard")
+	if !apiAlarm {
+		t.Error("no alarm on the HTTP API's 5xx answers")
+	}
+	dash := mustJSON(props(t, res, "Dashboard"))
+	for _, want := range []string{"Throttles", `\"5xx\"`, "Errors", "BacklogOldestAgeSeconds"} {
+		if !strings.Contains(dash, want) {
+			t.Errorf("the dashboard does not show %s", want)
+		}
 	}
 	m, _ := tpl.JSON()
 	if !strings.Contains(mustJSON(m["Outputs"]), "/webhooks/{source}") {
 		t.Error("no WebhookUrl output")
+	}
+}
+
+// TestReservedConcurrencyIsOptional: by default no function reserves
+// concurrency (a new account's quota of 10 leaves nothing to reserve); the
+// receiver's can be set.
+func TestReservedConcurrencyIsOptional(t *testing.T) {
+	t.Parallel()
+	_, res := load(t, nil)
+	for _, id := range functionIDs {
+		if v, ok := props(t, res, id)["ReservedConcurrentExecutions"]; ok {
+			t.Errorf("%s reserves %v by default", id, v)
+		}
+	}
+	_, res = load(t, map[string]any{"ReceiverReservedConcurrency": 40})
+	if v := props(t, res, "ReceiverFunction")["ReservedConcurrentExecutions"]; v != "40" && v != float64(40) {
+		t.Errorf("ReceiverReservedConcurrency=40 gives %v", v)
 	}
 }
 
@@ -259,31 +267,4 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-// sam local only overrides variables the template declares, so every
-// variable env.json sets must be declared for its function.
-func TestEnvJSONOverridesDeclaredVariables(t *testing.T) {
-	t.Parallel()
-	tpl, _ := load(t)
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "env.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var env map[string]map[string]string
-	if err := json.Unmarshal(raw, &env); err != nil {
-		t.Fatal(err)
-	}
-	for id, vars := range env {
-		f, ok := tpl.Functions[id]
-		if !ok {
-			t.Errorf("env.json names %s, which the template lacks", id)
-			continue
-		}
-		for k := range vars {
-			if _, ok := f.Environment[k]; !ok {
-				t.Errorf("env.json sets %s for %s, which the template does not declare (sam local would ignore it)", k, id)
-			}
-		}
-	}
 }
