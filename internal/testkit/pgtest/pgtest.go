@@ -381,13 +381,6 @@ func Passwords() ClusterOption {
 // not the database, so a cluster of the test's own is the place for one.
 func LoginRole(t testing.TB, dbURL, password string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s: %v", redact(dbURL), err)
-	}
-	defer conn.Close(ctx)
 	role := "wi_role_" + randomHex()
 	// The password is a literal: utility statements take no parameters.
 	for _, sql := range []string{
@@ -395,9 +388,10 @@ func LoginRole(t testing.TB, dbURL, password string) string {
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + ident(role),
 		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + ident(role),
 	} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("pgtest: create role %s: %v", role, err)
-		}
+		onServer(t, dbURL, "create role "+role, func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, sql)
+			return err
+		})
 	}
 	return role
 }
@@ -407,22 +401,27 @@ func LoginRole(t testing.TB, dbURL, password string) string {
 // stay, new ones need the new password.
 func SetPassword(t testing.TB, dbURL, role, password string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s: %v", redact(dbURL), err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "ALTER ROLE "+ident(role)+" PASSWORD "+literal(password)); err != nil {
-		t.Fatalf("pgtest: set the password of %s: %v", role, err)
-	}
+	onServer(t, dbURL, "set the password of "+role, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "ALTER ROLE "+ident(role)+" PASSWORD "+literal(password))
+		return err
+	})
 }
 
 // EndSessions ends every session of role on the server of dbURL
 // (pg_terminate_backend), as a failover, a proxy or an idle timeout ends
 // them: the role's pools must log in again. It returns how many it ended.
 func EndSessions(t testing.TB, dbURL, role string) int {
+	t.Helper()
+	var n int
+	onServer(t, dbURL, "end the sessions of "+role, func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = $1", role).Scan(&n)
+	})
+	return n
+}
+
+// onServer runs do on a connection of its own to dbURL, failing t with
+// what when it fails.
+func onServer(t testing.TB, dbURL, what string, do func(ctx context.Context, conn *pgx.Conn) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -431,12 +430,9 @@ func EndSessions(t testing.TB, dbURL, role string) int {
 		t.Fatalf("pgtest: connect to %s: %v", redact(dbURL), err)
 	}
 	defer conn.Close(ctx)
-	var n int
-	err = conn.QueryRow(ctx, "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = $1", role).Scan(&n)
-	if err != nil {
-		t.Fatalf("pgtest: end the sessions of %s: %v", role, err)
+	if err := do(ctx, conn); err != nil {
+		t.Fatalf("pgtest: %s: %v", what, err)
 	}
-	return n
 }
 
 // MigratedURL creates a database on c, applies the deployed schema to it
