@@ -83,8 +83,11 @@ func TestDevStack(t *testing.T) {
 			t.Fatalf("dev stopped: %v\n%s", err, out.String())
 		default:
 		}
-		m = base.FindStringSubmatch(out.String())
-		return m != nil, "the dev stack did not start:\n" + out.String()
+		// The last start-up line says the stack is whole: the stack file
+		// and env.json are written before it, not before the first line.
+		s := out.String()
+		m = base.FindStringSubmatch(s)
+		return m != nil && strings.Contains(s, "Ctrl-C stops the stack."), "the dev stack did not start:\n" + s
 	})
 
 	// The stack file: this process, this database, the local S3.
