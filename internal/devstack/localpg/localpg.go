@@ -11,7 +11,9 @@
 // The server runs with fsync=off and full_page_writes=off: the data only has
 // to survive the server stopping or crashing (the kernel still holds every
 // write), not the machine losing power, and skipping the flushes makes
-// initdb, CREATE DATABASE and commits much faster.
+// initdb, CREATE DATABASE and commits much faster. Options.Durable runs it
+// as production does instead (fsync and full-page writes on, on disk), for
+// measurements of that case.
 //
 // A temporary cluster whose process died without calling Close (a go test
 // timeout, Ctrl-C) keeps running, since pg_ctl detaches the server; the next
@@ -62,6 +64,12 @@ type Options struct {
 	// postgres stays trusted, so URL (and a test's own set-up) needs none.
 	// Off, every role is trusted: nothing on this machine needs a password.
 	Passwords bool
+	// Durable runs the server as in production: fsync=on,
+	// full_page_writes=on, PostgreSQL's default max_wal_size, and a
+	// temporary folder on disk, never in /dev/shm, so that every commit
+	// waits for its WAL flush to reach the disk. The benchmarks measure
+	// that case beside the fast one.
+	Durable bool
 }
 
 // Cluster is a PostgreSQL server started by Start. Its methods are safe for
@@ -75,7 +83,8 @@ type Cluster struct {
 	owned   bool   // dir was created by Start, so Close removes it
 	cred    *syscall.Credential
 
-	port int // fixed once Start returns, so URLs handed out stay valid
+	port    int  // fixed once Start returns, so URLs handed out stay valid
+	durable bool // Options.Durable
 
 	mu      sync.Mutex // serialises Start, Stop, Kill and Close
 	running bool
@@ -147,12 +156,15 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, cred: cred, port: opts.Port}
+	c := &Cluster{bin: bin, cred: cred, port: opts.Port, durable: opts.Durable}
 
 	if opts.Dir == "" {
 		bases := tempBases()
 		for _, base := range bases {
 			reapStale(ctx, base, bin, cred)
+		}
+		if opts.Durable && len(bases) > 1 && bases[0] == memoryDir() {
+			bases = bases[1:] // on disk: a flush must reach a device
 		}
 		if c.dir, err = makeTempDir(bases, cred); err != nil {
 			return nil, err
@@ -289,15 +301,18 @@ func (c *Cluster) start(ctx context.Context) error {
 		"-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-k", shellQuote(c.sockDir), // '' disables the Unix socket
-		"-c", "fsync=off",
-		"-c", "full_page_writes=off",
 		"-c", "max_connections=200",
+	}, " ")
+	if c.durable {
+		// PostgreSQL's defaults for these (fsync, full_page_writes and
+		// max_wal_size 1GB), said outright.
+		serverOpts += " -c fsync=on -c full_page_writes=on -c max_wal_size=1GB"
+	} else {
 		// Every CREATE DATABASE writes its copy to the WAL; a small
 		// max_wal_size checkpoints and recycles it early rather than let
 		// up to 1GB pile up, in memory when the cluster is in /dev/shm.
-		"-c", "max_wal_size=128MB",
-		"-c", "min_wal_size=32MB",
-	}, " ")
+		serverOpts += " -c fsync=off -c full_page_writes=off -c max_wal_size=128MB -c min_wal_size=32MB"
+	}
 	// -l sends the server's output to a file: postgres outlives pg_ctl, and
 	// a pipe it inherited would keep this process (and go test) waiting.
 	out, err := c.run(ctx, "pg_ctl", "start", "-D", c.dataDir, "-l", c.logPath,
