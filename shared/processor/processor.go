@@ -289,6 +289,10 @@ type Stats struct {
 	LeaseLost int `json:"lease_lost"`
 	// Stopped says why the drain ended (Stop* constants).
 	Stopped string `json:"stopped"`
+	// Latencies are the receipt-to-processed times (processed_at minus
+	// created_at) of the events the drain processed, handled or
+	// unhandled, in no particular order: the latency metrics' samples.
+	Latencies []time.Duration `json:"-"`
 }
 
 func (s *Stats) add(o Stats) {
@@ -300,6 +304,7 @@ func (s *Stats) add(o Stats) {
 	s.DeadLettered += o.DeadLettered
 	s.Released += o.Released
 	s.LeaseLost += o.LeaseLost
+	s.Latencies = append(s.Latencies, o.Latencies...)
 }
 
 // Drain claims and handles batches while there are due events and time:
@@ -457,6 +462,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 				p.leaseLost(log, st)
 			default:
 				st.Unhandled++
+				st.Latencies = append(st.Latencies, p.cfg.Now().Sub(ev.CreatedAt))
 				log.Debug("processor: no handler; marked processed", "cause", inbox.CauseNoHandler)
 			}
 			return nil
@@ -483,6 +489,7 @@ func (p *Processor) process(ctx context.Context, token string, row *storage.Clai
 		return nil
 	case herr == nil:
 		st.Handled++
+		st.Latencies = append(st.Latencies, p.cfg.Now().Sub(ev.CreatedAt))
 		return nil
 	}
 
