@@ -65,7 +65,7 @@ func TestDeadLettersRequeue(t *testing.T) {
 		!sameSet(got, idSet(ids["poison1"], ids["poison2"])) {
 		t.Fatalf("dry run %+v, requeue %+v, changed %v", dry, real, got)
 	}
-	if n := f.count(`SELECT count(*) FROM webhook_events WHERE id = ANY($1) AND dead_at IS NULL AND attempts = 0 AND errors = '[]' AND next_attempt_at <= now()`,
+	if n := f.count(`SELECT count(*) FROM webhook_events WHERE id = ANY($1) AND dead_at IS NULL AND attempts = 1 AND failed_attempts = 0 AND solo AND next_attempt_at <= now()`,
 		[]int64{ids["poison1"], ids["poison2"]}); n != 2 {
 		t.Fatalf("%d requeued events are live and due, want 2", n)
 	}

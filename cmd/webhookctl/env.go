@@ -328,6 +328,14 @@ func stamp(t *time.Time) string {
 }
 
 // orNull is s for JSON output, where "" is null.
+// orDash is s, or "-" for an empty s, for a table cell.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 func orNull(s string) *string {
 	if s == "" {
 		return nil

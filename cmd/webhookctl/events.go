@@ -200,14 +200,16 @@ type eventShowJSON struct {
 	SourceKind    string            `json:"source_kind"`
 	BodySHA256    string            `json:"body_sha256"`
 	Metadata      map[string]string `json:"metadata"`
-	LockedUntil   *time.Time        `json:"locked_until"`
-	LockedBy      *string           `json:"locked_by"`
+	ClaimedUntil  *time.Time        `json:"claimed_until"`
+	ClaimedBy     *string           `json:"claimed_by"`
+	FailedInRun   int               `json:"failed_attempts"`
+	Solo          bool              `json:"solo"`
 	ArchiveKey    *string           `json:"archive_key"`
 	ArchiveOffset *int64            `json:"archive_offset"`
 	ArchiveLength *int64            `json:"archive_length"`
 	ArchivedAt    *time.Time        `json:"archived_at"`
 	ExpungedAt    *time.Time        `json:"expunged_at"`
-	Errors        []attemptJSON     `json:"errors"`
+	History       []historyJSON     `json:"history"`
 	DeadLetters   []deadLetterJSON  `json:"dead_letters"`
 	Mismatches    []mismatchJSON    `json:"payload_mismatches"`
 	// The raw body: Body when it is UTF-8 text, else BodyBase64; BodyFrom
@@ -257,6 +259,10 @@ them with 'webhookdev send'.`,
 			if err != nil {
 				return err
 			}
+			hist, err := o.store.AttemptListByEvent(ctx, e.ID)
+			if err != nil {
+				return err
+			}
 			dls, err := o.store.DeadLetterListByEvent(ctx, e.ID)
 			if err != nil {
 				return err
@@ -289,9 +295,9 @@ them with 'webhookdev send'.`,
 			if asJSON {
 				j := eventShowJSON{
 					eventJSON: eventToJSON(now, e), SourceKind: e.SourceKind, BodySHA256: hex.EncodeToString(e.BodySHA256),
-					Metadata: e.Metadata, LockedUntil: e.LockedUntil, LockedBy: orNull(e.LockedBy), ArchiveKey: orNull(e.ArchiveKey),
-					ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
-					Errors: attemptsJSON(e.Errors), DeadLetters: []deadLetterJSON{}, Mismatches: []mismatchJSON{},
+					Metadata: e.Metadata, ClaimedUntil: e.ClaimedUntil, ClaimedBy: orNull(e.ClaimedBy), ArchiveKey: orNull(e.ArchiveKey),
+					FailedInRun: e.FailedAttempts, Solo: e.Solo, ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
+					History: historyToJSON(hist), DeadLetters: []deadLetterJSON{}, Mismatches: []mismatchJSON{},
 				}
 				if e.ArchiveKey != "" {
 					j.ArchiveOffset, j.ArchiveLength = &e.ArchiveOffset, &e.ArchiveLength
@@ -315,7 +321,7 @@ them with 'webhookdev send'.`,
 					return err
 				}
 			} else {
-				if err := printEvent(out, now, e, dls, mms); err != nil {
+				if err := printEvent(out, now, e, hist, dls, mms); err != nil {
 					return err
 				}
 				if !noBody {
@@ -376,7 +382,31 @@ func attemptsJSON(errs []inbox.AttemptError) []attemptJSON {
 	return out
 }
 
-func printEvent(out io.Writer, now time.Time, e *inbox.Event, dls []*inbox.DeadLetter, mms []inbox.PayloadMismatch) error {
+// historyJSON is one attempt of an event's history.
+type historyJSON struct {
+	Attempt    int        `json:"attempt"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Outcome    string     `json:"outcome"`
+	Cause      *string    `json:"cause"`
+	Error      *string    `json:"error"`
+	Dead       bool       `json:"dead"`
+	Processor  *string    `json:"processor"`
+	BatchSize  int        `json:"batch_size"`
+}
+
+func historyToJSON(hist []inbox.Attempt) []historyJSON {
+	out := make([]historyJSON, len(hist))
+	for i, a := range hist {
+		out[i] = historyJSON{
+			Attempt: a.Number, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, Outcome: string(a.Outcome),
+			Cause: orNull(string(a.Cause)), Error: orNull(a.Error), Dead: a.Dead, Processor: orNull(a.Processor), BatchSize: a.BatchSize,
+		}
+	}
+	return out
+}
+
+func printEvent(out io.Writer, now time.Time, e *inbox.Event, hist []inbox.Attempt, dls []*inbox.DeadLetter, mms []inbox.PayloadMismatch) error {
 	tw := newTable(out)
 	kind := ""
 	if e.SourceKind != "" {
@@ -391,9 +421,9 @@ func printEvent(out io.Writer, now time.Time, e *inbox.Event, dls []*inbox.DeadL
 	} else if e.DeadAt == nil && e.State(now) != inbox.StateInFlight {
 		fmt.Fprintf(tw, "  next attempt\t%s (%s)\n", stamp(&e.NextAttemptAt), ago(now, e.NextAttemptAt))
 	}
-	fmt.Fprintf(tw, "  attempts\t%d\n", e.Attempts)
-	if e.LockedUntil != nil {
-		fmt.Fprintf(tw, "  lease\tuntil %s (%s), held by %s\n", stamp(e.LockedUntil), ago(now, *e.LockedUntil), e.LockedBy)
+	fmt.Fprintf(tw, "  attempts\t%d, %d failed in this run%s\n", e.Attempts, e.FailedAttempts, map[bool]string{true: "; runs alone", false: ""}[e.Solo])
+	if e.ClaimedUntil != nil {
+		fmt.Fprintf(tw, "  claimed\tuntil %s (%s), by %s\n", stamp(e.ClaimedUntil), ago(now, *e.ClaimedUntil), oneLine(e.ClaimedBy, 120))
 	}
 	if e.LastError != "" {
 		fmt.Fprintf(tw, "  last error\t%s\n", oneLine(e.LastError, 200))
@@ -422,12 +452,20 @@ func printEvent(out io.Writer, now time.Time, e *inbox.Event, dls []*inbox.DeadL
 		return err
 	}
 
-	if attempts := e.Errors; len(attempts) > 0 {
-		fmt.Fprintf(out, "\nFAILED ATTEMPTS\n")
+	if len(hist) > 0 {
+		fmt.Fprintf(out, "\nHISTORY\n")
 		tw = newTable(out)
-		fmt.Fprintln(tw, "  #\tAT\tCAUSE\tERROR")
-		for _, a := range attempts {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", a.Attempt, stamp(&a.At), a.Cause, oneLine(a.Error, 120))
+		fmt.Fprintln(tw, "  #\tSTARTED\tTOOK\tOUTCOME\tCAUSE\tBATCH\tPROCESSOR\tERROR")
+		for _, a := range hist {
+			took, outcome := "-", string(a.Outcome)
+			if a.FinishedAt != nil {
+				took = a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond).String()
+			}
+			if a.Dead {
+				outcome += ", dead"
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Number, stamp(&a.StartedAt), took, outcome,
+				orDash(string(a.Cause)), a.BatchSize, orDash(oneLine(a.Processor, 60)), oneLine(a.Error, 100))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -149,7 +149,8 @@ func TestEventsShow(t *testing.T) {
 	var dead eventShowOut
 	f.runJSON(&dead, "events", "show", strconv.FormatInt(ids["poison1"], 10))
 	if dead.ID != ids["poison1"] || dead.State != "dead" || dead.SourceKind != "stripe" || dead.Attempts != 1 ||
-		len(dead.Errors) != 1 || dead.Errors[0].Cause != "permanent_error" || !strings.Contains(dead.Errors[0].Error, "cannot decode") ||
+		len(dead.History) != 1 || dead.History[0].Cause == nil || *dead.History[0].Cause != "permanent_error" || !dead.History[0].Dead ||
+		dead.History[0].Error == nil || !strings.Contains(*dead.History[0].Error, "cannot decode") ||
 		len(dead.DeadLetters) != 1 || dead.DeadLetters[0].RequeuedAt != nil || dead.DeadAt == nil ||
 		dead.Body == nil || *dead.Body != `{"id":"evt_poison_1","type":"poison"}` || dead.BodyFrom != "postgres" || len(dead.BodySHA256) != 64 {
 		t.Fatalf("dead event = %+v", dead)
@@ -162,7 +163,7 @@ func TestEventsShow(t *testing.T) {
 	}
 	var retrying, mismatched eventShowOut
 	f.runJSON(&retrying, "events", "show", strconv.FormatInt(ids["flaky"], 10), "--no-body")
-	if retrying.State != "retrying" || len(retrying.Errors) != 1 || retrying.Errors[0].Cause != "handler_failed" ||
+	if retrying.State != "retrying" || len(retrying.History) != 1 || *retrying.History[0].Cause != "handler_failed" || retrying.FailedInRun != 1 ||
 		retrying.NextAttemptAt == nil || retrying.Body != nil || retrying.BodyFrom != "" {
 		t.Fatalf("retrying event = %+v", retrying)
 	}
@@ -172,13 +173,13 @@ func TestEventsShow(t *testing.T) {
 	}
 	var inflight eventShowOut
 	f.runJSON(&inflight, "events", "show", strconv.FormatInt(ids["inflight"], 10))
-	if inflight.State != "in_flight" || inflight.LockedBy == nil || *inflight.LockedBy != "test-processor#1" || inflight.LockedUntil == nil {
+	if inflight.State != "in_flight" || inflight.ClaimedBy == nil || *inflight.ClaimedBy != "test-processor/1" || inflight.ClaimedUntil == nil {
 		t.Fatalf("in-flight event = %+v", inflight)
 	}
 
 	human := f.runOK("events", "show", strconv.FormatInt(ids["poison1"], 10))
 	for _, want := range []string{"EVENT " + strconv.FormatInt(ids["poison1"], 10), "stripe/evt_poison_1", "state", "dead",
-		"FAILED ATTEMPTS", "permanent_error", "DEAD LETTERS", "BODY (37 bytes from postgres", `{"id":"evt_poison_1","type":"poison"}`} {
+		"HISTORY", "failed, dead", "permanent_error", "DEAD LETTERS", "BODY (37 bytes from postgres", `{"id":"evt_poison_1","type":"poison"}`} {
 		if !strings.Contains(human, want) {
 			t.Errorf("events show lacks %q:\n%s", want, human)
 		}

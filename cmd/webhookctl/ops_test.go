@@ -172,7 +172,7 @@ func (f *opsFixture) count(sql string, args ...any) int {
 func (f *opsFixture) snapshot() map[int64]string {
 	f.t.Helper()
 	rows, err := f.pool.Query(f.ctx, `
-SELECT id, concat_ws('|', processed_at, outcome, attempts, errors::text, last_error, next_attempt_at, dead_at,
+SELECT id, concat_ws('|', processed_at, outcome, attempts, failed_attempts, solo, last_attempt_at, last_error, next_attempt_at, dead_at,
        body IS NULL, payload IS NULL, expunged_at, archived_at)
   FROM webhook_events`)
 	if err != nil {

@@ -37,12 +37,13 @@ time of processing), or for events that came before their handler
 
 ` + replayWarning + `
 
-Each replayed event starts afresh: its attempts, error history, last error,
-outcome and processed_at are reset (the drain needs attempts and history
-to agree), so the previous processing's trace is overwritten: keep this
-command's output with the incident's notes. Events whose body is archived in S3 are not
-replayed (the processor reads bodies from Postgres): the count says how
-many were skipped.
+Each replayed event starts a new run: its failures, last error, outcome and
+processed_at are reset, while its attempts and their history stay (webhookctl
+events show lists them; the replay's attempts come after). Archived events
+are replayed too: the processor reads each body back from its archive
+object in S3 (a ranged read, verified against the SHA-256 recorded at
+receipt) and hands the handler exactly the body it had before archiving.
+Expunged events are never replayed.
 
 --dry-run counts with the same filter and changes nothing; the real run
 needs --yes and resets the events in chunks, so the processor starts on
@@ -107,18 +108,18 @@ the first ones at once.`,
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, map[string]any{
-					"dry_run": dryRun, "matched": res.Matched, "replayed": res.Replayed, "skipped_archived": res.SkippedArchived,
+					"dry_run": dryRun, "matched": res.Matched, "replayed": res.Replayed, "archived": res.Archived,
 				})
 			}
-			skipped := ""
-			if res.SkippedArchived > 0 {
-				skipped = fmt.Sprintf("; %d matching events are archived and are not replayed", res.SkippedArchived)
+			archived := ""
+			if res.Archived > 0 {
+				archived = fmt.Sprintf(" (%d of them archived: the processor reads their bodies back from S3)", res.Archived)
 			}
 			if dryRun {
-				fmt.Fprintf(out, "dry run: %d events would be replayed%s\n", res.Matched, skipped)
+				fmt.Fprintf(out, "dry run: %d events would be replayed%s\n", res.Matched, archived)
 				return nil
 			}
-			fmt.Fprintf(out, "replayed %d events (of %d matched): due now%s\n", res.Replayed, res.Matched, skipped)
+			fmt.Fprintf(out, "replayed %d events (of %d matched): due now%s\n", res.Replayed, res.Matched, archived)
 			return nil
 		},
 	}
@@ -127,7 +128,7 @@ the first ones at once.`,
 	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
 	cmd.Flags().StringVar(&outcome, "outcome", "", "only events processed with this outcome: handled or unhandled")
 	window.register(cmd, "processed")
-	cmd.Flags().BoolVar(&all, "all", false, "every processed event (with a body in Postgres)")
+	cmd.Flags().BoolVar(&all, "all", false, "every processed event (archived ones included)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing")
 	cmd.Flags().BoolVar(&yes, "yes", false, "replay: the handlers run again")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

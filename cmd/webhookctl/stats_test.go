@@ -42,9 +42,9 @@ func (f *opsFixture) populate() map[string]int64 {
 	// One event claimed by a processor (in flight), one due.
 	ids["inflight"] = f.insert("github", "gh_claimed", "ok")
 	now := time.Now()
-	claimed, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(2 * time.Minute), Token: "test-processor#1"})
-	if err != nil || len(claimed) != 1 || claimed[0].ID != ids["inflight"] {
-		f.t.Fatalf("claim = %+v, %v", claimed, err)
+	if err := f.store.ClaimSet(f.ctx, storage.Claim{Processor: "test-processor/1", Token: "test-processor/1#1",
+		EventIDs: []int64{ids["inflight"]}, ClaimedAt: now, LockedUntil: now.Add(2 * time.Minute)}); err != nil {
+		f.t.Fatal(err)
 	}
 	ids["pending"] = f.insert("stripe", "evt_pending", "ok")
 	// A sender refused after a secret roll (5 refusals, 4 of them

@@ -69,6 +69,7 @@ func samples(t *testing.T) map[string]sample {
 		"METRICS_NAMESPACE":         {value: "Acme/Hooks"},
 		"PROCESSOR_BATCH_SIZE":      {value: "10"},
 		"PROCESSOR_MAX_ATTEMPTS":    {value: "5"},
+		"PROCESSOR_BODY_BUDGET":     {value: "1048576"},
 		"PROCESSOR_BACKOFF_BASE":    {value: "1s"},
 		"PROCESSOR_BACKOFF_CAP":     {value: "1m"},
 		"PROCESSOR_LEASE":           {value: "5m"},

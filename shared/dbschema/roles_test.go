@@ -158,10 +158,10 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		{Source: "stripe", SourceKind: "stripe", Type: "customer.created"},
 		{Source: "test", SourceKind: "test", Type: "fails"},
 		{Source: "test", SourceKind: "test", Type: "poison"},
-		// A crash left an attempt unfinished: the claim records it.
-		{Source: "test", SourceKind: "test", Type: "unhandled.too", Attempts: 1},
-		// ... and that was its last attempt: a dead letter, nothing run.
-		{Source: "test", SourceKind: "test", Type: "fails", Attempts: processor.DefaultMaxAttempts},
+		// A processor died holding it: the recovery records the attempt.
+		{Source: "test", SourceKind: "test", Type: "unhandled.too", State: inbox.StateInFlight, ClaimedUntil: new(time.Now())},
+		// Its run's attempts are spent: a dead letter, nothing run.
+		{Source: "test", SourceKind: "test", Type: "fails", State: inbox.StateRetrying, Attempts: processor.DefaultMaxAttempts, NextAttemptAt: time.Now()},
 	} {
 		factory.Event(ctx, t, store, &o)
 	}
@@ -177,7 +177,7 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	st, err := p.Drain(dctx)
-	if err != nil || st.Handled != 2 || st.Unhandled != 2 || st.Retried != 1 || st.DeadLettered != 2 {
+	if err != nil || st.Handled != 2 || st.Unhandled != 2 || st.Retried != 1 || st.DeadLettered != 2 || st.Interrupted != 1 {
 		t.Fatalf("drain = %+v, %v", st, err)
 	}
 	if !bytes.Contains(logs.Bytes(), []byte(`"BacklogCount"`)) || bytes.Contains(logs.Bytes(), []byte("backlog_err")) {

@@ -23,8 +23,12 @@ type Event struct {
 	// (Source, EventID) is the deduplication key.
 	EventID string
 	Type    string
-	// Payload is the body parsed as JSONB, nil when the body is not JSON
-	// Postgres can hold, and once archived or expunged.
+	// Payload is the body as JSON: read from the row, the JSONB parsed
+	// from it, nil when the body is not JSON Postgres can hold, and once
+	// archived or expunged. A handler is handed the body's own bytes here
+	// when the row holds (or, archived, the body is) such JSON: the
+	// processor does not make Postgres print the JSONB back, and the
+	// bytes are the ones the sender signed.
 	Payload json.RawMessage
 	// Body is the raw body, byte for byte as signed; nil once archived
 	// (see ArchiveKey) or expunged, and in listings that do not read it.
@@ -37,18 +41,30 @@ type Event struct {
 	// CreatedAt is when the receiver stored the event.
 	CreatedAt time.Time
 
-	// Attempts is the number of processing attempts started (for a
-	// handler: this attempt's number, from 1).
+	// Attempts is the number of processing attempts recorded for the
+	// event over its whole life (replays and requeues add to it, never
+	// reset it): the number of the last row of its history. A handler
+	// sees this attempt's number, from 1.
 	Attempts int
+	// FailedAttempts counts the attempts of the current run (since the
+	// event was received, replayed or requeued) that failed, or were
+	// interrupted while it ran alone: what the processor's MaxAttempts
+	// limits. An attempt interrupted in a batch is not charged to it.
+	FailedAttempts int
+	// Solo is set once an attempt of the event failed or was interrupted:
+	// it then runs alone in its own transaction, never in a batch.
+	Solo bool
+	// LastAttemptAt is when the newest recorded attempt started.
+	LastAttemptAt *time.Time
 	// NextAttemptAt is when the event is due (again).
 	NextAttemptAt time.Time
-	// LockedUntil and LockedBy are the claim of a processor: its lease and
-	// token; nil and "" when not claimed.
-	LockedUntil *time.Time
-	LockedBy    string
-	// Errors is the history of failed attempts, oldest first; LastError
-	// the newest one's text ("" when none).
-	Errors    []AttemptError
+	// ClaimedUntil and ClaimedBy are the claim of a processor that holds
+	// the event (webhook_claims): its lease's end and the processor; nil
+	// and "" when none does, and in rows read without the claims.
+	ClaimedUntil *time.Time
+	ClaimedBy    string
+	// LastError is the newest failure's text in the current run ("" when
+	// none); the attempt history (AttemptListByEvent) holds them all.
 	LastError string
 	// Outcome says how a processed event ended; ProcessedAt when.
 	Outcome     Outcome
@@ -66,7 +82,46 @@ type Event struct {
 	ExpungedAt *time.Time
 }
 
-// AttemptError is one failed attempt in an event's history.
+// Attempt is one processing attempt of an event (webhook_attempts): its
+// history is every attempt, for ever, in order.
+type Attempt struct {
+	EventPK int64
+	// Number is the attempt's number for the event, from 1.
+	Number    int
+	StartedAt time.Time
+	// FinishedAt is nil for an attempt that never finished (its processor
+	// died or froze): Outcome is then AttemptInterrupted.
+	FinishedAt *time.Time
+	Outcome    AttemptOutcome
+	Cause      Cause
+	Error      string
+	// Dead reports that this attempt moved the event to the dead letters.
+	Dead bool
+	// Processor names the processor that ran it; BatchSize how many events
+	// its transaction ran (1: alone).
+	Processor string
+	BatchSize int
+}
+
+// AttemptOutcome says how one attempt ended.
+type AttemptOutcome string
+
+// Attempt outcomes.
+const (
+	// AttemptHandled: the handler ran and committed with the event.
+	AttemptHandled AttemptOutcome = "handled"
+	// AttemptUnhandled: no handler matched; the event was marked processed.
+	AttemptUnhandled AttemptOutcome = "unhandled"
+	// AttemptFailed: the handler (or the processor, before it) refused the
+	// event; retried later, or dead-lettered (Dead).
+	AttemptFailed AttemptOutcome = "failed"
+	// AttemptInterrupted: the attempt never finished; the processor that
+	// found its claim past the lease recorded it.
+	AttemptInterrupted AttemptOutcome = "interrupted"
+)
+
+// AttemptError is one failed attempt in a dead letter's copy of the
+// event's history.
 type AttemptError struct {
 	Attempt int       `json:"attempt"`
 	At      time.Time `json:"at"`
@@ -95,12 +150,14 @@ type EventState string
 
 // Event states.
 const (
-	// StatePending: unprocessed, never attempted, not claimed.
+	// StatePending: unprocessed, no failed attempt in the current run, not
+	// claimed.
 	StatePending EventState = "pending"
-	// StateRetrying: unprocessed, at least one failed attempt, waiting
-	// for the next (not claimed).
+	// StateRetrying: unprocessed, at least one attempt of the current run
+	// charged to it (FailedAttempts), waiting for the next (not claimed).
 	StateRetrying EventState = "retrying"
-	// StateInFlight: claimed by a processor whose lease has not passed.
+	// StateInFlight: held by the claim of a processor whose lease has not
+	// passed.
 	StateInFlight EventState = "in_flight"
 	// StateProcessed: processed (handled or unhandled), body in Postgres.
 	StateProcessed EventState = "processed"
@@ -143,9 +200,9 @@ func (e *Event) State(now time.Time) EventState {
 		return StateArchived
 	case e.ProcessedAt != nil:
 		return StateProcessed
-	case e.LockedUntil != nil && e.LockedUntil.After(now):
+	case e.ClaimedUntil != nil && e.ClaimedUntil.After(now):
 		return StateInFlight
-	case e.Attempts > 0:
+	case e.FailedAttempts > 0:
 		return StateRetrying
 	default:
 		return StatePending

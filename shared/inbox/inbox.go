@@ -75,14 +75,23 @@ const (
 	CauseNoHandler Cause = "no_handler"
 	// CauseLeaseExpired: an attempt started and never finished: its
 	// processor was killed, timed out or lost the database. Recorded by the
-	// next claim.
+	// processor that finds its claim past the lease.
 	CauseLeaseExpired Cause = "lease_expired"
-	// CauseMaxAttempts: an event claimed with no attempt left although its
-	// last one finished (the maximum was lowered): dead-lettered.
+	// CauseMaxAttempts: an event claimed with no attempt left (the maximum
+	// was lowered since its last one): dead-lettered without running.
 	CauseMaxAttempts Cause = "max_attempts"
-	// CauseLeaseLost: the processor's claim was taken over after its lease
-	// passed; it left the event to the new claimer (logged only).
+	// CauseLeaseLost: the processor's claim was recovered by another
+	// processor after its lease passed; its work on the claim's events was
+	// rolled back (logged only).
 	CauseLeaseLost Cause = "lease_lost"
+	// CauseCommitFailed: the transaction holding the handler's work failed
+	// to commit (a deferred constraint, a serialization failure, the
+	// connection lost); retried.
+	CauseCommitFailed Cause = "commit_failed"
+	// CauseBodyOverBudget: the event's body alone is larger than the
+	// processor's body budget (PROCESSOR_BODY_BUDGET), so it can never be
+	// held to run: dead-lettered at once.
+	CauseBodyOverBudget Cause = "body_over_budget"
 )
 
 // Causes of the archiver and of reading bodies back.

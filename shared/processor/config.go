@@ -22,6 +22,7 @@ const (
 	EnvHandlerTimeout = "PROCESSOR_HANDLER_TIMEOUT"
 	EnvSafetyMargin   = "PROCESSOR_SAFETY_MARGIN"
 	EnvUnhandled      = "PROCESSOR_UNHANDLED"
+	EnvBodyBudget     = "PROCESSOR_BODY_BUDGET"
 	// EnvInterval is Config.Interval, the time between the drains of a
 	// long-running processor (make dev); the Lambda's schedule ignores it.
 	EnvInterval = "PROCESSOR_INTERVAL"
@@ -60,6 +61,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		// defaults from others (the margin from the handler timeout, the
 		// lease from the margin), so unset variables stay zero here.
 		BatchSize:      e.Int(EnvBatchSize, 0),
+		BodyBudget:     e.Bytes(EnvBodyBudget, 0),
 		MaxAttempts:    e.Int(EnvMaxAttempts, 0),
 		BackoffBase:    e.Duration(EnvBackoffBase, 0),
 		BackoffCap:     e.Duration(EnvBackoffCap, 0),
@@ -91,8 +93,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 	// The relations between settings, on the values that will run.
 	c = c.WithDefaults()
-	if c.BatchSize > MaxBatchSize {
-		e.Errorf("%s must be at most %d, got %d", EnvBatchSize, MaxBatchSize, c.BatchSize)
+	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
+		e.Errorf("%s must be 1 to %d, got %d", EnvBatchSize, MaxBatchSize, c.BatchSize)
+	}
+	if c.BodyBudget < 1 {
+		e.Errorf("%s must be a positive number of bytes, got %d", EnvBodyBudget, c.BodyBudget)
 	}
 	if c.BackoffCap < c.BackoffBase {
 		e.Errorf("%s (%s) must not be below %s (%s)", EnvBackoffCap, c.BackoffCap, EnvBackoffBase, c.BackoffBase)
@@ -108,6 +113,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 
 	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	db.RuntimeParams = SessionParams(c.HandlerTimeout)
+	db.CancelOnContext = true // a handler's timeout fails its event, not its claim's transaction
 	c.Database = db
 	return c, e.Err()
 }

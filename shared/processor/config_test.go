@@ -103,7 +103,7 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 	_, err = processor.ConfigFromEnv(getenvOf(map[string]string{"DATABASE_URL": "x", "PROCESSOR_BACKOFF_BASE": "1h", "PROCESSOR_BACKOFF_CAP": "1m", "PROCESSOR_LEASE": "30s", "PROCESSOR_BATCH_SIZE": "5000"}))
 	for _, want := range []string{
 		"PROCESSOR_BACKOFF_CAP (1m0s) must not be below PROCESSOR_BACKOFF_BASE (1h0m0s)", "PROCESSOR_LEASE (30s) must exceed",
-		"PROCESSOR_BATCH_SIZE must be at most 1000",
+		"PROCESSOR_BATCH_SIZE must be 1 to 64",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q: %v", want, err)

@@ -47,7 +47,7 @@ const (
 // that writes the ledger and then works a little inside the transaction,
 // so that kills land before, inside and after transactions.
 func runChild(mode string) int {
-	if mode != "drain" {
+	if mode != "drain" && mode != "poison" {
 		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 		return 2
 	}
@@ -77,16 +77,22 @@ func runChild(mode string) int {
 		if err := writeLedger(ctx, tx, ev); err != nil {
 			return err
 		}
+		if ev.Type == "poison" {
+			// The poison kills its processor, as an OOM kill would.
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
 		time.Sleep(rand.N(2 * time.Millisecond)) // the handler's "work", with the transaction open
 		return nil
 	})
 	p, err := processor.New(processor.Config{
 		Pool: pool, Registry: reg,
-		Now:       func() time.Time { return time.Now().Add(offset) },
-		BatchSize: 10, Lease: childLease, HandlerTimeout: 2 * time.Second, SafetyMargin: 4 * time.Second,
-		// Kills charge an attempt to the event they interrupt; with a dozen
-		// kills, no event may run out of attempts here.
-		MaxAttempts: 1000,
+		Now:   func() time.Time { return time.Now().Add(offset) },
+		Lease: childLease, HandlerTimeout: 2 * time.Second, SafetyMargin: 4 * time.Second,
+		// Random kills charge an attempt to an event they interrupt while it
+		// runs alone; with two dozen kills, no event may run out of attempts
+		// in the drain test. The poison test wants its poison dead soon.
+		MaxAttempts: map[string]int{"drain": 1000, "poison": 3}[mode],
 		Logger:      slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -109,12 +115,17 @@ type child struct {
 
 func startChild(t *testing.T, url string, offset time.Duration) *child {
 	t.Helper()
+	return startChildMode(t, "drain", url, offset)
+}
+
+func startChildMode(t *testing.T, mode, url string, offset time.Duration) *child {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &child{cmd: exec.Command(exe)}
-	c.cmd.Env = append(os.Environ(), childEnv+"=drain", childURLEnv+"="+url, childOffsetEnv+"="+offset.String())
+	c.cmd.Env = append(os.Environ(), childEnv+"="+mode, childURLEnv+"="+url, childOffsetEnv+"="+offset.String())
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,17 +149,18 @@ func (c *child) wait() (killed bool, err error) {
 	return false, nil
 }
 
-// TestSIGKILLedProcessorsApplyEachEventOnce is the issue's crash
-// acceptance: two processor processes drain at once and are SIGKILLed at
-// random points, round after round, and restarted; a last generation
-// finishes the drain. Every effect exists exactly once, and no event is
-// left claimed.
+// TestSIGKILLedProcessorsApplyEachEventOnce is the crash acceptance: two
+// processor processes drain at once, running batches of 64 events in one
+// transaction each, and are SIGKILLed at random points, round after
+// round, and restarted; a last generation finishes the drain. Every
+// effect exists exactly once, every attempt a kill interrupted is in its
+// event's history, and no claim is left holding events.
 func TestSIGKILLedProcessorsApplyEachEventOnce(t *testing.T) {
 	tier.Heavy(t, "kills processor processes")
 	t.Parallel()
 	url := pgtest.URL(t)
 	f := setupOn(t, newPool(t, url))
-	const events, rounds, perRound = 2000, 12, 2
+	const events, rounds, perRound = 3000, 16, 2
 	f.insert("ledger", "ledger.write", "evt_", events)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -197,8 +209,8 @@ func TestSIGKILLedProcessorsApplyEachEventOnce(t *testing.T) {
 			}
 		}
 	}
-	if kills < 10 {
-		t.Fatalf("only %d children were killed mid-drain; the test did not test much", kills)
+	if kills < 24 {
+		t.Fatalf("only %d children were killed mid-drain, want at least 24; the test did not test much", kills)
 	}
 
 	// The last generation, on a clock past every lease, finishes the drain.
@@ -215,14 +227,70 @@ func TestSIGKILLedProcessorsApplyEachEventOnce(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM webhook_events WHERE processed_at IS NULL OR dead_at IS NOT NULL`); n != 0 {
 		t.Fatalf("%d events not processed", n)
 	}
-	if n := f.count(`SELECT count(*) FROM webhook_events WHERE locked_until IS NOT NULL OR locked_by IS NOT NULL`); n != 0 {
-		t.Fatalf("%d events left claimed", n)
+	// Nothing is stuck past its lease: the last generation recovered
+	// every claim the killed ones left.
+	f.noOpenClaims()
+	// Every event has exactly one handled attempt, and every other attempt
+	// of it is an interruption its history records.
+	if n := f.count(`SELECT count(*) FROM webhook_events e WHERE (SELECT count(*) FROM webhook_attempts a WHERE a.event_pk = e.id AND a.outcome = 'handled') <> 1`); n != 0 {
+		t.Fatalf("%d events without exactly one handled attempt", n)
 	}
-	// Every attempt a kill interrupted is in its event's history.
-	interrupted := f.count(`SELECT count(*) FROM webhook_events, jsonb_array_elements(errors) e WHERE e->>'cause' = 'lease_expired'`)
+	interrupted := f.count(`SELECT count(*) FROM webhook_attempts WHERE outcome = 'interrupted'`)
 	extra := f.count(`SELECT coalesce(sum(attempts - 1), 0) FROM webhook_events`)
-	if interrupted != extra {
-		t.Fatalf("%d lease_expired entries for %d attempts beyond the first", interrupted, extra)
+	if interrupted != extra || f.count(`SELECT count(*) FROM webhook_attempts WHERE outcome NOT IN ('handled', 'interrupted')`) != 0 {
+		t.Fatalf("%d interrupted attempts for %d attempts beyond the first", interrupted, extra)
 	}
-	t.Logf("%d kills mid-drain; %d attempts interrupted inside a handler", kills, interrupted)
+	inBatch := f.count(`SELECT count(*) FROM webhook_attempts WHERE outcome = 'interrupted' AND batch_size > 1`)
+	t.Logf("%d kills mid-drain; %d attempts interrupted, %d of them in a batch", kills, interrupted, inBatch)
+}
+
+// TestPoisonThatKillsItsProcessorInABatch: one event of a batch kills its
+// processor every time it runs. The batch is interrupted once; each of its
+// neighbours then runs alone, once, and is processed exactly once; the
+// poison, alone, kills a processor per attempt until its attempts are
+// spent, and then moves to the dead letters without running again.
+func TestPoisonThatKillsItsProcessorInABatch(t *testing.T) {
+	tier.Heavy(t, "kills processor processes")
+	t.Parallel()
+	url := pgtest.URL(t)
+	f := setupOn(t, newPool(t, url))
+	f.insert("ledger", "ledger.write", "evt_a_", 20)
+	poison := f.insert("ledger", "poison", "evt_p_", 1)[0]
+	f.insert("ledger", "ledger.write", "evt_b_", 20)
+
+	// Each generation runs on a clock past the previous one's lease: it
+	// recovers the claim the poison left, and goes on until the poison
+	// kills it again or nothing is left.
+	killed := 0
+	for gen := 1; ; gen++ {
+		if gen > 10 {
+			t.Fatalf("still killing processors after %d generations", gen-1)
+		}
+		k, err := startChildMode(t, "poison", url, time.Duration(gen)*crashStep).wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k {
+			break
+		}
+		killed++
+	}
+	// One kill in the batch, then one per attempt it makes alone.
+	if killed != 1+3 {
+		t.Fatalf("the poison killed %d processors, want 4 (its batch's, then 3 attempts alone)", killed)
+	}
+	if rows, distinct := f.ledger(); rows != 40 || distinct != 40 {
+		t.Fatalf("ledger = %d rows for %d events, want the 40 neighbours once each", rows, distinct)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_events WHERE dead_at IS NOT NULL AND id <> $1`, poison); n != 0 {
+		t.Fatalf("%d neighbours dragged to the dead letters", n)
+	}
+	r, h := f.row(poison), f.history(poison)
+	if r.DeadAt == nil || len(h) != 4 || h[0].BatchSize != 41 || h[3].BatchSize != 1 || !h[3].Dead {
+		t.Fatalf("poison: %+v, history %+v", r, h)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_attempts WHERE event_pk <> $1 AND outcome = 'interrupted'`, poison); n != 40 {
+		t.Fatalf("%d neighbours' interrupted attempts, want 40 (the batch's)", n)
+	}
+	f.noOpenClaims()
 }

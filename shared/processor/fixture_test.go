@@ -221,3 +221,51 @@ func writeLedger(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
 	_, err := tx.Exec(ctx, `INSERT INTO ledger (event_pk, attempt) VALUES ($1, $2)`, ev.ID, ev.Attempts)
 	return err
 }
+
+// history returns the event's attempts.
+func (f *fixture) history(id int64) []inbox.Attempt {
+	f.t.Helper()
+	h, err := f.store.AttemptListByEvent(f.ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return h
+}
+
+// noOpenClaims fails the test if a claim still holds events.
+func (f *fixture) noOpenClaims() {
+	f.t.Helper()
+	if n := f.count(`SELECT count(*) FROM webhook_claims WHERE cardinality(event_ids) > 0`); n != 0 {
+		f.t.Fatalf("%d claims still hold events", n)
+	}
+}
+
+// tracedPool is newPool with every statement's text passed to seen.
+func tracedPool(t testing.TB, url string, seen func(sql string)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range processor.SessionParams(processor.DefaultHandlerTimeout) {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	cfg.MaxConns = 2
+	cfg.ConnConfig.Tracer = sqlTracer(seen)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// sqlTracer is a pgx.QueryTracer passing each statement's text on.
+type sqlTracer func(sql string)
+
+func (s sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s(d.SQL)
+	return ctx
+}
+
+func (sqlTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -23,7 +22,11 @@ import (
 
 // Defaults of Config. The retry window they give is in Backoff.RetryWindow.
 const (
-	DefaultBatchSize      = 25
+	// DefaultBatchSize is MaxBatchSize: the more events a transaction
+	// runs, the fewer commits and round trips each costs (docs/processor.md
+	// has the measurements).
+	DefaultBatchSize      = MaxBatchSize
+	DefaultBodyBudget     = 16 << 20
 	DefaultMaxAttempts    = 12
 	DefaultBackoffBase    = 30 * time.Second
 	DefaultBackoffCap     = 6 * time.Hour
@@ -32,9 +35,13 @@ const (
 	DefaultSafetyMargin   = 40 * time.Second
 )
 
-// MaxBatchSize bounds Config.BatchSize: a batch is claimed in one statement
-// and its rows stay leased until handled, so it must stay small.
-const MaxBatchSize = 1000
+// MaxBatchSize bounds Config.BatchSize. A batch runs in one transaction
+// with a savepoint per handler that writes, and PostgreSQL keeps the
+// subtransactions of a transaction in a per-backend cache of 64 entries:
+// past it, every other session's visibility checks must look them up in
+// pg_subtrans, which slows the whole server (the "subtransaction
+// overflow" of many post-mortems). 64 handlers' savepoints fit it.
+const MaxBatchSize = 64
 
 // UnhandledPolicy says what happens to an event no handler matches.
 type UnhandledPolicy string
@@ -67,9 +74,13 @@ func ParseUnhandledPolicy(s string) (UnhandledPolicy, error) {
 
 // Config configures a Processor. Zero durations and sizes take the defaults.
 type Config struct {
-	// Pool is the database. Give it SessionParams(HandlerTimeout) as
-	// runtime parameters, so the server ends what a frozen or dead
-	// processor left open.
+	// Pool is the database, with at least 2 connections (a claim's
+	// transaction holds one while the claim is recorded on the other).
+	// Give it SessionParams(HandlerTimeout) as runtime parameters, so the
+	// server ends what a frozen or dead processor left open, and open it
+	// with storage.PoolConfig.CancelOnContext, so that a handler's timeout
+	// cancels its statement rather than its connection (ConfigFromEnv's
+	// Database does both).
 	Pool *pgxpool.Pool
 	// Registry routes events to handlers.
 	Registry *Registry
@@ -81,8 +92,22 @@ type Config struct {
 	// nil discards.
 	Logger *slog.Logger
 
-	// BatchSize is how many events one claim takes (1..MaxBatchSize).
+	// BatchSize is how many events one claim takes and runs in one
+	// transaction (1..MaxBatchSize).
 	BatchSize int
+	// BodyBudget bounds the bytes of bodies a claim holds in memory at
+	// once: the claim reads the bodies that fit, and the rest a budget at
+	// a time as their turn comes. An event whose body alone exceeds it can
+	// never be handled within it and goes to the dead letters (cause
+	// body_over_budget); it must therefore be at least the receiver's
+	// largest body (WEBHOOK_MAX_BODY_BYTES).
+	BodyBudget int64
+	// Bodies reads the bodies of archived events, which a replay sends
+	// through the processor again (archive.Archiver does: a ranged read of
+	// the event's gzip member, verified against its SHA-256). Nil: such an
+	// event fails its attempt (cause archive_store_unavailable) and is
+	// retried.
+	Bodies BodyReader
 	// MaxAttempts is how many attempts an event gets before it is
 	// dead-lettered (1 means no retry).
 	MaxAttempts int
@@ -140,6 +165,9 @@ func (c *Config) defaults() {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
+	if c.BodyBudget == 0 {
+		c.BodyBudget = DefaultBodyBudget
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
@@ -181,6 +209,9 @@ func (c Config) validate() error {
 	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
 		errs = append(errs, fmt.Errorf("processor: BatchSize must be 1 to %d, got %d", MaxBatchSize, c.BatchSize))
 	}
+	if c.BodyBudget < 0 {
+		errs = append(errs, fmt.Errorf("processor: BodyBudget must be positive, got %d", c.BodyBudget))
+	}
 	if c.MaxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("processor: MaxAttempts must be at least 1, got %d", c.MaxAttempts))
 	}
@@ -221,7 +252,7 @@ func SessionParams(handlerTimeout time.Duration) map[string]string {
 }
 
 // Processor drains webhook_events. It is safe to run any number of them
-// at once, in one process or many.
+// at once, in one process or many, and to call Drain concurrently.
 type Processor struct {
 	cfg     Config
 	store   *storage.Store
@@ -229,6 +260,14 @@ type Processor struct {
 	backoff Backoff
 	name    string
 	seq     atomic.Uint64
+
+	// workers are the names a concurrent Drain takes, one each: a name
+	// owns one row of webhook_claims, so two drains must not share one.
+	mu      sync.Mutex
+	workers []string
+	nworker int
+	// lastSweep is when the processor last deleted idle claims.
+	lastSweep time.Time
 }
 
 // New validates cfg, applies its defaults and returns a Processor.
@@ -256,6 +295,24 @@ func New(cfg Config) (*Processor, error) {
 // Config returns the processor's configuration, defaults applied.
 func (p *Processor) Config() Config { return p.cfg }
 
+// worker takes a name for one drain; done gives it back.
+func (p *Processor) worker() (name string, done func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.workers); n > 0 {
+		name = p.workers[n-1]
+		p.workers = p.workers[:n-1]
+	} else {
+		p.nworker++
+		name = p.name + "/" + strconv.Itoa(p.nworker)
+	}
+	return name, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.workers = append(p.workers, name)
+	}
+}
+
 // Stop reasons of a Drain.
 const (
 	// StopDrained: a claim found no due event.
@@ -270,9 +327,11 @@ const (
 
 // Stats counts what one Drain did.
 type Stats struct {
-	// Batches claimed, and events in them.
+	// Batches is the claims made (each a transaction), Claimed the events
+	// in them, and Solo the claims of one event that had to run alone.
 	Batches int `json:"batches"`
 	Claimed int `json:"claimed"`
+	Solo    int `json:"solo"`
 	// Handled events committed with their handler; Unhandled were marked
 	// processed without one (UnhandledMark).
 	Handled   int `json:"handled"`
@@ -284,9 +343,15 @@ type Stats struct {
 	// Released events were claimed but not started (no time or lease
 	// left); they are due again at once.
 	Released int `json:"released"`
-	// LeaseLost events had been claimed again by another processor after
-	// this one's lease passed; this one left them alone.
+	// LeaseLost events were in a claim another processor recovered after
+	// its lease passed; this one's work on them was rolled back.
 	LeaseLost int `json:"lease_lost"`
+	// Fallbacks counts the claims whose transaction failed, and whose
+	// events then ran one transaction each.
+	Fallbacks int `json:"fallbacks"`
+	// Interrupted counts the attempts this drain found interrupted (the
+	// claims of processors that died) and recorded.
+	Interrupted int `json:"interrupted"`
 	// Stopped says why the drain ended (Stop* constants).
 	Stopped string `json:"stopped"`
 	// Latencies are the receipt-to-processed times (processed_at minus
@@ -298,23 +363,26 @@ type Stats struct {
 func (s *Stats) add(o Stats) {
 	s.Batches += o.Batches
 	s.Claimed += o.Claimed
+	s.Solo += o.Solo
 	s.Handled += o.Handled
 	s.Unhandled += o.Unhandled
 	s.Retried += o.Retried
 	s.DeadLettered += o.DeadLettered
 	s.Released += o.Released
 	s.LeaseLost += o.LeaseLost
+	s.Fallbacks += o.Fallbacks
+	s.Interrupted += o.Interrupted
 	s.Latencies = append(s.Latencies, o.Latencies...)
 }
 
-// Drain claims and handles batches while there are due events and time:
-// it stops when a claim finds nothing, when less than SafetyMargin is left
+// Drain claims and runs events while there are due events and time: it
+// stops when no claim finds an event, when less than SafetyMargin is left
 // before ctx's deadline, or when ctx is cancelled. It returns an error only
 // when the processor's own bookkeeping failed (the database is unreachable)
 // or ctx was cancelled; handler failures are recorded on their events and
-// counted in Stats. Whatever the way it ends, no event stays claimed longer
-// than its lease. With Config.Metrics set it logs the drain's metrics
-// line, whatever the way it ends.
+// counted in Stats. Whatever the way it ends, it leaves no claim open but
+// one its lease will end. With Config.Metrics set it logs the drain's
+// metrics line, whatever the way it ends.
 func (p *Processor) Drain(ctx context.Context) (Stats, error) {
 	if p.cfg.Metrics == nil {
 		return p.drain(ctx)
@@ -325,8 +393,23 @@ func (p *Processor) Drain(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
+// recoverEvery is how often a long drain looks for the claims of
+// processors that died; a drain also looks when it starts. A claim is
+// recovered once its lease has passed anyway, so looking more often than
+// a fraction of the lease would find nothing more.
+const recoverEvery = 15 * time.Second
+
 func (p *Processor) drain(ctx context.Context) (Stats, error) {
 	var st Stats
+	if n := p.cfg.Pool.Config().MaxConns; n < 2 {
+		// A claim's transaction holds one connection while the claim is
+		// recorded on another: with one, the drain would wait for itself.
+		st.Stopped = StopError
+		return st, fmt.Errorf("processor: the pool must allow at least 2 connections, it allows %d", n)
+	}
+	worker, done := p.worker()
+	defer done()
+	var recovered time.Time
 	for {
 		if err := ctx.Err(); err != nil {
 			st.Stopped = StopCancelled
@@ -336,41 +419,39 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 			st.Stopped = StopDeadline
 			return st, nil
 		}
-		now := p.cfg.Now()
-		claim := storage.EventClaimParams{
-			Now: now, Limit: p.cfg.BatchSize, LockedUntil: now.Add(p.cfg.Lease),
-			Token: p.name + "#" + strconv.FormatUint(p.seq.Add(1), 10),
+		if now := p.cfg.Now(); recovered.IsZero() || now.Sub(recovered) >= recoverEvery {
+			if err := p.recoverClaims(ctx, &st); err != nil {
+				return p.stopped(ctx, st, err)
+			}
+			recovered = now
 		}
-		batch, err := p.store.EventClaim(ctx, claim)
-		if err != nil {
-			st.Stopped = StopError
-			p.log.Error("processor: claim failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-			return st, err
+		// An event that must run alone first (it failed or was interrupted
+		// before), then a batch: each claim is a transaction.
+		var claimed int
+		for _, solo := range []bool{true, false} {
+			n, err := p.runClaim(ctx, worker, solo, &st)
+			if err != nil {
+				return p.stopped(ctx, st, err)
+			}
+			claimed += n
+			if st.Stopped != "" {
+				return st, ctx.Err()
+			}
 		}
-		if len(batch) == 0 {
+		if claimed == 0 {
 			st.Stopped = StopDrained
 			return st, nil
 		}
-		st.Batches++
-		st.Claimed += len(batch)
-		bs, err := p.runBatch(ctx, claim.Token, claim.LockedUntil, batch)
-		st.add(bs)
-		if err != nil {
-			st.Stopped = StopError
-			if ctx.Err() != nil {
-				st.Stopped = StopCancelled
-			}
-			return st, err
-		}
-		switch bs.Stopped {
-		case StopCancelled:
-			st.Stopped = StopCancelled
-			return st, ctx.Err()
-		case StopDeadline:
-			st.Stopped = StopDeadline
-			return st, nil
-		}
 	}
+}
+
+// stopped ends a drain on an error of the processor's own.
+func (p *Processor) stopped(ctx context.Context, st Stats, err error) (Stats, error) {
+	st.Stopped = StopError
+	if ctx.Err() != nil {
+		st.Stopped = StopCancelled
+	}
+	return st, err
 }
 
 // timeLeft reports whether an event may start now: SafetyMargin must fit
@@ -384,261 +465,17 @@ func (p *Processor) timeLeft(ctx context.Context, leaseEnd time.Time) bool {
 	return leaseEnd.IsZero() || !p.cfg.Now().Add(p.cfg.SafetyMargin).After(leaseEnd)
 }
 
-// runBatch handles a claimed batch, one event at a time, each in its own
-// transaction. It releases the events it does not start, and sets
-// Stats.Stopped when the drain must end (deadline, cancellation); running
-// out of lease only ends the batch.
-func (p *Processor) runBatch(ctx context.Context, token string, leaseEnd time.Time, batch []storage.ClaimedEvent) (Stats, error) {
-	var st Stats
-	for i := range batch {
-		switch {
-		case ctx.Err() != nil:
-			st.Stopped = StopCancelled
-		case !p.timeLeft(ctx, time.Time{}):
-			st.Stopped = StopDeadline
-		case !p.timeLeft(ctx, leaseEnd):
-			// The drain goes on with a fresh claim and a fresh lease.
-		default:
-			if err := p.process(ctx, token, &batch[i], &st); err != nil {
-				// The database failed under the processor's own
-				// bookkeeping: give the rest back if it still answers.
-				st.Released += p.release(ctx, token, batch[i+1:])
-				return st, err
-			}
-			continue
-		}
-		st.Released += p.release(ctx, token, batch[i:])
-		return st, nil
-	}
-	return st, nil
-}
-
-// process runs one claimed event. It returns an error only when the
-// processor's bookkeeping failed; a handler's failure is recorded.
-func (p *Processor) process(ctx context.Context, token string, row *storage.ClaimedEvent, st *Stats) error {
-	ev := row.Event
-	if ev.SourceKind == "" {
-		// Stored before the receiver recorded kinds: the configured map,
-		// when there is one, still routes it.
-		ev.SourceKind = p.cfg.SourceKinds[ev.Source]
-	}
-	log := p.log.With("source", ev.Source, "event_id", ev.EventID, "event_type", ev.Type)
-
-	if row.Interrupted {
-		// The claim recorded it; the log is what tells an operator that a
-		// processor died mid-event (a crash, an OOM, a Lambda timeout).
-		log.Warn("processor: the previous attempt never finished; its processor stopped before its lease ended",
-			"cause", inbox.CauseLeaseExpired, "attempt", row.Attempts)
-	}
-	if row.Attempts >= p.cfg.MaxAttempts {
-		// Every attempt is spent. Either the last one never came back (a
-		// poison event that kills its processor ends here, without running
-		// again: the claim already recorded that attempt), or MaxAttempts
-		// was lowered since.
-		if row.Interrupted {
-			return p.deadLetter(ctx, token, ev, "", errors.New(storage.LeaseExpiredError), log.With("attempt", row.Attempts), st)
-		}
-		return p.deadLetter(ctx, token, ev, inbox.CauseMaxAttempts,
-			fmt.Errorf("%d attempts already made; the maximum is now %d", row.Attempts, p.cfg.MaxAttempts),
-			log.With("attempt", row.Attempts), st)
-	}
-
-	h, found := p.cfg.Registry.Lookup(ev.Source, ev.SourceKind, ev.Type)
-	if !found {
-		switch p.cfg.Unhandled {
-		case UnhandledDeadLetter:
-			return p.deadLetter(ctx, token, ev, inbox.CauseNoHandler, errNoHandler, log, st)
-		case UnhandledRetry:
-			h = HandlerFunc(func(context.Context, pgx.Tx, *Event) error { return errNoHandler })
-		default:
-			// Nothing runs, so nothing needs an attempt or a transaction.
-			ok, err := p.store.EventMarkProcessed(ctx, storage.EventMarkProcessedParams{
-				ID: ev.ID, Token: token, Now: p.cfg.Now(), Outcome: inbox.OutcomeUnhandled,
-			})
-			switch {
-			case err != nil:
-				return p.bookkeepingFailed(err, log)
-			case !ok:
-				p.leaseLost(log, st)
-			default:
-				st.Unhandled++
-				st.Latencies = append(st.Latencies, p.cfg.Now().Sub(ev.CreatedAt))
-				log.Debug("processor: no handler; marked processed", "cause", inbox.CauseNoHandler)
-			}
-			return nil
-		}
-	}
-
-	attempt, ok, err := p.store.EventStartAttempt(ctx, ev.ID, token, p.cfg.Now())
-	if err != nil {
-		return p.bookkeepingFailed(err, log)
-	}
-	if !ok {
-		p.leaseLost(log, st)
-		return nil
-	}
-	ev.Attempts = attempt
-	log = log.With("attempt", attempt)
-
-	hctx, cancel := context.WithTimeout(ctx, p.cfg.HandlerTimeout)
-	defer cancel()
-	lost, herr := p.apply(hctx, token, h, ev)
-	switch {
-	case lost:
-		p.leaseLost(log, st)
-		return nil
-	case herr == nil:
-		st.Handled++
-		st.Latencies = append(st.Latencies, p.cfg.Now().Sub(ev.CreatedAt))
-		return nil
-	}
-
-	cause := causeOf(herr, hctx)
-	var pe *panicError
-	if errors.As(herr, &pe) {
-		log.Error("processor: handler panicked", "cause", cause, "err", herr, "stack", string(pe.stack))
-	}
-	if cause == inbox.CausePermanent || attempt >= p.cfg.MaxAttempts {
-		return p.deadLetter(ctx, token, ev, cause, herr, log, st)
-	}
-	now := p.cfg.Now()
-	delay := p.backoff.Delay(attempt)
-	bctx, bcancel := p.bookkeepingContext(ctx)
-	defer bcancel()
-	ok, err = p.store.EventRecordFailure(bctx, storage.EventRecordFailureParams{
-		ID: ev.ID, Token: token, Now: now, Cause: cause, Error: errorText(herr), NextAttemptAt: now.Add(delay),
-	})
-	switch {
-	case err != nil:
-		return p.bookkeepingFailed(err, log)
-	case !ok:
-		p.leaseLost(log, st)
-	default:
-		st.Retried++
-		log.Warn("processor: attempt failed; will retry", "cause", cause, "err", herr,
-			"retry_in", delay.String(), "next_attempt_at", now.Add(delay))
-	}
-	return nil
-}
-
-// apply runs h in the event's own transaction: mark processed first (it
-// locks the row and checks the claim), then the handler, then commit, so
-// the handler's changes and processed_at are one atomic unit. lost reports
-// that the event was no longer this claim's to process.
-func (p *Processor) apply(ctx context.Context, token string, h Handler, ev *Event) (lost bool, err error) {
-	tx, err := p.store.Begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if err != nil || lost {
-			p.rollback(ctx, tx)
-		}
-	}()
-	ok, err := tx.EventMarkProcessed(ctx, storage.EventMarkProcessedParams{
-		ID: ev.ID, Token: token, Now: p.cfg.Now(), Outcome: inbox.OutcomeHandled,
-	})
-	if err != nil {
-		return false, err
-	}
-	if !ok {
-		return true, nil
-	}
-	if err := callHandler(ctx, h, tx.Pgx(), ev); err != nil {
-		return false, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		// A commit error can hide a commit that happened (the connection
-		// broke after the server committed). Recording the failure is safe
-		// either way: it only touches a row that is still unprocessed.
-		return false, err
-	}
-	return false, nil
-}
-
-// callHandler runs h, turning a panic into an error of this event alone.
-func callHandler(ctx context.Context, h Handler, tx pgx.Tx, ev *Event) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &panicError{value: r, stack: debug.Stack()}
-		}
-	}()
-	return h.Handle(ctx, handlerTx{tx}, ev)
-}
-
-// rollback ends a failed transaction even when ctx is done: a rollback that
-// cannot be sent makes pgx close the connection, which ends it too.
-func (p *Processor) rollback(ctx context.Context, tx *storage.Tx) {
-	bctx, cancel := p.bookkeepingContext(ctx)
-	defer cancel()
-	_ = tx.Rollback(bctx)
-}
-
 // bookkeepingContext gives the writes after a handler their own time,
 // detached from a handler deadline or a cancellation that already fired:
-// the failure of an attempt must be recorded even if the attempt timed out.
+// the outcome of an attempt must be recorded even if the attempt timed out.
 // SafetyMargin - HandlerTimeout is exactly the time kept for it.
 func (p *Processor) bookkeepingContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), p.cfg.SafetyMargin-p.cfg.HandlerTimeout)
 }
 
-// deadLetter moves the event to the dead letters. cause and herr are the
-// last attempt's entry in the history; an empty cause means the claim
-// already recorded it (an attempt that never finished).
-func (p *Processor) deadLetter(ctx context.Context, token string, ev *Event, cause inbox.Cause, herr error, log *slog.Logger, st *Stats) error {
-	params := storage.EventDeadLetterParams{ID: ev.ID, Token: token, Now: p.cfg.Now(), Cause: cause}
-	if cause != "" {
-		params.Error = errorText(herr)
-	} else {
-		cause = inbox.CauseLeaseExpired
-	}
-	bctx, cancel := p.bookkeepingContext(ctx)
-	defer cancel()
-	id, ok, err := p.store.EventDeadLetter(bctx, params)
-	switch {
-	case err != nil:
-		return p.bookkeepingFailed(err, log)
-	case !ok:
-		p.leaseLost(log, st)
-	default:
-		st.DeadLettered++
-		log.Error("processor: event moved to the dead letters", "cause", cause, "err", herr, "dead_letter_id", id)
-	}
-	return nil
-}
-
-func (p *Processor) leaseLost(log *slog.Logger, st *Stats) {
-	st.LeaseLost++
-	log.Warn("processor: claim taken over after its lease passed; leaving the event to its new claimer", "cause", inbox.CauseLeaseLost)
-}
-
-func (p *Processor) bookkeepingFailed(err error, log *slog.Logger) error {
-	log.Error("processor: bookkeeping failed; stopping the drain", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-	return err
-}
-
-// release gives back events this claim will not start, due at once. It is
-// best effort: if it fails, their lease passing frees them all the same.
-func (p *Processor) release(ctx context.Context, token string, rest []storage.ClaimedEvent) int {
-	if len(rest) == 0 {
-		return 0
-	}
-	ids := make([]int64, len(rest))
-	for i := range rest {
-		ids[i] = rest[i].ID
-	}
-	bctx, cancel := p.bookkeepingContext(ctx)
-	defer cancel()
-	n, err := p.store.EventRelease(bctx, ids, token, p.cfg.Now())
-	if err != nil {
-		p.log.Warn("processor: could not release unstarted events; they are claimable when the lease passes",
-			"cause", inbox.CauseDatabaseUnavailable, "err", err, "events", len(ids))
-	}
-	return n
-}
-
 // Requeue sends the open dead letters matching f back to the drain, due
-// at once with attempts and history reset, and returns how many. It is
+// at once, a new run whose failures are reset (their attempts and history
+// stay), and returns how many. It is
 // storage.Store.DeadLetterRequeue on the processor's clock.
 func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter) (int, error) {
 	n, err := p.store.DeadLetterRequeue(ctx, f, p.cfg.Now())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -26,10 +26,10 @@ func TestDrainAppliesEachEventOnce(t *testing.T) {
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	ids := f.insert("ledger", "ledger.write", "evt_", 60)
-	p := f.processor(processor.Config{BatchSize: 25})
+	p := f.processor(processor.Config{BatchSize: 25, Name: "proc"})
 
 	st := f.drain(p)
-	if st.Claimed != 60 || st.Handled != 60 || st.Batches != 3 || st.Stopped != processor.StopDrained {
+	if st.Claimed != 60 || st.Handled != 60 || st.Batches != 3 || st.Solo != 0 || st.Fallbacks != 0 || st.Stopped != processor.StopDrained {
 		t.Fatalf("stats = %+v", st)
 	}
 	if rows, events := f.ledger(); rows != 60 || events != 60 {
@@ -37,13 +37,20 @@ func TestDrainAppliesEachEventOnce(t *testing.T) {
 	}
 	r := f.row(ids[0])
 	if r.ProcessedAt == nil || !r.ProcessedAt.Equal(f.clock.Now()) || r.Outcome != inbox.OutcomeHandled ||
-		r.Attempts != 1 || r.LockedUntil != nil || r.LockedBy != "" || len(r.Errors) != 0 {
+		r.Attempts != 1 || r.FailedAttempts != 0 || r.Solo || r.ClaimedUntil != nil || r.LastAttemptAt == nil {
 		t.Fatalf("processed row = %+v", r)
 	}
-	// Nothing is due any more: a second drain claims nothing.
+	// One row per attempt: this one, handled in a batch of 25.
+	h := f.history(ids[0])
+	if len(h) != 1 || h[0].Number != 1 || h[0].Outcome != inbox.AttemptHandled || h[0].BatchSize != 25 ||
+		!strings.HasPrefix(h[0].Processor, "proc/") || h[0].FinishedAt == nil || h[0].Dead {
+		t.Fatalf("history = %+v", h)
+	}
+	// Nothing is due any more, and no claim holds anything.
 	if st := f.drain(p); st.Claimed != 0 || st.Stopped != processor.StopDrained {
 		t.Fatalf("second drain = %+v", st)
 	}
+	f.noOpenClaims()
 }
 
 func TestDrainHandlesOldestFirst(t *testing.T) {
@@ -67,9 +74,9 @@ func TestDrainHandlesOldestFirst(t *testing.T) {
 	}
 }
 
-// TestConcurrentProcessorsApplyEachEventOnce is the issue's acceptance: 4
-// processors, each with its own pool, drain 5 000 events at once, and
-// every event's effect exists exactly once.
+// TestConcurrentProcessorsApplyEachEventOnce: 4 processors, each with its
+// own pool, drain 5 000 events at once, and every event's effect exists
+// exactly once.
 func TestConcurrentProcessorsApplyEachEventOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
@@ -100,24 +107,22 @@ func TestConcurrentProcessorsApplyEachEventOnce(t *testing.T) {
 	if rows, distinct := f.ledger(); rows != events || distinct != events {
 		t.Fatalf("ledger rows = %d for %d events, want %d once each", rows, distinct, events)
 	}
-	if n := f.count(`SELECT count(*) FROM webhook_events WHERE processed_at IS NULL OR locked_until IS NOT NULL OR locked_by IS NOT NULL OR attempts <> 1`); n != 0 {
-		t.Fatalf("%d events not processed exactly once or still claimed", n)
+	if n := f.count(`SELECT count(*) FROM webhook_events WHERE processed_at IS NULL OR attempts <> 1`); n != 0 {
+		t.Fatalf("%d events not processed exactly once", n)
 	}
+	if n := f.count(`SELECT count(*) FROM webhook_attempts WHERE outcome = 'handled'`); n != events {
+		t.Fatalf("%d handled attempts in the history, want %d", n, events)
+	}
+	f.noOpenClaims()
 }
 
-// newPool opens a pool on url with the processor's session settings, as
-// the Lambda does.
+// newPool opens a pool on url as the Lambda's (two connections, the
+// processor's session settings, statements cancelled with their context).
 func newPool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range processor.SessionParams(processor.DefaultHandlerTimeout) {
-		cfg.ConnConfig.RuntimeParams[k] = v
-	}
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	pool, err := storage.PoolConfig{
+		URL: url, MaxConns: 2, RuntimeParams: processor.SessionParams(processor.DefaultHandlerTimeout), CancelOnContext: true,
+	}.Open(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +130,80 @@ func newPool(t testing.TB, url string) *pgxpool.Pool {
 	return pool
 }
 
+// TestPoisonEventInABatchOf25 is the issue's acceptance: one event of a
+// batch of 25 is poison; the other 24 are processed exactly once and
+// charged one attempt each, and the poison alone reaches the dead letters.
+// The poison fails in each way a handler can: an error, a panic, and a
+// statement that takes the whole transaction down with it (the batch then
+// falls back to one transaction per event).
+func TestPoisonEventInABatchOf25(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fail  func(ctx context.Context, tx pgx.Tx) error
+		cause inbox.Cause
+		// fallback: the batch's transaction is lost, and every event's
+		// attempt is the one it then makes alone.
+		fallback bool
+	}{
+		{"error", func(context.Context, pgx.Tx) error { return errors.New("no such customer") }, inbox.CauseHandlerFailed, false},
+		{"panic", func(context.Context, pgx.Tx) error { panic("nil map") }, inbox.CauseHandlerPanic, false},
+		{"kills its connection", func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+			return err
+		}, inbox.CauseHandlerFailed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+				if err := writeLedger(ctx, tx, ev); err != nil {
+					return err
+				}
+				if ev.EventID == "evt_00013" {
+					return tc.fail(ctx, tx)
+				}
+				return nil
+			})
+			ids := f.insert("ledger", "t", "evt_", 25)
+			// Rand 0: each retry is due at once, so one drain runs them all.
+			p := f.processor(processor.Config{BatchSize: 25, MaxAttempts: 3, Rand: func() float64 { return 0 }})
+			st := f.drain(p)
+			if st.Handled != 24 || st.DeadLettered != 1 || st.Retried != 2 || (st.Fallbacks > 0) != tc.fallback {
+				t.Fatalf("stats = %+v", st)
+			}
+			batch := 25
+			if tc.fallback {
+				batch = 1
+			}
+			if rows, events := f.ledger(); rows != 24 || events != 24 {
+				t.Fatalf("ledger = %d rows for %d events, want the 24 neighbours once each", rows, events)
+			}
+			for i, id := range ids {
+				r, h := f.row(id), f.history(id)
+				if i == 12 {
+					if r.DeadAt == nil || r.Attempts != 3 || r.FailedAttempts != 3 || !r.Solo || len(h) != 3 ||
+						h[0].BatchSize != batch || h[1].BatchSize != 1 || !h[2].Dead || h[2].Cause != tc.cause {
+						t.Fatalf("poison: %+v, history %+v", r, h)
+					}
+					continue
+				}
+				if r.ProcessedAt == nil || r.Attempts != 1 || r.FailedAttempts != 0 || r.Solo || len(h) != 1 || h[0].Outcome != inbox.AttemptHandled ||
+					h[0].BatchSize != batch {
+					t.Fatalf("neighbour %d: %+v, history %+v", i+1, r, h)
+				}
+			}
+			if n := f.count(`SELECT count(*) FROM webhook_dead_letters`); n != 1 {
+				t.Fatalf("%d dead letters, want the poison's alone", n)
+			}
+			f.noOpenClaims()
+		})
+	}
+}
+
 // TestRetryBackoffThenSuccess: a handler that fails twice then succeeds
-// runs three attempts, at the backoff's times, and its effect exists once.
+// runs three attempts, alone after the first failure, at the backoff's
+// times, and its effect exists once; the history has all three.
 func TestRetryBackoffThenSuccess(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -141,7 +218,7 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		return nil
 	})
 	id := f.insert("ledger", "t", "evt_", 1)[0]
-	// Rand 0.5: the delay after attempt n is half of min(cap, 10s·2^(n-1)).
+	// Rand 0.5: the delay after failure n is half of min(cap, 10s·2^(n-1)).
 	p := f.processor(processor.Config{BackoffBase: 10 * time.Second, BackoffCap: time.Minute})
 	t0 := f.clock.Now()
 
@@ -149,10 +226,12 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		t.Fatalf("first drain = %+v", st)
 	}
 	r := f.row(id)
-	if r.Attempts != 1 || !r.NextAttemptAt.Equal(t0.Add(5*time.Second)) || r.LockedBy != "" || r.ProcessedAt != nil ||
-		len(r.Errors) != 1 || r.Errors[0].Attempt != 1 || r.Errors[0].Cause != "handler_failed" ||
-		!strings.Contains(r.LastError, "downstream unavailable (attempt 1)") {
+	if r.Attempts != 1 || r.FailedAttempts != 1 || !r.Solo || !r.NextAttemptAt.Equal(t0.Add(5*time.Second)) || r.ProcessedAt != nil ||
+		!strings.Contains(r.LastError, "downstream unavailable (attempt 1)") || !r.LastAttemptAt.Equal(t0) {
 		t.Fatalf("after attempt 1: %+v", r)
+	}
+	if h := f.history(id); len(h) != 1 || h[0].Outcome != inbox.AttemptFailed || h[0].Cause != inbox.CauseHandlerFailed {
+		t.Fatalf("history after attempt 1 = %+v", h)
 	}
 	if rows, _ := f.ledger(); rows != 0 {
 		t.Fatal("the failed attempt's write was not rolled back")
@@ -163,10 +242,10 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		t.Fatalf("claimed before the backoff passed: %+v", st)
 	}
 	t1 := f.clock.Advance(time.Millisecond)
-	if st := f.drain(p); st.Retried != 1 {
+	if st := f.drain(p); st.Retried != 1 || st.Solo != 1 {
 		t.Fatalf("second attempt = %+v", st)
 	}
-	if r := f.row(id); r.Attempts != 2 || !r.NextAttemptAt.Equal(t1.Add(10*time.Second)) || len(r.Errors) != 2 {
+	if r := f.row(id); r.Attempts != 2 || r.FailedAttempts != 2 || !r.NextAttemptAt.Equal(t1.Add(10*time.Second)) {
 		t.Fatalf("after attempt 2: %+v", r)
 	}
 	f.clock.Advance(10*time.Second - time.Millisecond)
@@ -178,8 +257,10 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		t.Fatalf("third attempt = %+v", st)
 	}
 	r = f.row(id)
-	if r.Attempts != 3 || r.ProcessedAt == nil || len(r.Errors) != 2 || r.Errors[1].Attempt != 2 {
-		t.Fatalf("after success: %+v", r)
+	h := f.history(id)
+	if r.Attempts != 3 || r.ProcessedAt == nil || len(h) != 3 || h[1].Outcome != inbox.AttemptFailed || h[2].Outcome != inbox.AttemptHandled ||
+		h[2].BatchSize != 1 {
+		t.Fatalf("after success: %+v, history %+v", r, h)
 	}
 	var rows, attempt int
 	if err := f.pool.QueryRow(f.ctx, `SELECT count(*), max(attempt) FROM ledger WHERE event_pk = $1`, id).Scan(&rows, &attempt); err != nil {
@@ -198,7 +279,8 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 
 // TestAlwaysFailingEventIsDeadLetteredThenRequeued: after MaxAttempts the
 // event leaves the drain for the dead letters with its payload, body and
-// history; a requeue brings it back with its attempts reset.
+// history; a requeue starts a new run, and the history keeps every
+// attempt of both.
 func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -222,7 +304,7 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	r := f.row(id)
-	if r.DeadAt == nil || r.ProcessedAt != nil || r.Attempts != 4 || len(r.Errors) != 4 || r.LockedBy != "" {
+	if r.DeadAt == nil || r.ProcessedAt != nil || r.Attempts != 4 || r.FailedAttempts != 4 {
 		t.Fatalf("dead event = %+v", r)
 	}
 	dls, err := f.store.DeadLetterList(f.ctx, storage.DeadLetterFilter{Source: "billing"}, 10)
@@ -253,20 +335,21 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 		t.Fatalf("requeue = %d, %v", n, err)
 	}
 	r = f.row(id)
-	if r.DeadAt != nil || r.Attempts != 0 || len(r.Errors) != 0 || r.LastError != "" || !r.NextAttemptAt.Equal(f.clock.Now()) {
+	if r.DeadAt != nil || r.Attempts != 4 || r.FailedAttempts != 0 || !r.Solo || r.LastError != "" || !r.NextAttemptAt.Equal(f.clock.Now()) {
 		t.Fatalf("requeued event = %+v", r)
 	}
 	if n, _ := p.Requeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}); n != 0 {
 		t.Fatal("a dead letter was requeued twice")
 	}
-	if st := f.drain(p); st.Handled != 1 {
+	if st := f.drain(p); st.Handled != 1 || st.Solo != 1 {
 		t.Fatalf("drain after requeue = %+v", st)
 	}
 	if rows, _ := f.ledger(); rows != 1 {
 		t.Fatalf("ledger rows = %d", rows)
 	}
-	if r := f.row(id); r.Attempts != 1 || r.ProcessedAt == nil {
-		t.Fatalf("processed after requeue: %+v", r)
+	r, h := f.row(id), f.history(id)
+	if r.Attempts != 5 || r.ProcessedAt == nil || len(h) != 5 || !h[3].Dead || h[4].Outcome != inbox.AttemptHandled {
+		t.Fatalf("processed after requeue: %+v, history %+v", r, h)
 	}
 	// The dead letter is kept, marked requeued, with its history.
 	var requeued *time.Time
@@ -296,10 +379,10 @@ func TestPermanentErrorDeadLettersAtOnce(t *testing.T) {
 	if st.DeadLettered != 1 || st.Retried != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
-	r := f.row(id)
-	if r.DeadAt == nil || r.Attempts != 1 || len(r.Errors) != 1 || r.Errors[0].Cause != "permanent_error" ||
-		!strings.Contains(r.Errors[0].Error, "bad payload") {
-		t.Fatalf("row = %+v", r)
+	r, h := f.row(id), f.history(id)
+	if r.DeadAt == nil || r.Attempts != 1 || len(h) != 1 || h[0].Cause != "permanent_error" || !h[0].Dead ||
+		!strings.Contains(h[0].Error, "bad payload") {
+		t.Fatalf("row = %+v, history %+v", r, h)
 	}
 	if rows, _ := f.ledger(); rows != 0 {
 		t.Fatal("the permanent failure's write was committed")
@@ -323,17 +406,17 @@ func TestPanicFailsThatEventOnly(t *testing.T) {
 	})
 	ids := f.insert("ledger", "t", "evt_", 3)
 	st := f.drain(f.processor(processor.Config{}))
-	if st.Batches != 1 || st.Handled != 2 || st.Retried != 1 {
+	if st.Batches != 1 || st.Handled != 2 || st.Retried != 1 || st.Fallbacks != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
 	if rows, events := f.ledger(); rows != 2 || events != 2 {
 		t.Fatalf("ledger = %d rows / %d events, want the two neighbours", rows, events)
 	}
-	r := f.row(ids[1])
-	if r.ProcessedAt != nil || r.DeadAt != nil || r.Attempts != 1 || len(r.Errors) != 1 ||
-		r.Errors[0].Cause != "handler_panic" || !strings.Contains(r.LastError, "assignment to entry in nil map") ||
+	r, h := f.row(ids[1]), f.history(ids[1])
+	if r.ProcessedAt != nil || r.DeadAt != nil || r.Attempts != 1 || len(h) != 1 ||
+		h[0].Cause != "handler_panic" || !strings.Contains(r.LastError, "assignment to entry in nil map") ||
 		!r.NextAttemptAt.After(f.clock.Now()) {
-		t.Fatalf("panicked event = %+v", r)
+		t.Fatalf("panicked event = %+v, history %+v", r, h)
 	}
 	l := f.logs.lines(t, "panicked")
 	if len(l) != 1 || l[0]["event_id"] != "evt_00002" || !strings.Contains(fmt.Sprint(l[0]["stack"]), "processor_test.go") {
@@ -346,14 +429,14 @@ func TestUnhandledPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy                   processor.UnhandledPolicy
 		processed, dead, retried bool
-		attempts                 int
 		outcome                  inbox.Outcome
-		historyCause, msg        string
+		attempt                  inbox.AttemptOutcome
+		historyCause             inbox.Cause
 	}{
-		{policy: "", processed: true, outcome: inbox.OutcomeUnhandled},
-		{policy: processor.UnhandledMark, processed: true, outcome: inbox.OutcomeUnhandled},
-		{policy: processor.UnhandledRetry, retried: true, attempts: 1, historyCause: "no_handler"},
-		{policy: processor.UnhandledDeadLetter, dead: true, historyCause: "no_handler"},
+		{policy: "", processed: true, outcome: inbox.OutcomeUnhandled, attempt: inbox.AttemptUnhandled},
+		{policy: processor.UnhandledMark, processed: true, outcome: inbox.OutcomeUnhandled, attempt: inbox.AttemptUnhandled},
+		{policy: processor.UnhandledRetry, retried: true, attempt: inbox.AttemptFailed, historyCause: "no_handler"},
+		{policy: processor.UnhandledDeadLetter, dead: true, attempt: inbox.AttemptFailed, historyCause: "no_handler"},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			t.Parallel()
@@ -361,15 +444,15 @@ func TestUnhandledPolicies(t *testing.T) {
 			f.reg.HandleFunc(processor.Source("ledger"), "known", writeLedger)
 			id := f.insert("ledger", "unknown", "evt_", 1)[0]
 			st := f.drain(f.processor(processor.Config{Unhandled: tc.policy}))
-			r := f.row(id)
-			if (r.ProcessedAt != nil) != tc.processed || (r.DeadAt != nil) != tc.dead || (st.Retried == 1) != tc.retried || r.Attempts != tc.attempts {
+			r, h := f.row(id), f.history(id)
+			if (r.ProcessedAt != nil) != tc.processed || (r.DeadAt != nil) != tc.dead || (st.Retried == 1) != tc.retried || r.Attempts != 1 {
 				t.Fatalf("stats %+v, row %+v", st, r)
 			}
 			if tc.outcome != "" && (r.Outcome != tc.outcome || st.Unhandled != 1) {
 				t.Fatalf("outcome = %v, stats %+v", r.Outcome, st)
 			}
-			if tc.historyCause != "" && (len(r.Errors) != 1 || string(r.Errors[0].Cause) != tc.historyCause) {
-				t.Fatalf("history = %+v", r.Errors)
+			if len(h) != 1 || h[0].Outcome != tc.attempt || h[0].Cause != tc.historyCause || h[0].Dead != tc.dead {
+				t.Fatalf("history = %+v", h)
 			}
 			if rows, _ := f.ledger(); rows != 0 {
 				t.Fatal("a handler ran for an unhandled event")
@@ -378,8 +461,9 @@ func TestUnhandledPolicies(t *testing.T) {
 	}
 }
 
-// TestHandlerCannotCommit: the handler's changes commit with processed_at
-// or not at all, so the handler may not end the transaction itself.
+// TestHandlerCannotCommit: the handler's changes commit with the event's
+// outcome or not at all, so the handler may not end the transaction
+// itself; its own savepoints work.
 func TestHandlerCannotCommit(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -403,11 +487,11 @@ func TestHandlerCannotCommit(t *testing.T) {
 		}
 		return sp.Rollback(ctx)
 	})
-	id := f.insert("ledger", "t", "evt_", 1)[0]
-	if st := f.drain(f.processor(processor.Config{})); st.Handled != 1 {
+	ids := f.insert("ledger", "t", "evt_", 2)
+	if st := f.drain(f.processor(processor.Config{})); st.Handled != 2 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if n := f.count(`SELECT count(*) FROM ledger WHERE event_pk = $1 AND note IS NULL`, id); n != 1 {
+	if n := f.count(`SELECT count(*) FROM ledger WHERE event_pk = ANY($1) AND note IS NULL`, ids); n != 2 {
 		t.Fatalf("ledger = %d", n)
 	}
 	if n := f.count(`SELECT count(*) FROM ledger WHERE note = 'savepoint'`); n != 0 {
@@ -415,160 +499,114 @@ func TestHandlerCannotCommit(t *testing.T) {
 	}
 }
 
-func TestHandlerTimeout(t *testing.T) {
+// TestHandlerWithoutStatementsCostsNoSavepoint: a handler that does not
+// use the transaction sends nothing for it; one that does gets one
+// savepoint, taken before its first statement.
+func TestHandlerWithoutStatementsCostsNoSavepoint(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
+	url := pgtest.URL(t)
+	var savepoints atomic.Int64
+	f := setupOn(t, newPool(t, url))
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
-		_, err := tx.Exec(ctx, `SELECT pg_sleep(30)`) // cancelled at HandlerTimeout
-		return err
+		if ev.EventID == "evt_00002" {
+			return writeLedger(ctx, tx, ev)
+		}
+		return nil
 	})
-	id := f.insert("ledger", "t", "evt_", 1)[0]
-	p := f.processor(processor.Config{HandlerTimeout: 100 * time.Millisecond, SafetyMargin: 5 * time.Second})
-	if st := f.drain(p); st.Retried != 1 {
+	f.insert("ledger", "t", "evt_", 3)
+	traced := tracedPool(t, url, func(sql string) {
+		if strings.HasPrefix(strings.ToLower(sql), "savepoint") {
+			savepoints.Add(1)
+		}
+	})
+	if st := f.drain(f.processor(processor.Config{Pool: traced})); st.Handled != 3 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if r := f.row(id); len(r.Errors) != 1 || r.Errors[0].Cause != "handler_timeout" || r.LockedBy != "" {
-		t.Fatalf("row = %+v", r)
+	if n := savepoints.Load(); n != 1 {
+		t.Fatalf("%d savepoints for 3 handlers of which one used the transaction, want 1", n)
+	}
+	if rows, _ := f.ledger(); rows != 1 {
+		t.Fatalf("ledger rows = %d", rows)
 	}
 }
 
-// TestExpiredLeaseIsClaimedAgain: a processor that claimed and died before
-// starting anything leaves its rows claimable once the lease passes, not
-// before, and without spending an attempt. Its late writes change nothing.
-func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
+// TestHandlerTimeout: a handler that outlives its time limit fails alone
+// (cause handler_timeout); its statement is cancelled on the server, and
+// its neighbours in the batch commit in the same transaction.
+func TestHandlerTimeout(t *testing.T) {
+	t.Parallel()
+	f := setupOn(t, newPool(t, pgtest.URL(t))) // the Lambda's pool: statements cancelled with their context
+	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+		if ev.EventID == "evt_00002" {
+			_, err := tx.Exec(ctx, `SELECT pg_sleep(30)`) // cancelled at HandlerTimeout
+			return err
+		}
+		return writeLedger(ctx, tx, ev)
+	})
+	ids := f.insert("ledger", "t", "evt_", 3)
+	p := f.processor(processor.Config{HandlerTimeout: 100 * time.Millisecond, SafetyMargin: 5 * time.Second})
+	if st := f.drain(p); st.Retried != 1 || st.Handled != 2 || st.Fallbacks != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+	if h := f.history(ids[1]); len(h) != 1 || h[0].Cause != "handler_timeout" {
+		t.Fatalf("history = %+v", h)
+	}
+	if rows, events := f.ledger(); rows != 2 || events != 2 {
+		t.Fatalf("ledger = %d/%d, want the two neighbours", rows, events)
+	}
+}
+
+// TestDeadProcessorsClaimIsRecovered: a processor that claimed a batch and
+// died (its claim recorded, its transaction gone with its session) holds
+// its events until its lease passes; then the next drain records the
+// attempt that never finished for each, and runs each alone, once. None
+// is dead-lettered for it, even with one attempt allowed: the culprit may
+// have been any of them.
+func TestDeadProcessorsClaimIsRecovered(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	ids := f.insert("ledger", "t", "evt_", 3)
 	t0 := f.clock.Now()
-	dead, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: t0, Limit: 10, LockedUntil: t0.Add(time.Minute), Token: "dead#1"})
-	if err != nil || len(dead) != 3 {
-		t.Fatalf("claim = %d, %v", len(dead), err)
+	dead := storage.Claim{Processor: "dead/1", Token: "dead/1#7", EventIDs: ids, ClaimedAt: t0, LockedUntil: t0.Add(time.Minute)}
+	if err := f.store.ClaimSet(f.ctx, dead); err != nil {
+		t.Fatal(err)
 	}
-	p := f.processor(processor.Config{Lease: time.Minute})
+	if r := f.row(ids[0]); r.State(t0) != inbox.StateInFlight || r.ClaimedBy != "dead/1" {
+		t.Fatalf("claimed event = %+v", r)
+	}
+	p := f.processor(processor.Config{MaxAttempts: 1})
 	f.clock.Advance(time.Minute - time.Millisecond)
-	if st := f.drain(p); st.Claimed != 0 {
-		t.Fatalf("claimed inside another's lease: %+v", st)
+	if st := f.drain(p); st.Claimed != 0 || st.Interrupted != 0 {
+		t.Fatalf("took events inside another's lease: %+v", st)
 	}
 	f.clock.Advance(time.Millisecond)
-	if st := f.drain(p); st.Handled != 3 {
+	st := f.drain(p)
+	if st.Interrupted != 3 || st.Handled != 3 || st.Solo != 3 || st.DeadLettered != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if r := f.row(ids[0]); r.Attempts != 1 || len(r.Errors) != 0 {
-		t.Fatalf("an attempt that never started was counted: %+v", r)
-	}
-	// The first claimer comes back: none of its writes match any more.
-	now := f.clock.Now()
-	if _, ok, err := f.store.EventStartAttempt(f.ctx, ids[0], "dead#1", t0); ok || err != nil {
-		t.Fatalf("stale start = %v, %v", ok, err)
-	}
-	if ok, err := f.store.EventMarkProcessed(f.ctx, storage.EventMarkProcessedParams{ID: ids[1], Token: "dead#1", Now: now, Outcome: "handled"}); ok || err != nil {
-		t.Fatalf("stale mark = %v, %v", ok, err)
-	}
-	if ok, err := f.store.EventRecordFailure(f.ctx, storage.EventRecordFailureParams{ID: ids[1], Token: "dead#1", Now: now, Cause: "x", Error: "x", NextAttemptAt: now}); ok || err != nil {
-		t.Fatalf("stale failure = %v, %v", ok, err)
-	}
-	if _, ok, err := f.store.EventDeadLetter(f.ctx, storage.EventDeadLetterParams{ID: ids[2], Token: "dead#1", Now: now, Cause: "x", Error: "x"}); ok || err != nil {
-		t.Fatalf("stale dead letter = %v, %v", ok, err)
-	}
-	if n, err := f.store.EventRelease(f.ctx, ids, "dead#1", now); n != 0 || err != nil {
-		t.Fatalf("stale release = %d, %v", n, err)
+	for _, id := range ids {
+		r, h := f.row(id), f.history(id)
+		if r.Attempts != 2 || r.ProcessedAt == nil || !r.Solo || len(h) != 2 ||
+			h[0].Outcome != inbox.AttemptInterrupted || h[0].Cause != inbox.CauseLeaseExpired || h[0].FinishedAt != nil ||
+			!h[0].StartedAt.Equal(t0) || h[0].Processor != "dead/1" || h[0].BatchSize != 3 || h[1].Outcome != inbox.AttemptHandled {
+			t.Fatalf("event %d: %+v, history %+v", id, r, h)
+		}
 	}
 	if rows, events := f.ledger(); rows != 3 || events != 3 {
 		t.Fatalf("ledger = %d/%d", rows, events)
 	}
-}
-
-// TestStaleProcessorCannotApplyAfterTakeover: the lease of A passes while
-// A is slow; B claims and applies the event; A's transaction then matches
-// no row and applies nothing, even though A had started.
-func TestStaleProcessorCannotApplyAfterTakeover(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	id := f.insert("ledger", "t", "evt_", 1)[0]
-	t0 := f.clock.Now()
-	if _, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: t0, Limit: 1, LockedUntil: t0.Add(time.Minute), Token: "A#1"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, err := f.store.EventStartAttempt(f.ctx, id, "A#1", t0); !ok || err != nil {
-		t.Fatalf("start = %v, %v", ok, err)
-	}
-	f.clock.Advance(2 * time.Minute)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	if st := f.drain(f.processor(processor.Config{})); st.Handled != 1 {
-		t.Fatalf("B: %+v", st)
-	}
-	tx, err := f.store.Begin(f.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(f.ctx)
-	ok, err := tx.EventMarkProcessed(f.ctx, storage.EventMarkProcessedParams{ID: id, Token: "A#1", Now: f.clock.Now(), Outcome: "handled"})
-	if ok || err != nil {
-		t.Fatalf("A's late mark = %v, %v", ok, err)
+	f.noOpenClaims()
+	// The operator sees that a processor died mid-claim, event by event.
+	if l := f.logs.lines(t, "never finished"); len(l) != 3 || l[0]["cause"] != "lease_expired" || l[0]["source"] != "ledger" || l[0]["event_id"] == nil {
+		t.Fatalf("interrupted attempt logs = %v", l)
 	}
 }
 
-// TestKilledAttemptIsCountedAndRecorded: an attempt that started and never
-// finished (its processor was killed) is counted and, at the next claim,
-// written to the history as lease_expired; the next attempt is number 2.
-func TestKilledAttemptIsCountedAndRecorded(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	ids := f.insert("ledger", "t", "evt_", 2)
-	t0 := f.clock.Now()
-	lease := t0.Add(time.Minute)
-	if _, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: t0, Limit: 2, LockedUntil: lease, Token: "killed#1"}); err != nil {
-		t.Fatal(err)
-	}
-	// Killed while handling the first event; the second never started.
-	if _, ok, err := f.store.EventStartAttempt(f.ctx, ids[0], "killed#1", t0); !ok || err != nil {
-		t.Fatalf("start = %v, %v", ok, err)
-	}
-	f.clock.Advance(time.Minute)
-	if st := f.drain(f.processor(processor.Config{})); st.Handled != 2 {
-		t.Fatalf("stats = %+v", st)
-	}
-	r := f.row(ids[0])
-	if r.Attempts != 2 || len(r.Errors) != 1 || r.Errors[0].Cause != "lease_expired" || r.Errors[0].Attempt != 1 ||
-		!r.Errors[0].At.Equal(lease) || r.LastError == "" {
-		t.Fatalf("killed event = %+v", r)
-	}
-	if r := f.row(ids[1]); r.Attempts != 1 || len(r.Errors) != 0 {
-		t.Fatalf("the neighbour that never started was charged: %+v", r)
-	}
-	// The operator sees that a processor died mid-event.
-	if l := f.logs.lines(t, "never finished"); len(l) != 1 || l[0]["cause"] != "lease_expired" || l[0]["event_id"] != "evt_00001" {
-		t.Fatalf("interrupted attempt log = %v", l)
-	}
-}
-
-// TestLoweredMaxAttemptsDeadLetters: an event that already made more
-// attempts than a newly lowered maximum is dead-lettered, not run again.
-func TestLoweredMaxAttemptsDeadLetters(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(context.Context, pgx.Tx, *processor.Event) error {
-		return errors.New("still broken")
-	})
-	id := f.insert("ledger", "t", "evt_", 1)[0]
-	before := f.processor(processor.Config{MaxAttempts: 10, BackoffBase: time.Second, BackoffCap: time.Second})
-	for range 2 {
-		f.drain(before)
-		f.clock.Advance(time.Second)
-	}
-	st := f.drain(f.processor(processor.Config{MaxAttempts: 2}))
-	r := f.row(id)
-	if st.DeadLettered != 1 || r.Attempts != 2 || len(r.Errors) != 3 || r.Errors[2].Cause != "max_attempts" {
-		t.Fatalf("stats %+v, row %+v", st, r)
-	}
-}
-
-// TestPoisonThatKillsItsProcessorIsDeadLettered: an event whose handler
-// kills the processor every time spends its attempts and is dead-lettered
-// by the claim after the last one, without running again.
-func TestPoisonThatKillsItsProcessorIsDeadLettered(t *testing.T) {
+// TestPoisonThatKillsItsProcessorAloneIsDeadLettered: an event whose
+// processor died while it ran alone is charged the attempt, and moves to
+// the dead letters once that spends MaxAttempts, without running again.
+func TestPoisonThatKillsItsProcessorAloneIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ran := 0
@@ -578,234 +616,36 @@ func TestPoisonThatKillsItsProcessorIsDeadLettered(t *testing.T) {
 	})
 	id := f.insert("ledger", "t", "evt_", 1)[0]
 	const maxAttempts = 3
+	p := f.processor(processor.Config{MaxAttempts: maxAttempts})
 	for i := range maxAttempts {
+		// A processor claims it alone, and dies; the next one to look
+		// finds the claim past its lease.
 		now := f.clock.Now()
-		claimed, err := f.store.EventClaim(f.ctx, storage.EventClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(time.Minute), Token: fmt.Sprint("crash#", i)})
-		if err != nil || len(claimed) != 1 {
-			t.Fatalf("claim %d = %v, %v", i, claimed, err)
+		c := storage.Claim{Processor: "crash", Token: fmt.Sprint("crash#", i), EventIDs: []int64{id}, ClaimedAt: now, LockedUntil: now.Add(time.Minute)}
+		if err := f.store.ClaimSet(f.ctx, c); err != nil {
+			t.Fatal(err)
 		}
-		if _, ok, err := f.store.EventStartAttempt(f.ctx, id, fmt.Sprint("crash#", i), now); !ok || err != nil {
-			t.Fatal(ok, err)
+		f.clock.Advance(time.Minute)
+		st, err := p.RecoverClaims(f.ctx)
+		if err != nil || st.Interrupted != 1 || st.DeadLettered != min(1, i/(maxAttempts-1)) {
+			t.Fatalf("recovery %d = %+v, %v", i+1, st, err)
 		}
-		f.clock.Advance(time.Minute) // ... and the processor dies.
 	}
-	st := f.drain(f.processor(processor.Config{MaxAttempts: maxAttempts}))
-	if st.DeadLettered != 1 || ran != 0 {
-		t.Fatalf("stats = %+v, handler ran %d times", st, ran)
-	}
-	r := f.row(id)
-	if r.DeadAt == nil || r.Attempts != maxAttempts || len(r.Errors) != maxAttempts || r.Errors[2].Cause != "lease_expired" {
-		t.Fatalf("row = %+v", r)
-	}
-}
-
-// TestStopsClaimingNearTheDeadline: with less than SafetyMargin left
-// before the context's deadline (the Lambda's end), nothing is claimed.
-func TestStopsClaimingNearTheDeadline(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	id := f.insert("ledger", "t", "evt_", 1)[0]
-	p := f.processor(processor.Config{HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second})
-	ctx, cancel := context.WithTimeout(f.ctx, 9*time.Second)
-	defer cancel()
-	st, err := p.Drain(ctx)
-	if err != nil || st.Claimed != 0 || st.Stopped != processor.StopDeadline {
-		t.Fatalf("drain = %+v, %v", st, err)
-	}
-	if r := f.row(id); r.LockedBy != "" || r.Attempts != 0 {
-		t.Fatalf("row touched: %+v", r)
-	}
-	ctx, cancel = context.WithTimeout(f.ctx, time.Minute)
-	defer cancel()
-	if st, err := p.Drain(ctx); err != nil || st.Handled != 1 {
-		t.Fatalf("with time left: %+v, %v", st, err)
-	}
-}
-
-// TestReleasesWhatNoLongerFitsTheLease: events of a batch are started only
-// while SafetyMargin fits before the lease's end; the rest are released,
-// due at once, without an attempt, and a fresh claim takes them.
-func TestReleasesWhatNoLongerFitsTheLease(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
-		if ev.EventID == "evt_00001" {
-			f.clock.Advance(51 * time.Second) // a slow first event
-		}
-		return writeLedger(ctx, tx, ev)
-	})
-	ids := f.insert("ledger", "t", "evt_", 3)
-	p := f.processor(processor.Config{Lease: time.Minute, HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second})
 	st := f.drain(p)
-	if st.Handled != 3 || st.Released != 2 || st.Batches != 2 || st.Stopped != processor.StopDrained {
-		t.Fatalf("stats = %+v", st)
+	r := f.row(id)
+	if st.Claimed != 0 || ran != 0 || r.DeadAt == nil || r.FailedAttempts != maxAttempts {
+		t.Fatalf("stats = %+v, handler ran %d times, row %+v", st, ran, r)
 	}
-	if r := f.row(ids[2]); r.Attempts != 1 {
-		t.Fatalf("a released event was charged an attempt: %+v", r)
+	if n := f.count(`SELECT count(*) FROM webhook_dead_letters WHERE event_pk = $1`, id); n != 1 {
+		t.Fatalf("%d dead letters", n)
 	}
-}
-
-func TestCancelledDrainReleasesItsClaim(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	ctx, cancel := context.WithCancel(f.ctx)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(c context.Context, tx pgx.Tx, ev *processor.Event) error {
-		cancel() // Ctrl-C during the first event
-		return writeLedger(c, tx, ev)
-	})
-	ids := f.insert("ledger", "t", "evt_", 3)
-	st, err := f.processor(processor.Config{}).Drain(ctx)
-	if !errors.Is(err, context.Canceled) || st.Stopped != processor.StopCancelled || st.Released != 2 {
-		t.Fatalf("drain = %+v, %v", st, err)
-	}
-	if r := f.row(ids[1]); r.LockedBy != "" || r.Attempts != 0 || !r.NextAttemptAt.Equal(f.clock.Now()) {
-		t.Fatalf("unstarted event = %+v", r)
-	}
-}
-
-func TestDatabaseFailureStopsTheDrain(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.insert("ledger", "t", "evt_", 1)
-	pool := newPool(t, pgtest.URL(t))
-	pool.Close()
-	st, err := f.processor(processor.Config{Pool: pool}).Drain(f.ctx)
-	if err == nil || st.Stopped != processor.StopError || !strings.Contains(err.Error(), "claim events") {
-		t.Fatalf("drain = %+v, %v", st, err)
-	}
-}
-
-func TestRequeueFilters(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	p := f.processor(processor.Config{Unhandled: processor.UnhandledDeadLetter})
-	// Dead letters of two sources and types, an hour apart.
-	f.insert("ledger", "a", "l_a_", 2)
-	f.insert("billing", "a", "b_a_", 1)
-	f.drain(p)
-	t1 := f.clock.Advance(time.Hour)
-	f.insert("ledger", "b", "l_b_", 3)
-	f.drain(p)
-	if n := f.count(`SELECT count(*) FROM webhook_dead_letters`); n != 6 {
-		t.Fatalf("dead letters = %d", n)
-	}
-
-	if _, err := p.Requeue(f.ctx, storage.DeadLetterFilter{}); !errors.Is(err, storage.ErrEmptyFilter) {
-		t.Fatalf("empty filter: %v", err)
-	}
-	for _, tc := range []struct {
-		name   string
-		filter storage.DeadLetterFilter
-		want   int
-	}{
-		{"source and type", storage.DeadLetterFilter{Source: "ledger", EventType: "a"}, 2},
-		{"again: already requeued", storage.DeadLetterFilter{Source: "ledger", EventType: "a"}, 0},
-		{"window before t1", storage.DeadLetterFilter{DeadTo: t1}, 1},
-		{"window from t1", storage.DeadLetterFilter{Source: "ledger", DeadFrom: t1, DeadTo: t1.Add(time.Second)}, 3},
-		{"all", storage.DeadLetterFilter{All: true}, 0},
-	} {
-		n, err := p.Requeue(f.ctx, tc.filter)
-		if err != nil || n != tc.want {
-			t.Fatalf("%s: requeued %d, %v; want %d", tc.name, n, err, tc.want)
+	interrupted := 0
+	for _, a := range f.history(id) {
+		if a.Outcome == inbox.AttemptInterrupted {
+			interrupted++
 		}
 	}
-	if n := f.count(`SELECT count(*) FROM webhook_events WHERE dead_at IS NOT NULL`); n != 0 {
-		t.Fatalf("%d events still dead", n)
-	}
-}
-
-func TestRunEvery(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	p := f.processor(processor.Config{Now: time.Now})
-	if err := p.RunEvery(f.ctx, 0); err == nil {
-		t.Fatal("RunEvery accepted a zero interval")
-	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.RunEvery(ctx, 20*time.Millisecond) }()
-	// Events arriving after the first tick are drained by a later one.
-	f.insert("ledger", "t", "evt_", 5)
-	poll.Until(t, 20*time.Second, func() (bool, string) {
-		n := f.count(`SELECT count(*) FROM ledger`)
-		return n >= 5, fmt.Sprintf("RunEvery applied %d of 5 events", n)
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("RunEvery returned %v", err)
-	}
-}
-
-func TestConfigValidation(t *testing.T) {
-	t.Parallel()
-	pool := &pgxpool.Pool{}
-	for name, tc := range map[string]struct {
-		cfg  processor.Config
-		want string
-	}{
-		"no pool":         {processor.Config{}, "Pool is required"},
-		"huge batch":      {processor.Config{Pool: pool, BatchSize: 5000}, "BatchSize"},
-		"negative tries":  {processor.Config{Pool: pool, MaxAttempts: -1}, "MaxAttempts"},
-		"cap below base":  {processor.Config{Pool: pool, BackoffBase: time.Hour, BackoffCap: time.Minute}, "BackoffBase"},
-		"margin too thin": {processor.Config{Pool: pool, HandlerTimeout: time.Minute, SafetyMargin: 30 * time.Second}, "SafetyMargin"},
-		"lease too short": {processor.Config{Pool: pool, Lease: 10 * time.Second}, "Lease"},
-		"unknown policy":  {processor.Config{Pool: pool, Unhandled: "ignore"}, "unhandled policy"},
-	} {
-		if _, err := processor.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want it to mention %q", name, err, tc.want)
-		}
-	}
-	p, err := processor.New(processor.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Config()
-	if c.BatchSize != processor.DefaultBatchSize || c.MaxAttempts != processor.DefaultMaxAttempts ||
-		c.Lease != processor.DefaultLease || c.SafetyMargin != processor.DefaultSafetyMargin || c.Unhandled != processor.UnhandledMark {
-		t.Fatalf("defaults = %+v", c)
-	}
-}
-
-// TestAttemptCountKeepsSessionSynchronous: the attempt count commits
-// asynchronously, for its own transaction alone; the handler's commit on
-// the same connection must still wait for the WAL flush.
-func TestAttemptCountKeepsSessionSynchronous(t *testing.T) {
-	t.Parallel()
-	url := pgtest.URL(t)
-	cfg := newPool(t, url).Config()
-	cfg.MaxConns = 1 // the count and the handler share one session
-	single, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer single.Close()
-	f := setupOn(t, single)
-	var setting string
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
-		return tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting)
-	})
-	f.insert("ledger", "t", "evt_", 1)
-	if st := f.drain(f.processor(processor.Config{})); st.Handled != 1 {
-		t.Fatalf("stats = %+v", st)
-	}
-	if setting != "on" {
-		t.Fatalf("synchronous_commit in the handler's transaction = %q, want on", setting)
-	}
-	if err := single.QueryRow(f.ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil || setting != "on" {
-		t.Fatalf("session synchronous_commit = %q, %v", setting, err)
-	}
-}
-
-func TestSessionParamsApplyToConnections(t *testing.T) {
-	t.Parallel()
-	pool := newPool(t, pgtest.URL(t))
-	var stmt, idle string
-	if err := pool.QueryRow(t.Context(), `SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')`).Scan(&stmt, &idle); err != nil {
-		t.Fatal(err)
-	}
-	if stmt != "35s" || idle != "35s" {
-		t.Fatalf("statement_timeout = %s, idle_in_transaction_session_timeout = %s; want 35s each", stmt, idle)
+	if interrupted != maxAttempts {
+		t.Fatalf("%d interrupted attempts in the history, want %d", interrupted, maxAttempts)
 	}
 }

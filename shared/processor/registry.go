@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -154,15 +153,3 @@ func (r *Registry) Lookup(source, kind, eventType string) (Handler, bool) {
 	}
 	return nil, false
 }
-
-// errHandlerTxControl is what a handler gets for calling Commit or Rollback
-// on the processor's transaction.
-var errHandlerTxControl = errors.New("processor: a handler must not commit or roll back the transaction; return nil to commit with the event or an error to roll back")
-
-// handlerTx is the transaction as handed to a handler: Commit and Rollback
-// are refused, since the processor commits the handler's work together with
-// processed_at. Nested transactions (Begin: savepoints) work as usual.
-type handlerTx struct{ pgx.Tx }
-
-func (handlerTx) Commit(context.Context) error   { return errHandlerTxControl }
-func (handlerTx) Rollback(context.Context) error { return errHandlerTxControl }

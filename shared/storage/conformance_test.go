@@ -316,13 +316,18 @@ func testEventGet(t *testing.T, e *env) {
 	want := factory.Event(e.ctx, t, tx, &factory.EventOpts{Source: "billing", SourceKind: "standard", Type: "invoice.paid",
 		State: inbox.StateRetrying, Metadata: map[string]string{"k": "v"}, Now: e.now})
 	got := must[*inbox.Event](t)(tx.EventGetByKeyForUpdate(e.ctx, "billing", want.EventID))
-	if got.ID != want.ID || got.Attempts != 1 || len(got.Errors) != 1 || got.Errors[0].Cause != inbox.CauseHandlerFailed ||
+	if got.ID != want.ID || got.Attempts != 1 || got.FailedAttempts != 1 || !got.Solo || got.LastAttemptAt == nil ||
 		got.LastError == "" || got.Metadata["k"] != "v" || got.State(e.now) != inbox.StateRetrying {
 		t.Fatalf("read back %+v", got)
 	}
+	h := must[[]inbox.Attempt](t)(tx.AttemptListByEvent(e.ctx, want.ID))
+	if len(h) != 1 || h[0].Cause != inbox.CauseHandlerFailed || h[0].Outcome != inbox.AttemptFailed {
+		t.Fatalf("history %+v", h)
+	}
 }
 
-// A processor's life: claim, count the attempt, fail, claim again, apply.
+// A processor's life: claim in a transaction, record the claim, fail one
+// event, release the claim; claim the failed one alone when due, apply it.
 func testEventProcessing(t *testing.T, e *env) {
 	s := e.store
 	now := e.now.Add(time.Minute)
@@ -331,98 +336,178 @@ func testEventProcessing(t *testing.T, e *env) {
 	if backlog.Count != 3 || backlog.Due != 3 || backlog.OldestDueAt == nil || backlog.OldestDueAge(now) != time.Minute {
 		t.Fatalf("backlog = %+v", backlog)
 	}
-	lease := now.Add(time.Minute)
-	claimed := must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: now, Limit: 2, LockedUntil: lease, Token: "p#1"}))
-	if len(claimed) != 2 || claimed[0].ID != evs[0].ID || claimed[1].ID != evs[1].ID || claimed[0].Interrupted ||
-		!claimed[0].DueAt.Equal(e.now) || claimed[0].LockedBy != "p#1" || !claimed[0].LockedUntil.Equal(lease) || claimed[0].Body == nil {
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	// The budget holds the first body alone: the second is read later.
+	budget := int64(evs[0].BodySize)
+	claimed := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 2, BodyBudget: budget}))
+	if len(claimed) != 2 || claimed[0].ID != evs[0].ID || claimed[1].ID != evs[1].ID || !claimed[0].BodyLoaded || claimed[1].BodyLoaded ||
+		!claimed[0].HasPayload || string(claimed[0].Body) != string(evs[0].Body) || claimed[0].Payload != nil || claimed[1].Body != nil {
 		t.Fatalf("claim = %+v", claimed)
 	}
+	bodies := must[map[int64][]byte](t)(tx.EventListBodies(e.ctx, []int64{evs[1].ID}))
+	if string(bodies[evs[1].ID]) != string(evs[1].Body) {
+		t.Fatalf("bodies = %v", bodies)
+	}
+	claim := storage.Claim{Processor: "p", Token: "p#1", EventIDs: []int64{evs[0].ID, evs[1].ID}, ClaimedAt: now, LockedUntil: now.Add(time.Minute)}
+	check(t, s.ClaimSet(e.ctx, claim))
 	stats := must[storage.BacklogStats](t)(s.EventGetBacklogStats(e.ctx, now))
 	if stats.Count != 3 || stats.Due != 1 || stats.InFlight != 2 || stats.Retrying != 0 || stats.OldestCreatedAt == nil {
 		t.Fatalf("stats = %+v", stats)
 	}
-	// Another token changes nothing.
-	if _, ok, err := s.EventStartAttempt(e.ctx, evs[0].ID, "p#2", now); ok || err != nil {
-		t.Fatalf("start with a foreign token: %v %v", ok, err)
+	if live := must[[]storage.Claim](t)(s.ClaimListLive(e.ctx, now)); len(live) != 1 || live[0].Token != "p#1" || len(live[0].EventIDs) != 2 {
+		t.Fatalf("live claims = %+v", live)
 	}
-	n, ok, err := s.EventStartAttempt(e.ctx, evs[0].ID, "p#1", now)
-	if err != nil || !ok || n != 1 {
-		t.Fatalf("start = %d %v %v", n, ok, err)
+	// Another transaction takes the third event only: the claim's are
+	// locked, and recorded.
+	other := must[*storage.Tx](t)(s.Begin(e.ctx))
+	if c := must[[]storage.ClaimedEvent](t)(other.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 10, BodyBudget: 1 << 20})); len(c) != 1 || c[0].ID != evs[2].ID {
+		t.Fatalf("concurrent claim = %+v", c)
 	}
-	ok = must[bool](t)(s.EventRecordFailure(e.ctx, storage.EventRecordFailureParams{
-		ID: evs[0].ID, Token: "p#1", Now: now, Cause: inbox.CauseHandlerFailed, Error: "boom", NextAttemptAt: now.Add(time.Second)}))
-	if !ok {
-		t.Fatal("record failure: not ours")
+	check(t, other.Rollback(e.ctx))
+	n := must[int](t)(tx.EventFinish(e.ctx, storage.EventFinishParams{Processor: "p", BatchSize: 2, Results: []storage.AttemptResult{
+		{ID: evs[0].ID, Outcome: inbox.AttemptFailed, Cause: inbox.CauseHandlerFailed, Error: "boom", StartedAt: now, FinishedAt: now, NextAttemptAt: now.Add(time.Second)},
+		{ID: evs[1].ID, Outcome: inbox.AttemptHandled, StartedAt: now, FinishedAt: now},
+	}}))
+	if n != 2 {
+		t.Fatalf("recorded %d", n)
 	}
+	if ok := must[bool](t)(tx.ClaimRelease(e.ctx, "p", "p#2", now)); ok {
+		t.Fatal("released a claim by a foreign token")
+	}
+	if ok := must[bool](t)(tx.ClaimRelease(e.ctx, "p", "p#1", now)); !ok {
+		t.Fatal("release: not ours")
+	}
+	check(t, tx.Commit(e.ctx))
 	failed := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
-	if failed.LastError != "boom" || len(failed.Errors) != 1 || failed.Errors[0].Attempt != 1 || !failed.Errors[0].At.Equal(now) ||
-		failed.LockedBy != "" || failed.State(now) != inbox.StateRetrying {
+	if failed.LastError != "boom" || failed.Attempts != 1 || failed.FailedAttempts != 1 || !failed.Solo || failed.ClaimedBy != "" ||
+		failed.State(now) != inbox.StateRetrying || !failed.NextAttemptAt.Equal(now.Add(time.Second)) {
 		t.Fatalf("after failure: %+v", failed)
 	}
-	if released := must[int](t)(s.EventRelease(e.ctx, []int64{evs[1].ID}, "p#1", now)); released != 1 {
-		t.Fatalf("released %d", released)
-	}
-	// Next claim: the released event and the untouched one, then the
-	// failed one when it is due again.
-	later := now.Add(2 * time.Second)
-	claimed = must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: later, Limit: 10, LockedUntil: later.Add(time.Minute), Token: "p#3"}))
-	if len(claimed) != 3 {
-		t.Fatalf("second claim = %d events", len(claimed))
-	}
-	for _, c := range claimed {
-		if _, ok, err := s.EventStartAttempt(e.ctx, c.ID, "p#3", later); !ok || err != nil {
-			t.Fatalf("start %d: %v %v", c.ID, ok, err)
-		}
-		tx := must[*storage.Tx](t)(s.Begin(e.ctx))
-		ok := must[bool](t)(tx.EventMarkProcessed(e.ctx, storage.EventMarkProcessedParams{ID: c.ID, Token: "p#3", Now: later, Outcome: inbox.OutcomeHandled}))
-		check(t, tx.Commit(e.ctx))
-		if !ok {
-			t.Fatalf("mark %d: not ours", c.ID)
-		}
-	}
-	// Once processed, nothing of a claim applies any more.
-	if ok := must[bool](t)(s.EventMarkProcessed(e.ctx, storage.EventMarkProcessedParams{ID: evs[0].ID, Token: "p#3", Now: later, Outcome: inbox.OutcomeHandled})); ok {
-		t.Fatal("marked twice")
-	}
-	done := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
-	if done.Outcome != inbox.OutcomeHandled || done.ProcessedAt == nil || done.Attempts != 2 || done.State(later) != inbox.StateProcessed {
+	if done := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[1].ID)); done.State(now) != inbox.StateProcessed || done.Attempts != 1 {
 		t.Fatalf("processed: %+v", done)
+	}
+	// The failed event is no batch's any more: it runs alone, when due.
+	later := now.Add(2 * time.Second)
+	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
+	if c := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: later, Max: 10, BodyBudget: 1 << 20})); len(c) != 1 || c[0].ID != evs[2].ID {
+		t.Fatalf("batch claim = %+v", c)
+	}
+	solo := must[[]storage.ClaimedEvent](t)(tx.EventClaimSolo(e.ctx, later, 1<<20))
+	if len(solo) != 1 || solo[0].ID != evs[0].ID || solo[0].FailedAttempts != 1 || !solo[0].BodyLoaded {
+		t.Fatalf("solo claim = %+v", solo)
+	}
+	n = must[int](t)(tx.EventFinish(e.ctx, storage.EventFinishParams{Processor: "p", BatchSize: 1, Results: []storage.AttemptResult{
+		{ID: evs[0].ID, Outcome: inbox.AttemptHandled, StartedAt: later, FinishedAt: later},
+		{ID: evs[2].ID, Outcome: inbox.AttemptUnhandled, StartedAt: later, FinishedAt: later},
+	}}))
+	check(t, tx.Commit(e.ctx))
+	done := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
+	if n != 2 || done.Outcome != inbox.OutcomeHandled || done.ProcessedAt == nil || done.Attempts != 2 || done.State(later) != inbox.StateProcessed {
+		t.Fatalf("processed: %+v", done)
+	}
+	// Once processed, nothing records on it any more.
+	if n := must[int](t)(s.EventFinish(e.ctx, storage.EventFinishParams{Processor: "p", BatchSize: 1, Results: []storage.AttemptResult{
+		{ID: evs[0].ID, Outcome: inbox.AttemptHandled, StartedAt: later, FinishedAt: later}}})); n != 0 {
+		t.Fatal("recorded twice")
+	}
+	if ok := must[bool](t)(s.EventLockClaimed(e.ctx, evs[0].ID)); ok {
+		t.Fatal("a processed event locked for a fallback")
+	}
+	h := must[[]inbox.Attempt](t)(s.AttemptListByEvent(e.ctx, evs[0].ID))
+	if len(h) != 2 || h[0].Outcome != inbox.AttemptFailed || h[0].BatchSize != 2 || h[1].Outcome != inbox.AttemptHandled || h[1].Processor != "p" {
+		t.Fatalf("history = %+v", h)
 	}
 	if b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, later)); b.Count != 0 || b.OldestDueAt != nil {
 		t.Fatalf("backlog after = %+v", b)
 	}
 }
 
-// An attempt that never finished is recorded by the next claim, and a
-// poison event is dead-lettered with its whole history.
+// A claim whose processor died is found past its lease; its events'
+// attempts are recorded as interrupted, charged only to an event that ran
+// alone, and such an event dies when that spends its attempts.
 func testEventInterrupted(t *testing.T, e *env) {
 	s := e.store
 	now := e.now.Add(time.Minute)
-	ev := factory.Event(e.ctx, t, s, &factory.EventOpts{Now: e.now})
-	c := must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: now, Limit: 1, LockedUntil: now.Add(time.Minute), Token: "a"}))
-	if len(c) != 1 {
-		t.Fatal("not claimed")
+	evs := factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Now: e.now})
+	batch := storage.Claim{Processor: "dead-a", Token: "a#1", EventIDs: []int64{evs[0].ID, evs[1].ID}, ClaimedAt: now, LockedUntil: now.Add(time.Minute)}
+	alone := storage.Claim{Processor: "dead-b", Token: "b#1", EventIDs: []int64{evs[2].ID}, ClaimedAt: now, LockedUntil: now.Add(time.Minute)}
+	check(t, s.ClaimSet(e.ctx, batch))
+	check(t, s.ClaimSet(e.ctx, alone))
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	if c := must[[]storage.Claim](t)(tx.ClaimLockExpired(e.ctx, now, 10, time.Second)); len(c) != 0 {
+		t.Fatalf("expired inside the lease: %+v", c)
 	}
-	if _, ok, _ := s.EventStartAttempt(e.ctx, ev.ID, "a", now); !ok {
-		t.Fatal("not started")
+	later := now.Add(time.Minute)
+	expired := must[[]storage.Claim](t)(tx.ClaimLockExpired(e.ctx, later, 10, time.Second))
+	if len(expired) != 2 || !expired[0].ClaimedAt.Equal(now) {
+		t.Fatalf("expired = %+v", expired)
 	}
-	// Its processor dies; once the lease passes the event is claimed again.
-	later := now.Add(2 * time.Minute)
-	c = must[[]storage.ClaimedEvent](t)(s.EventClaim(e.ctx, storage.EventClaimParams{Now: later, Limit: 1, LockedUntil: later.Add(time.Minute), Token: "b"}))
-	if len(c) != 1 || !c[0].Interrupted || c[0].Attempts != 1 || len(c[0].Errors) != 1 || c[0].Errors[0].Cause != inbox.CauseLeaseExpired ||
-		c[0].LastError != storage.LeaseExpiredError {
-		t.Fatalf("reclaim = %+v", c)
+	// A fallback's lock keeps a recovery off a claim.
+	other := must[*storage.Tx](t)(s.Begin(e.ctx))
+	if c := must[[]storage.Claim](t)(other.ClaimLockExpired(e.ctx, later, 10, time.Second)); len(c) != 0 {
+		t.Fatalf("claims locked twice: %+v", c)
 	}
-	if _, ok, err := s.EventDeadLetter(e.ctx, storage.EventDeadLetterParams{ID: ev.ID, Token: "a", Now: later}); ok || err != nil {
-		t.Fatalf("dead letter by the old claimer: %v %v", ok, err)
+	check(t, other.Rollback(e.ctx))
+	var attempts []storage.InterruptedAttempt
+	for _, c := range expired {
+		for _, id := range c.EventIDs {
+			attempts = append(attempts, storage.InterruptedAttempt{ID: id, StartedAt: c.ClaimedAt, Processor: c.Processor, BatchSize: len(c.EventIDs)})
+		}
 	}
-	id, ok, err := s.EventDeadLetter(e.ctx, storage.EventDeadLetterParams{ID: ev.ID, Token: "b", Now: later})
-	if err != nil || !ok || id == 0 {
-		t.Fatalf("dead letter: %d %v %v", id, ok, err)
+	rec := must[[]storage.RecordedInterruption](t)(tx.EventRecordInterrupted(e.ctx, storage.EventRecordInterruptedParams{
+		Now: later, MaxAttempts: 1, Cause: inbox.CauseLeaseExpired, Error: "gone", Attempts: attempts}))
+	deadIDs := []int64{}
+	for _, r := range rec {
+		if r.Dead {
+			deadIDs = append(deadIDs, r.ID)
+		}
+		if r.Attempt != 1 || r.Source == "" || r.EventID == "" {
+			t.Fatalf("recorded %+v", r)
+		}
 	}
-	dead := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
-	if dead.DeadAt == nil || len(dead.Errors) != 1 || dead.State(later) != inbox.StateDead {
-		t.Fatalf("dead: %+v", dead)
+	if len(rec) != 3 || len(deadIDs) != 1 || deadIDs[0] != evs[2].ID {
+		t.Fatalf("recorded %+v", rec)
+	}
+	dls := must[map[int64]int64](t)(tx.EventDeadLetter(e.ctx, deadIDs))
+	for _, c := range expired {
+		if ok := must[bool](t)(tx.ClaimRelease(e.ctx, c.Processor, c.Token, later)); !ok {
+			t.Fatalf("release %s", c.Token)
+		}
+	}
+	check(t, tx.Commit(e.ctx))
+	if dls[evs[2].ID] == 0 {
+		t.Fatalf("dead letters = %v", dls)
+	}
+	inBatch := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
+	if inBatch.Attempts != 1 || inBatch.FailedAttempts != 0 || !inBatch.Solo || inBatch.DeadAt != nil || inBatch.State(later) != inbox.StatePending {
+		t.Fatalf("interrupted in a batch: %+v", inBatch)
+	}
+	dead := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[2].ID))
+	if dead.DeadAt == nil || dead.FailedAttempts != 1 || dead.State(later) != inbox.StateDead {
+		t.Fatalf("interrupted alone: %+v", dead)
+	}
+	dl := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, evs[2].ID))
+	if len(dl) != 1 || len(dl[0].Errors) != 1 || dl[0].Errors[0].Cause != inbox.CauseLeaseExpired {
+		t.Fatalf("dead letter = %+v", dl)
+	}
+	h := must[[]inbox.Attempt](t)(s.AttemptListByEvent(e.ctx, evs[0].ID))
+	if len(h) != 1 || h[0].Outcome != inbox.AttemptInterrupted || h[0].FinishedAt != nil || h[0].BatchSize != 2 || h[0].Processor != "dead-a" {
+		t.Fatalf("history = %+v", h)
+	}
+	// Empty claims of processors long gone are swept.
+	if n := must[int](t)(s.ClaimDeleteIdle(e.ctx, later.Add(time.Hour))); n != 2 {
+		t.Fatalf("swept %d idle claims", n)
+	}
+	// A fallback relocks one event at a time.
+	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
+	if ok := must[bool](t)(tx.EventLockClaimed(e.ctx, evs[0].ID)); !ok {
+		t.Fatal("a live event was not locked")
+	}
+	check(t, tx.Rollback(e.ctx))
+	if ok := must[bool](t)(s.ClaimLock(e.ctx, "dead-a", "a#1")); ok {
+		t.Fatal("a swept claim was locked")
 	}
 }
 
@@ -458,7 +543,8 @@ func testEventList(t *testing.T, e *env) {
 }
 
 // The real run resets, in chunks, exactly what the dry run counted, each
-// event once, and reports its progress; archived events are skipped.
+// event once, and reports its progress; archived events are replayed too,
+// and counted apart; every event keeps its attempts.
 func testEventReplay(t *testing.T, e *env) {
 	s := e.store
 	now := e.now
@@ -475,28 +561,28 @@ func testEventReplay(t *testing.T, e *env) {
 	}
 	f := storage.ReplayFilter{Source: "a", Outcome: inbox.OutcomeHandled, ProcessedFrom: now.Add(-time.Hour), ProcessedTo: now}
 	dry := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, DryRun: true}))
-	if dry.Matched != 5 || dry.Replayed != 0 || dry.SkippedArchived != 1 {
+	if dry.Matched != 6 || dry.Replayed != 0 || dry.Archived != 1 {
 		t.Fatalf("dry run = %+v", dry)
 	}
 	var progress [][2]int
 	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, ChunkSize: 2, Progress: func(done, total int) {
 		progress = append(progress, [2]int{done, total})
 	}}))
-	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.SkippedArchived != 1 {
+	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.Archived != 1 {
 		t.Fatalf("replay = %+v", res)
 	}
-	if len(progress) != 3 || progress[2] != [2]int{5, 5} || progress[0] != [2]int{2, 5} {
+	if len(progress) != 3 || progress[2] != [2]int{6, 6} || progress[0] != [2]int{2, 6} {
 		t.Fatalf("progress = %v", progress)
 	}
 	for _, ev := range late {
 		got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
-		if got.ProcessedAt != nil || got.Outcome != "" || got.Attempts != 0 || !got.NextAttemptAt.Equal(now) {
+		if got.ProcessedAt != nil || got.Outcome != "" || got.Attempts != 1 || got.FailedAttempts != 0 || !got.NextAttemptAt.Equal(now) {
 			t.Fatalf("replayed event %+v", got)
 		}
 	}
 	// The backlog holds exactly them, all due.
 	b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, now))
-	if b.Count != 5 || b.Due != 5 || b.OldestDueAt == nil || !b.OldestDueAt.Equal(now) || b.OldestDueAge(now.Add(time.Minute)) != time.Minute {
+	if b.Count != 6 || b.Due != 6 || b.OldestDueAt == nil || !b.OldestDueAt.Equal(now) || b.OldestDueAge(now.Add(time.Minute)) != time.Minute {
 		t.Fatalf("backlog = %+v", b)
 	}
 	// By id, one event.
@@ -516,7 +602,7 @@ func testDeadLetters(t *testing.T, e *env) {
 	}
 	f := storage.DeadLetterFilter{Source: "shop", EventType: "order", DeadFrom: now.Add(-time.Hour), DeadTo: now.Add(time.Hour)}
 	list := must[[]*inbox.DeadLetter](t)(s.DeadLetterList(e.ctx, f, 10))
-	if len(list) != 2 || list[0].EventPK != dead[0].ID || list[0].Attempts != 3 || len(list[0].Errors) != 4 || list[0].Body == nil || list[0].Payload == nil {
+	if len(list) != 2 || list[0].EventPK != dead[0].ID || list[0].Attempts != 3 || len(list[0].Errors) != 3 || list[0].Body == nil || list[0].Payload == nil {
 		t.Fatalf("list = %+v", list)
 	}
 	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, storage.DeadLetterFilter{ID: list[0].ID})); n != 1 {
@@ -533,7 +619,7 @@ func testDeadLetters(t *testing.T, e *env) {
 		t.Fatalf("still requeueable: %d", n)
 	}
 	back := must[*inbox.Event](t)(s.EventGetByID(e.ctx, dead[0].ID))
-	if back.DeadAt != nil || back.Attempts != 0 || len(back.Errors) != 0 || back.State(now) != inbox.StatePending {
+	if back.DeadAt != nil || back.Attempts != 3 || back.FailedAttempts != 0 || !back.Solo || back.State(now) != inbox.StatePending {
 		t.Fatalf("requeued event %+v", back)
 	}
 	history := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID))

@@ -1,13 +1,11 @@
 package storage
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,8 +23,9 @@ func eventFromRow(r dbsqlc.WebhookEvent) (*inbox.Event, error) {
 	e := &inbox.Event{
 		ID: r.ID, Source: r.Source, SourceKind: r.SourceKind, EventID: r.EventID, Type: r.EventType,
 		Body: r.Body, BodySHA256: r.BodySHA256, BodySize: int(r.BodySize), CreatedAt: r.CreatedAt,
-		Attempts: int(r.Attempts), NextAttemptAt: r.NextAttemptAt, LockedUntil: r.LockedUntil, LockedBy: deref(r.LockedBy),
-		LastError: deref(r.LastError), Outcome: inbox.Outcome(deref(r.Outcome)), ProcessedAt: r.ProcessedAt, DeadAt: r.DeadAt,
+		Attempts: int(r.Attempts), FailedAttempts: int(r.FailedAttempts), Solo: r.Solo, LastAttemptAt: r.LastAttemptAt,
+		NextAttemptAt: r.NextAttemptAt,
+		LastError:     deref(r.LastError), Outcome: inbox.Outcome(deref(r.Outcome)), ProcessedAt: r.ProcessedAt, DeadAt: r.DeadAt,
 		ArchiveKey: deref(r.ArchiveKey), ArchiveOffset: deref(r.ArchiveOffset), ArchiveLength: deref(r.ArchiveLength),
 		ArchivedAt: r.ArchivedAt, ExpungedAt: r.ExpungedAt,
 	}
@@ -36,9 +35,17 @@ func eventFromRow(r dbsqlc.WebhookEvent) (*inbox.Event, error) {
 	if err := decodeJSON(r.Metadata, &e.Metadata); err != nil {
 		return nil, fmt.Errorf("event %d: metadata: %w", r.ID, err)
 	}
-	if err := decodeJSON(r.Errors, &e.Errors); err != nil {
-		return nil, fmt.Errorf("event %d: error history: %w", r.ID, err)
+	return e, nil
+}
+
+// claimedEventFromRow is eventFromRow for a row read with the claim that
+// holds it, if any.
+func claimedEventFromRow(r dbsqlc.WebhookEvent, claimedBy string, claimedUntil *time.Time) (*inbox.Event, error) {
+	e, err := eventFromRow(r)
+	if err != nil {
+		return nil, err
 	}
+	e.ClaimedBy, e.ClaimedUntil = claimedBy, claimedUntil
 	return e, nil
 }
 
@@ -205,12 +212,12 @@ func (e executor) EventInsertFull(ctx context.Context, ev *inbox.Event) (*inbox.
 	arg := dbsqlc.EventInsertFullParams{
 		Source: ev.Source, SourceKind: ev.SourceKind, EventID: ev.EventID, EventType: ev.Type,
 		Body: ev.Body, BodySHA256: ev.BodySHA256, BodySize: int32(ev.BodySize),
-		CreatedAt: timePtr(ev.CreatedAt), Attempts: int32(ev.Attempts), NextAttemptAt: timePtr(ev.NextAttemptAt),
-		LockedUntil: ev.LockedUntil, LockedBy: ptr(ev.LockedBy), LastError: ptr(ev.LastError), Outcome: ptr(string(ev.Outcome)),
+		CreatedAt: timePtr(ev.CreatedAt), Attempts: int32(ev.Attempts), FailedAttempts: int32(ev.FailedAttempts), Solo: ev.Solo,
+		LastAttemptAt: ev.LastAttemptAt, NextAttemptAt: timePtr(ev.NextAttemptAt),
+		LastError: ptr(ev.LastError), Outcome: ptr(string(ev.Outcome)),
 		ProcessedAt: ev.ProcessedAt, DeadAt: ev.DeadAt,
 		ArchiveKey: ptr(ev.ArchiveKey), ArchiveOffset: ptr(ev.ArchiveOffset), ArchiveLength: ptr(ev.ArchiveLength),
 		ArchivedAt: ev.ArchivedAt, ExpungedAt: ev.ExpungedAt,
-		Errors: "[]",
 	}
 	if ev.Payload != nil {
 		arg.Payload = new(string(ev.Payload))
@@ -221,13 +228,6 @@ func (e executor) EventInsertFull(ctx context.Context, ev *inbox.Event) (*inbox.
 			return nil, fmt.Errorf("insert event %s/%s: metadata: %w", ev.Source, ev.EventID, err)
 		}
 		arg.Metadata = new(string(b))
-	}
-	if len(ev.Errors) > 0 {
-		b, err := json.Marshal(ev.Errors)
-		if err != nil {
-			return nil, fmt.Errorf("insert event %s/%s: errors: %w", ev.Source, ev.EventID, err)
-		}
-		arg.Errors = string(b)
 	}
 	r, err := queries.EventInsertFull(ctx, e.db, arg)
 	if err != nil {
@@ -243,7 +243,7 @@ func (e executor) EventGetByID(ctx context.Context, id int64) (*inbox.Event, err
 	if err != nil {
 		return nil, eventNotFound(err, fmt.Sprintf("get event %d", id))
 	}
-	return eventFromRow(r)
+	return claimedEventFromRow(r.WebhookEvent, r.ClaimedBy, r.ClaimedUntil)
 }
 
 // EventGetByKey returns the event stored for (source, eventID);
@@ -253,7 +253,7 @@ func (e executor) EventGetByKey(ctx context.Context, source, eventID string) (*i
 	if err != nil {
 		return nil, eventNotFound(err, fmt.Sprintf("get event %s/%s", source, eventID))
 	}
-	return eventFromRow(r)
+	return claimedEventFromRow(r.WebhookEvent, r.ClaimedBy, r.ClaimedUntil)
 }
 
 // EventGetByKeyForUpdate is EventGetByKey with the row locked until the
@@ -264,159 +264,6 @@ func (e executor) EventGetByKeyForUpdate(ctx context.Context, source, eventID st
 		return nil, eventNotFound(err, fmt.Sprintf("lock event %s/%s", source, eventID))
 	}
 	return eventFromRow(r)
-}
-
-// EventClaimParams is one claim of a batch.
-type EventClaimParams struct {
-	// Now is the processor's clock: rows due at or before it are claimable.
-	Now time.Time
-	// Limit is the batch size.
-	Limit int
-	// LockedUntil is the end of the lease.
-	LockedUntil time.Time
-	// Token identifies this claim; later writes must present it.
-	Token string
-}
-
-// ClaimedEvent is an event claimed for processing, with what the claim
-// learnt about it.
-type ClaimedEvent struct {
-	*inbox.Event
-	// Interrupted reports that the event's last attempt never finished
-	// (its processor was killed or timed out): the claim recorded it in
-	// the history as lease_expired. Attempts counts it.
-	Interrupted bool
-	// DueAt is when the event became due (next_attempt_at before the
-	// claim), the order the batch is handled in.
-	DueAt time.Time
-}
-
-// LeaseExpiredError is what a claim records for an attempt that started
-// and never finished, with cause lease_expired.
-const LeaseExpiredError = "the attempt did not finish before its lease ended: its processor stopped (killed, timed out, or lost the database)"
-
-// EventClaim claims a batch of due events for p.LockedUntil. On a *Store
-// the claim commits at once, which is what it must do: it must outlive a
-// processor that dies, to make the rows claimable again when the lease
-// passes. Events come back oldest due first.
-func (e executor) EventClaim(ctx context.Context, p EventClaimParams) ([]ClaimedEvent, error) {
-	rows, err := queries.EventClaim(ctx, e.db, dbsqlc.EventClaimParams{
-		Now: p.Now, Max: int32(p.Limit), LockedUntil: p.LockedUntil, Token: p.Token,
-		InterruptedCause: string(inbox.CauseLeaseExpired), InterruptedError: LeaseExpiredError,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim events: %w", err)
-	}
-	out := make([]ClaimedEvent, len(rows))
-	for i, r := range rows {
-		ev, err := eventFromRow(r.WebhookEvent)
-		if err != nil {
-			return nil, fmt.Errorf("claim events: %w", err)
-		}
-		out[i] = ClaimedEvent{Event: ev, Interrupted: r.Interrupted, DueAt: r.DueAt}
-	}
-	// UPDATE ... RETURNING has no order; the batch runs oldest due first.
-	slices.SortFunc(out, func(a, b ClaimedEvent) int {
-		if c := a.DueAt.Compare(b.DueAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return out, nil
-}
-
-// EventStartAttempt counts the attempt about to run (see the query) and
-// returns its number, or ok=false when the claim is no longer this
-// token's or its lease has ended.
-func (e executor) EventStartAttempt(ctx context.Context, id int64, token string, now time.Time) (int, bool, error) {
-	n, err := queries.EventStartAttempt(ctx, e.db, dbsqlc.EventStartAttemptParams{ID: id, Token: token, Now: now})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("start attempt of event %d: %w", id, err)
-	}
-	return int(n), true, nil
-}
-
-// EventMarkProcessedParams marks a claimed event processed.
-type EventMarkProcessedParams struct {
-	ID      int64
-	Token   string
-	Now     time.Time
-	Outcome inbox.Outcome
-}
-
-// EventMarkProcessed sets processed_at and the outcome and ends the claim;
-// run it in the handler's transaction, before the handler (see the
-// query). ok=false means the event is no longer this claimer's to process.
-func (e executor) EventMarkProcessed(ctx context.Context, p EventMarkProcessedParams) (bool, error) {
-	n, err := queries.EventMarkProcessed(ctx, e.db, dbsqlc.EventMarkProcessedParams{ID: p.ID, Token: p.Token, Now: p.Now, Outcome: string(p.Outcome)})
-	if err != nil {
-		return false, fmt.Errorf("mark event %d processed: %w", p.ID, err)
-	}
-	return n == 1, nil
-}
-
-// EventRecordFailureParams is a failed attempt to record.
-type EventRecordFailureParams struct {
-	ID    int64
-	Token string
-	Now   time.Time
-	// Cause is a stable code (handler_failed, handler_panic, ...).
-	Cause inbox.Cause
-	// Error is the error's text, stored in the history and last_error.
-	Error string
-	// NextAttemptAt is when the event is due again (the backoff).
-	NextAttemptAt time.Time
-}
-
-// EventRecordFailure appends the failed attempt to the event's history and
-// schedules the next; run it after the handler's transaction rolled back.
-// ok=false means the claim is no longer this token's (nothing written).
-func (e executor) EventRecordFailure(ctx context.Context, p EventRecordFailureParams) (bool, error) {
-	n, err := queries.EventRecordFailure(ctx, e.db, dbsqlc.EventRecordFailureParams{
-		ID: p.ID, Token: p.Token, Now: p.Now, Cause: string(p.Cause), Error: p.Error, NextAttemptAt: p.NextAttemptAt,
-	})
-	if err != nil {
-		return false, fmt.Errorf("record failure of event %d: %w", p.ID, err)
-	}
-	return n == 1, nil
-}
-
-// EventDeadLetterParams moves a claimed event to the dead letters.
-type EventDeadLetterParams struct {
-	ID    int64
-	Token string
-	Now   time.Time
-	// Cause and Error, when Cause is not empty, are appended to the history
-	// as the last attempt's entry (empty when the claim already recorded
-	// it, for an attempt that never finished).
-	Cause inbox.Cause
-	Error string
-}
-
-// EventDeadLetter moves the event to webhook_dead_letters and returns the
-// dead letter's id, or ok=false when the claim is no longer this token's.
-func (e executor) EventDeadLetter(ctx context.Context, p EventDeadLetterParams) (int64, bool, error) {
-	id, err := queries.EventDeadLetter(ctx, e.db, dbsqlc.EventDeadLetterParams{ID: p.ID, Token: p.Token, Now: p.Now, Cause: string(p.Cause), Error: p.Error})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("dead-letter event %d: %w", p.ID, err)
-	}
-	return id, true, nil
-}
-
-// EventRelease gives back claimed events that were not started: due at
-// now, attempts unchanged. It returns how many were released.
-func (e executor) EventRelease(ctx context.Context, ids []int64, token string, now time.Time) (int, error) {
-	n, err := queries.EventRelease(ctx, e.db, dbsqlc.EventReleaseParams{IDs: ids, Token: token, Now: now})
-	if err != nil {
-		return 0, fmt.Errorf("release %d claimed events: %w", len(ids), err)
-	}
-	return int(n), nil
 }
 
 // Backlog is the processor's to-do list.
@@ -532,18 +379,20 @@ type ReplayResult struct {
 	// Replayed is how many were reset (0 for a dry run). It is below
 	// Matched only if some changed between the selection and their chunk.
 	Replayed int
-	// SkippedArchived is the events the filter also matched whose bodies
-	// are archived in S3: a replay leaves them alone.
-	SkippedArchived int
+	// Archived is the part of Matched whose bodies are archived in S3:
+	// the processor reads each back from its archive object (a ranged
+	// read, hash verified) to run its handler.
+	Archived int
 }
 
 // EventReplay sends the processed events matching f through the processor
-// again: each is made unprocessed and due at opts.Now, with its attempts,
-// error history, last error, outcome and processed_at reset, as a requeue
-// resets a dead letter. Only events whose body is in Postgres are replayed;
-// SkippedArchived counts the others. The ids are selected once and reset in
-// chunks, each re-checked, so every event is replayed at most once and
-// processors start on the first chunk at once.
+// again: each is made unprocessed and due at opts.Now, a new run with its
+// failures, last error, outcome and processed_at reset, as a requeue
+// starts a dead letter's. Its attempts and their history stay: the
+// replay's attempts add to them. Archived events are replayed too (their
+// bodies come back from S3); expunged and dead ones are not. The ids are
+// selected once and reset in chunks, each re-checked, so every event is
+// replayed at most once and processors start on the first chunk at once.
 func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOptions) (ReplayResult, error) {
 	var res ReplayResult
 	if f.empty() {
@@ -557,7 +406,7 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 	if err != nil {
 		return res, fmt.Errorf("replay: count events: %w", err)
 	}
-	res.SkippedArchived = int(counts.Archived)
+	res.Archived = int(counts.Archived)
 	if opts.DryRun {
 		res.Matched = int(counts.Replayable)
 		return res, nil

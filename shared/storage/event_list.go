@@ -34,27 +34,34 @@ type EventFilter struct {
 // eventStateWhere holds one constant predicate per state; it selects
 // exactly the events inbox.Event.State names at now (a test holds the two
 // together). The unprocessed states restate webhook_events_due_idx's
-// predicate so the planner can use it; they alone compare with now ($7),
+// predicate so the planner can use it, and judge the claim that holds an
+// event (webhook_claims) at now; they alone compare with now ($7),
 // which is passed only to them: every mode refuses an unused parameter.
 // "" matches every state.
 var eventStateWhere = map[inbox.EventState]string{
 	"":                   ``,
-	inbox.StatePending:   ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND (e.locked_until IS NULL OR e.locked_until <= $7) AND e.attempts = 0`,
-	inbox.StateRetrying:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND (e.locked_until IS NULL OR e.locked_until <= $7) AND e.attempts > 0`,
-	inbox.StateInFlight:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.locked_until > $7`,
+	inbox.StatePending:   ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.failed_attempts = 0` + notRunning,
+	inbox.StateRetrying:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.failed_attempts > 0` + notRunning,
+	inbox.StateInFlight:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND c.locked_until > $7`,
 	inbox.StateProcessed: ` AND e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL`,
 	inbox.StateArchived:  ` AND e.archived_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL`,
 	inbox.StateDead:      ` AND e.dead_at IS NOT NULL AND e.expunged_at IS NULL`,
 	inbox.StateExpunged:  ` AND e.expunged_at IS NOT NULL`,
 }
 
-// eventListSQL reads every column but payload and body: a listing never
-// shows them, and they are the row's largest part.
+// notRunning: no live claim holds the event (c is its claim, if any).
+const notRunning = ` AND (c.locked_until IS NULL OR c.locked_until <= $7)`
+
+// eventListSQL reads every column but payload and body (a listing never
+// shows them, and they are the row's largest part), and the claim that
+// holds the event, if any.
 const eventListSQL = `-- name: EventList :many
 SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.body_sha256, e.body_size, e.metadata, e.created_at,
-       e.attempts, e.next_attempt_at, e.locked_until, e.locked_by, e.errors, e.last_error, e.outcome, e.processed_at,
+       e.attempts, e.failed_attempts, e.solo, e.last_attempt_at, e.next_attempt_at, c.locked_until, c.processor,
+       e.last_error, e.outcome, e.processed_at,
        e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at
   FROM webhook_events e
+  LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE ($1::text IS NULL OR e.provider = $1)
    AND ($2::text IS NULL OR e.event_type = $2)
    AND ($3::timestamptz IS NULL OR e.created_at >= $3)
@@ -81,22 +88,20 @@ func (e executor) EventList(ctx context.Context, f EventFilter, now time.Time, l
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*inbox.Event, error) {
 		var ev inbox.Event
-		var lockedBy, lastError, outcome, archiveKey *string
+		var claimedBy, lastError, outcome, archiveKey *string
 		var archiveOffset, archiveLength *int64
-		var metadata, errs []byte
+		var metadata []byte
 		err := r.Scan(&ev.ID, &ev.Source, &ev.SourceKind, &ev.EventID, &ev.Type, &ev.BodySHA256, &ev.BodySize, &metadata, &ev.CreatedAt,
-			&ev.Attempts, &ev.NextAttemptAt, &ev.LockedUntil, &lockedBy, &errs, &lastError, &outcome, &ev.ProcessedAt,
+			&ev.Attempts, &ev.FailedAttempts, &ev.Solo, &ev.LastAttemptAt, &ev.NextAttemptAt, &ev.ClaimedUntil, &claimedBy,
+			&lastError, &outcome, &ev.ProcessedAt,
 			&ev.DeadAt, &archiveKey, &archiveOffset, &archiveLength, &ev.ArchivedAt, &ev.ExpungedAt)
 		if err != nil {
 			return nil, err
 		}
-		ev.LockedBy, ev.LastError, ev.Outcome, ev.ArchiveKey = deref(lockedBy), deref(lastError), inbox.Outcome(deref(outcome)), deref(archiveKey)
+		ev.ClaimedBy, ev.LastError, ev.Outcome, ev.ArchiveKey = deref(claimedBy), deref(lastError), inbox.Outcome(deref(outcome)), deref(archiveKey)
 		ev.ArchiveOffset, ev.ArchiveLength = deref(archiveOffset), deref(archiveLength)
 		if err := decodeJSON(metadata, &ev.Metadata); err != nil {
 			return nil, fmt.Errorf("event %d: metadata: %w", ev.ID, err)
-		}
-		if err := decodeJSON(errs, &ev.Errors); err != nil {
-			return nil, fmt.Errorf("event %d: error history: %w", ev.ID, err)
 		}
 		return &ev, nil
 	})

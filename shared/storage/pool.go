@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -68,7 +69,19 @@ type PoolConfig struct {
 	// RuntimeParams are session settings sent at connect (for example the
 	// processor's statement_timeout and idle_in_transaction_session_timeout).
 	RuntimeParams map[string]string
+	// CancelOnContext makes a context that ends during a statement cancel
+	// that statement on the server (a CancelRequest), and keep the
+	// connection and its transaction, instead of pgx's default of closing
+	// the connection. The processor runs many events in one transaction: a
+	// handler that outlives its time limit must fail alone, not lose its
+	// neighbours' work. A server that does not act on the cancel (RDS Proxy
+	// passes none) still has the connection closed after cancelGrace.
+	CancelOnContext bool
 }
+
+// cancelGrace is how long a cancelled statement has to end before its
+// connection is closed anyway (PoolConfig.CancelOnContext).
+const cancelGrace = 2 * time.Second
 
 // Credentials log a pool's new connections in (PoolConfig.Credentials).
 type Credentials interface {
@@ -124,8 +137,8 @@ func PoolConfigFromEnv(getenv func(string) string) (PoolConfig, error) {
 // String describes the configuration with the URL's password redacted, so
 // that printing a configuration (a log line, a test failure) leaks nothing.
 func (c PoolConfig) String() string {
-	return fmt.Sprintf("storage.PoolConfig{URL: %s, QueryMode: %q, ApplicationName: %q, MaxConns: %d, ConnectTimeout: %s, Credentials: %v, RuntimeParams: %v}",
-		RedactURL(c.URL), c.QueryMode, c.ApplicationName, c.MaxConns, c.ConnectTimeout, c.Credentials != nil, c.RuntimeParams)
+	return fmt.Sprintf("storage.PoolConfig{URL: %s, QueryMode: %q, ApplicationName: %q, MaxConns: %d, ConnectTimeout: %s, Credentials: %v, RuntimeParams: %v, CancelOnContext: %v}",
+		RedactURL(c.URL), c.QueryMode, c.ApplicationName, c.MaxConns, c.ConnectTimeout, c.Credentials != nil, c.RuntimeParams, c.CancelOnContext)
 }
 
 // RedactURL returns a database URL with its password replaced by "xxxxx",
@@ -169,6 +182,11 @@ func (c PoolConfig) Open(ctx context.Context) (*pgxpool.Pool, error) {
 	}
 	for k, v := range c.RuntimeParams {
 		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	if c.CancelOnContext {
+		cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: cancelGrace}
+		}
 	}
 	if c.Credentials != nil {
 		creds := c.Credentials

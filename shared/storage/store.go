@@ -27,12 +27,13 @@ type Executor interface {
 	EventGetByKey(ctx context.Context, source, eventID string) (*inbox.Event, error)
 	EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error)
 	EventList(ctx context.Context, f EventFilter, now time.Time, limit int) ([]*inbox.Event, error)
-	EventClaim(ctx context.Context, p EventClaimParams) ([]ClaimedEvent, error)
-	EventStartAttempt(ctx context.Context, id int64, token string, now time.Time) (attempt int, ok bool, err error)
-	EventMarkProcessed(ctx context.Context, p EventMarkProcessedParams) (ok bool, err error)
-	EventRecordFailure(ctx context.Context, p EventRecordFailureParams) (ok bool, err error)
-	EventDeadLetter(ctx context.Context, p EventDeadLetterParams) (deadLetterID int64, ok bool, err error)
-	EventRelease(ctx context.Context, ids []int64, token string, now time.Time) (int, error)
+	EventClaimBatch(ctx context.Context, p ClaimParams) ([]ClaimedEvent, error)
+	EventClaimSolo(ctx context.Context, now time.Time, bodyBudget int64) ([]ClaimedEvent, error)
+	EventListBodies(ctx context.Context, ids []int64) (map[int64][]byte, error)
+	EventLockClaimed(ctx context.Context, id int64) (ok bool, err error)
+	EventFinish(ctx context.Context, p EventFinishParams) (recorded int, err error)
+	EventRecordInterrupted(ctx context.Context, p EventRecordInterruptedParams) ([]RecordedInterruption, error)
+	EventDeadLetter(ctx context.Context, ids []int64) (deadLetterIDs map[int64]int64, err error)
 	EventGetBacklog(ctx context.Context, now time.Time) (Backlog, error)
 	EventGetBacklogStats(ctx context.Context, now time.Time) (BacklogStats, error)
 	EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOptions) (ReplayResult, error)
@@ -42,6 +43,17 @@ type Executor interface {
 	EventLockForArchive(ctx context.Context, ids []int64) ([]*inbox.Event, error)
 	EventMarkArchived(ctx context.Context, key string, locs []ArchiveLocation) error
 	EventExpunge(ctx context.Context, id int64) error
+
+	// webhook_attempts
+	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
+
+	// webhook_claims
+	ClaimSet(ctx context.Context, c Claim) error
+	ClaimRelease(ctx context.Context, processor, token string, now time.Time) (ok bool, err error)
+	ClaimLock(ctx context.Context, processor, token string) (ok bool, err error)
+	ClaimLockExpired(ctx context.Context, now time.Time, max int, lockTimeout time.Duration) ([]Claim, error)
+	ClaimDeleteIdle(ctx context.Context, idleBefore time.Time) (int, error)
+	ClaimListLive(ctx context.Context, now time.Time) ([]Claim, error)
 
 	// webhook_dead_letters
 	DeadLetterList(ctx context.Context, f DeadLetterFilter, limit int) ([]*inbox.DeadLetter, error)

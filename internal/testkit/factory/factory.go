@@ -43,13 +43,20 @@ type EventOpts struct {
 
 	CreatedAt     time.Time
 	NextAttemptAt time.Time
-	Attempts      int
-	Errors        []inbox.AttemptError
-	LastError     string
-	Outcome       inbox.Outcome
-	ProcessedAt   *time.Time
-	LockedUntil   *time.Time
-	LockedBy      string
+	// Attempts is how many failed attempts a retrying (default 1) or dead
+	// (default 3) event has had, each recorded in its history as the
+	// processor records one; a processed event has one handled attempt.
+	Attempts  int
+	LastError string
+	Outcome   inbox.Outcome
+	// ProcessedAt is when a processed, archived or expunged event's
+	// attempt finished (default Now).
+	ProcessedAt *time.Time
+	// ClaimedUntil and ClaimedBy give an in_flight event its claim (a
+	// processor's lease; default Now plus a minute, and a processor of
+	// the factory's). A claim past its lease is a processor that died.
+	ClaimedUntil  *time.Time
+	ClaimedBy     string
 	DeadAt        *time.Time
 	ArchivedAt    *time.Time
 	ArchiveKey    string
@@ -61,36 +68,84 @@ type EventOpts struct {
 var seq atomic.Int64
 
 // Event stores one event as opts describe it and returns the stored row.
-// A dead event also gets its dead letter, written by the processor's own
-// statement (EventDeadLetter), so the pair is as the processor leaves it.
+// Its processing history is written by the processor's own statements
+// (EventFinish, EventDeadLetter, ClaimSet), so a retrying, processed or
+// dead event, and a dead event's dead letter, are as the processor leaves
+// them.
 func Event(ctx context.Context, t testing.TB, exec storage.Executor, opts *EventOpts) *inbox.Event {
 	t.Helper()
 	if opts == nil {
 		opts = &EventOpts{}
 	}
+	at := now(opts)
 	ev := build(opts)
-	dead := opts.State == inbox.StateDead && opts.DeadAt == nil
-	if dead {
-		// Claimed first, so EventDeadLetter (which checks the claim)
-		// moves it.
-		ev.DeadAt = nil
-		ev.LockedUntil = new(ev.NextAttemptAt.Add(time.Hour))
-		ev.LockedBy = "factory"
-	}
 	stored, err := exec.EventInsertFull(ctx, ev)
 	if err != nil {
 		t.Fatalf("factory: %v", err)
 	}
-	if dead {
-		_, ok, err := exec.EventDeadLetter(ctx, storage.EventDeadLetterParams{
-			ID: stored.ID, Token: "factory", Now: now(opts), Cause: inbox.CauseHandlerFailed, Error: "factory: dead",
-		})
-		if err != nil || !ok {
-			t.Fatalf("factory: dead-letter event %d: ok=%v %v", stored.ID, ok, err)
+	result := func(outcome inbox.AttemptOutcome) storage.AttemptResult {
+		return storage.AttemptResult{ID: stored.ID, Outcome: outcome, StartedAt: at, FinishedAt: at}
+	}
+	var results []storage.AttemptResult
+	switch opts.State {
+	case inbox.StateRetrying, inbox.StateDead:
+		n := opts.Attempts
+		if n == 0 {
+			n = map[inbox.EventState]int{inbox.StateRetrying: 1, inbox.StateDead: 3}[opts.State]
 		}
-		if stored, err = exec.EventGetByID(ctx, stored.ID); err != nil {
+		for i := range n {
+			r := result(inbox.AttemptFailed)
+			r.Cause, r.Error = inbox.CauseHandlerFailed, "factory: failed"
+			if opts.LastError != "" {
+				r.Error = opts.LastError
+			}
+			r.NextAttemptAt = ev.NextAttemptAt
+			if opts.State == inbox.StateRetrying && opts.NextAttemptAt.IsZero() {
+				r.NextAttemptAt = at.Add(time.Minute)
+			}
+			if opts.State == inbox.StateDead && i == n-1 {
+				r.Dead, r.Error = true, "factory: dead"
+				if opts.DeadAt != nil {
+					r.FinishedAt = *opts.DeadAt
+				}
+			}
+			results = append(results, r)
+		}
+	case inbox.StateProcessed, inbox.StateArchived, inbox.StateExpunged:
+		r := result(inbox.AttemptHandled)
+		if opts.Outcome == inbox.OutcomeUnhandled {
+			r.Outcome = inbox.AttemptUnhandled
+		}
+		if opts.ProcessedAt != nil {
+			r.StartedAt, r.FinishedAt = *opts.ProcessedAt, *opts.ProcessedAt
+		}
+		results = append(results, r)
+	case inbox.StateInFlight:
+		c := storage.Claim{Processor: opts.ClaimedBy, Token: fmt.Sprintf("factory#%d", seq.Add(1)), EventIDs: []int64{stored.ID},
+			ClaimedAt: at, LockedUntil: at.Add(time.Minute)}
+		if c.Processor == "" {
+			c.Processor = fmt.Sprintf("factory-%d", seq.Add(1))
+		}
+		if opts.ClaimedUntil != nil {
+			c.LockedUntil = *opts.ClaimedUntil
+		}
+		if err := exec.ClaimSet(ctx, c); err != nil {
 			t.Fatalf("factory: %v", err)
 		}
+	}
+	for _, r := range results {
+		n, err := exec.EventFinish(ctx, storage.EventFinishParams{Processor: "factory", BatchSize: 1, Results: []storage.AttemptResult{r}})
+		if err != nil || n != 1 {
+			t.Fatalf("factory: record an attempt of event %d: %d recorded, %v", stored.ID, n, err)
+		}
+		if r.Dead {
+			if ids, err := exec.EventDeadLetter(ctx, []int64{stored.ID}); err != nil || len(ids) != 1 {
+				t.Fatalf("factory: dead-letter event %d: %v %v", stored.ID, ids, err)
+			}
+		}
+	}
+	if stored, err = exec.EventGetByID(ctx, stored.ID); err != nil {
+		t.Fatalf("factory: %v", err)
 	}
 	return stored
 }
@@ -127,9 +182,7 @@ func build(opts *EventOpts) *inbox.Event {
 		Source: opts.Source, SourceKind: opts.SourceKind, EventID: opts.EventID, Type: opts.Type,
 		Body: opts.Body, Metadata: opts.Metadata,
 		CreatedAt: opts.CreatedAt, NextAttemptAt: opts.NextAttemptAt,
-		Attempts: opts.Attempts, Errors: opts.Errors, LastError: opts.LastError, Outcome: opts.Outcome,
-		ProcessedAt: opts.ProcessedAt, LockedUntil: opts.LockedUntil, LockedBy: opts.LockedBy,
-		DeadAt: opts.DeadAt, ArchivedAt: opts.ArchivedAt, ArchiveKey: opts.ArchiveKey,
+		ArchivedAt: opts.ArchivedAt, ArchiveKey: opts.ArchiveKey,
 		ArchiveOffset: opts.ArchiveOffset, ArchiveLength: opts.ArchiveLength, ExpungedAt: opts.ExpungedAt,
 	}
 	if ev.Source == "" {
@@ -160,49 +213,11 @@ func build(opts *EventOpts) *inbox.Event {
 		ev.NextAttemptAt = at
 	}
 
-	// What the state implies, where the caller said nothing.
-	failed := func(n int) {
-		if ev.Attempts == 0 {
-			ev.Attempts = n
-		}
-		if ev.Errors == nil {
-			for i := 1; i <= ev.Attempts; i++ {
-				ev.Errors = append(ev.Errors, inbox.AttemptError{Attempt: i, At: at, Cause: inbox.CauseHandlerFailed, Error: "factory: failed"})
-			}
-		}
-		if ev.LastError == "" && len(ev.Errors) > 0 {
-			ev.LastError = ev.Errors[len(ev.Errors)-1].Error
-		}
-	}
-	processed := func() {
-		if ev.ProcessedAt == nil {
-			ev.ProcessedAt = new(at)
-		}
-		if ev.Outcome == "" {
-			ev.Outcome = inbox.OutcomeHandled
-		}
-		if ev.Attempts == 0 && ev.Outcome == inbox.OutcomeHandled {
-			ev.Attempts = 1
-		}
-	}
+	// What the state implies of the row itself, where the caller said
+	// nothing; Event records the processing.
 	switch opts.State {
-	case "", inbox.StatePending:
-	case inbox.StateRetrying:
-		failed(1)
-		if opts.NextAttemptAt.IsZero() {
-			ev.NextAttemptAt = at.Add(time.Minute)
-		}
-	case inbox.StateInFlight:
-		if ev.LockedUntil == nil {
-			ev.LockedUntil = new(at.Add(time.Minute))
-		}
-		if ev.LockedBy == "" {
-			ev.LockedBy = "factory"
-		}
-	case inbox.StateProcessed:
-		processed()
+	case "", inbox.StatePending, inbox.StateRetrying, inbox.StateInFlight, inbox.StateProcessed, inbox.StateDead:
 	case inbox.StateArchived:
-		processed()
 		if ev.ArchivedAt == nil {
 			ev.ArchivedAt = new(at)
 		}
@@ -213,10 +228,7 @@ func build(opts *EventOpts) *inbox.Event {
 			ev.ArchiveLength = int64(ev.BodySize) + 1
 		}
 		ev.Body, ev.Payload = nil, nil
-	case inbox.StateDead:
-		failed(3)
 	case inbox.StateExpunged:
-		processed()
 		if ev.ExpungedAt == nil {
 			ev.ExpungedAt = new(at)
 		}
@@ -256,25 +268,52 @@ func Rejection(ctx context.Context, t testing.TB, exec storage.Executor, opts *R
 }
 
 // ProcessDue marks every event due now processed at processedAt (outcome
-// handled), through the processor's own statements: a claim, then the mark
-// its handler's transaction makes. It is how tests age events that the
-// receiver's statement stored (with the payload it chose). It returns them.
+// handled), through the processor's own statements: the claims, then the
+// record of each attempt its transaction makes. It is how tests age events
+// that the receiver's statement stored (with the payload it chose). It
+// returns them.
 func ProcessDue(ctx context.Context, t testing.TB, exec storage.Executor, processedAt time.Time) []*inbox.Event {
 	t.Helper()
 	now := time.Now().Add(time.Second) // past the server's now() the receiver stamped
-	claimed, err := exec.EventClaim(ctx, storage.EventClaimParams{Now: now, Limit: 1 << 20, LockedUntil: now.Add(time.Hour), Token: "factory"})
+	claimed, err := exec.EventClaimBatch(ctx, storage.ClaimParams{Now: now, Max: 1 << 20, BodyBudget: 1 << 62})
 	if err != nil {
 		t.Fatalf("factory: %v", err)
 	}
+	finish(ctx, t, exec, processedAt, claimed)
+	for {
+		solo, err := exec.EventClaimSolo(ctx, now, 1<<62)
+		if err != nil {
+			t.Fatalf("factory: %v", err)
+		}
+		if len(solo) == 0 {
+			break
+		}
+		// One at a time: the solo claim takes the oldest, which is only
+		// not due again once processed.
+		finish(ctx, t, exec, processedAt, solo)
+		claimed = append(claimed, solo...)
+	}
 	out := make([]*inbox.Event, len(claimed))
 	for i, c := range claimed {
-		ok, err := exec.EventMarkProcessed(ctx, storage.EventMarkProcessedParams{ID: c.ID, Token: "factory", Now: processedAt, Outcome: inbox.OutcomeHandled})
-		if err != nil || !ok {
-			t.Fatalf("factory: mark event %d processed: ok=%v %v", c.ID, ok, err)
-		}
 		out[i] = c.Event
 	}
 	return out
+}
+
+// finish records a handled attempt of each claimed event still to be
+// processed.
+func finish(ctx context.Context, t testing.TB, exec storage.Executor, at time.Time, claimed []storage.ClaimedEvent) {
+	t.Helper()
+	results := make([]storage.AttemptResult, len(claimed))
+	for i, c := range claimed {
+		results[i] = storage.AttemptResult{ID: c.ID, Outcome: inbox.AttemptHandled, StartedAt: at, FinishedAt: at}
+	}
+	if len(results) == 0 {
+		return
+	}
+	if _, err := exec.EventFinish(ctx, storage.EventFinishParams{Processor: "factory", BatchSize: len(results), Results: results}); err != nil {
+		t.Fatalf("factory: mark %d events processed: %v", len(results), err)
+	}
 }
 
 // MarkArchived marks processed events archived in key through the

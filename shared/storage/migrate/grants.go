@@ -71,18 +71,25 @@ func CoreGrants() []Grant {
 			Columns: []string{"provider", "cause", "message", "request_id", "remote_addr", "body_size", "suppressed", "received_at"}},
 		{Role: RoleReceiver, On: "webhook_rejections_seq", Privileges: []string{"USAGE"}},
 
-		// The processor: EventClaim, EventStartAttempt, EventMarkProcessed,
-		// EventRecordFailure, EventRelease, EventGetBacklog read whole rows
-		// (a handler gets the payload and the body) and write the
-		// processing columns only.
+		// The processor: the claims (EventClaimBatch, EventClaimSolo) read
+		// and lock whole rows (a handler gets the body; FOR NO KEY UPDATE
+		// needs an UPDATE privilege), EventFinish and the recovery of
+		// interrupted claims write the processing columns only, and
+		// EventGetBacklog counts.
 		{Role: RoleProcessor, On: "webhook_events", Privileges: []string{"SELECT"}},
 		{Role: RoleProcessor, On: "webhook_events", Privileges: []string{"UPDATE"},
-			Columns: []string{"attempts", "next_attempt_at", "locked_until", "locked_by", "errors", "last_error", "outcome", "processed_at", "dead_at"}},
+			Columns: []string{"attempts", "failed_attempts", "solo", "last_attempt_at", "next_attempt_at", "last_error", "outcome", "processed_at", "dead_at"}},
+		// The attempt history: the processor appends to it (and reads it
+		// for a dead letter's copy); it never changes a row.
+		{Role: RoleProcessor, On: "webhook_attempts", Privileges: []string{"SELECT", "INSERT"}},
+		// The claims are the processors' own: each writes its row, and
+		// empties (or, long idle, deletes) the rows of processors that died.
+		{Role: RoleProcessor, On: "webhook_claims", Privileges: []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 		// EventDeadLetter copies the event into a dead letter and returns
-		// its id.
+		// its id; the open dead letters are a gauge of every drain.
 		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"INSERT"},
 			Columns: []string{"event_pk", "provider", "event_id", "event_type", "payload", "body", "attempts", "errors", "last_error", "dead_at"}},
-		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id"}},
+		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id", "event_pk", "requeued_at", "dead_at"}},
 		{Role: RoleProcessor, On: "webhook_dead_letters_id_seq", Privileges: []string{"USAGE"}},
 
 		// The archiver: EventListArchiveCandidates and EventLockForArchive

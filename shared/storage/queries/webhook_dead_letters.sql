@@ -1,6 +1,7 @@
 -- Queries on webhook_dead_letters: poison events after their last attempt,
 -- with the copy of what an operator needs at 3 a.m. (payload, error
--- history, attempts). Rows are written by EventDeadLetter. A filter's NULL
+-- history, attempts). Rows are written by EventDeadLetter, whose errors
+-- copy the event's failed and interrupted attempts (webhook_attempts). A filter's NULL
 -- values match anything; the predicates are fixed text, so no SQL is built
 -- from input, and webhook_dead_letters_open_idx serves provider/type/time.
 ;
@@ -33,8 +34,9 @@ SELECT count(DISTINCT e.id)
 -- name: DeadLetterRequeue :execrows
 -- Sends the open dead letters a filter selects back to the drain, in one
 -- statement: each is marked requeued at @now, and its event becomes live
--- and due at @now with attempts, error history and last_error reset (the
--- dead letter keeps them). Counts the events requeued.
+-- and due at @now, a new run with its failures and last_error reset. Its
+-- attempts and their history stay (a requeue adds to them), and so does
+-- solo: an event that died runs alone. Counts the events requeued.
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = @now::timestamptz
      WHERE d.requeued_at IS NULL
@@ -46,8 +48,7 @@ WITH dl AS (
     RETURNING d.event_pk
 )
 UPDATE webhook_events e
-   SET dead_at = NULL, attempts = 0, errors = '[]'::jsonb, last_error = NULL,
-       next_attempt_at = @now::timestamptz, locked_until = NULL, locked_by = NULL
+   SET dead_at = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
   FROM dl
  WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL;
 

@@ -3,8 +3,13 @@
 -- writes or compares (lease ends, due times, processed_at) comes from its
 -- clock as a parameter, never from the server's now(): tests move that
 -- clock instead of sleeping, and all processors judge leases by one rule.
--- Writes of a claimer are conditional on its claim token (locked_by), so a
--- processor that lost its lease cannot change a row claimed by another.
+--
+-- The processor runs the events of a claim in one transaction that holds
+-- their row locks from the claim (FOR NO KEY UPDATE) to its commit: no
+-- other processor can take, mark or record them meanwhile, and the
+-- outcome of each (EventFinish) is written in that transaction. The claim
+-- itself is recorded in webhook_claims (webhook_claims.sql) before any
+-- handler runs, so that the events of a processor that dies are known.
 --
 -- JSON values are passed as text and cast here, never as bytes: outside
 -- prepared statements (RDS Proxy, PgBouncer: query mode exec) a []byte
@@ -38,14 +43,14 @@ SELECT id, body_sha256 FROM webhook_events WHERE provider = @source::text AND ev
 -- statement (River's JobInsertFull). The receiver uses EventInsert.
 INSERT INTO webhook_events (
     provider, source_kind, event_id, event_type, payload, body, body_sha256, body_size, metadata, created_at,
-    attempts, next_attempt_at, locked_until, locked_by, errors, last_error, outcome, processed_at, dead_at,
+    attempts, failed_attempts, solo, last_attempt_at, next_attempt_at, last_error, outcome, processed_at, dead_at,
     archive_key, archive_offset, archive_length, archived_at, expunged_at
 ) VALUES (
     @source::text, @source_kind::text, @event_id::text, @event_type::text, sqlc.narg('payload')::text::jsonb,
     sqlc.narg('body')::bytea, @body_sha256::bytea, @body_size::int, sqlc.narg('metadata')::text::jsonb,
     coalesce(sqlc.narg('created_at')::timestamptz, now()),
-    @attempts::int, coalesce(sqlc.narg('next_attempt_at')::timestamptz, now()), sqlc.narg('locked_until')::timestamptz,
-    sqlc.narg('locked_by')::text, sqlc.arg('errors')::text::jsonb, sqlc.narg('last_error')::text, sqlc.narg('outcome')::text,
+    @attempts::int, @failed_attempts::int, @solo::boolean, sqlc.narg('last_attempt_at')::timestamptz,
+    coalesce(sqlc.narg('next_attempt_at')::timestamptz, now()), sqlc.narg('last_error')::text, sqlc.narg('outcome')::text,
     sqlc.narg('processed_at')::timestamptz, sqlc.narg('dead_at')::timestamptz,
     sqlc.narg('archive_key')::text, sqlc.narg('archive_offset')::bigint, sqlc.narg('archive_length')::bigint,
     sqlc.narg('archived_at')::timestamptz, sqlc.narg('expunged_at')::timestamptz
@@ -53,160 +58,221 @@ INSERT INTO webhook_events (
 RETURNING *;
 
 -- name: EventGetByID :one
-SELECT * FROM webhook_events WHERE id = @id::bigint;
+-- An event and, when a processor's claim holds it, that claim.
+SELECT sqlc.embed(e), coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+  FROM webhook_events e
+  LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
+ WHERE e.id = @id::bigint;
 
 -- name: EventGetByKey :one
-SELECT * FROM webhook_events WHERE provider = @source::text AND event_id = @event_id::text;
+SELECT sqlc.embed(e), coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+  FROM webhook_events e
+  LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
+ WHERE e.provider = @source::text AND e.event_id = @event_id::text;
 
 -- name: EventGetByKeyForUpdate :one
 -- Locks the event for an expunge: expunges of one event take turns, and an
--- expunge waits for an archive batch holding the row.
+-- expunge waits for an archive batch, or a processor's transaction,
+-- holding the row.
 SELECT * FROM webhook_events WHERE provider = @source::text AND event_id = @event_id::text FOR UPDATE;
 
--- name: EventClaim :many
--- Claims up to @max due rows, oldest due first.
+-- name: EventClaimBatch :many
+-- Claims up to @max due events that may run together (not solo), oldest
+-- due first, for the transaction that runs them: FOR NO KEY UPDATE SKIP
+-- LOCKED locks them until it ends, so concurrent processors take disjoint
+-- events without waiting on each other, and nobody else changes them
+-- meanwhile (the receiver's ON CONFLICT DO NOTHING takes no row lock; the
+-- attempt history's foreign key needs only a KEY SHARE lock). The events
+-- of any claim in webhook_claims are left out: those of a running
+-- fallback, and those of a processor that died, whose locks went with its
+-- session but whose attempts are still to be recorded as interrupted.
 --
--- The inner SELECT walks webhook_events_due_idx (next_attempt_at, id) WHERE
--- processed_at IS NULL AND dead_at IS NULL, so its cost follows the
--- backlog, not the table. FOR UPDATE SKIP LOCKED makes concurrent claimers
--- take disjoint rows without waiting on each other; a row another claimer
--- just claimed or processed is re-checked against the WHERE on its newest
--- version and dropped.
---
--- The claim moves next_attempt_at to the lease end as well as
--- locked_until: a claimed row is simply not due until its lease passes, so
--- the due scan skips running rows without a second condition, and a row
--- whose processor died becomes claimable again by the same rule that runs
--- retries. The locked_until condition is redundant with it, kept as a guard
--- against a hand-edited next_attempt_at.
---
--- A row with more attempts than error entries was started by a processor
--- that never recorded the outcome: the claim writes that attempt's entry
--- (at = the lease end it outlived) so the history is complete and a poison
--- event that kills its processor still runs out of attempts.
-WITH due AS (
-    SELECT id, next_attempt_at, attempts > jsonb_array_length(errors) AS interrupted
-      FROM webhook_events
-     WHERE processed_at IS NULL AND dead_at IS NULL
-       AND next_attempt_at <= @now::timestamptz
-       AND (locked_until IS NULL OR locked_until <= @now::timestamptz)
-     ORDER BY next_attempt_at, id
+-- The inner SELECT walks webhook_events_due_idx (next_attempt_at, id), so
+-- its cost follows the backlog, not the table. Bodies are returned while
+-- their running total stays within @body_budget (body_loaded); the others
+-- are read later, a budget at a time (EventListBodies), or not at all (an
+-- archived body is in S3; a body larger than the budget is refused).
+-- Payloads are not read: a handler is handed the body, which is the JSON
+-- the payload was parsed from, and has_payload says it was JSON.
+WITH locked AS (
+    SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.metadata, e.body_sha256, e.body_size,
+           e.created_at, e.attempts, e.failed_attempts, e.next_attempt_at, e.archive_key, e.archive_offset,
+           e.archive_length, e.archived_at, e.payload IS NOT NULL AS has_payload, e.body
+      FROM webhook_events e
+     WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND NOT e.solo
+       AND e.next_attempt_at <= @now::timestamptz
+       AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)
+     ORDER BY e.next_attempt_at, e.id
      LIMIT @max::int
-       FOR UPDATE SKIP LOCKED
+       FOR NO KEY UPDATE SKIP LOCKED
 )
-UPDATE webhook_events e
-   SET locked_until = @locked_until::timestamptz, locked_by = @token::text, next_attempt_at = @locked_until::timestamptz,
-       errors = CASE WHEN due.interrupted
-                     THEN e.errors || jsonb_build_array(jsonb_build_object(
-                              'attempt', e.attempts, 'at', coalesce(e.locked_until, @now::timestamptz),
-                              'cause', @interrupted_cause::text, 'error', @interrupted_error::text))
-                     ELSE e.errors END,
-       last_error = CASE WHEN due.interrupted THEN @interrupted_error::text ELSE e.last_error END
-  FROM due
- WHERE e.id = due.id
-RETURNING sqlc.embed(e), due.interrupted, due.next_attempt_at AS due_at;
+SELECT l.id, l.provider, l.source_kind, l.event_id, l.event_type, l.metadata, l.body_sha256, l.body_size, l.created_at,
+       l.attempts, l.failed_attempts, l.next_attempt_at, l.archive_key, l.archive_offset, l.archive_length, l.archived_at,
+       l.has_payload::boolean AS has_payload, (sum(l.body_size) OVER w) <= @body_budget::bigint AS body_loaded,
+       (CASE WHEN (sum(l.body_size) OVER w) <= @body_budget::bigint THEN l.body END)::bytea AS body
+  FROM locked l
+WINDOW w AS (ORDER BY l.next_attempt_at, l.id)
+ ORDER BY l.next_attempt_at, l.id;
 
--- name: EventStartAttempt :one
--- Counts the attempt about to run, committed before the handler starts, so
--- a handler that kills its processor still spends an attempt. No row: the
--- claim is no longer this token's, or its lease has ended.
---
--- The commit is asynchronous: set_config(..., true) turns
--- synchronous_commit off for this statement's own transaction alone, so
--- counting costs one round trip and no WAL flush. That is safe: a processor
--- crash cannot lose an asynchronous commit, only a server crash can, and
--- the handler's commit, which is synchronous, flushes the WAL past this
--- record first, so an effect is never durable without the attempt that made
--- it. The set_config sits in a FROM subquery joined to the row, so it runs
--- whenever a row is updated, whatever the plan. The setting ends with the
--- transaction.
-UPDATE webhook_events e SET attempts = e.attempts + 1
-  FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
- WHERE e.id = @id::bigint AND e.locked_by = @token::text AND e.locked_until > @now::timestamptz
-   AND e.processed_at IS NULL AND e.dead_at IS NULL
-RETURNING e.attempts;
-
--- name: EventMarkProcessed :execrows
--- Sets processed_at and the outcome and ends the claim. Run in the
--- handler's transaction, before the handler: the UPDATE locks the row until
--- that transaction ends and checks, on the row's newest version, that it is
--- still unprocessed and still claimed with this token, so two processors
--- can never both commit an event.
-UPDATE webhook_events
-   SET processed_at = @now::timestamptz, outcome = @outcome::text, locked_until = NULL, locked_by = NULL
- WHERE id = @id::bigint AND locked_by = @token::text AND processed_at IS NULL AND dead_at IS NULL;
-
--- name: EventRecordFailure :execrows
--- Appends a failed attempt to the history, sets last_error and the next
--- attempt's time, and ends the claim; run after the handler's transaction
--- rolled back, so the record survives it.
-UPDATE webhook_events
-   SET errors = errors || jsonb_build_array(jsonb_build_object(
-                    'attempt', attempts, 'at', @now::timestamptz, 'cause', @cause::text, 'error', @error::text)),
-       last_error = @error::text, next_attempt_at = @next_attempt_at::timestamptz, locked_until = NULL, locked_by = NULL
- WHERE id = @id::bigint AND locked_by = @token::text AND processed_at IS NULL AND dead_at IS NULL;
-
--- name: EventDeadLetter :one
--- Marks the event dead and copies it, with its whole error history, into
--- webhook_dead_letters in one statement, so there is never a dead event
--- without its dead letter or the reverse. An empty @cause appends nothing
--- (the claim already recorded an attempt that never finished). No row: the
--- claim is no longer this token's.
-WITH ev AS (
-    UPDATE webhook_events
-       SET dead_at = @now::timestamptz, locked_until = NULL, locked_by = NULL,
-           errors = CASE WHEN @cause::text = '' THEN errors
-                         ELSE errors || jsonb_build_array(jsonb_build_object(
-                              'attempt', attempts, 'at', @now::timestamptz, 'cause', @cause::text, 'error', @error::text)) END,
-           last_error = CASE WHEN @cause::text = '' THEN last_error ELSE @error::text END
-     WHERE id = @id::bigint AND locked_by = @token::text AND processed_at IS NULL AND dead_at IS NULL
-    RETURNING id, provider, event_id, event_type, payload, body, attempts, errors, last_error
+-- name: EventClaimSolo :many
+-- Claims the oldest due event that must run alone (solo: an attempt of it
+-- failed or was interrupted), as EventClaimBatch does, over
+-- webhook_events_solo_due_idx.
+WITH locked AS (
+    SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.metadata, e.body_sha256, e.body_size,
+           e.created_at, e.attempts, e.failed_attempts, e.next_attempt_at, e.archive_key, e.archive_offset,
+           e.archive_length, e.archived_at, e.payload IS NOT NULL AS has_payload, e.body
+      FROM webhook_events e
+     WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND e.solo
+       AND e.next_attempt_at <= @now::timestamptz
+       AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)
+     ORDER BY e.next_attempt_at, e.id
+     LIMIT 1
+       FOR NO KEY UPDATE SKIP LOCKED
 )
+SELECT l.id, l.provider, l.source_kind, l.event_id, l.event_type, l.metadata, l.body_sha256, l.body_size, l.created_at,
+       l.attempts, l.failed_attempts, l.next_attempt_at, l.archive_key, l.archive_offset, l.archive_length, l.archived_at,
+       l.has_payload::boolean AS has_payload, (sum(l.body_size) OVER w) <= @body_budget::bigint AS body_loaded,
+       (CASE WHEN (sum(l.body_size) OVER w) <= @body_budget::bigint THEN l.body END)::bytea AS body
+  FROM locked l
+WINDOW w AS (ORDER BY l.next_attempt_at, l.id)
+ ORDER BY l.next_attempt_at, l.id;
+
+-- name: EventListBodies :many
+-- The bodies of claimed events that EventClaimBatch left out of its
+-- budget, read in the claim's transaction a budget at a time.
+SELECT id, body FROM webhook_events WHERE id = ANY(@ids::bigint[]);
+
+-- name: EventLockClaimed :one
+-- Locks again one event of a claim whose transaction failed, for the
+-- claim's fallback (one transaction per event), if it is still to be
+-- processed; no row: it is processed or dead.
+SELECT id FROM webhook_events WHERE id = @id::bigint AND processed_at IS NULL AND dead_at IS NULL FOR NO KEY UPDATE;
+
+-- name: EventFinish :many
+-- Records the attempts of a claim's events, in the transaction that ran
+-- them and holds their row locks, so that an event's outcome commits with
+-- its handler's work, or not at all. Per event (the arrays are parallel):
+-- the attempt is counted (attempts + 1, the history's row number); handled
+-- and unhandled mark the event processed; failed counts a failure of the
+-- run, makes the event solo (it runs alone from now on), records the error
+-- and the next attempt's time, or the death when @dead. The history row is
+-- written by the same statement.
+WITH result AS (
+    SELECT unnest(@ids::bigint[]) AS id, unnest(@outcomes::text[]) AS outcome, unnest(@causes::text[]) AS cause,
+           unnest(@errors::text[]) AS error, unnest(@started_at::timestamptz[]) AS started_at,
+           unnest(@finished_at::timestamptz[]) AS finished_at, unnest(@next_attempt_at::timestamptz[]) AS next_attempt_at,
+           unnest(@dead::boolean[]) AS dead
+), ev AS (
+    UPDATE webhook_events e
+       SET attempts = e.attempts + 1,
+           last_attempt_at = r.started_at,
+           processed_at = CASE WHEN r.outcome IN ('handled', 'unhandled') THEN r.finished_at END,
+           outcome = CASE WHEN r.outcome IN ('handled', 'unhandled') THEN r.outcome END,
+           failed_attempts = e.failed_attempts + CASE WHEN r.outcome = 'failed' THEN 1 ELSE 0 END,
+           solo = e.solo OR r.outcome = 'failed',
+           last_error = CASE WHEN r.outcome = 'failed' THEN r.error ELSE e.last_error END,
+           next_attempt_at = CASE WHEN r.outcome = 'failed' AND NOT r.dead THEN r.next_attempt_at ELSE e.next_attempt_at END,
+           dead_at = CASE WHEN r.dead THEN r.finished_at END
+      FROM result r
+     WHERE e.id = r.id AND e.processed_at IS NULL AND e.dead_at IS NULL
+    RETURNING e.id, e.attempts
+)
+INSERT INTO webhook_attempts (event_pk, attempt, started_at, finished_at, outcome, cause, error, dead, processor, batch_size)
+SELECT ev.id, ev.attempts, r.started_at, r.finished_at, r.outcome, r.cause, r.error, r.dead, @processor::text, @batch_size::int
+  FROM ev JOIN result r ON r.id = ev.id
+RETURNING event_pk, attempt;
+
+-- name: EventRecordInterrupted :many
+-- Records the attempt that never finished of each still-unprocessed event
+-- of claims found past their lease (their processor died or froze), in
+-- the transaction that then empties those claims. Such an event runs alone
+-- from now on (solo). If it ran alone (batch size 1) the attempt counts as
+-- a failure of the run, and moves it to the dead letters when that spends
+-- @max_attempts; an attempt interrupted in a batch may have been a
+-- neighbour's doing, so it is recorded but not charged: the event gets its
+-- attempt alone, where it answers for itself.
+WITH interrupted AS (
+    SELECT unnest(@ids::bigint[]) AS id, unnest(@started_at::timestamptz[]) AS started_at,
+           unnest(@processors::text[]) AS processor, unnest(@batch_sizes::int[]) AS batch_size
+), ev AS (
+    UPDATE webhook_events e
+       SET attempts = e.attempts + 1, last_attempt_at = i.started_at,
+           failed_attempts = e.failed_attempts + CASE WHEN i.batch_size = 1 THEN 1 ELSE 0 END, solo = true,
+           last_error = @error::text, next_attempt_at = @now::timestamptz,
+           dead_at = CASE WHEN i.batch_size = 1 AND e.failed_attempts + 1 >= @max_attempts::int THEN @now::timestamptz END
+      FROM interrupted i
+     WHERE e.id = i.id AND e.processed_at IS NULL AND e.dead_at IS NULL
+    RETURNING e.id, e.provider, e.event_id, e.attempts, (e.dead_at IS NOT NULL)::boolean AS dead
+), history AS (
+    INSERT INTO webhook_attempts (event_pk, attempt, started_at, outcome, cause, error, dead, processor, batch_size)
+    SELECT ev.id, ev.attempts, i.started_at, 'interrupted', @cause::text, @error::text, ev.dead, i.processor, i.batch_size
+      FROM ev JOIN interrupted i ON i.id = ev.id
+    RETURNING event_pk
+)
+SELECT ev.id, ev.provider, ev.event_id, ev.attempts, ev.dead::boolean AS dead FROM ev JOIN history h ON h.event_pk = ev.id;
+
+-- name: EventDeadLetter :many
+-- Copies events that EventFinish or EventRecordInterrupted just marked
+-- dead, in the same transaction, into webhook_dead_letters, with the
+-- history of their failed and interrupted attempts, so there is never a
+-- dead event without its dead letter or the reverse. An archived event
+-- (replayed from the archive) has no body here: its body stays in S3.
 INSERT INTO webhook_dead_letters (event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at)
-SELECT id, provider, event_id, event_type, payload, body, attempts, errors, last_error, @now::timestamptz FROM ev
-RETURNING id;
-
--- name: EventRelease :execrows
--- Gives back claimed events that were not started: due again at @now,
--- attempts unchanged, instead of waiting for the lease to pass.
-UPDATE webhook_events SET locked_until = NULL, locked_by = NULL, next_attempt_at = @now::timestamptz
- WHERE id = ANY(@ids::bigint[]) AND locked_by = @token::text AND processed_at IS NULL AND dead_at IS NULL;
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.attempts,
+       coalesce((SELECT jsonb_agg(jsonb_build_object(
+                            'attempt', a.attempt, 'at', coalesce(a.finished_at, a.started_at), 'cause', a.cause, 'error', a.error)
+                        ORDER BY a.attempt)
+                   FROM webhook_attempts a WHERE a.event_pk = e.id AND a.outcome IN ('failed', 'interrupted')), '[]'::jsonb),
+       e.last_error, e.dead_at
+  FROM webhook_events e
+ WHERE e.id = ANY(@ids::bigint[]) AND e.dead_at IS NOT NULL
+RETURNING id, event_pk;
 
 -- name: EventGetBacklog :one
 -- The processor's to-do list at @now. Both predicates restate
 -- webhook_events_due_idx's, and every column read is in it, so this is an
 -- index-only scan of the backlog: its cost follows the backlog, never the
--- table. The processor runs it at the end of each drain.
+-- table. Events a live claim holds are running, not waiting: they are in
+-- the count, not in the due part. The processor runs it at the end of
+-- each run.
 SELECT count(*) AS count,
-       count(*) FILTER (WHERE next_attempt_at <= @now::timestamptz) AS due,
-       min(next_attempt_at) FILTER (WHERE next_attempt_at <= @now::timestamptz) AS oldest_due_at
+       count(*) FILTER (WHERE next_attempt_at <= @now::timestamptz AND id NOT IN (
+           SELECT unnest(c.event_ids) FROM webhook_claims c WHERE c.locked_until > @now::timestamptz)) AS due,
+       min(next_attempt_at) FILTER (WHERE next_attempt_at <= @now::timestamptz AND id NOT IN (
+           SELECT unnest(c.event_ids) FROM webhook_claims c WHERE c.locked_until > @now::timestamptz)) AS oldest_due_at
   FROM webhook_events
  WHERE processed_at IS NULL AND dead_at IS NULL;
 
 -- name: EventGetBacklogStats :one
 -- The backlog in an operator's detail. It visits every backlog row
--- (created_at and attempts are not in the index): fine for a command, not
--- for every drain.
+-- (created_at and failed_attempts are not in the index): fine for a
+-- command, not for every drain. in_flight counts what live claims hold;
+-- retrying the others with a failed or interrupted attempt in this run.
+WITH running AS (
+    SELECT unnest(c.event_ids) AS id FROM webhook_claims c WHERE c.locked_until > @now::timestamptz
+)
 SELECT count(*) AS count,
-       count(*) FILTER (WHERE next_attempt_at <= @now::timestamptz) AS due,
-       min(next_attempt_at) FILTER (WHERE next_attempt_at <= @now::timestamptz) AS oldest_due_at,
-       count(*) FILTER (WHERE locked_until > @now::timestamptz) AS in_flight,
-       count(*) FILTER (WHERE attempts > 0 AND (locked_until IS NULL OR locked_until <= @now::timestamptz)) AS retrying,
-       min(created_at) AS oldest_created_at
-  FROM webhook_events
- WHERE processed_at IS NULL AND dead_at IS NULL;
+       count(*) FILTER (WHERE e.next_attempt_at <= @now::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS due,
+       min(e.next_attempt_at) FILTER (WHERE e.next_attempt_at <= @now::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS oldest_due_at,
+       count(*) FILTER (WHERE e.id IN (SELECT id FROM running)) AS in_flight,
+       count(*) FILTER (WHERE e.failed_attempts > 0 AND e.id NOT IN (SELECT id FROM running)) AS retrying,
+       min(e.created_at) AS oldest_created_at
+  FROM webhook_events e
+ WHERE e.processed_at IS NULL AND e.dead_at IS NULL;
 
 -- name: EventCountReplay :one
--- What a replay filter selects among processed, unexpunged events:
--- replayable, the events whose body is still in Postgres (and not dead:
--- what EventListReplayableIDs returns and EventReplay resets), and
--- archived, the ones a replay skips because their bodies are in S3 (a
--- handler is handed the body and payload from the row). NULL filter values
--- match anything. One statement for replay's dry run and its report.
-SELECT count(*) FILTER (WHERE e.archived_at IS NULL AND e.body IS NOT NULL AND e.dead_at IS NULL) AS replayable,
+-- What a replay filter selects among processed, unexpunged, live events:
+-- replayable, the events EventListReplayableIDs returns and EventReplay
+-- resets, and archived, the part of them whose body is in S3 (the
+-- processor reads it back from its archive object, hash verified). NULL
+-- filter values match anything. One statement for replay's dry run and
+-- its report.
+SELECT count(*) AS replayable,
        count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived
   FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.expunged_at IS NULL
+ WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
    AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
    AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
    AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
@@ -215,14 +281,12 @@ SELECT count(*) FILTER (WHERE e.archived_at IS NULL AND e.body IS NOT NULL AND e
    AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz);
 
 -- name: EventListReplayableIDs :many
--- The ids EventReplay resets (the replayable of EventCountReplay; the
--- predicate is webhook_events_archivable_idx's, so a processed_at window is
--- an index range), selected once so that each event is replayed
--- at most once even if the processor finishes an early chunk while later
--- ones are being reset.
+-- The ids EventReplay resets (the replayable of EventCountReplay),
+-- selected once so that each event is replayed at most once even if the
+-- processor finishes an early chunk while later ones are being reset.
 SELECT e.id FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
-   AND e.dead_at IS NULL AND e.expunged_at IS NULL
+ WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
    AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
    AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
    AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
@@ -232,16 +296,16 @@ SELECT e.id FROM webhook_events e
  ORDER BY e.id;
 
 -- name: EventReplay :execrows
--- Makes a chunk of replayable events unprocessed and due at @now, with
--- attempts, history, last error and outcome reset (the drain's invariant,
--- attempts = the history's length, needs it); each row is re-checked
--- against the replayable predicate.
+-- Makes a chunk of replayable events unprocessed and due at @now: a new
+-- run, with its failures and last error reset. The attempts and their
+-- history stay (a replay adds to them; the next attempt has the next
+-- number), and so does solo. Each row is re-checked against the
+-- replayable predicate.
 UPDATE webhook_events e
-   SET processed_at = NULL, outcome = NULL, attempts = 0, errors = '[]'::jsonb, last_error = NULL,
-       next_attempt_at = @now::timestamptz, locked_until = NULL, locked_by = NULL
+   SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
  WHERE e.id = ANY(@ids::bigint[])
-   AND e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
-   AND e.dead_at IS NULL AND e.expunged_at IS NULL;
+   AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL);
 
 -- name: EventCountArchivable :one
 -- How many events an archive run with this cutoff would archive now.

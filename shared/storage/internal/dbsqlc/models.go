@@ -19,6 +19,28 @@ type WebhookArchiveObject struct {
 	RewrittenAt *time.Time
 }
 
+type WebhookAttempt struct {
+	EventPK    int64
+	Attempt    int32
+	StartedAt  time.Time
+	FinishedAt *time.Time
+	Outcome    string
+	Cause      string
+	Error      string
+	Dead       bool
+	Processor  string
+	BatchSize  int32
+}
+
+type WebhookClaim struct {
+	Processor   string
+	Token       string
+	EventIDs    []int64
+	ClaimedAt   *time.Time
+	LockedUntil *time.Time
+	UpdatedAt   time.Time
+}
+
 type WebhookDeadLetter struct {
 	ID         int64
 	EventPK    int64
@@ -35,31 +57,31 @@ type WebhookDeadLetter struct {
 }
 
 type WebhookEvent struct {
-	ID            int64
-	Source        string
-	EventID       string
-	EventType     string
-	Payload       []byte
-	Body          []byte
-	BodySHA256    []byte
-	BodySize      int32
-	ProcessedAt   *time.Time
-	CreatedAt     time.Time
-	Attempts      int32
-	NextAttemptAt time.Time
-	LockedUntil   *time.Time
-	LastError     *string
-	Outcome       *string
-	DeadAt        *time.Time
-	ArchiveKey    *string
-	ArchiveOffset *int64
-	ArchiveLength *int64
-	ArchivedAt    *time.Time
-	ExpungedAt    *time.Time
-	Metadata      []byte
-	Errors        []byte
-	LockedBy      *string
-	SourceKind    string
+	ID             int64
+	Source         string
+	EventID        string
+	EventType      string
+	Payload        []byte
+	Body           []byte
+	BodySHA256     []byte
+	BodySize       int32
+	ProcessedAt    *time.Time
+	CreatedAt      time.Time
+	Attempts       int32
+	NextAttemptAt  time.Time
+	LastError      *string
+	Outcome        *string
+	DeadAt         *time.Time
+	ArchiveKey     *string
+	ArchiveOffset  *int64
+	ArchiveLength  *int64
+	ArchivedAt     *time.Time
+	ExpungedAt     *time.Time
+	Metadata       []byte
+	SourceKind     string
+	LastAttemptAt  *time.Time
+	FailedAttempts int32
+	Solo           bool
 }
 
 type WebhookPayloadMismatch struct {

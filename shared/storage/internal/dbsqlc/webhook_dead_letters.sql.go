@@ -208,8 +208,7 @@ WITH dl AS (
     RETURNING d.event_pk
 )
 UPDATE webhook_events e
-   SET dead_at = NULL, attempts = 0, errors = '[]'::jsonb, last_error = NULL,
-       next_attempt_at = $1::timestamptz, locked_until = NULL, locked_by = NULL
+   SET dead_at = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
   FROM dl
  WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
 `
@@ -225,8 +224,9 @@ type DeadLetterRequeueParams struct {
 
 // Sends the open dead letters a filter selects back to the drain, in one
 // statement: each is marked requeued at @now, and its event becomes live
-// and due at @now with attempts, error history and last_error reset (the
-// dead letter keeps them). Counts the events requeued.
+// and due at @now, a new run with its failures and last_error reset. Its
+// attempts and their history stay (a requeue adds to them), and so does
+// solo: an event that died runs alone. Counts the events requeued.
 func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg DeadLetterRequeueParams) (int64, error) {
 	result, err := db.Exec(ctx, deadLetterRequeue,
 		arg.Now,

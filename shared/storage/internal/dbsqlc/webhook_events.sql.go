@@ -10,109 +10,194 @@ import (
 	"time"
 )
 
-const eventClaim = `-- name: EventClaim :many
-WITH due AS (
-    SELECT id, next_attempt_at, attempts > jsonb_array_length(errors) AS interrupted
-      FROM webhook_events
-     WHERE processed_at IS NULL AND dead_at IS NULL
-       AND next_attempt_at <= $3::timestamptz
-       AND (locked_until IS NULL OR locked_until <= $3::timestamptz)
-     ORDER BY next_attempt_at, id
-     LIMIT $6::int
-       FOR UPDATE SKIP LOCKED
+const eventClaimBatch = `-- name: EventClaimBatch :many
+WITH locked AS (
+    SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.metadata, e.body_sha256, e.body_size,
+           e.created_at, e.attempts, e.failed_attempts, e.next_attempt_at, e.archive_key, e.archive_offset,
+           e.archive_length, e.archived_at, e.payload IS NOT NULL AS has_payload, e.body
+      FROM webhook_events e
+     WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND NOT e.solo
+       AND e.next_attempt_at <= $2::timestamptz
+       AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)
+     ORDER BY e.next_attempt_at, e.id
+     LIMIT $3::int
+       FOR NO KEY UPDATE SKIP LOCKED
 )
-UPDATE webhook_events e
-   SET locked_until = $1::timestamptz, locked_by = $2::text, next_attempt_at = $1::timestamptz,
-       errors = CASE WHEN due.interrupted
-                     THEN e.errors || jsonb_build_array(jsonb_build_object(
-                              'attempt', e.attempts, 'at', coalesce(e.locked_until, $3::timestamptz),
-                              'cause', $4::text, 'error', $5::text))
-                     ELSE e.errors END,
-       last_error = CASE WHEN due.interrupted THEN $5::text ELSE e.last_error END
-  FROM due
- WHERE e.id = due.id
-RETURNING e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.locked_until, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.errors, e.locked_by, e.source_kind, due.interrupted, due.next_attempt_at AS due_at
+SELECT l.id, l.provider, l.source_kind, l.event_id, l.event_type, l.metadata, l.body_sha256, l.body_size, l.created_at,
+       l.attempts, l.failed_attempts, l.next_attempt_at, l.archive_key, l.archive_offset, l.archive_length, l.archived_at,
+       l.has_payload::boolean AS has_payload, (sum(l.body_size) OVER w) <= $1::bigint AS body_loaded,
+       (CASE WHEN (sum(l.body_size) OVER w) <= $1::bigint THEN l.body END)::bytea AS body
+  FROM locked l
+WINDOW w AS (ORDER BY l.next_attempt_at, l.id)
+ ORDER BY l.next_attempt_at, l.id
 `
 
-type EventClaimParams struct {
-	LockedUntil      time.Time
-	Token            string
-	Now              time.Time
-	InterruptedCause string
-	InterruptedError string
-	Max              int32
+type EventClaimBatchParams struct {
+	BodyBudget int64
+	Now        time.Time
+	Max        int32
 }
 
-type EventClaimRow struct {
-	WebhookEvent WebhookEvent
-	Interrupted  bool
-	DueAt        time.Time
+type EventClaimBatchRow struct {
+	ID             int64
+	Source         string
+	SourceKind     string
+	EventID        string
+	EventType      string
+	Metadata       []byte
+	BodySHA256     []byte
+	BodySize       int32
+	CreatedAt      time.Time
+	Attempts       int32
+	FailedAttempts int32
+	NextAttemptAt  time.Time
+	ArchiveKey     *string
+	ArchiveOffset  *int64
+	ArchiveLength  *int64
+	ArchivedAt     *time.Time
+	HasPayload     bool
+	BodyLoaded     bool
+	Body           []byte
 }
 
-// Claims up to @max due rows, oldest due first.
+// Claims up to @max due events that may run together (not solo), oldest
+// due first, for the transaction that runs them: FOR NO KEY UPDATE SKIP
+// LOCKED locks them until it ends, so concurrent processors take disjoint
+// events without waiting on each other, and nobody else changes them
+// meanwhile (the receiver's ON CONFLICT DO NOTHING takes no row lock; the
+// attempt history's foreign key needs only a KEY SHARE lock). The events
+// of any claim in webhook_claims are left out: those of a running
+// fallback, and those of a processor that died, whose locks went with its
+// session but whose attempts are still to be recorded as interrupted.
 //
-// The inner SELECT walks webhook_events_due_idx (next_attempt_at, id) WHERE
-// processed_at IS NULL AND dead_at IS NULL, so its cost follows the
-// backlog, not the table. FOR UPDATE SKIP LOCKED makes concurrent claimers
-// take disjoint rows without waiting on each other; a row another claimer
-// just claimed or processed is re-checked against the WHERE on its newest
-// version and dropped.
-//
-// The claim moves next_attempt_at to the lease end as well as
-// locked_until: a claimed row is simply not due until its lease passes, so
-// the due scan skips running rows without a second condition, and a row
-// whose processor died becomes claimable again by the same rule that runs
-// retries. The locked_until condition is redundant with it, kept as a guard
-// against a hand-edited next_attempt_at.
-//
-// A row with more attempts than error entries was started by a processor
-// that never recorded the outcome: the claim writes that attempt's entry
-// (at = the lease end it outlived) so the history is complete and a poison
-// event that kills its processor still runs out of attempts.
-func (q *Queries) EventClaim(ctx context.Context, db DBTX, arg EventClaimParams) ([]EventClaimRow, error) {
-	rows, err := db.Query(ctx, eventClaim,
-		arg.LockedUntil,
-		arg.Token,
-		arg.Now,
-		arg.InterruptedCause,
-		arg.InterruptedError,
-		arg.Max,
-	)
+// The inner SELECT walks webhook_events_due_idx (next_attempt_at, id), so
+// its cost follows the backlog, not the table. Bodies are returned while
+// their running total stays within @body_budget (body_loaded); the others
+// are read later, a budget at a time (EventListBodies), or not at all (an
+// archived body is in S3; a body larger than the budget is refused).
+// Payloads are not read: a handler is handed the body, which is the JSON
+// the payload was parsed from, and has_payload says it was JSON.
+func (q *Queries) EventClaimBatch(ctx context.Context, db DBTX, arg EventClaimBatchParams) ([]EventClaimBatchRow, error) {
+	rows, err := db.Query(ctx, eventClaimBatch, arg.BodyBudget, arg.Now, arg.Max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []EventClaimRow
+	var items []EventClaimBatchRow
 	for rows.Next() {
-		var i EventClaimRow
+		var i EventClaimBatchRow
 		if err := rows.Scan(
-			&i.WebhookEvent.ID,
-			&i.WebhookEvent.Source,
-			&i.WebhookEvent.EventID,
-			&i.WebhookEvent.EventType,
-			&i.WebhookEvent.Payload,
-			&i.WebhookEvent.Body,
-			&i.WebhookEvent.BodySHA256,
-			&i.WebhookEvent.BodySize,
-			&i.WebhookEvent.ProcessedAt,
-			&i.WebhookEvent.CreatedAt,
-			&i.WebhookEvent.Attempts,
-			&i.WebhookEvent.NextAttemptAt,
-			&i.WebhookEvent.LockedUntil,
-			&i.WebhookEvent.LastError,
-			&i.WebhookEvent.Outcome,
-			&i.WebhookEvent.DeadAt,
-			&i.WebhookEvent.ArchiveKey,
-			&i.WebhookEvent.ArchiveOffset,
-			&i.WebhookEvent.ArchiveLength,
-			&i.WebhookEvent.ArchivedAt,
-			&i.WebhookEvent.ExpungedAt,
-			&i.WebhookEvent.Metadata,
-			&i.WebhookEvent.Errors,
-			&i.WebhookEvent.LockedBy,
-			&i.WebhookEvent.SourceKind,
-			&i.Interrupted,
-			&i.DueAt,
+			&i.ID,
+			&i.Source,
+			&i.SourceKind,
+			&i.EventID,
+			&i.EventType,
+			&i.Metadata,
+			&i.BodySHA256,
+			&i.BodySize,
+			&i.CreatedAt,
+			&i.Attempts,
+			&i.FailedAttempts,
+			&i.NextAttemptAt,
+			&i.ArchiveKey,
+			&i.ArchiveOffset,
+			&i.ArchiveLength,
+			&i.ArchivedAt,
+			&i.HasPayload,
+			&i.BodyLoaded,
+			&i.Body,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventClaimSolo = `-- name: EventClaimSolo :many
+WITH locked AS (
+    SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.metadata, e.body_sha256, e.body_size,
+           e.created_at, e.attempts, e.failed_attempts, e.next_attempt_at, e.archive_key, e.archive_offset,
+           e.archive_length, e.archived_at, e.payload IS NOT NULL AS has_payload, e.body
+      FROM webhook_events e
+     WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND e.solo
+       AND e.next_attempt_at <= $2::timestamptz
+       AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)
+     ORDER BY e.next_attempt_at, e.id
+     LIMIT 1
+       FOR NO KEY UPDATE SKIP LOCKED
+)
+SELECT l.id, l.provider, l.source_kind, l.event_id, l.event_type, l.metadata, l.body_sha256, l.body_size, l.created_at,
+       l.attempts, l.failed_attempts, l.next_attempt_at, l.archive_key, l.archive_offset, l.archive_length, l.archived_at,
+       l.has_payload::boolean AS has_payload, (sum(l.body_size) OVER w) <= $1::bigint AS body_loaded,
+       (CASE WHEN (sum(l.body_size) OVER w) <= $1::bigint THEN l.body END)::bytea AS body
+  FROM locked l
+WINDOW w AS (ORDER BY l.next_attempt_at, l.id)
+ ORDER BY l.next_attempt_at, l.id
+`
+
+type EventClaimSoloParams struct {
+	BodyBudget int64
+	Now        time.Time
+}
+
+type EventClaimSoloRow struct {
+	ID             int64
+	Source         string
+	SourceKind     string
+	EventID        string
+	EventType      string
+	Metadata       []byte
+	BodySHA256     []byte
+	BodySize       int32
+	CreatedAt      time.Time
+	Attempts       int32
+	FailedAttempts int32
+	NextAttemptAt  time.Time
+	ArchiveKey     *string
+	ArchiveOffset  *int64
+	ArchiveLength  *int64
+	ArchivedAt     *time.Time
+	HasPayload     bool
+	BodyLoaded     bool
+	Body           []byte
+}
+
+// Claims the oldest due event that must run alone (solo: an attempt of it
+// failed or was interrupted), as EventClaimBatch does, over
+// webhook_events_solo_due_idx.
+func (q *Queries) EventClaimSolo(ctx context.Context, db DBTX, arg EventClaimSoloParams) ([]EventClaimSoloRow, error) {
+	rows, err := db.Query(ctx, eventClaimSolo, arg.BodyBudget, arg.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventClaimSoloRow
+	for rows.Next() {
+		var i EventClaimSoloRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Source,
+			&i.SourceKind,
+			&i.EventID,
+			&i.EventType,
+			&i.Metadata,
+			&i.BodySHA256,
+			&i.BodySize,
+			&i.CreatedAt,
+			&i.Attempts,
+			&i.FailedAttempts,
+			&i.NextAttemptAt,
+			&i.ArchiveKey,
+			&i.ArchiveOffset,
+			&i.ArchiveLength,
+			&i.ArchivedAt,
+			&i.HasPayload,
+			&i.BodyLoaded,
+			&i.Body,
 		); err != nil {
 			return nil, err
 		}
@@ -138,10 +223,11 @@ func (q *Queries) EventCountArchivable(ctx context.Context, db DBTX, processedBe
 }
 
 const eventCountReplay = `-- name: EventCountReplay :one
-SELECT count(*) FILTER (WHERE e.archived_at IS NULL AND e.body IS NOT NULL AND e.dead_at IS NULL) AS replayable,
+SELECT count(*) AS replayable,
        count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived
   FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.expunged_at IS NULL
+ WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
    AND ($1::bigint IS NULL OR e.id = $1::bigint)
    AND ($2::text IS NULL OR e.provider = $2::text)
    AND ($3::text IS NULL OR e.event_type = $3::text)
@@ -164,12 +250,12 @@ type EventCountReplayRow struct {
 	Archived   int64
 }
 
-// What a replay filter selects among processed, unexpunged events:
-// replayable, the events whose body is still in Postgres (and not dead:
-// what EventListReplayableIDs returns and EventReplay resets), and
-// archived, the ones a replay skips because their bodies are in S3 (a
-// handler is handed the body and payload from the row). NULL filter values
-// match anything. One statement for replay's dry run and its report.
+// What a replay filter selects among processed, unexpunged, live events:
+// replayable, the events EventListReplayableIDs returns and EventReplay
+// resets, and archived, the part of them whose body is in S3 (the
+// processor reads it back from its archive object, hash verified). NULL
+// filter values match anything. One statement for replay's dry run and
+// its report.
 func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountReplayParams) (EventCountReplayRow, error) {
 	row := db.QueryRow(ctx, eventCountReplay,
 		arg.ID,
@@ -184,46 +270,47 @@ func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountR
 	return i, err
 }
 
-const eventDeadLetter = `-- name: EventDeadLetter :one
-WITH ev AS (
-    UPDATE webhook_events
-       SET dead_at = $1::timestamptz, locked_until = NULL, locked_by = NULL,
-           errors = CASE WHEN $2::text = '' THEN errors
-                         ELSE errors || jsonb_build_array(jsonb_build_object(
-                              'attempt', attempts, 'at', $1::timestamptz, 'cause', $2::text, 'error', $3::text)) END,
-           last_error = CASE WHEN $2::text = '' THEN last_error ELSE $3::text END
-     WHERE id = $4::bigint AND locked_by = $5::text AND processed_at IS NULL AND dead_at IS NULL
-    RETURNING id, provider, event_id, event_type, payload, body, attempts, errors, last_error
-)
+const eventDeadLetter = `-- name: EventDeadLetter :many
 INSERT INTO webhook_dead_letters (event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at)
-SELECT id, provider, event_id, event_type, payload, body, attempts, errors, last_error, $1::timestamptz FROM ev
-RETURNING id
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.attempts,
+       coalesce((SELECT jsonb_agg(jsonb_build_object(
+                            'attempt', a.attempt, 'at', coalesce(a.finished_at, a.started_at), 'cause', a.cause, 'error', a.error)
+                        ORDER BY a.attempt)
+                   FROM webhook_attempts a WHERE a.event_pk = e.id AND a.outcome IN ('failed', 'interrupted')), '[]'::jsonb),
+       e.last_error, e.dead_at
+  FROM webhook_events e
+ WHERE e.id = ANY($1::bigint[]) AND e.dead_at IS NOT NULL
+RETURNING id, event_pk
 `
 
-type EventDeadLetterParams struct {
-	Now   time.Time
-	Cause string
-	Error string
-	ID    int64
-	Token string
+type EventDeadLetterRow struct {
+	ID      int64
+	EventPK int64
 }
 
-// Marks the event dead and copies it, with its whole error history, into
-// webhook_dead_letters in one statement, so there is never a dead event
-// without its dead letter or the reverse. An empty @cause appends nothing
-// (the claim already recorded an attempt that never finished). No row: the
-// claim is no longer this token's.
-func (q *Queries) EventDeadLetter(ctx context.Context, db DBTX, arg EventDeadLetterParams) (int64, error) {
-	row := db.QueryRow(ctx, eventDeadLetter,
-		arg.Now,
-		arg.Cause,
-		arg.Error,
-		arg.ID,
-		arg.Token,
-	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+// Copies events that EventFinish or EventRecordInterrupted just marked
+// dead, in the same transaction, into webhook_dead_letters, with the
+// history of their failed and interrupted attempts, so there is never a
+// dead event without its dead letter or the reverse. An archived event
+// (replayed from the archive) has no body here: its body stays in S3.
+func (q *Queries) EventDeadLetter(ctx context.Context, db DBTX, ids []int64) ([]EventDeadLetterRow, error) {
+	rows, err := db.Query(ctx, eventDeadLetter, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventDeadLetterRow
+	for rows.Next() {
+		var i EventDeadLetterRow
+		if err := rows.Scan(&i.ID, &i.EventPK); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventExpunge = `-- name: EventExpunge :exec
@@ -240,6 +327,90 @@ UPDATE webhook_events SET payload = NULL, body = NULL, expunged_at = coalesce(ex
 func (q *Queries) EventExpunge(ctx context.Context, db DBTX, id int64) error {
 	_, err := db.Exec(ctx, eventExpunge, id)
 	return err
+}
+
+const eventFinish = `-- name: EventFinish :many
+WITH result AS (
+    SELECT unnest($3::bigint[]) AS id, unnest($4::text[]) AS outcome, unnest($5::text[]) AS cause,
+           unnest($6::text[]) AS error, unnest($7::timestamptz[]) AS started_at,
+           unnest($8::timestamptz[]) AS finished_at, unnest($9::timestamptz[]) AS next_attempt_at,
+           unnest($10::boolean[]) AS dead
+), ev AS (
+    UPDATE webhook_events e
+       SET attempts = e.attempts + 1,
+           last_attempt_at = r.started_at,
+           processed_at = CASE WHEN r.outcome IN ('handled', 'unhandled') THEN r.finished_at END,
+           outcome = CASE WHEN r.outcome IN ('handled', 'unhandled') THEN r.outcome END,
+           failed_attempts = e.failed_attempts + CASE WHEN r.outcome = 'failed' THEN 1 ELSE 0 END,
+           solo = e.solo OR r.outcome = 'failed',
+           last_error = CASE WHEN r.outcome = 'failed' THEN r.error ELSE e.last_error END,
+           next_attempt_at = CASE WHEN r.outcome = 'failed' AND NOT r.dead THEN r.next_attempt_at ELSE e.next_attempt_at END,
+           dead_at = CASE WHEN r.dead THEN r.finished_at END
+      FROM result r
+     WHERE e.id = r.id AND e.processed_at IS NULL AND e.dead_at IS NULL
+    RETURNING e.id, e.attempts
+)
+INSERT INTO webhook_attempts (event_pk, attempt, started_at, finished_at, outcome, cause, error, dead, processor, batch_size)
+SELECT ev.id, ev.attempts, r.started_at, r.finished_at, r.outcome, r.cause, r.error, r.dead, $1::text, $2::int
+  FROM ev JOIN result r ON r.id = ev.id
+RETURNING event_pk, attempt
+`
+
+type EventFinishParams struct {
+	Processor     string
+	BatchSize     int32
+	IDs           []int64
+	Outcomes      []string
+	Causes        []string
+	Errors        []string
+	StartedAt     []time.Time
+	FinishedAt    []time.Time
+	NextAttemptAt []time.Time
+	Dead          []bool
+}
+
+type EventFinishRow struct {
+	EventPK int64
+	Attempt int32
+}
+
+// Records the attempts of a claim's events, in the transaction that ran
+// them and holds their row locks, so that an event's outcome commits with
+// its handler's work, or not at all. Per event (the arrays are parallel):
+// the attempt is counted (attempts + 1, the history's row number); handled
+// and unhandled mark the event processed; failed counts a failure of the
+// run, makes the event solo (it runs alone from now on), records the error
+// and the next attempt's time, or the death when @dead. The history row is
+// written by the same statement.
+func (q *Queries) EventFinish(ctx context.Context, db DBTX, arg EventFinishParams) ([]EventFinishRow, error) {
+	rows, err := db.Query(ctx, eventFinish,
+		arg.Processor,
+		arg.BatchSize,
+		arg.IDs,
+		arg.Outcomes,
+		arg.Causes,
+		arg.Errors,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.NextAttemptAt,
+		arg.Dead,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventFinishRow
+	for rows.Next() {
+		var i EventFinishRow
+		if err := rows.Scan(&i.EventPK, &i.Attempt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventGetArchiveProgress = `-- name: EventGetArchiveProgress :one
@@ -268,8 +439,10 @@ func (q *Queries) EventGetArchiveProgress(ctx context.Context, db DBTX, cutoff t
 
 const eventGetBacklog = `-- name: EventGetBacklog :one
 SELECT count(*) AS count,
-       count(*) FILTER (WHERE next_attempt_at <= $1::timestamptz) AS due,
-       min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1::timestamptz) AS oldest_due_at
+       count(*) FILTER (WHERE next_attempt_at <= $1::timestamptz AND id NOT IN (
+           SELECT unnest(c.event_ids) FROM webhook_claims c WHERE c.locked_until > $1::timestamptz)) AS due,
+       min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1::timestamptz AND id NOT IN (
+           SELECT unnest(c.event_ids) FROM webhook_claims c WHERE c.locked_until > $1::timestamptz)) AS oldest_due_at
   FROM webhook_events
  WHERE processed_at IS NULL AND dead_at IS NULL
 `
@@ -283,7 +456,9 @@ type EventGetBacklogRow struct {
 // The processor's to-do list at @now. Both predicates restate
 // webhook_events_due_idx's, and every column read is in it, so this is an
 // index-only scan of the backlog: its cost follows the backlog, never the
-// table. The processor runs it at the end of each drain.
+// table. Events a live claim holds are running, not waiting: they are in
+// the count, not in the due part. The processor runs it at the end of
+// each run.
 func (q *Queries) EventGetBacklog(ctx context.Context, db DBTX, now time.Time) (EventGetBacklogRow, error) {
 	row := db.QueryRow(ctx, eventGetBacklog, now)
 	var i EventGetBacklogRow
@@ -292,14 +467,17 @@ func (q *Queries) EventGetBacklog(ctx context.Context, db DBTX, now time.Time) (
 }
 
 const eventGetBacklogStats = `-- name: EventGetBacklogStats :one
+WITH running AS (
+    SELECT unnest(c.event_ids) AS id FROM webhook_claims c WHERE c.locked_until > $1::timestamptz
+)
 SELECT count(*) AS count,
-       count(*) FILTER (WHERE next_attempt_at <= $1::timestamptz) AS due,
-       min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1::timestamptz) AS oldest_due_at,
-       count(*) FILTER (WHERE locked_until > $1::timestamptz) AS in_flight,
-       count(*) FILTER (WHERE attempts > 0 AND (locked_until IS NULL OR locked_until <= $1::timestamptz)) AS retrying,
-       min(created_at) AS oldest_created_at
-  FROM webhook_events
- WHERE processed_at IS NULL AND dead_at IS NULL
+       count(*) FILTER (WHERE e.next_attempt_at <= $1::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS due,
+       min(e.next_attempt_at) FILTER (WHERE e.next_attempt_at <= $1::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS oldest_due_at,
+       count(*) FILTER (WHERE e.id IN (SELECT id FROM running)) AS in_flight,
+       count(*) FILTER (WHERE e.failed_attempts > 0 AND e.id NOT IN (SELECT id FROM running)) AS retrying,
+       min(e.created_at) AS oldest_created_at
+  FROM webhook_events e
+ WHERE e.processed_at IS NULL AND e.dead_at IS NULL
 `
 
 type EventGetBacklogStatsRow struct {
@@ -312,8 +490,9 @@ type EventGetBacklogStatsRow struct {
 }
 
 // The backlog in an operator's detail. It visits every backlog row
-// (created_at and attempts are not in the index): fine for a command, not
-// for every drain.
+// (created_at and failed_attempts are not in the index): fine for a
+// command, not for every drain. in_flight counts what live claims hold;
+// retrying the others with a failed or interrupted attempt in this run.
 func (q *Queries) EventGetBacklogStats(ctx context.Context, db DBTX, now time.Time) (EventGetBacklogStatsRow, error) {
 	row := db.QueryRow(ctx, eventGetBacklogStats, now)
 	var i EventGetBacklogStatsRow
@@ -329,44 +508,59 @@ func (q *Queries) EventGetBacklogStats(ctx context.Context, db DBTX, now time.Ti
 }
 
 const eventGetByID = `-- name: EventGetByID :one
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, locked_until, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, errors, locked_by, source_kind FROM webhook_events WHERE id = $1::bigint
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+  FROM webhook_events e
+  LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
+ WHERE e.id = $1::bigint
 `
 
-func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (WebhookEvent, error) {
+type EventGetByIDRow struct {
+	WebhookEvent WebhookEvent
+	ClaimedBy    string
+	ClaimedUntil *time.Time
+}
+
+// An event and, when a processor's claim holds it, that claim.
+func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGetByIDRow, error) {
 	row := db.QueryRow(ctx, eventGetByID, id)
-	var i WebhookEvent
+	var i EventGetByIDRow
 	err := row.Scan(
-		&i.ID,
-		&i.Source,
-		&i.EventID,
-		&i.EventType,
-		&i.Payload,
-		&i.Body,
-		&i.BodySHA256,
-		&i.BodySize,
-		&i.ProcessedAt,
-		&i.CreatedAt,
-		&i.Attempts,
-		&i.NextAttemptAt,
-		&i.LockedUntil,
-		&i.LastError,
-		&i.Outcome,
-		&i.DeadAt,
-		&i.ArchiveKey,
-		&i.ArchiveOffset,
-		&i.ArchiveLength,
-		&i.ArchivedAt,
-		&i.ExpungedAt,
-		&i.Metadata,
-		&i.Errors,
-		&i.LockedBy,
-		&i.SourceKind,
+		&i.WebhookEvent.ID,
+		&i.WebhookEvent.Source,
+		&i.WebhookEvent.EventID,
+		&i.WebhookEvent.EventType,
+		&i.WebhookEvent.Payload,
+		&i.WebhookEvent.Body,
+		&i.WebhookEvent.BodySHA256,
+		&i.WebhookEvent.BodySize,
+		&i.WebhookEvent.ProcessedAt,
+		&i.WebhookEvent.CreatedAt,
+		&i.WebhookEvent.Attempts,
+		&i.WebhookEvent.NextAttemptAt,
+		&i.WebhookEvent.LastError,
+		&i.WebhookEvent.Outcome,
+		&i.WebhookEvent.DeadAt,
+		&i.WebhookEvent.ArchiveKey,
+		&i.WebhookEvent.ArchiveOffset,
+		&i.WebhookEvent.ArchiveLength,
+		&i.WebhookEvent.ArchivedAt,
+		&i.WebhookEvent.ExpungedAt,
+		&i.WebhookEvent.Metadata,
+		&i.WebhookEvent.SourceKind,
+		&i.WebhookEvent.LastAttemptAt,
+		&i.WebhookEvent.FailedAttempts,
+		&i.WebhookEvent.Solo,
+		&i.ClaimedBy,
+		&i.ClaimedUntil,
 	)
 	return i, err
 }
 
 const eventGetByKey = `-- name: EventGetByKey :one
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, locked_until, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, errors, locked_by, source_kind FROM webhook_events WHERE provider = $1::text AND event_id = $2::text
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+  FROM webhook_events e
+  LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
+ WHERE e.provider = $1::text AND e.event_id = $2::text
 `
 
 type EventGetByKeyParams struct {
@@ -374,41 +568,49 @@ type EventGetByKeyParams struct {
 	EventID string
 }
 
-func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyParams) (WebhookEvent, error) {
+type EventGetByKeyRow struct {
+	WebhookEvent WebhookEvent
+	ClaimedBy    string
+	ClaimedUntil *time.Time
+}
+
+func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyParams) (EventGetByKeyRow, error) {
 	row := db.QueryRow(ctx, eventGetByKey, arg.Source, arg.EventID)
-	var i WebhookEvent
+	var i EventGetByKeyRow
 	err := row.Scan(
-		&i.ID,
-		&i.Source,
-		&i.EventID,
-		&i.EventType,
-		&i.Payload,
-		&i.Body,
-		&i.BodySHA256,
-		&i.BodySize,
-		&i.ProcessedAt,
-		&i.CreatedAt,
-		&i.Attempts,
-		&i.NextAttemptAt,
-		&i.LockedUntil,
-		&i.LastError,
-		&i.Outcome,
-		&i.DeadAt,
-		&i.ArchiveKey,
-		&i.ArchiveOffset,
-		&i.ArchiveLength,
-		&i.ArchivedAt,
-		&i.ExpungedAt,
-		&i.Metadata,
-		&i.Errors,
-		&i.LockedBy,
-		&i.SourceKind,
+		&i.WebhookEvent.ID,
+		&i.WebhookEvent.Source,
+		&i.WebhookEvent.EventID,
+		&i.WebhookEvent.EventType,
+		&i.WebhookEvent.Payload,
+		&i.WebhookEvent.Body,
+		&i.WebhookEvent.BodySHA256,
+		&i.WebhookEvent.BodySize,
+		&i.WebhookEvent.ProcessedAt,
+		&i.WebhookEvent.CreatedAt,
+		&i.WebhookEvent.Attempts,
+		&i.WebhookEvent.NextAttemptAt,
+		&i.WebhookEvent.LastError,
+		&i.WebhookEvent.Outcome,
+		&i.WebhookEvent.DeadAt,
+		&i.WebhookEvent.ArchiveKey,
+		&i.WebhookEvent.ArchiveOffset,
+		&i.WebhookEvent.ArchiveLength,
+		&i.WebhookEvent.ArchivedAt,
+		&i.WebhookEvent.ExpungedAt,
+		&i.WebhookEvent.Metadata,
+		&i.WebhookEvent.SourceKind,
+		&i.WebhookEvent.LastAttemptAt,
+		&i.WebhookEvent.FailedAttempts,
+		&i.WebhookEvent.Solo,
+		&i.ClaimedBy,
+		&i.ClaimedUntil,
 	)
 	return i, err
 }
 
 const eventGetByKeyForUpdate = `-- name: EventGetByKeyForUpdate :one
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, locked_until, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, errors, locked_by, source_kind FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
 `
 
 type EventGetByKeyForUpdateParams struct {
@@ -417,7 +619,8 @@ type EventGetByKeyForUpdateParams struct {
 }
 
 // Locks the event for an expunge: expunges of one event take turns, and an
-// expunge waits for an archive batch holding the row.
+// expunge waits for an archive batch, or a processor's transaction,
+// holding the row.
 func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg EventGetByKeyForUpdateParams) (WebhookEvent, error) {
 	row := db.QueryRow(ctx, eventGetByKeyForUpdate, arg.Source, arg.EventID)
 	var i WebhookEvent
@@ -434,7 +637,6 @@ func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg Event
 		&i.CreatedAt,
 		&i.Attempts,
 		&i.NextAttemptAt,
-		&i.LockedUntil,
 		&i.LastError,
 		&i.Outcome,
 		&i.DeadAt,
@@ -444,9 +646,10 @@ func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg Event
 		&i.ArchivedAt,
 		&i.ExpungedAt,
 		&i.Metadata,
-		&i.Errors,
-		&i.LockedBy,
 		&i.SourceKind,
+		&i.LastAttemptAt,
+		&i.FailedAttempts,
+		&i.Solo,
 	)
 	return i, err
 }
@@ -530,46 +733,46 @@ func (q *Queries) EventInsert(ctx context.Context, db DBTX, arg EventInsertParam
 const eventInsertFull = `-- name: EventInsertFull :one
 INSERT INTO webhook_events (
     provider, source_kind, event_id, event_type, payload, body, body_sha256, body_size, metadata, created_at,
-    attempts, next_attempt_at, locked_until, locked_by, errors, last_error, outcome, processed_at, dead_at,
+    attempts, failed_attempts, solo, last_attempt_at, next_attempt_at, last_error, outcome, processed_at, dead_at,
     archive_key, archive_offset, archive_length, archived_at, expunged_at
 ) VALUES (
     $1::text, $2::text, $3::text, $4::text, $5::text::jsonb,
     $6::bytea, $7::bytea, $8::int, $9::text::jsonb,
     coalesce($10::timestamptz, now()),
-    $11::int, coalesce($12::timestamptz, now()), $13::timestamptz,
-    $14::text, $15::text::jsonb, $16::text, $17::text,
+    $11::int, $12::int, $13::boolean, $14::timestamptz,
+    coalesce($15::timestamptz, now()), $16::text, $17::text,
     $18::timestamptz, $19::timestamptz,
     $20::text, $21::bigint, $22::bigint,
     $23::timestamptz, $24::timestamptz
 )
-RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, locked_until, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, errors, locked_by, source_kind
+RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo
 `
 
 type EventInsertFullParams struct {
-	Source        string
-	SourceKind    string
-	EventID       string
-	EventType     string
-	Payload       *string
-	Body          []byte
-	BodySHA256    []byte
-	BodySize      int32
-	Metadata      *string
-	CreatedAt     *time.Time
-	Attempts      int32
-	NextAttemptAt *time.Time
-	LockedUntil   *time.Time
-	LockedBy      *string
-	Errors        string
-	LastError     *string
-	Outcome       *string
-	ProcessedAt   *time.Time
-	DeadAt        *time.Time
-	ArchiveKey    *string
-	ArchiveOffset *int64
-	ArchiveLength *int64
-	ArchivedAt    *time.Time
-	ExpungedAt    *time.Time
+	Source         string
+	SourceKind     string
+	EventID        string
+	EventType      string
+	Payload        *string
+	Body           []byte
+	BodySHA256     []byte
+	BodySize       int32
+	Metadata       *string
+	CreatedAt      *time.Time
+	Attempts       int32
+	FailedAttempts int32
+	Solo           bool
+	LastAttemptAt  *time.Time
+	NextAttemptAt  *time.Time
+	LastError      *string
+	Outcome        *string
+	ProcessedAt    *time.Time
+	DeadAt         *time.Time
+	ArchiveKey     *string
+	ArchiveOffset  *int64
+	ArchiveLength  *int64
+	ArchivedAt     *time.Time
+	ExpungedAt     *time.Time
 }
 
 // Stores an event in any state, every column given: the test factory's
@@ -587,10 +790,10 @@ func (q *Queries) EventInsertFull(ctx context.Context, db DBTX, arg EventInsertF
 		arg.Metadata,
 		arg.CreatedAt,
 		arg.Attempts,
+		arg.FailedAttempts,
+		arg.Solo,
+		arg.LastAttemptAt,
 		arg.NextAttemptAt,
-		arg.LockedUntil,
-		arg.LockedBy,
-		arg.Errors,
 		arg.LastError,
 		arg.Outcome,
 		arg.ProcessedAt,
@@ -615,7 +818,6 @@ func (q *Queries) EventInsertFull(ctx context.Context, db DBTX, arg EventInsertF
 		&i.CreatedAt,
 		&i.Attempts,
 		&i.NextAttemptAt,
-		&i.LockedUntil,
 		&i.LastError,
 		&i.Outcome,
 		&i.DeadAt,
@@ -625,9 +827,10 @@ func (q *Queries) EventInsertFull(ctx context.Context, db DBTX, arg EventInsertF
 		&i.ArchivedAt,
 		&i.ExpungedAt,
 		&i.Metadata,
-		&i.Errors,
-		&i.LockedBy,
 		&i.SourceKind,
+		&i.LastAttemptAt,
+		&i.FailedAttempts,
+		&i.Solo,
 	)
 	return i, err
 }
@@ -694,10 +897,41 @@ func (q *Queries) EventListArchiveCandidates(ctx context.Context, db DBTX, arg E
 	return items, nil
 }
 
+const eventListBodies = `-- name: EventListBodies :many
+SELECT id, body FROM webhook_events WHERE id = ANY($1::bigint[])
+`
+
+type EventListBodiesRow struct {
+	ID   int64
+	Body []byte
+}
+
+// The bodies of claimed events that EventClaimBatch left out of its
+// budget, read in the claim's transaction a budget at a time.
+func (q *Queries) EventListBodies(ctx context.Context, db DBTX, ids []int64) ([]EventListBodiesRow, error) {
+	rows, err := db.Query(ctx, eventListBodies, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventListBodiesRow
+	for rows.Next() {
+		var i EventListBodiesRow
+		if err := rows.Scan(&i.ID, &i.Body); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventListReplayableIDs = `-- name: EventListReplayableIDs :many
 SELECT e.id FROM webhook_events e
- WHERE e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
-   AND e.dead_at IS NULL AND e.expunged_at IS NULL
+ WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
    AND ($1::bigint IS NULL OR e.id = $1::bigint)
    AND ($2::text IS NULL OR e.provider = $2::text)
    AND ($3::text IS NULL OR e.event_type = $3::text)
@@ -716,11 +950,9 @@ type EventListReplayableIDsParams struct {
 	ProcessedTo   *time.Time
 }
 
-// The ids EventReplay resets (the replayable of EventCountReplay; the
-// predicate is webhook_events_archivable_idx's, so a processed_at window is
-// an index range), selected once so that each event is replayed
-// at most once even if the processor finishes an early chunk while later
-// ones are being reset.
+// The ids EventReplay resets (the replayable of EventCountReplay),
+// selected once so that each event is replayed at most once even if the
+// processor finishes an early chunk while later ones are being reset.
 func (q *Queries) EventListReplayableIDs(ctx context.Context, db DBTX, arg EventListReplayableIDsParams) ([]int64, error) {
 	rows, err := db.Query(ctx, eventListReplayableIDs,
 		arg.ID,
@@ -748,8 +980,22 @@ func (q *Queries) EventListReplayableIDs(ctx context.Context, db DBTX, arg Event
 	return items, nil
 }
 
+const eventLockClaimed = `-- name: EventLockClaimed :one
+SELECT id FROM webhook_events WHERE id = $1::bigint AND processed_at IS NULL AND dead_at IS NULL FOR NO KEY UPDATE
+`
+
+// Locks again one event of a claim whose transaction failed, for the
+// claim's fallback (one transaction per event), if it is still to be
+// processed; no row: it is processed or dead.
+func (q *Queries) EventLockClaimed(ctx context.Context, db DBTX, id int64) (int64, error) {
+	row := db.QueryRow(ctx, eventLockClaimed, id)
+	var id_2 int64
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
 const eventLockForArchive = `-- name: EventLockForArchive :many
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, locked_until, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, errors, locked_by, source_kind FROM webhook_events
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo FROM webhook_events
  WHERE id = ANY($1::bigint[]) AND processed_at IS NOT NULL AND archived_at IS NULL AND body IS NOT NULL
  ORDER BY processed_at, id
    FOR NO KEY UPDATE SKIP LOCKED
@@ -781,7 +1027,6 @@ func (q *Queries) EventLockForArchive(ctx context.Context, db DBTX, ids []int64)
 			&i.CreatedAt,
 			&i.Attempts,
 			&i.NextAttemptAt,
-			&i.LockedUntil,
 			&i.LastError,
 			&i.Outcome,
 			&i.DeadAt,
@@ -791,9 +1036,10 @@ func (q *Queries) EventLockForArchive(ctx context.Context, db DBTX, ids []int64)
 			&i.ArchivedAt,
 			&i.ExpungedAt,
 			&i.Metadata,
-			&i.Errors,
-			&i.LockedBy,
 			&i.SourceKind,
+			&i.LastAttemptAt,
+			&i.FailedAttempts,
+			&i.Solo,
 		); err != nil {
 			return nil, err
 		}
@@ -835,100 +1081,96 @@ func (q *Queries) EventMarkArchived(ctx context.Context, db DBTX, arg EventMarkA
 	return result.RowsAffected(), nil
 }
 
-const eventMarkProcessed = `-- name: EventMarkProcessed :execrows
-UPDATE webhook_events
-   SET processed_at = $1::timestamptz, outcome = $2::text, locked_until = NULL, locked_by = NULL
- WHERE id = $3::bigint AND locked_by = $4::text AND processed_at IS NULL AND dead_at IS NULL
+const eventRecordInterrupted = `-- name: EventRecordInterrupted :many
+WITH interrupted AS (
+    SELECT unnest($1::bigint[]) AS id, unnest($2::timestamptz[]) AS started_at,
+           unnest($3::text[]) AS processor, unnest($4::int[]) AS batch_size
+), ev AS (
+    UPDATE webhook_events e
+       SET attempts = e.attempts + 1, last_attempt_at = i.started_at,
+           failed_attempts = e.failed_attempts + CASE WHEN i.batch_size = 1 THEN 1 ELSE 0 END, solo = true,
+           last_error = $5::text, next_attempt_at = $6::timestamptz,
+           dead_at = CASE WHEN i.batch_size = 1 AND e.failed_attempts + 1 >= $7::int THEN $6::timestamptz END
+      FROM interrupted i
+     WHERE e.id = i.id AND e.processed_at IS NULL AND e.dead_at IS NULL
+    RETURNING e.id, e.provider, e.event_id, e.attempts, (e.dead_at IS NOT NULL)::boolean AS dead
+), history AS (
+    INSERT INTO webhook_attempts (event_pk, attempt, started_at, outcome, cause, error, dead, processor, batch_size)
+    SELECT ev.id, ev.attempts, i.started_at, 'interrupted', $8::text, $5::text, ev.dead, i.processor, i.batch_size
+      FROM ev JOIN interrupted i ON i.id = ev.id
+    RETURNING event_pk
+)
+SELECT ev.id, ev.provider, ev.event_id, ev.attempts, ev.dead::boolean AS dead FROM ev JOIN history h ON h.event_pk = ev.id
 `
 
-type EventMarkProcessedParams struct {
-	Now     time.Time
-	Outcome string
-	ID      int64
-	Token   string
+type EventRecordInterruptedParams struct {
+	IDs         []int64
+	StartedAt   []time.Time
+	Processors  []string
+	BatchSizes  []int32
+	Error       string
+	Now         time.Time
+	MaxAttempts int32
+	Cause       string
 }
 
-// Sets processed_at and the outcome and ends the claim. Run in the
-// handler's transaction, before the handler: the UPDATE locks the row until
-// that transaction ends and checks, on the row's newest version, that it is
-// still unprocessed and still claimed with this token, so two processors
-// can never both commit an event.
-func (q *Queries) EventMarkProcessed(ctx context.Context, db DBTX, arg EventMarkProcessedParams) (int64, error) {
-	result, err := db.Exec(ctx, eventMarkProcessed,
-		arg.Now,
-		arg.Outcome,
-		arg.ID,
-		arg.Token,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+type EventRecordInterruptedRow struct {
+	ID       int64
+	Source   string
+	EventID  string
+	Attempts int32
+	Dead     bool
 }
 
-const eventRecordFailure = `-- name: EventRecordFailure :execrows
-UPDATE webhook_events
-   SET errors = errors || jsonb_build_array(jsonb_build_object(
-                    'attempt', attempts, 'at', $1::timestamptz, 'cause', $2::text, 'error', $3::text)),
-       last_error = $3::text, next_attempt_at = $4::timestamptz, locked_until = NULL, locked_by = NULL
- WHERE id = $5::bigint AND locked_by = $6::text AND processed_at IS NULL AND dead_at IS NULL
-`
-
-type EventRecordFailureParams struct {
-	Now           time.Time
-	Cause         string
-	Error         string
-	NextAttemptAt time.Time
-	ID            int64
-	Token         string
-}
-
-// Appends a failed attempt to the history, sets last_error and the next
-// attempt's time, and ends the claim; run after the handler's transaction
-// rolled back, so the record survives it.
-func (q *Queries) EventRecordFailure(ctx context.Context, db DBTX, arg EventRecordFailureParams) (int64, error) {
-	result, err := db.Exec(ctx, eventRecordFailure,
-		arg.Now,
-		arg.Cause,
+// Records the attempt that never finished of each still-unprocessed event
+// of claims found past their lease (their processor died or froze), in
+// the transaction that then empties those claims. Such an event runs alone
+// from now on (solo). If it ran alone (batch size 1) the attempt counts as
+// a failure of the run, and moves it to the dead letters when that spends
+// @max_attempts; an attempt interrupted in a batch may have been a
+// neighbour's doing, so it is recorded but not charged: the event gets its
+// attempt alone, where it answers for itself.
+func (q *Queries) EventRecordInterrupted(ctx context.Context, db DBTX, arg EventRecordInterruptedParams) ([]EventRecordInterruptedRow, error) {
+	rows, err := db.Query(ctx, eventRecordInterrupted,
+		arg.IDs,
+		arg.StartedAt,
+		arg.Processors,
+		arg.BatchSizes,
 		arg.Error,
-		arg.NextAttemptAt,
-		arg.ID,
-		arg.Token,
+		arg.Now,
+		arg.MaxAttempts,
+		arg.Cause,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
-}
-
-const eventRelease = `-- name: EventRelease :execrows
-UPDATE webhook_events SET locked_until = NULL, locked_by = NULL, next_attempt_at = $1::timestamptz
- WHERE id = ANY($2::bigint[]) AND locked_by = $3::text AND processed_at IS NULL AND dead_at IS NULL
-`
-
-type EventReleaseParams struct {
-	Now   time.Time
-	IDs   []int64
-	Token string
-}
-
-// Gives back claimed events that were not started: due again at @now,
-// attempts unchanged, instead of waiting for the lease to pass.
-func (q *Queries) EventRelease(ctx context.Context, db DBTX, arg EventReleaseParams) (int64, error) {
-	result, err := db.Exec(ctx, eventRelease, arg.Now, arg.IDs, arg.Token)
-	if err != nil {
-		return 0, err
+	defer rows.Close()
+	var items []EventRecordInterruptedRow
+	for rows.Next() {
+		var i EventRecordInterruptedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Source,
+			&i.EventID,
+			&i.Attempts,
+			&i.Dead,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
-	return result.RowsAffected(), nil
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const eventReplay = `-- name: EventReplay :execrows
 UPDATE webhook_events e
-   SET processed_at = NULL, outcome = NULL, attempts = 0, errors = '[]'::jsonb, last_error = NULL,
-       next_attempt_at = $1::timestamptz, locked_until = NULL, locked_by = NULL
+   SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
  WHERE e.id = ANY($2::bigint[])
-   AND e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
-   AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
 `
 
 type EventReplayParams struct {
@@ -936,48 +1178,15 @@ type EventReplayParams struct {
 	IDs []int64
 }
 
-// Makes a chunk of replayable events unprocessed and due at @now, with
-// attempts, history, last error and outcome reset (the drain's invariant,
-// attempts = the history's length, needs it); each row is re-checked
-// against the replayable predicate.
+// Makes a chunk of replayable events unprocessed and due at @now: a new
+// run, with its failures and last error reset. The attempts and their
+// history stay (a replay adds to them; the next attempt has the next
+// number), and so does solo. Each row is re-checked against the
+// replayable predicate.
 func (q *Queries) EventReplay(ctx context.Context, db DBTX, arg EventReplayParams) (int64, error) {
 	result, err := db.Exec(ctx, eventReplay, arg.Now, arg.IDs)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const eventStartAttempt = `-- name: EventStartAttempt :one
-UPDATE webhook_events e SET attempts = e.attempts + 1
-  FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
- WHERE e.id = $1::bigint AND e.locked_by = $2::text AND e.locked_until > $3::timestamptz
-   AND e.processed_at IS NULL AND e.dead_at IS NULL
-RETURNING e.attempts
-`
-
-type EventStartAttemptParams struct {
-	ID    int64
-	Token string
-	Now   time.Time
-}
-
-// Counts the attempt about to run, committed before the handler starts, so
-// a handler that kills its processor still spends an attempt. No row: the
-// claim is no longer this token's, or its lease has ended.
-//
-// The commit is asynchronous: set_config(..., true) turns
-// synchronous_commit off for this statement's own transaction alone, so
-// counting costs one round trip and no WAL flush. That is safe: a processor
-// crash cannot lose an asynchronous commit, only a server crash can, and
-// the handler's commit, which is synchronous, flushes the WAL past this
-// record first, so an effect is never durable without the attempt that made
-// it. The set_config sits in a FROM subquery joined to the row, so it runs
-// whenever a row is updated, whatever the plan. The setting ends with the
-// transaction.
-func (q *Queries) EventStartAttempt(ctx context.Context, db DBTX, arg EventStartAttemptParams) (int32, error) {
-	row := db.QueryRow(ctx, eventStartAttempt, arg.ID, arg.Token, arg.Now)
-	var attempts int32
-	err := row.Scan(&attempts)
-	return attempts, err
 }
