@@ -23,16 +23,23 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
+	// First, so that init already runs under the limit.
+	_, memErr := memlimit.Apply(os.Getenv)
 	h, pool, err := setup(context.Background(), os.Getenv)
 	if err != nil {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("processor: start-up failed", "err", err)
 		os.Exit(1)
+	}
+	if memErr != nil {
+		// Slog's default is the function's JSON logger once setup ran.
+		slog.Warn("processor: the memory limit is left to the runtime's default", "err", memErr)
 	}
 	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(pool.Close))
 }
