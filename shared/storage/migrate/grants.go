@@ -79,10 +79,10 @@ func CoreGrants() []Grant {
 		{Role: RoleProcessor, On: "webhook_events", Privileges: []string{"UPDATE"},
 			Columns: []string{"attempts", "next_attempt_at", "locked_until", "locked_by", "errors", "last_error", "outcome", "processed_at", "dead_at"}},
 		// EventDeadLetter copies the event into a dead letter and returns
-		// its id.
+		// its id; the open dead letters are a gauge of every drain.
 		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"INSERT"},
 			Columns: []string{"event_pk", "provider", "event_id", "event_type", "payload", "body", "attempts", "errors", "last_error", "dead_at"}},
-		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id"}},
+		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id", "requeued_at", "dead_at"}},
 		{Role: RoleProcessor, On: "webhook_dead_letters_id_seq", Privileges: []string{"USAGE"}},
 
 		// The archiver: EventListArchiveCandidates and EventLockForArchive
