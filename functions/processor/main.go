@@ -1,9 +1,14 @@
 // Command processor is the scheduled processor Lambda: an EventBridge
-// schedule invokes it, and each invocation drains webhook_events (see
-// shared/processor) until no event is due or less than
-// PROCESSOR_SAFETY_MARGIN is left before the invocation's deadline.
-// Invocations may overlap (a slow drain and the next tick): processors
-// claim disjoint batches, and each event is applied once whatever runs.
+// schedule invokes it, and each invocation processes webhook_events (see
+// shared/processor) in real time: it drains, and polls for new events
+// every PROCESSOR_POLL_INTERVAL, for PROCESSOR_RUN_FOR (a little longer
+// than the schedule's period, so the next invocation is polling before
+// this one stops), and while events are still due, until less than
+// PROCESSOR_SAFETY_MARGIN is left before the invocation's deadline. With
+// PROCESSOR_RUN_FOR=0 each invocation drains once and returns: the
+// schedule alone, for a database that must be left idle between ticks.
+// Invocations overlap: processors claim disjoint batches, and each event
+// is applied once whatever runs.
 //
 // The business logic is registered in shared/handlers (handlers.Register).
 // Its tables are the migration function's business (functions/migrator):
@@ -77,12 +82,13 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 	}
 
 	h := func(ctx context.Context, _ events.EventBridgeEvent) (processor.Stats, error) {
-		st, err := p.Drain(ctx)
+		st, err := p.Invocation(ctx)
 		if err != nil {
-			log.Error("processor: drain stopped", "cause", inbox.CauseDatabaseUnavailable, "err", err, "stats", st)
+			log.Error("processor: invocation failed", "cause", inbox.CauseDatabaseUnavailable, "err", err, "stats", st)
 			return st, err
 		}
-		// Drain logged its stats and metrics ("processor: drain metrics").
+		// The run logged its stats and metrics ("processor: run metrics",
+		// or "processor: drain metrics" with real time off).
 		return st, nil
 	}
 	return h, pool, nil

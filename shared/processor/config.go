@@ -22,14 +22,17 @@ const (
 	EnvHandlerTimeout = "PROCESSOR_HANDLER_TIMEOUT"
 	EnvSafetyMargin   = "PROCESSOR_SAFETY_MARGIN"
 	EnvUnhandled      = "PROCESSOR_UNHANDLED"
-	// EnvInterval is Config.Interval, the time between the drains of a
-	// long-running processor (make dev); the Lambda's schedule ignores it.
-	EnvInterval = "PROCESSOR_INTERVAL"
+	// EnvPollInterval is Config.PollInterval: how long Run waits after a
+	// drain that found nothing due.
+	EnvPollInterval = "PROCESSOR_POLL_INTERVAL"
+	// EnvRunFor is Config.RunFor: how long each scheduled invocation keeps
+	// polling; 0 turns real time off (one drain per invocation).
+	EnvRunFor = "PROCESSOR_RUN_FOR"
 )
 
-// DefaultInterval is how often a long-running processor drains (make dev),
-// standing in for the Lambda's schedule.
-const DefaultInterval = 3 * time.Second
+// lambdaMaxTimeout is the longest a Lambda invocation may run: a run and
+// the safety margin after it must fit in it.
+const lambdaMaxTimeout = 15 * time.Minute
 
 // The processor's pool. A drain runs one event at a time: one connection
 // counts attempts and records outcomes, the other holds the event's
@@ -66,8 +69,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Lease:          e.Duration(EnvLease, 0),
 		HandlerTimeout: e.Duration(EnvHandlerTimeout, 0),
 		SafetyMargin:   e.Duration(EnvSafetyMargin, 0),
-		Interval:       e.Duration(EnvInterval, DefaultInterval),
-		// Each drain ends with an EMF line: its counts and the backlog gauge.
+		PollInterval:   e.DurationIn(EnvPollInterval, DefaultPollInterval, MinPollInterval, MaxPollInterval),
+		RunFor:         e.DurationIn(EnvRunFor, DefaultRunFor, 0, lambdaMaxTimeout),
+		// Each run (or drain) ends with an EMF line: its counts and the gauges.
 		Metrics: &metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 	}
 	if v := getenv(EnvUnhandled); v != "" {
@@ -102,6 +106,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Lease <= c.SafetyMargin {
 		e.Errorf("%s (%s) must exceed %s (%s), or no event would ever fit in a lease", EnvLease, c.Lease, EnvSafetyMargin, c.SafetyMargin)
+	}
+	if c.RunFor > 0 && c.RunFor+c.SafetyMargin > lambdaMaxTimeout {
+		e.Errorf("%s (%s) plus %s (%s) must fit in Lambda's longest timeout (%s): a run's last event needs the margin after it", EnvRunFor, c.RunFor, EnvSafetyMargin, c.SafetyMargin, lambdaMaxTimeout)
+	}
+	if c.RunFor > 0 && c.PollInterval >= c.RunFor {
+		e.Errorf("%s (%s) must be shorter than %s (%s), or a run would never poll", EnvPollInterval, c.PollInterval, EnvRunFor, c.RunFor)
 	}
 	// WithDefaults also fills in the run-time parts; they are the caller's.
 	c.Now, c.Logger, c.Registry = nil, nil, nil

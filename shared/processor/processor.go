@@ -114,19 +114,30 @@ type Config struct {
 	// operators; "" means host:pid. A random suffix makes every processor
 	// distinct even when Lambda sandboxes share host names and pids.
 	Name string
-	// Metrics, when set, makes each Drain end with one log line that is a
-	// CloudWatch EMF record of its counts, duration and the backlog it
-	// leaves (see metrics.go); nil logs no such line (the dev stack).
+	// Metrics, when set, makes each Drain and each Run end with one log
+	// line that is a CloudWatch EMF record of its counts, duration and the
+	// backlog it leaves (see metrics.go); nil logs no such line (the dev
+	// stack).
 	Metrics *metrics.Emitter
 
 	// Database is how the processor's pool connects, SessionParams
 	// included (ConfigFromEnv sets it); the caller opens it as Pool. New
 	// ignores it.
 	Database storage.PoolConfig
-	// Interval is the time between drains of RunEvery, the long-running
-	// processor of make dev; ConfigFromEnv defaults it to DefaultInterval.
-	// New ignores it.
-	Interval time.Duration
+	// PollInterval is how long Run waits, after a drain that found nothing
+	// due, before it claims again: the latency real time buys, and the
+	// load it costs (a claim per interval per running processor). Zero
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// RunFor is how long each scheduled invocation keeps polling
+	// (Invocation runs Run until start + RunFor); 0 turns real time off,
+	// and each invocation drains once. ConfigFromEnv defaults it to
+	// DefaultRunFor.
+	RunFor time.Duration
+	// After, when set, stands in for time.After in Run's waits between
+	// drains, so that a test decides when a wait ends; nil means
+	// time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
 // WithDefaults returns c with its zero fields set to the defaults, as New
@@ -646,33 +657,4 @@ func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter) (in
 		p.log.Info("processor: dead letters requeued", "events", n)
 	}
 	return n, err
-}
-
-// RunEvery drains now and then every interval until ctx is done, which is
-// what `make dev` runs in place of the Lambda's schedule. A failed drain
-// (the database is down) is logged and tried again at the next tick. It
-// returns nil when ctx is cancelled.
-func (p *Processor) RunEvery(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		return fmt.Errorf("processor: RunEvery: interval must be positive, got %s", interval)
-	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		st, err := p.Drain(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			p.log.Error("processor: drain failed; retrying at the next tick", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-		case st.Claimed > 0:
-			p.log.Info("processor: drained", "stats", st)
-		}
-		t.Reset(interval)
-	}
 }
