@@ -253,7 +253,7 @@ func printStats(out io.Writer, r statsReport) error {
 	fmt.Fprintf(tw, "\nBACKLOG\n")
 	fmt.Fprintf(tw, "  unprocessed\t%d\tdue %d, in flight %d, retrying %d\n", b.Unprocessed, b.Due, b.InFlight, b.Retrying)
 	if b.OldestDueAt != nil {
-		fmt.Fprintf(tw, "  oldest due\tdue since %s\t(processors pick due events up within a schedule tick; longer means stuck)\n", ago(now, *b.OldestDueAt))
+		fmt.Fprintf(tw, "  oldest due\tdue since %s\t(processors pick due events up within a second, or a schedule tick with real time off; longer means stuck)\n", ago(now, *b.OldestDueAt))
 	} else {
 		fmt.Fprintf(tw, "  oldest due\t-\tnothing is due\n")
 	}

@@ -25,8 +25,9 @@ them is honoured):
   - the migrations;
   - the receiver on --addr, with the sources of WEBHOOK_SOURCES /
     WEBHOOK_SOURCES_FILE (default dev/sources.json, whose secrets are fake);
-  - the processor, draining every PROCESSOR_INTERVAL (default 3s) with the
-    handlers of shared/handlers, exactly as the Lambda does;
+  - the processor, in real time as the Lambda runs it (polling every
+    PROCESSOR_POLL_INTERVAL, default 200ms, in runs of PROCESSOR_RUN_FOR),
+    with the handlers of shared/handlers;
   - S3: S3_ENDPOINT when set; otherwise a local versitygw (pinned in
     tools/go.mod) with its objects under --s3-data; and the archiver every
     --archive-every, archiving events processed more than --archive-age

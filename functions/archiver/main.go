@@ -15,16 +15,23 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 func main() {
+	// First, so that init already runs under the limit.
+	_, memErr := memlimit.Apply(os.Getenv)
 	h, closePool, err := setup(context.Background(), os.Getenv)
 	if err != nil {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("archiver: start-up failed", "err", err)
 		os.Exit(1)
+	}
+	if memErr != nil {
+		// Slog's default is the function's JSON logger once setup ran.
+		slog.Warn("archiver: the memory limit is left to the runtime's default", "err", memErr)
 	}
 	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(closePool))
 }

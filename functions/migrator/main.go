@@ -16,12 +16,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
+	// First, so that init already runs under the limit.
+	_, memErr := memlimit.Apply(os.Getenv)
 	h, closePool, err := setup(context.Background(), os.Getenv)
 	if err != nil {
 		// Unlike the other functions it does not exit: CloudFormation would
@@ -30,6 +33,10 @@ func main() {
 		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 		log.Error("migrator: start-up failed; every Create and Update is answered FAILED", "err", err)
 		h, closePool = schemaresource.Failing(err, log), func() {}
+	}
+	if memErr != nil {
+		// Slog's default is the function's JSON logger once setup ran.
+		slog.Warn("migrator: the memory limit is left to the runtime's default", "err", memErr)
 	}
 	lambda.StartWithOptions(h.Handle, lambda.WithEnableSIGTERM(closePool))
 }

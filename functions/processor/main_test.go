@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -42,15 +43,15 @@ func scheduled(t *testing.T) events.EventBridgeEvent {
 	return ev
 }
 
-// TestScheduledDrain: the Lambda entry, connected as the processor's
-// database role, drains what the receiver stored, with the example
-// handlers routed by source kind writing their tables (created by the
-// migration function, not by the processor), and the unhandled event
-// marked processed.
+// TestScheduledDrain: the Lambda entry with real time off
+// (PROCESSOR_RUN_FOR=0), connected as the processor's database role,
+// drains what the receiver stored, with the example handlers routed by
+// source kind writing their tables (created by the migration function, not
+// by the processor), and the unhandled event marked processed.
 func TestScheduledDrain(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
-	env := map[string]string{"DATABASE_URL": pgtest.RoleURL(t, url, migrate.RoleProcessor), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
+	env := map[string]string{"DATABASE_URL": pgtest.RoleURL(t, url, migrate.RoleProcessor), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error", "PROCESSOR_RUN_FOR": "0"}
 	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +104,67 @@ func TestScheduledDrain(t *testing.T) {
 	}
 }
 
+// TestInvocationInRealTime: an invocation keeps polling for
+// PROCESSOR_RUN_FOR, as the processor's role: an event stored while it
+// runs is handled by it, and it ends with one metrics line.
+func TestInvocationInRealTime(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	env := map[string]string{
+		"DATABASE_URL": pgtest.RoleURL(t, url, migrate.RoleProcessor), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error",
+		"PROCESSOR_RUN_FOR": "2s", "PROCESSOR_POLL_INTERVAL": "50ms",
+	}
+	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	owner, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	type result struct {
+		st  processor.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := h(ctx, scheduled(t))
+		done <- result{st, err}
+	}()
+	// Stored once the invocation is polling: its first claim, the first
+	// statement its role runs on this database, has found nothing.
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		var n int
+		_ = owner.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		  WHERE usename = $1 AND datname = current_database() AND state = 'idle' AND query <> ''`, migrate.RoleProcessor).Scan(&n)
+		return n > 0, "the invocation has not claimed yet"
+	})
+	if _, err := storage.New(owner).EventInsert(ctx, storage.EventInsertParams{
+		Source: "stripe", EventID: "evt_rt", EventType: "customer.created", Body: []byte(`{"id":"evt_rt","type":"customer.created"}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		var processed bool
+		_ = owner.QueryRow(ctx, `SELECT processed_at IS NOT NULL FROM webhook_events WHERE event_id = 'evt_rt'`).Scan(&processed)
+		select {
+		case res := <-done:
+			t.Fatalf("the invocation returned before handling the event: %+v, %v", res.st, res.err)
+		default:
+		}
+		return processed, "the event is not processed"
+	})
+	res := <-done
+	if res.err != nil || res.st.Unhandled != 1 || res.st.Stopped != processor.StopDrained {
+		t.Fatalf("invocation = %+v, %v", res.st, res.err)
+	}
+}
+
 // TestNearDeadlineInvocationClaimsNothing: an invocation left with less
 // than the safety margin does not start a batch it could not finish.
 func TestNearDeadlineInvocationClaimsNothing(t *testing.T) {
@@ -143,7 +205,8 @@ func TestSetupFailsFast(t *testing.T) {
 // still starts; the invocations fail until it is back.
 func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error"}
+	// A short run: it polls through the failures and fails at its end.
+	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error", "PROCESSOR_RUN_FOR": "1s", "PROCESSOR_POLL_INTERVAL": "50ms"}
 	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

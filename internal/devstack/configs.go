@@ -54,7 +54,7 @@ type Local struct {
 	ArchiveAge time.Duration
 	// EMF keeps the Lambdas' JSON lines and EMF records (--emf). Without
 	// it the log is written for a person: readable lines, no "_aws"
-	// blocks, no line per drain.
+	// blocks, no metrics line per run.
 	EMF bool
 }
 
@@ -87,7 +87,7 @@ type Configs struct {
 // Only what makes sense locally is overridden: local's stand-ins for unset
 // variables (above), and what keeps the terminal readable unless local.EMF
 // asks for the Lambdas' output (the metrics emitters are off and the
-// processor logs no line per drain) and, always, no line for an archiver
+// processor logs no metrics line per run) and, always, no line for an archiver
 // pass that did nothing, since one runs every 30 s.
 func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	c := Configs{EMF: local.EMF, StandIns: map[string]string{}}
@@ -143,8 +143,8 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	if !local.EMF {
 		c.Receiver.Metrics.Off = true
 		c.Archive.Metrics.Off = true
-		// A line every PROCESSOR_INTERVAL (3 s) with the drain's counts
-		// buries the log; the processor still logs what it handled.
+		// A metrics line every run (70 s) buries the log; the processor
+		// still logs each drain that handled something.
 		c.Processor.Metrics = nil
 	}
 	c.Archive.QuietIdle = true

@@ -76,7 +76,8 @@ func samples(t *testing.T) map[string]sample {
 		"PROCESSOR_HANDLER_TIMEOUT": {value: "20s"},
 		"PROCESSOR_SAFETY_MARGIN":   {value: "50s"},
 		"PROCESSOR_UNHANDLED":       {value: "retry"},
-		"PROCESSOR_INTERVAL":        {value: "1s"},
+		"PROCESSOR_POLL_INTERVAL":   {value: "1s"},
+		"PROCESSOR_RUN_FOR":         {value: "0"},
 		"ARCHIVE_BUCKET":            {value: "my-bucket"},
 		"ARCHIVE_PREFIX":            {value: "elsewhere"},
 		"ARCHIVE_MIN_AGE":           {value: "2h"},
@@ -186,9 +187,9 @@ func TestConfigsAreTheLambdas(t *testing.T) {
 	}
 }
 
-// TestConfigsForAPerson: without --emf, no EMF and no line per drain or per
-// idle archiver pass; the flag's archive age wins over ARCHIVE_MIN_AGE,
-// which wins over the dev default.
+// TestConfigsForAPerson: without --emf, no EMF, no metrics line per run
+// and no line per idle archiver pass; the flag's archive age wins over
+// ARCHIVE_MIN_AGE, which wins over the dev default.
 func TestConfigsForAPerson(t *testing.T) {
 	t.Parallel()
 	l := local(t)

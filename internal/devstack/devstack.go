@@ -52,6 +52,11 @@ const EnvEMF = "WEBHOOKDEV_EMF"
 // DefaultArchiveEvery is the time between the dev stack's archiver passes.
 const DefaultArchiveEvery = 30 * time.Second
 
+// ProcessorSchedule stands in for the template's ProcessorSchedule (rate(1
+// minute)) when real time is off (PROCESSOR_RUN_FOR=0): the dev stack then
+// drains once a period, as the deployed function does.
+const ProcessorSchedule = time.Minute
+
 // Options are the dev stack's flags.
 type Options struct {
 	// Addr is the receiver's listen address.
@@ -184,16 +189,6 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}
 	fmt.Fprintf(out, "schema: migrated to version %s\n", version)
 
-	// The processor, as the Lambda builds it.
-	reg := processor.NewRegistry()
-	handlers.Register(reg)
-	pc := cfgs.Processor
-	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
-	proc, err := processor.New(pc)
-	if err != nil {
-		return err
-	}
-
 	// The archiver, as the Lambda builds it; the bucket is made if missing.
 	blobs, err := blobstore.Open(ctx, cfgs.Archive.S3)
 	if err != nil {
@@ -214,6 +209,22 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		return err
 	}
 	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", ac.S3.Endpoint, ac.S3.Bucket, ac.S3.AccessKeyID)
+
+	// The processor, as the Lambda builds it, reading archived bodies for
+	// replays from the same archive.
+	reg := processor.NewRegistry()
+	handlers.Register(reg)
+	pc := cfgs.Processor
+	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
+	if pc.Archive.Bucket != "" {
+		if pc.Bodies, err = archive.OpenBodies(ctx, pc.Archive, procPool); err != nil {
+			return err
+		}
+	}
+	proc, err := processor.New(pc)
+	if err != nil {
+		return err
+	}
 
 	// The receiver, as the Lambda builds it, behind the same recovery.
 	recvPool, err := open(cfgs.Receiver.Database)
@@ -247,7 +258,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}()
 
 	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, rc.Sources.Names())
-	fmt.Fprintf(out, "processor: draining every %s; archiver: every %s, events processed over %s ago\n", pc.Interval, o.ArchiveEvery, ac.MinAge)
+	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(proc.Config()), o.ArchiveEvery, ac.MinAge)
 	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
 	if !o.EMF {
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
@@ -262,7 +273,9 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	errc := make(chan error, 3)
 	wg.Go(func() { errc <- srv.Serve(ln) })
 	wg.Go(func() {
-		if err := proc.RunEvery(runCtx, pc.Interval); err != nil && !errors.Is(err, context.Canceled) {
+		// The deployed function's loop: runs of PROCESSOR_RUN_FOR back to
+		// back, each polling every PROCESSOR_POLL_INTERVAL.
+		if err := proc.Serve(runCtx, ProcessorSchedule); err != nil && !errors.Is(err, context.Canceled) {
 			errc <- fmt.Errorf("processor: %w", err)
 		}
 	})
@@ -288,6 +301,14 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}
 	fmt.Fprintln(out, "stopped.")
 	return runErr
+}
+
+// processorPlan says how the processor runs, for the start-up lines.
+func processorPlan(c processor.Config) string {
+	if c.RunFor <= 0 {
+		return fmt.Sprintf("draining every %s (%s=0: real time off, as the schedule alone)", ProcessorSchedule, processor.EnvRunFor)
+	}
+	return fmt.Sprintf("polling every %s in runs of %s (real time)", c.PollInterval, c.RunFor)
 }
 
 // StartDatabase starts the local cluster in dataDir and makes sure the dev

@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -47,8 +48,9 @@ func (b *lockedBuffer) String() string {
 }
 
 // TestDevStack runs the dev stack as make dev does (on DATABASE_URL, a
-// local S3, a short archive age): a sample is accepted, processed by the
-// deployed handlers and archived to S3; the log reads as lines for a
+// local S3, a short archive age): a sample is accepted, processed in real
+// time (within about the poll interval of its receipt) by the deployed
+// handlers and archived to S3; the log reads as lines for a
 // person, with no EMF and no line for the archiver's idle passes; the
 // stack file tells an operator's command where it is while it runs; and
 // Ctrl-C stops everything cleanly and removes the file.
@@ -137,9 +139,24 @@ func TestDevStack(t *testing.T) {
 	defer conn.Close(context.Background())
 	poll.Until(t, 30*time.Second, func() (bool, string) {
 		var outcome string
+		_ = conn.QueryRow(ctx, `SELECT coalesce(outcome, '') FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&outcome)
+		return outcome == "handled", fmt.Sprintf("not processed: outcome=%q\n%s", outcome, out.String())
+	})
+	// Real time: processed a poll interval (200 ms by default) after its
+	// receipt, give or take the machine's load, not at the next tick of a
+	// schedule. Both times are this machine's clock.
+	var latency time.Duration
+	if err := conn.QueryRow(ctx, `SELECT processed_at - created_at FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&latency); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("receipt to processed under the dev stack: %s", latency)
+	if latency > processor.DefaultPollInterval+1500*time.Millisecond {
+		t.Errorf("the sample was processed %s after its receipt; the processor does not poll", latency)
+	}
+	poll.Until(t, 30*time.Second, func() (bool, string) {
 		var archived bool
-		_ = conn.QueryRow(ctx, `SELECT coalesce(outcome, ''), archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&outcome, &archived)
-		return outcome == "handled" && archived, fmt.Sprintf("not processed and archived: outcome=%q archived=%v\n%s", outcome, archived, out.String())
+		_ = conn.QueryRow(ctx, `SELECT archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&archived)
+		return archived, fmt.Sprintf("not archived\n%s", out.String())
 	})
 	// A few idle archiver passes, which must print nothing.
 	idle := passes.Load()
@@ -165,6 +182,10 @@ func TestDevStack(t *testing.T) {
 	log := out.String()
 	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3} INFO  webhook accepted source=stripe event_id=`).MatchString(log) {
 		t.Errorf("no readable line for the accepted webhook:\n%s", log)
+	}
+	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3} INFO  processor: drained `).MatchString(log) ||
+		!strings.Contains(log, "processor: polling every 200ms in runs of 1m10s (real time)") {
+		t.Errorf("no readable line for the processed webhook, or for how the processor runs:\n%s", log)
 	}
 	if strings.Contains(log, "_aws") || strings.Contains(log, `{"time"`) {
 		t.Errorf("EMF or JSON in the dev stack's log:\n%s", log)

@@ -7,9 +7,23 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
+
+// OpenBodies returns what the processor reads archived bodies with, for
+// replays of archived events: an Archiver on the processor's own pool and
+// the archive's bucket, used for Body alone.
+func OpenBodies(ctx context.Context, s3 blobstore.Config, pool *pgxpool.Pool) (*Archiver, error) {
+	blobs, err := blobstore.Open(ctx, s3)
+	if err != nil {
+		return nil, fmt.Errorf("open the archive for replays: %w", err)
+	}
+	return New(Config{Store: storage.New(pool), Blobs: blobs})
+}
 
 // ReadBody returns the raw body of (provider, eventID), byte for byte as
 // received, wherever it is: from Postgres while it is there, else from its

@@ -165,7 +165,8 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	} {
 		factory.Event(ctx, t, store, &o)
 	}
-	// The metrics' line carries the backlog, read at the end of the drain.
+	// The metrics' line carries the backlog and the open dead letters, read
+	// at the end of the drain.
 	var logs bytes.Buffer
 	p, err := processor.New(processor.Config{
 		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
@@ -182,6 +183,9 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	}
 	if !bytes.Contains(logs.Bytes(), []byte(`"BacklogCount"`)) || bytes.Contains(logs.Bytes(), []byte("backlog_err")) {
 		t.Fatalf("the backlog was not read:\n%s", logs.String())
+	}
+	if !bytes.Contains(logs.Bytes(), []byte(`"DeadLettersOpen":2`)) || bytes.Contains(logs.Bytes(), []byte("dead_letters_err")) {
+		t.Fatalf("the open dead letters were not read:\n%s", logs.String())
 	}
 
 	// A slow event: what follows it in the batch is released.

@@ -3,6 +3,7 @@ package processor
 import (
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -23,18 +24,21 @@ const (
 	EnvSafetyMargin   = "PROCESSOR_SAFETY_MARGIN"
 	EnvUnhandled      = "PROCESSOR_UNHANDLED"
 	EnvBodyBudget     = "PROCESSOR_BODY_BUDGET"
-	// EnvInterval is Config.Interval, the time between the drains of a
-	// long-running processor (make dev); the Lambda's schedule ignores it.
-	EnvInterval = "PROCESSOR_INTERVAL"
+	// EnvPollInterval is Config.PollInterval: how long Run waits after a
+	// drain that found nothing due.
+	EnvPollInterval = "PROCESSOR_POLL_INTERVAL"
+	// EnvRunFor is Config.RunFor: how long each scheduled invocation keeps
+	// polling; 0 turns real time off (one drain per invocation).
+	EnvRunFor = "PROCESSOR_RUN_FOR"
 )
 
-// DefaultInterval is how often a long-running processor drains (make dev),
-// standing in for the Lambda's schedule.
-const DefaultInterval = 3 * time.Second
+// lambdaMaxTimeout is the longest a Lambda invocation may run: a run and
+// the safety margin after it must fit in it.
+const lambdaMaxTimeout = 15 * time.Minute
 
-// The processor's pool. A drain runs one event at a time: one connection
-// counts attempts and records outcomes, the other holds the event's
-// transaction. The session timeouts (SessionParams) make the server end
+// The processor's pool. A drain runs one claim at a time: one connection
+// holds the claim's transaction, the other records the claim before its
+// handlers run. The session timeouts (SessionParams) make the server end
 // what a frozen or killed invocation left open.
 const (
 	poolApplicationName = "webhook-inbox-processor"
@@ -68,8 +72,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Lease:          e.Duration(EnvLease, 0),
 		HandlerTimeout: e.Duration(EnvHandlerTimeout, 0),
 		SafetyMargin:   e.Duration(EnvSafetyMargin, 0),
-		Interval:       e.Duration(EnvInterval, DefaultInterval),
-		// Each drain ends with an EMF line: its counts and the backlog gauge.
+		PollInterval:   e.DurationIn(EnvPollInterval, DefaultPollInterval, MinPollInterval, MaxPollInterval),
+		RunFor:         e.DurationIn(EnvRunFor, DefaultRunFor, 0, lambdaMaxTimeout),
+		// Each run (or drain) ends with an EMF line: its counts and the gauges.
 		Metrics: &metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 	}
 	if v := getenv(EnvUnhandled); v != "" {
@@ -78,6 +83,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			e.Errorf("%s: %w", EnvUnhandled, err)
 		}
 		c.Unhandled = pol
+	}
+	if getenv(blobstore.EnvBucket) != "" {
+		// Replays of archived events read their bodies from the archive.
+		c.Archive, err = blobstore.ConfigFromEnv(getenv)
+		e.Add(err)
 	}
 	if getenv(source.EnvSources) != "" || getenv(source.EnvSourcesFile) != "" {
 		set, err := source.Load(getenv)
@@ -107,6 +117,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Lease <= c.SafetyMargin {
 		e.Errorf("%s (%s) must exceed %s (%s), or no event would ever fit in a lease", EnvLease, c.Lease, EnvSafetyMargin, c.SafetyMargin)
+	}
+	if c.RunFor > 0 && c.RunFor+c.SafetyMargin > lambdaMaxTimeout {
+		e.Errorf("%s (%s) plus %s (%s) must fit in Lambda's longest timeout (%s): a run's last event needs the margin after it", EnvRunFor, c.RunFor, EnvSafetyMargin, c.SafetyMargin, lambdaMaxTimeout)
+	}
+	if c.RunFor > 0 && c.PollInterval >= c.RunFor {
+		e.Errorf("%s (%s) must be shorter than %s (%s), or a run would never poll", EnvPollInterval, c.PollInterval, EnvRunFor, c.RunFor)
 	}
 	// WithDefaults also fills in the run-time parts; they are the caller's.
 	c.Now, c.Logger, c.Registry = nil, nil, nil

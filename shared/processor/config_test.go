@@ -20,7 +20,7 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		c.BackoffBase != processor.DefaultBackoffBase || c.BackoffCap != processor.DefaultBackoffCap ||
 		c.Lease != processor.DefaultLease || c.HandlerTimeout != processor.DefaultHandlerTimeout ||
 		c.SafetyMargin != processor.DefaultSafetyMargin || c.Unhandled != processor.UnhandledMark ||
-		c.Interval != processor.DefaultInterval || c.SourceKinds != nil {
+		c.PollInterval != processor.DefaultPollInterval || c.RunFor != processor.DefaultRunFor || c.SourceKinds != nil {
 		t.Fatalf("defaults = %+v", c)
 	}
 	// The run-time parts are the caller's.
@@ -54,7 +54,8 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 		"PROCESSOR_HANDLER_TIMEOUT": "1m",
 		"PROCESSOR_SAFETY_MARGIN":   "90s",
 		"PROCESSOR_UNHANDLED":       "dead_letter",
-		"PROCESSOR_INTERVAL":        "500ms",
+		"PROCESSOR_POLL_INTERVAL":   "500ms",
+		"PROCESSOR_RUN_FOR":         "2m",
 		"METRICS_NAMESPACE":         "Acme/Webhooks",
 	}))
 	if err != nil {
@@ -62,7 +63,7 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 	}
 	if c.BatchSize != 10 || c.MaxAttempts != 5 || c.BackoffBase != time.Second || c.BackoffCap != time.Minute ||
 		c.Lease != 5*time.Minute || c.HandlerTimeout != time.Minute || c.SafetyMargin != 90*time.Second ||
-		c.Unhandled != processor.UnhandledDeadLetter || c.Interval != 500*time.Millisecond ||
+		c.Unhandled != processor.UnhandledDeadLetter || c.PollInterval != 500*time.Millisecond || c.RunFor != 2*time.Minute ||
 		c.SourceKinds["acme"] != "stripe" || c.SourceKinds["billing"] != "standard" || len(c.SourceKinds) != 2 ||
 		c.Metrics.Namespace != "Acme/Webhooks" {
 		t.Fatalf("settings = %+v", c)
@@ -86,7 +87,8 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 		"PROCESSOR_HANDLER_TIMEOUT": "2m",
 		"PROCESSOR_SAFETY_MARGIN":   "40s",
 		"PROCESSOR_UNHANDLED":       "ignore",
-		"PROCESSOR_INTERVAL":        "often",
+		"PROCESSOR_POLL_INTERVAL":   "often",
+		"PROCESSOR_RUN_FOR":         "-1s",
 	}))
 	if err == nil {
 		t.Fatal("no error")
@@ -94,7 +96,8 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 	for _, want := range []string{
 		"DATABASE_URL", "DATABASE_QUERY_MODE", `source "acme"`, "PROCESSOR_BATCH_SIZE", "PROCESSOR_MAX_ATTEMPTS",
 		"PROCESSOR_BACKOFF_BASE", "PROCESSOR_SAFETY_MARGIN (40s) must exceed PROCESSOR_HANDLER_TIMEOUT (2m0s)",
-		"PROCESSOR_UNHANDLED", "PROCESSOR_INTERVAL",
+		"PROCESSOR_UNHANDLED", "PROCESSOR_POLL_INTERVAL must be a duration from 10ms to 1m0s",
+		"PROCESSOR_RUN_FOR must be a duration from 0s to 15m0s",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
@@ -108,5 +111,34 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q: %v", want, err)
 		}
+	}
+}
+
+// TestConfigFromEnvRealTime: 0 turns real time off; a run must leave room
+// to poll and, with its safety margin, fit in a Lambda invocation.
+func TestConfigFromEnvRealTime(t *testing.T) {
+	t.Parallel()
+	c, err := processor.ConfigFromEnv(getenvOf(map[string]string{"DATABASE_URL": "postgres://x@h/db", "PROCESSOR_RUN_FOR": "0"}))
+	if err != nil || c.RunFor != 0 {
+		t.Fatalf("PROCESSOR_RUN_FOR=0: %v, %v", c.RunFor, err)
+	}
+	for env, want := range map[[2]string]string{
+		{"14m30s", ""}:   "PROCESSOR_RUN_FOR (14m30s) plus PROCESSOR_SAFETY_MARGIN (40s) must fit in Lambda's longest timeout (15m0s)",
+		{"1s", "2s"}:     "PROCESSOR_POLL_INTERVAL (2s) must be shorter than PROCESSOR_RUN_FOR (1s)",
+		{"70s", "5ms"}:   "PROCESSOR_POLL_INTERVAL must be a duration from 10ms to 1m0s",
+		{"70s", "2m"}:    "PROCESSOR_POLL_INTERVAL must be a duration from 10ms to 1m0s",
+		{"16m", ""}:      "PROCESSOR_RUN_FOR must be a duration from 0s to 15m0s",
+		{"soon", "fast"}: "PROCESSOR_RUN_FOR must be a duration",
+	} {
+		_, err := processor.ConfigFromEnv(getenvOf(map[string]string{
+			"DATABASE_URL": "postgres://x@h/db", "PROCESSOR_RUN_FOR": env[0], "PROCESSOR_POLL_INTERVAL": env[1],
+		}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("PROCESSOR_RUN_FOR=%q PROCESSOR_POLL_INTERVAL=%q: %v; want %q", env[0], env[1], err, want)
+		}
+	}
+	// The largest run that fits.
+	if _, err := processor.ConfigFromEnv(getenvOf(map[string]string{"DATABASE_URL": "postgres://x@h/db", "PROCESSOR_RUN_FOR": "14m20s"})); err != nil {
+		t.Errorf("PROCESSOR_RUN_FOR=14m20s: %v", err)
 	}
 }

@@ -44,5 +44,12 @@
 // Lambda's are; skew only shifts when a row is seen as due, never whether it
 // is applied once.
 //
+// [Processor.Run] keeps a processor draining in real time: whenever a drain
+// finds nothing due it waits Config.PollInterval and drains again, until a
+// given time, so an event's handler starts within about that interval of
+// its receipt. [Processor.Invocation] is what one scheduled Lambda
+// invocation runs (Run for Config.RunFor, or one Drain), [Processor.Serve]
+// runs invocations back to back for make dev.
+//
 // See docs/processor.md, and the example handlers in shared/handlers.
 package processor

@@ -17,7 +17,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -356,29 +355,6 @@ func TestBodiesBeyondTheBudget(t *testing.T) {
 	}
 	if st := f.drain(p); st.Claimed != 0 {
 		t.Fatalf("the dead event was claimed again: %+v", st)
-	}
-}
-
-func TestRunEvery(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	p := f.processor(processor.Config{Now: time.Now})
-	if err := p.RunEvery(f.ctx, 0); err == nil {
-		t.Fatal("RunEvery accepted a zero interval")
-	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.RunEvery(ctx, 20*time.Millisecond) }()
-	// Events arriving after the first tick are drained by a later one.
-	f.insert("ledger", "t", "evt_", 5)
-	poll.Until(t, 20*time.Second, func() (bool, string) {
-		n := f.count(`SELECT count(*) FROM ledger`)
-		return n >= 5, fmt.Sprintf("RunEvery applied %d of 5 events", n)
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("RunEvery returned %v", err)
 	}
 }
 

@@ -2,19 +2,23 @@ package processor
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 )
 
-// Metrics of a drain, on its summary log line ("processor: drain metrics")
-// in CloudWatch embedded metric format when Config.Metrics is set: the
-// Logs service turns the line into metrics, with no API call. No dimension
-// (one processor function per deployment; every dimension value is a
-// billed metric), and every metric is on every line, zeros included, so
-// alarms see data rather than gaps. The names are stable: alarms and
-// dashboards refer to them (docs/operations.md lists them).
+// Metrics of a drain or a run, on its summary log line ("processor: drain
+// metrics" for a Drain, "processor: run metrics" for a Run) in CloudWatch
+// embedded metric format when Config.Metrics is set: the Logs service
+// turns the line into metrics, with no API call. No dimension (one
+// processor function per deployment; every dimension value is a billed
+// metric), and every metric is on every line, zeros included, so alarms
+// see data rather than gaps; the latency percentiles alone are left out of
+// a line that processed nothing, where a zero would be a lie. The names
+// are stable: alarms and dashboards refer to them (docs/operations.md
+// lists them).
 const (
 	// MetricProcessed: events committed with their handler.
 	MetricProcessed = "Processed"
@@ -30,13 +34,16 @@ const (
 	// MetricLeaseLost: events another processor took over after this
 	// one's lease passed (a processor frozen or slower than its lease).
 	MetricLeaseLost = "LeaseLost"
-	// MetricDrainDuration: the drain's wall time, in milliseconds.
+	// MetricDrainDuration: the drain's (or the whole run's) wall time, in
+	// milliseconds.
 	MetricDrainDuration = "DrainDurationMs"
 	// MetricBatchSize: events per claimed batch, on average over the
 	// drain (0 when it claimed none); PROCESSOR_BATCH_SIZE when the
 	// backlog is deep.
 	MetricBatchSize = "BatchSize"
-	// MetricDrainFailed: 1 when the drain stopped on a database failure.
+	// MetricDrainFailed: drains that stopped on a database failure: 1 or
+	// 0 for a Drain; for a Run, each failed poll (it polls on, and fails
+	// only if its last drain did).
 	MetricDrainFailed = "DrainFailed"
 	// MetricBacklogCount: unprocessed live events when the drain ended
 	// (due, waiting for a retry, or in flight).
@@ -47,23 +54,50 @@ const (
 	// when the drain ended, in seconds (0 when none). Alarm on it: it
 	// grows when processors stop keeping up or stop running.
 	MetricBacklogOldestAge = "BacklogOldestAgeSeconds"
+	// MetricDeadLettersOpen: open dead letters (not requeued) when the
+	// line was written, a gauge: it stays above zero until an operator
+	// requeues them, which is what its alarm watches.
+	MetricDeadLettersOpen = "DeadLettersOpen"
+	// MetricDeadLetterOldestAge: how long the oldest open dead letter has
+	// been dead, in seconds (0 when none).
+	MetricDeadLetterOldestAge = "DeadLetterOldestAgeSeconds"
+	// MetricLatencyP50 and MetricLatencyP99: the median and 99th
+	// percentile of the receipt-to-processed times (processed_at minus
+	// created_at) of the events the drain or run processed, handled or
+	// unhandled, in milliseconds. Computed here from Stats.Latencies
+	// (nearest rank), not sent as an EMF distribution: one value each per
+	// line keeps the line small however many events a run processes.
+	// Over a period, read them with the Maximum statistic (the worst
+	// run's) or Average; a percentile of percentiles means nothing.
+	MetricLatencyP50 = "ReceiptToProcessedP50Ms"
+	MetricLatencyP99 = "ReceiptToProcessedP99Ms"
 )
 
-// backlogTimeout bounds the backlog query at the end of a drain, detached
-// from the drain's context so that a drain that stopped at its deadline
-// or was cancelled still reports the backlog it leaves.
-const backlogTimeout = 5 * time.Second
+// The summary lines' messages.
+const (
+	drainMetricsMsg = "processor: drain metrics"
+	runMetricsMsg   = "processor: run metrics"
+)
 
-// emitMetrics logs the drain's metrics line. The backlog gauge comes from
-// one index-only query (storage.Store.EventGetBacklog); when it fails (the
-// database is gone) the line carries the drain's counts alone.
+// gaugeTimeout bounds the gauges' queries at the end of a drain or run,
+// detached from its context so that one that stopped at its deadline or
+// was cancelled still reports what it leaves.
+const gaugeTimeout = 5 * time.Second
+
+// emitMetrics logs a Drain's metrics line.
 func (p *Processor) emitMetrics(ctx context.Context, st Stats, drainErr error, took time.Duration) {
-	b2f := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
+	rep := runReport{Drains: 1}
+	if st.Stopped == StopError {
+		rep.Failed = 1
 	}
+	p.emitLine(ctx, drainMetricsMsg, st, drainErr, took, rep)
+}
+
+// emitLine logs a metrics line. The gauges come from two index-only
+// queries: the backlog (storage.Store.EventGetBacklog) and the open dead
+// letters (DeadLetterGetOpenStats); when one fails (the database is
+// gone) the line carries the rest.
+func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr error, took time.Duration, rep runReport) {
 	batch := 0.0
 	if st.Batches > 0 {
 		batch = float64(st.Claimed) / float64(st.Batches)
@@ -77,14 +111,25 @@ func (p *Processor) emitMetrics(ctx context.Context, st Stats, drainErr error, t
 		metrics.C(MetricLeaseLost, float64(st.LeaseLost)),
 		{Name: MetricDrainDuration, Unit: metrics.Milliseconds, Value: float64(took.Milliseconds())},
 		metrics.C(MetricBatchSize, batch),
-		metrics.C(MetricDrainFailed, b2f(st.Stopped == StopError)),
+		metrics.C(MetricDrainFailed, float64(rep.Failed)),
 	}
 	attrs := []any{"stats", st, "duration_ms", took.Milliseconds()}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backlogTimeout)
+	if msg == runMetricsMsg {
+		attrs = append(attrs, "drains", rep.Drains)
+	}
+	if p50, p99, ok := latencyPercentiles(st.Latencies); ok {
+		ms = append(ms,
+			metrics.Metric{Name: MetricLatencyP50, Unit: metrics.Milliseconds, Value: float64(p50.Milliseconds())},
+			metrics.Metric{Name: MetricLatencyP99, Unit: metrics.Milliseconds, Value: float64(p99.Milliseconds())},
+		)
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gaugeTimeout)
 	defer cancel()
 	now := p.cfg.Now()
+	gaugeFailed := false
 	if b, err := p.store.EventGetBacklog(bctx, now); err != nil {
-		attrs = append(attrs, "backlog_err", err.Error(), "cause", inbox.CauseDatabaseUnavailable)
+		attrs = append(attrs, "backlog_err", err.Error())
+		gaugeFailed = true
 	} else {
 		ms = append(ms,
 			metrics.C(MetricBacklogCount, float64(b.Count)),
@@ -92,8 +137,36 @@ func (p *Processor) emitMetrics(ctx context.Context, st Stats, drainErr error, t
 			metrics.Metric{Name: MetricBacklogOldestAge, Unit: metrics.Seconds, Value: b.OldestDueAge(now).Seconds()},
 		)
 	}
-	if drainErr != nil {
-		attrs = append(attrs, "err", drainErr.Error())
+	if d, err := p.store.DeadLetterGetOpenStats(bctx); err != nil {
+		attrs = append(attrs, "dead_letters_err", err.Error())
+		gaugeFailed = true
+	} else {
+		ms = append(ms,
+			metrics.C(MetricDeadLettersOpen, float64(d.Open)),
+			metrics.Metric{Name: MetricDeadLetterOldestAge, Unit: metrics.Seconds, Value: d.OldestAge(now).Seconds()},
+		)
 	}
-	p.log.Info("processor: drain metrics", append(attrs, p.cfg.Metrics.Attrs(nil, ms...)...)...)
+	if gaugeFailed {
+		attrs = append(attrs, "cause", inbox.CauseDatabaseUnavailable)
+	}
+	if runErr != nil {
+		attrs = append(attrs, "err", runErr.Error())
+	}
+	p.log.Info(msg, append(attrs, p.cfg.Metrics.Attrs(nil, ms...)...)...)
+}
+
+// latencyPercentiles returns the median and the 99th percentile of ds by
+// nearest rank (the smallest sample with at least that share of the
+// samples at or below it); ok is false when there is none.
+func latencyPercentiles(ds []time.Duration) (p50, p99 time.Duration, ok bool) {
+	if len(ds) == 0 {
+		return 0, 0, false
+	}
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	rank := func(pct int) time.Duration {
+		i := (len(sorted)*pct + 99) / 100 // ceil(n * pct / 100), 1-based
+		return sorted[max(i, 1)-1]
+	}
+	return rank(50), rank(99), true
 }

@@ -16,15 +16,27 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
-// metricLines returns the raw "processor: drain metrics" lines, each
-// checked with metrics.Validate, and decoded.
+// metricLines returns the "processor: drain metrics" lines, each checked
+// with metrics.Validate, and decoded.
 func (f *fixture) metricLines(t *testing.T) []map[string]any {
+	t.Helper()
+	return f.metricLinesOf(t, "processor: drain metrics")
+}
+
+// runMetricLines returns the "processor: run metrics" lines, checked and
+// decoded.
+func (f *fixture) runMetricLines(t *testing.T) []map[string]any {
+	t.Helper()
+	return f.metricLinesOf(t, "processor: run metrics")
+}
+
+func (f *fixture) metricLinesOf(t *testing.T, msg string) []map[string]any {
 	t.Helper()
 	f.logs.mu.Lock()
 	defer f.logs.mu.Unlock()
 	var out []map[string]any
 	for _, l := range bytes.Split(f.logs.buf.Bytes(), []byte("\n")) {
-		if !bytes.Contains(l, []byte(`"msg":"processor: drain metrics"`)) {
+		if !bytes.Contains(l, []byte(`"msg":"`+msg+`"`)) {
 			continue
 		}
 		if err := metrics.Validate(l); err != nil {
@@ -84,6 +96,8 @@ func TestDrainMetricsLine(t *testing.T) {
 		processor.MetricBatchSize: 3.5, processor.MetricDrainFailed: 0,
 		// The two failed events wait for their retry: backlog, not due.
 		processor.MetricBacklogCount: 2, processor.MetricBacklogDue: 0, processor.MetricBacklogOldestAge: 0,
+		// The poison event is open in the dead letters, dead just now.
+		processor.MetricDeadLettersOpen: 1, processor.MetricDeadLetterOldestAge: 0,
 	}
 	for name, v := range want {
 		if l[name] != v {
@@ -93,9 +107,18 @@ func TestDrainMetricsLine(t *testing.T) {
 	if d, ok := l[processor.MetricDrainDuration].(float64); !ok || d < 0 {
 		t.Errorf("%s = %v", processor.MetricDrainDuration, l[processor.MetricDrainDuration])
 	}
+	// Receipt to processed: the events were stored at the server's now(),
+	// and the fixture's clock runs a minute ahead of it.
+	for _, m := range []string{processor.MetricLatencyP50, processor.MetricLatencyP99} {
+		if ms, ok := l[m].(float64); !ok || ms < 55_000 || ms > 120_000 {
+			t.Errorf("%s = %v ms, want about 60000", m, l[m])
+		}
+	}
 	units := declared(l)
-	if len(units) != len(want)+1 || units[processor.MetricDrainDuration] != "Milliseconds" ||
-		units[processor.MetricBacklogOldestAge] != "Seconds" || units[processor.MetricProcessed] != "Count" {
+	if len(units) != len(want)+3 || units[processor.MetricDrainDuration] != "Milliseconds" ||
+		units[processor.MetricBacklogOldestAge] != "Seconds" || units[processor.MetricProcessed] != "Count" ||
+		units[processor.MetricLatencyP50] != "Milliseconds" || units[processor.MetricLatencyP99] != "Milliseconds" ||
+		units[processor.MetricDeadLettersOpen] != "Count" || units[processor.MetricDeadLetterOldestAge] != "Seconds" {
 		t.Fatalf("declared metrics = %v", units)
 	}
 	d := l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
@@ -143,11 +166,14 @@ func TestDrainFailureMetrics(t *testing.T) {
 		t.Fatal("drain on a closed pool succeeded")
 	}
 	l := f.metricLines(t)[0]
-	if l[processor.MetricDrainFailed] != 1.0 || l["backlog_err"] == nil || l["err"] == nil {
+	if l[processor.MetricDrainFailed] != 1.0 || l["backlog_err"] == nil || l["dead_letters_err"] == nil || l["err"] == nil ||
+		l["cause"] != "database_unavailable" {
 		t.Fatalf("line = %v", l)
 	}
-	if _, ok := l[processor.MetricBacklogCount]; ok {
-		t.Fatalf("backlog reported without a database: %v", l)
+	for _, m := range []string{processor.MetricBacklogCount, processor.MetricDeadLettersOpen, processor.MetricLatencyP50} {
+		if _, ok := l[m]; ok {
+			t.Fatalf("%s reported without a database: %v", m, l)
+		}
 	}
 }
 

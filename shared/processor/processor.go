@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -108,6 +108,10 @@ type Config struct {
 	// event fails its attempt (cause archive_store_unavailable) and is
 	// retried.
 	Bodies BodyReader
+	// Archive is where archived bodies are (ARCHIVE_BUCKET and the S3
+	// variables; ConfigFromEnv sets it when the bucket is set): the caller
+	// opens Bodies on it (archive.OpenBodies). New ignores it.
+	Archive blobstore.Config
 	// MaxAttempts is how many attempts an event gets before it is
 	// dead-lettered (1 means no retry).
 	MaxAttempts int
@@ -139,19 +143,30 @@ type Config struct {
 	// operators; "" means host:pid. A random suffix makes every processor
 	// distinct even when Lambda sandboxes share host names and pids.
 	Name string
-	// Metrics, when set, makes each Drain end with one log line that is a
-	// CloudWatch EMF record of its counts, duration and the backlog it
-	// leaves (see metrics.go); nil logs no such line (the dev stack).
+	// Metrics, when set, makes each Drain and each Run end with one log
+	// line that is a CloudWatch EMF record of its counts, duration and the
+	// backlog it leaves (see metrics.go); nil logs no such line (the dev
+	// stack).
 	Metrics *metrics.Emitter
 
 	// Database is how the processor's pool connects, SessionParams
 	// included (ConfigFromEnv sets it); the caller opens it as Pool. New
 	// ignores it.
 	Database storage.PoolConfig
-	// Interval is the time between drains of RunEvery, the long-running
-	// processor of make dev; ConfigFromEnv defaults it to DefaultInterval.
-	// New ignores it.
-	Interval time.Duration
+	// PollInterval is how long Run waits, after a drain that found nothing
+	// due, before it claims again: the latency real time buys, and the
+	// load it costs (a claim per interval per running processor). Zero
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// RunFor is how long each scheduled invocation keeps polling
+	// (Invocation runs Run until start + RunFor); 0 turns real time off,
+	// and each invocation drains once. ConfigFromEnv defaults it to
+	// DefaultRunFor.
+	RunFor time.Duration
+	// After, when set, stands in for time.After in Run's waits between
+	// drains, so that a test decides when a wait ends; nil means
+	// time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
 // WithDefaults returns c with its zero fields set to the defaults, as New
@@ -266,8 +281,10 @@ type Processor struct {
 	mu      sync.Mutex
 	workers []string
 	nworker int
-	// lastSweep is when the processor last deleted idle claims.
-	lastSweep time.Time
+	// lastSweep is when the processor last deleted idle claims, and
+	// lateSince when it last found an expired claim whose events were
+	// still locked.
+	lastSweep, lateSince time.Time
 }
 
 // New validates cfg, applies its defaults and returns a Processor.
@@ -393,10 +410,9 @@ func (p *Processor) Drain(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// recoverEvery is how often a long drain looks for the claims of
-// processors that died; a drain also looks when it starts. A claim is
-// recovered once its lease has passed anyway, so looking more often than
-// a fraction of the lease would find nothing more.
+// recoverEvery is how long a processor waits before it tries again to
+// recover a claim past its lease whose events were still locked: their
+// processor is alive and late, and ends within its session timeouts.
 const recoverEvery = 15 * time.Second
 
 func (p *Processor) drain(ctx context.Context) (Stats, error) {
@@ -409,7 +425,6 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 	}
 	worker, done := p.worker()
 	defer done()
-	var recovered time.Time
 	for {
 		if err := ctx.Err(); err != nil {
 			st.Stopped = StopCancelled
@@ -419,30 +434,60 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 			st.Stopped = StopDeadline
 			return st, nil
 		}
-		if now := p.cfg.Now(); recovered.IsZero() || now.Sub(recovered) >= recoverEvery {
+		// One statement says whether there is anything to claim or to
+		// recover: an idle poll costs that alone, no transaction.
+		due, err := p.store.EventGetDue(ctx, p.cfg.Now())
+		if err != nil {
+			return p.stopped(ctx, st, p.bookkeepingFailed(err, p.log))
+		}
+		if due.Expired && p.recoveryDue() {
 			if err := p.recoverClaims(ctx, &st); err != nil {
 				return p.stopped(ctx, st, err)
 			}
-			recovered = now
+			// Recovered events are due now, to run alone.
+			if due, err = p.store.EventGetDue(ctx, p.cfg.Now()); err != nil {
+				return p.stopped(ctx, st, p.bookkeepingFailed(err, p.log))
+			}
 		}
-		// An event that must run alone first (it failed or was interrupted
+		if !due.Solo && !due.Batch {
+			p.sweepClaims(ctx, p.cfg.Now()) // at most hourly: housekeeping while idle
+			st.Stopped = StopDrained
+			return st, nil
+		}
+		// An event that must run alone (it failed or was interrupted
 		// before), then a batch: each claim is a transaction.
-		var claimed int
 		for _, solo := range []bool{true, false} {
-			n, err := p.runClaim(ctx, worker, solo, &st)
-			if err != nil {
+			if (solo && !due.Solo) || (!solo && !due.Batch) {
+				continue
+			}
+			if _, err := p.runClaim(ctx, worker, solo, &st); err != nil {
 				return p.stopped(ctx, st, err)
 			}
-			claimed += n
 			if st.Stopped != "" {
 				return st, ctx.Err()
 			}
 		}
-		if claimed == 0 {
-			st.Stopped = StopDrained
-			return st, nil
-		}
 	}
+}
+
+// recoveryDue reports whether the processor may recover expired claims
+// now: always, unless its last try found a claim whose events are still
+// locked (its processor is late, not dead), in which case it waits
+// recoverEvery before trying again rather than wait for those locks at
+// every poll.
+func (p *Processor) recoveryDue() bool {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lateSince.IsZero() || now.Sub(p.lateSince) >= recoverEvery || now.Before(p.lateSince)
+}
+
+// recoveryBlocked notes that a claim past its lease still holds its
+// events (see recoveryDue); recoveryDone that recovery went through.
+func (p *Processor) recoveryBlocked() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lateSince = p.cfg.Now()
 }
 
 // stopped ends a drain on an error of the processor's own.
@@ -483,33 +528,4 @@ func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter) (in
 		p.log.Info("processor: dead letters requeued", "events", n)
 	}
 	return n, err
-}
-
-// RunEvery drains now and then every interval until ctx is done, which is
-// what `make dev` runs in place of the Lambda's schedule. A failed drain
-// (the database is down) is logged and tried again at the next tick. It
-// returns nil when ctx is cancelled.
-func (p *Processor) RunEvery(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		return fmt.Errorf("processor: RunEvery: interval must be positive, got %s", interval)
-	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		st, err := p.Drain(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			p.log.Error("processor: drain failed; retrying at the next tick", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-		case st.Claimed > 0:
-			p.log.Info("processor: drained", "stats", st)
-		}
-		t.Reset(interval)
-	}
 }

@@ -60,7 +60,6 @@ func (p *Processor) recoverOne(ctx context.Context, st *Stats) (done bool, err e
 		return true, p.bookkeepingFailed(err, p.log)
 	}
 	if len(claims) == 0 {
-		p.sweepClaims(ctx, now)
 		return true, nil
 	}
 	c := claims[0]
@@ -80,6 +79,7 @@ func (p *Processor) recoverOne(ctx context.Context, st *Stats) (done bool, err e
 		// Its events are still locked: its processor is alive, past its
 		// lease. Its transaction ends within the session timeouts; the
 		// next look finds the claim again.
+		p.recoveryBlocked()
 		p.log.Warn("processor: a claim past its lease still holds its events; its processor is late, not dead",
 			"cause", inbox.CauseLeaseExpired, "claim", c.Token, "processor", c.Processor, "events", len(c.EventIDs))
 		return true, nil

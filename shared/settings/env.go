@@ -116,6 +116,22 @@ func (e *Env) Duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// DurationIn returns the variable as a Go duration from lo to hi, or def.
+// Unlike Duration it may allow zero ("0" or "0s") when lo is zero: a
+// setting that a zero turns off.
+func (e *Env) DurationIn(name string, def, lo, hi time.Duration) time.Duration {
+	v := e.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		e.Errorf("%s must be a duration from %s to %s, got %q", name, lo, hi, v)
+		return def
+	}
+	return d
+}
+
 // Age returns the variable as a positive Go duration or a whole number of
 // days ("7d", the unit retention is thought in), or def.
 func (e *Env) Age(name string, def time.Duration) time.Duration {

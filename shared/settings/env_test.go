@@ -16,7 +16,7 @@ func TestEnvDefaultsWhenUnset(t *testing.T) {
 	e := settings.NewEnv(getenvOf(nil))
 	if e.String("S", "d") != "d" || e.Int("I", 7) != 7 || e.IntIn("N", 3, 1, 9, "events") != 3 ||
 		e.Bytes("B", 1<<20) != 1<<20 || e.Duration("D", time.Second) != time.Second ||
-		e.Age("A", 7*24*time.Hour) != 7*24*time.Hour || !e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "x" {
+		e.DurationIn("DI", time.Second, 0, time.Minute) != time.Second || e.Age("A", 7*24*time.Hour) != 7*24*time.Hour || !e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "x" {
 		t.Fatal("an unset variable did not keep its default")
 	}
 	if err := e.Err(); err != nil {
@@ -28,9 +28,11 @@ func TestEnvReadsValues(t *testing.T) {
 	t.Parallel()
 	e := settings.NewEnv(getenvOf(map[string]string{
 		"S": "v", "I": "12", "N": "9", "B": "2048", "D": "1m30s", "A": "30d", "A2": "36h", "T": "false", "O": "y",
+		"DI": "0", "DI2": "1m",
 	}))
 	if e.String("S", "d") != "v" || e.Int("I", 1) != 12 || e.IntIn("N", 3, 1, 9, "events") != 9 || e.Bytes("B", 1) != 2048 ||
-		e.Duration("D", 0) != 90*time.Second || e.Age("A", 0) != 30*24*time.Hour || e.Age("A2", 0) != 36*time.Hour ||
+		e.Duration("D", 0) != 90*time.Second || e.DurationIn("DI", time.Second, 0, time.Minute) != 0 ||
+		e.DurationIn("DI2", 0, time.Second, time.Minute) != time.Minute || e.Age("A", 0) != 30*24*time.Hour || e.Age("A2", 0) != 36*time.Hour ||
 		e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "y" {
 		t.Fatal("a value was not read")
 	}
@@ -45,10 +47,13 @@ func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
 	t.Parallel()
 	e := settings.NewEnv(getenvOf(map[string]string{
 		"I": "many", "I0": "0", "N": "1000000", "B": "lots", "D": "-1s", "A": "a week", "T": "sometimes", "O": "z",
+		"DI": "2m", "DI0": "0", "DIX": "soon",
 	}))
 	if e.Int("I", 5) != 5 || e.Int("I0", 5) != 5 || e.IntIn("N", 3, 1, 100000, "events") != 3 || e.Bytes("B", 8) != 8 ||
 		e.Duration("D", time.Second) != time.Second || e.Age("A", time.Hour) != time.Hour || !e.Bool("T", true) ||
-		e.OneOf("O", "x", "x", "y") != "x" {
+		e.OneOf("O", "x", "x", "y") != "x" || e.DurationIn("DI", time.Second, 0, time.Minute) != time.Second ||
+		e.DurationIn("DI0", time.Second, time.Millisecond, time.Minute) != time.Second ||
+		e.DurationIn("DIX", time.Second, 0, time.Minute) != time.Second {
 		t.Fatal("a bad value did not keep the default")
 	}
 	e.Required("R")
@@ -64,6 +69,9 @@ func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
 		`N must be a number of events from 1 to 100000, got "1000000"`,
 		`B must be a positive number of bytes, got "lots"`,
 		`D must be a positive duration such as 30s or 5m, got "-1s"`,
+		`DI must be a duration from 0s to 1m0s, got "2m"`,
+		`DI0 must be a duration from 1ms to 1m0s, got "0"`,
+		`DIX must be a duration from 0s to 1m0s, got "soon"`,
 		`A must be a positive duration such as 168h or 7d, got "a week"`,
 		`T must be true or false, got "sometimes"`,
 		`O must be x or y, got "z"`,

@@ -42,6 +42,23 @@ type ClaimParams struct {
 	BodyBudget int64
 }
 
+// Due says what a claim would find now.
+type Due struct {
+	// Solo: an event that must run alone; Batch: one that may run in a
+	// batch; Expired: a claim past its lease, to recover.
+	Solo, Batch, Expired bool
+}
+
+// EventGetDue tells whether a claim would find anything at now, locking
+// nothing.
+func (e executor) EventGetDue(ctx context.Context, now time.Time) (Due, error) {
+	r, err := queries.EventGetDue(ctx, e.db, now)
+	if err != nil {
+		return Due{}, fmt.Errorf("look for due events: %w", err)
+	}
+	return Due{Solo: r.Solo, Batch: r.Batch, Expired: r.Expired}, nil
+}
+
 // EventClaimBatch locks up to p.Max due events that may run together,
 // oldest due first, until the transaction ends: run it on the *Tx that
 // runs them (see the query). Events of recorded claims are left out.

@@ -336,6 +336,9 @@ func testEventProcessing(t *testing.T, e *env) {
 	if backlog.Count != 3 || backlog.Due != 3 || backlog.OldestDueAt == nil || backlog.OldestDueAge(now) != time.Minute {
 		t.Fatalf("backlog = %+v", backlog)
 	}
+	if due := must[storage.Due](t)(s.EventGetDue(e.ctx, now)); !due.Batch || due.Solo || due.Expired {
+		t.Fatalf("due = %+v", due)
+	}
 	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
 	defer tx.Rollback(e.ctx)
 	// The budget holds the first body alone: the second is read later.
@@ -389,6 +392,9 @@ func testEventProcessing(t *testing.T, e *env) {
 	}
 	// The failed event is no batch's any more: it runs alone, when due.
 	later := now.Add(2 * time.Second)
+	if due := must[storage.Due](t)(s.EventGetDue(e.ctx, later)); !due.Batch || !due.Solo {
+		t.Fatalf("due = %+v", due)
+	}
 	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
 	if c := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: later, Max: 10, BodyBudget: 1 << 20})); len(c) != 1 || c[0].ID != evs[2].ID {
 		t.Fatalf("batch claim = %+v", c)
@@ -440,6 +446,9 @@ func testEventInterrupted(t *testing.T, e *env) {
 		t.Fatalf("expired inside the lease: %+v", c)
 	}
 	later := now.Add(time.Minute)
+	if due := must[storage.Due](t)(s.EventGetDue(e.ctx, later)); !due.Expired || due.Batch || due.Solo {
+		t.Fatalf("due = %+v: the claims' events are theirs until recovered", due)
+	}
 	expired := must[[]storage.Claim](t)(tx.ClaimLockExpired(e.ctx, later, 10, time.Second))
 	if len(expired) != 2 || !expired[0].ClaimedAt.Equal(now) {
 		t.Fatalf("expired = %+v", expired)

@@ -27,6 +27,7 @@ type Executor interface {
 	EventGetByKey(ctx context.Context, source, eventID string) (*inbox.Event, error)
 	EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error)
 	EventList(ctx context.Context, f EventFilter, now time.Time, limit int) ([]*inbox.Event, error)
+	EventGetDue(ctx context.Context, now time.Time) (Due, error)
 	EventClaimBatch(ctx context.Context, p ClaimParams) ([]ClaimedEvent, error)
 	EventClaimSolo(ctx context.Context, now time.Time, bodyBudget int64) ([]ClaimedEvent, error)
 	EventListBodies(ctx context.Context, ids []int64) (map[int64][]byte, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
@@ -60,9 +62,10 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
 		Template: tpl, RepoRoot: root, Dir: t.TempDir(), DatabaseURL: dbURL,
 		Env: map[string][]string{
-			"*":                 {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
-			"ReceiverFunction":  {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
-			"ProcessorFunction": {"PROCESSOR_INTERVAL=1s"},
+			"*":                {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
+			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
+			// A short run, so the test need not wait the template's 70 s.
+			"ProcessorFunction": {"PROCESSOR_RUN_FOR=10s", "PROCESSOR_POLL_INTERVAL=100ms"},
 			"ArchiverFunction": {
 				"ARCHIVE_BUCKET=" + bucket.Bucket, "ARCHIVE_MIN_AGE=1ms",
 				"S3_ENDPOINT=" + s3srv.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
@@ -124,9 +127,44 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	}
 
 	// The processor's schedule: every event processed, the Stripe dunning
-	// and Square order handlers' effects written.
-	if out, err := stack.Fire(ctx, "ProcessorFunction"); err != nil {
-		t.Fatalf("processor: %v %s", err, out)
+	// and Square order handlers' effects written; then, in real time, a
+	// webhook received while the invocation polls is processed by it.
+	fired := make(chan error, 1)
+	go func() {
+		out, err := stack.Fire(ctx, "ProcessorFunction")
+		if err != nil {
+			err = fmt.Errorf("%w %s", err, out)
+		}
+		fired <- err
+	}()
+	processed := func(where string) func() (bool, string) {
+		return func() (bool, string) {
+			var n int
+			_ = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NULL`+where).Scan(&n)
+			return n == 0, fmt.Sprintf("%d events not processed", n)
+		}
+	}
+	poll.Until(t, 60*time.Second, processed(""))
+	sources := len(ids)
+	github, _ := set.Lookup("github")
+	late, err := sender.Sample(github, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body, err := late.Post(ctx, front.Client(), front.URL); err != nil || code != 200 || !strings.Contains(string(body), "accepted") {
+		t.Fatalf("late delivery: %d %s %v", code, body, err)
+	}
+	ids = append(ids, late.EventID)
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		select {
+		case err := <-fired:
+			t.Fatalf("the invocation ended before the late webhook was processed: %v", err)
+		default:
+		}
+		return processed(" AND event_id = '" + late.EventID + "'")()
+	})
+	if err := <-fired; err != nil {
+		t.Fatalf("processor: %v", err)
 	}
 	var unprocessed, dunning, orders int
 	_ = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NULL`).Scan(&unprocessed)
@@ -146,8 +184,8 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 		t.Fatalf("after the archiver: archived=%d bodies left=%d", archived, bodies)
 	}
 	objects, err := s3test.Open(t, bucket).List(ctx, "archive/")
-	if err != nil || len(objects) != len(ids) {
-		t.Fatalf("objects = %d, %v; want one per source (%d)", len(objects), err, len(ids))
+	if err != nil || len(objects) != sources {
+		t.Fatalf("objects = %d, %v; want one per source (%d)", len(objects), err, sources)
 	}
 
 	// Each function connected as its own role, the migrator as the admin

@@ -2,6 +2,8 @@ package samtemplate_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 const sourcesSecret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:inbox-sources-GhIjKl"
@@ -118,6 +121,50 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 	}
 }
 
+// TestProcessorRunsInRealTime: by default each processor invocation polls
+// for longer than the schedule's period, so the next one is polling before
+// it stops, and its run plus the safety margin the processor keeps after
+// it fits in the function's timeout, with the values the processor itself
+// reads from the template's environment; ProcessorRealTime=disabled makes
+// each invocation one drain. Either way the processor knows the archive's
+// bucket (replays of archived events).
+func TestProcessorRunsInRealTime(t *testing.T) {
+	t.Parallel()
+	for _, realTime := range []string{"enabled", "disabled"} {
+		tpl, res := load(t, map[string]any{"ProcessorRealTime": realTime})
+		fn := tpl.Functions["ProcessorFunction"]
+		env := maps.Clone(fn.Environment)
+		env["DATABASE_URL"] = "postgres://template-test@127.0.0.1:1/x" // the secret's, in AWS
+		c, err := processor.ConfigFromEnv(func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatalf("%s: the processor refuses the template's environment: %v", realTime, err)
+		}
+		period, err := samtemplate.ParseRate(fn.Schedules[0].Expression)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if realTime == "disabled" {
+			if c.RunFor != 0 || period != time.Minute {
+				t.Errorf("real time disabled: run for %s, schedule %s; want one drain a minute", c.RunFor, period)
+			}
+		} else {
+			if c.RunFor <= period || c.RunFor > period+15*time.Second {
+				t.Errorf("each invocation polls %s on a %s schedule: want a little longer, so that one is always polling", c.RunFor, period)
+			}
+			if c.PollInterval > 200*time.Millisecond {
+				t.Errorf("poll interval %s: an event would wait longer than real time allows", c.PollInterval)
+			}
+		}
+		if fn.Timeout <= c.RunFor+c.SafetyMargin {
+			t.Errorf("%s: timeout %s leaves no room for the run (%s) and its safety margin (%s)", realTime, fn.Timeout, c.RunFor, c.SafetyMargin)
+		}
+		vars := props(t, res, "ProcessorFunction")["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if bucket := mustJSON(vars["ARCHIVE_BUCKET"]); bucket != `{"Ref":"ArchiveBucket"}` {
+			t.Errorf("%s: the processor's ARCHIVE_BUCKET = %s, want the archive's bucket", realTime, bucket)
+		}
+	}
+}
+
 // TestOpenParameters: values are checked as CloudFormation checks them,
 // and change what the functions get.
 func TestOpenParameters(t *testing.T) {
@@ -217,10 +264,19 @@ func TestOperations(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable"} {
+	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}
+	}
+	// The open dead letters' alarm stays on while any remains: the
+	// largest value of the gauge over a period of several processor
+	// lines, and a period with no line keeps the state instead of
+	// clearing it.
+	open := props(t, res, "DeadLettersOpenAlarm")
+	if open["MetricName"] != "DeadLettersOpen" || open["Statistic"] != "Maximum" || open["TreatMissingData"] != "ignore" ||
+		open["ComparisonOperator"] != "GreaterThanThreshold" || fmt.Sprint(open["Threshold"]) != "0" || fmt.Sprint(open["Period"]) != "300" {
+		t.Errorf("DeadLettersOpenAlarm = %v", open)
 	}
 	for _, m := range []string{"Errors", "Throttles"} {
 		for _, id := range tpl.FunctionIDs() {
@@ -233,7 +289,7 @@ func TestOperations(t *testing.T) {
 		t.Error("no alarm on the HTTP API's 5xx answers")
 	}
 	dash := mustJSON(props(t, res, "Dashboard"))
-	for _, want := range []string{"Throttles", `\"5xx\"`, "Errors", "BacklogOldestAgeSeconds"} {
+	for _, want := range []string{"Throttles", `\"5xx\"`, "Errors", "BacklogOldestAgeSeconds", "DeadLettersOpen", "ReceiptToProcessedP99Ms"} {
 		if !strings.Contains(dash, want) {
 			t.Errorf("the dashboard does not show %s", want)
 		}

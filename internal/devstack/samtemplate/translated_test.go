@@ -178,10 +178,19 @@ func (d deployed) checkFunctions(t *testing.T) {
 	}
 }
 
+// s3Access is every S3 action each function may take: only the archiver
+// writes, deletes and lists the archive; the processor reads archived
+// bodies back (replays), nothing else.
+var s3Access = map[string][]string{
+	"ArchiverFunction":  {"s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject"},
+	"ProcessorFunction": {"s3:GetObject"},
+}
+
 // checkRoles: every function's role is the template's own AWS::IAM::Role
 // (SAM adds no managed policy to it), with the VPC-access managed policy
 // exactly when the function runs in a VPC, its logs in its own log group,
-// and no wildcard action or resource.
+// the S3 actions of s3Access and no others (the processor's on the
+// archive's objects only), and no wildcard action or resource.
 func (d deployed) checkRoles(t *testing.T) {
 	t.Helper()
 	for id := range dbRoles {
@@ -207,7 +216,8 @@ func (d deployed) checkRoles(t *testing.T) {
 			t.Errorf("%s outside any VPC: managed policies %v, want none", id, managed)
 		}
 		logGroup := target(fn.Properties["LoggingConfig"].(map[string]any)["LogGroup"])
-		logsOwn, writesObjects := false, false
+		logsOwn := false
+		var s3Actions []string
 		for _, st := range statements(role) {
 			if st["Effect"] != "Allow" {
 				continue
@@ -216,11 +226,14 @@ func (d deployed) checkRoles(t *testing.T) {
 				if strings.Contains(a, "*") {
 					t.Errorf("%s: wildcard action %q", id, a)
 				}
-				// Only the archiver touches the bucket.
-				if strings.HasPrefix(a, "s3:") && id != "ArchiverFunction" {
-					t.Errorf("%s may %s", id, a)
+				if strings.HasPrefix(a, "s3:") {
+					s3Actions = append(s3Actions, a)
+					if id == "ProcessorFunction" {
+						if r := resources(st); len(r) != 1 || !strings.Contains(canon(r[0]), "ArchiveBucket.Arn}/archive/*") {
+							t.Errorf("the processor may %s on %s, want the archive's objects only", a, canon(r))
+						}
+					}
 				}
-				writesObjects = writesObjects || a == "s3:PutObject"
 			}
 			for _, r := range resources(st) {
 				if s, ok := r.(string); ok && strings.HasSuffix(s, "*") && !strings.HasSuffix(s, "/*") {
@@ -239,8 +252,9 @@ func (d deployed) checkRoles(t *testing.T) {
 		if !logsOwn {
 			t.Errorf("%s cannot write its own logs", id)
 		}
-		if id == "ArchiverFunction" && !writesObjects {
-			t.Error("the archiver cannot write archive objects")
+		sort.Strings(s3Actions)
+		if !slices.Equal(s3Actions, s3Access[id]) {
+			t.Errorf("%s's S3 actions = %v, want %v", id, s3Actions, s3Access[id])
 		}
 	}
 }
@@ -645,6 +659,7 @@ func TestRulesRefuseInconsistentParameters(t *testing.T) {
 		{"create with subnets", with(nil, "SubnetIds", userSubnets, "SecurityGroupIds", userGroups), "leave SubnetIds"},
 		{"create with a resource id", with(nil, "DatabaseAuth", "iam", "DatabaseResourceId", userProxyID), "leave DatabaseHost"},
 		{"max below min", with(nil, "DatabaseMinCapacity", "4", "DatabaseMaxCapacity", "2"), "at least DatabaseMinCapacity"},
+		{"real time on a slower schedule", with(nil, "ProcessorSchedule", "rate(5 minutes)"), "set ProcessorRealTime=disabled"},
 	}
 	for _, c := range cases {
 		st, err := samtemplate.NewStack(doc, c.params)

@@ -67,3 +67,11 @@ SELECT * FROM webhook_dead_letters WHERE event_pk = @event_pk::bigint ORDER BY d
 -- name: DeadLetterExpunge :exec
 -- Erases the copies of an expunged event's payload and body.
 UPDATE webhook_dead_letters SET payload = NULL, body = NULL WHERE event_pk = @event_pk::bigint;
+
+-- name: DeadLetterGetOpenStats :one
+-- The open dead letters (not requeued) as a gauge: how many, and when the
+-- oldest died. webhook_dead_letters_open_idx holds exactly these rows and
+-- dead_at, so this is an index-only scan whose cost follows the open dead
+-- letters, never the table. The processor reads it for each metrics line.
+SELECT count(*) AS count, min(dead_at) AS oldest_dead_at
+  FROM webhook_dead_letters WHERE requeued_at IS NULL;

@@ -76,6 +76,23 @@ SELECT sqlc.embed(e), coalesce(c.processor, '')::text AS claimed_by, c.locked_un
 -- holding the row.
 SELECT * FROM webhook_events WHERE provider = @source::text AND event_id = @event_id::text FOR UPDATE;
 
+-- name: EventGetDue :one
+-- Whether a claim would find anything now, without opening a transaction
+-- or locking a row: a due event that must run alone (solo), one that may
+-- run in a batch, and a claim past its lease to recover (expired). The
+-- processor asks before it claims, so that an idle poll costs this one
+-- statement. Each EXISTS stops at the first row of its index
+-- (webhook_events_solo_due_idx, webhook_events_due_idx; webhook_claims is
+-- a few pages).
+SELECT EXISTS (SELECT 1 FROM webhook_events e
+                WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND e.solo AND e.next_attempt_at <= @now::timestamptz
+                  AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS solo,
+       EXISTS (SELECT 1 FROM webhook_events e
+                WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND NOT e.solo AND e.next_attempt_at <= @now::timestamptz
+                  AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS batch,
+       EXISTS (SELECT 1 FROM webhook_claims c
+                WHERE cardinality(c.event_ids) > 0 AND c.locked_until <= @now::timestamptz) AS expired;
+
 -- name: EventClaimBatch :many
 -- Claims up to @max due events that may run together (not solo), oldest
 -- due first, for the transaction that runs them: FOR NO KEY UPDATE SKIP

@@ -95,6 +95,27 @@ func (q *Queries) DeadLetterExpunge(ctx context.Context, db DBTX, eventPk int64)
 	return err
 }
 
+const deadLetterGetOpenStats = `-- name: DeadLetterGetOpenStats :one
+SELECT count(*) AS count, min(dead_at) AS oldest_dead_at
+  FROM webhook_dead_letters WHERE requeued_at IS NULL
+`
+
+type DeadLetterGetOpenStatsRow struct {
+	Count        int64
+	OldestDeadAt interface{}
+}
+
+// The open dead letters (not requeued) as a gauge: how many, and when the
+// oldest died. webhook_dead_letters_open_idx holds exactly these rows and
+// dead_at, so this is an index-only scan whose cost follows the open dead
+// letters, never the table. The processor reads it for each metrics line.
+func (q *Queries) DeadLetterGetOpenStats(ctx context.Context, db DBTX) (DeadLetterGetOpenStatsRow, error) {
+	row := db.QueryRow(ctx, deadLetterGetOpenStats)
+	var i DeadLetterGetOpenStatsRow
+	err := row.Scan(&i.Count, &i.OldestDeadAt)
+	return i, err
+}
+
 const deadLetterList = `-- name: DeadLetterList :many
 SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at FROM webhook_dead_letters d
  WHERE d.requeued_at IS NULL

@@ -654,6 +654,37 @@ func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg Event
 	return i, err
 }
 
+const eventGetDue = `-- name: EventGetDue :one
+SELECT EXISTS (SELECT 1 FROM webhook_events e
+                WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND e.solo AND e.next_attempt_at <= $1::timestamptz
+                  AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS solo,
+       EXISTS (SELECT 1 FROM webhook_events e
+                WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND NOT e.solo AND e.next_attempt_at <= $1::timestamptz
+                  AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS batch,
+       EXISTS (SELECT 1 FROM webhook_claims c
+                WHERE cardinality(c.event_ids) > 0 AND c.locked_until <= $1::timestamptz) AS expired
+`
+
+type EventGetDueRow struct {
+	Solo    bool
+	Batch   bool
+	Expired bool
+}
+
+// Whether a claim would find anything now, without opening a transaction
+// or locking a row: a due event that must run alone (solo), one that may
+// run in a batch, and a claim past its lease to recover (expired). The
+// processor asks before it claims, so that an idle poll costs this one
+// statement. Each EXISTS stops at the first row of its index
+// (webhook_events_solo_due_idx, webhook_events_due_idx; webhook_claims is
+// a few pages).
+func (q *Queries) EventGetDue(ctx context.Context, db DBTX, now time.Time) (EventGetDueRow, error) {
+	row := db.QueryRow(ctx, eventGetDue, now)
+	var i EventGetDueRow
+	err := row.Scan(&i.Solo, &i.Batch, &i.Expired)
+	return i, err
+}
+
 const eventGetHashByKey = `-- name: EventGetHashByKey :one
 SELECT id, body_sha256 FROM webhook_events WHERE provider = $1::text AND event_id = $2::text
 `

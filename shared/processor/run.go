@@ -1,0 +1,217 @@
+package processor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+)
+
+// Real time: a processor that keeps polling (Run) between the scheduled
+// invocations, so that an event's handler starts within about
+// PollInterval of its receipt instead of at the next tick of the schedule.
+// docs/processor.md ("Real time") weighs it against LISTEN/NOTIFY and a
+// receiver-triggered invocation, and says what it costs at idle.
+const (
+	// DefaultPollInterval is Config.PollInterval's default: an event waits
+	// half of it on average (plus a claim's round trip) before its handler
+	// starts, well within a second, for five claims a second per polling
+	// processor, each an index scan of the due events that finds nothing
+	// when idle.
+	DefaultPollInterval = 200 * time.Millisecond
+	// MinPollInterval and MaxPollInterval bound PollInterval: below the
+	// minimum the polls would be most of the database's work for no
+	// latency one could notice behind a sender's own; above the maximum
+	// the schedule alone does as well.
+	MinPollInterval = 10 * time.Millisecond
+	MaxPollInterval = time.Minute
+	// DefaultRunFor is Config.RunFor's default: a little more than the
+	// template's one-minute schedule, so the next invocation is already
+	// polling when this one stops, even when a tick comes a few seconds
+	// late or meets a cold start. Overlapping processors are safe (they
+	// claim disjoint events); the overlap costs a sixth more idle time.
+	DefaultRunFor = 70 * time.Second
+	// maxRetryWait caps the wait after consecutive failed drains (the
+	// database is down): PollInterval doubled per failure up to it, so an
+	// outage costs a log line every few seconds, not five a second.
+	maxRetryWait = 5 * time.Second
+)
+
+// Run drains (Drain's loop, without its metrics line) and, whenever a
+// drain finds nothing due, waits PollInterval and drains again. It stops
+// when until passes (on the processor's clock, Config.Now), when less than
+// SafetyMargin is left before ctx's deadline, or when ctx is cancelled; it
+// drains at least once, so a past until makes it one drain. until ends the
+// polling, not the work: a drain that still finds events due goes on until
+// none is or the deadline's margin, as Drain does, so a backlog keeps every
+// running processor busy.
+//
+// A drain the database fails is logged and tried again at the next poll,
+// after a wait that doubles with each consecutive failure up to a few
+// seconds; Run returns the error only when the last drain before it
+// stopped failed (Stats.Stopped is then StopError). Cancelled, it returns
+// ctx's error, as Drain does. Its Stats add up its drains'. With
+// Config.Metrics set it logs one metrics line when it returns ("processor:
+// run metrics"), however long it ran: one line per poll would be millions
+// of lines a month.
+func (p *Processor) Run(ctx context.Context, until time.Time) (Stats, error) {
+	start := time.Now()
+	st, rep, err := p.run(ctx, until)
+	if p.cfg.Metrics != nil {
+		p.emitLine(ctx, runMetricsMsg, st, err, time.Since(start), rep)
+	}
+	return st, err
+}
+
+// Invocation is what one scheduled invocation of the processor runs: Run
+// until RunFor from now, or, with RunFor 0 (real time off), one Drain.
+func (p *Processor) Invocation(ctx context.Context) (Stats, error) {
+	if p.cfg.RunFor <= 0 {
+		return p.Drain(ctx)
+	}
+	return p.Run(ctx, p.cfg.Now().Add(p.cfg.RunFor))
+}
+
+// Serve runs the scheduled invocations back to back until ctx is done,
+// each a Run of RunFor with its own metrics line, as the deployed function
+// does with its overlapping invocations; with RunFor 0 it stands in for
+// the schedule and drains once every schedule period instead. It is the
+// long-running processor of make dev. A failed invocation is logged and
+// the next one runs; it returns nil when ctx is done or its deadline's
+// margin is reached.
+func (p *Processor) Serve(ctx context.Context, schedule time.Duration) error {
+	if p.cfg.RunFor <= 0 && schedule <= 0 {
+		return errors.New("processor: Serve: without RunFor, the schedule period must be positive")
+	}
+	for {
+		next := time.Now().Add(schedule)
+		st, err := p.Invocation(ctx)
+		switch {
+		case ctx.Err() != nil, st.Stopped == StopDeadline:
+			// The caller's time is up.
+			return nil
+		case err != nil:
+			p.log.Error("processor: invocation failed; the next one retries", "cause", inbox.CauseDatabaseUnavailable,
+				"err", err, "handled", st.Handled)
+		}
+		if p.cfg.RunFor > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.after(time.Until(next)):
+		}
+	}
+}
+
+// runReport is what a run's metrics line says besides its Stats.
+type runReport struct {
+	// Drains is how many drains the run made (one per poll).
+	Drains int
+	// Failed is how many of them the database failed.
+	Failed int
+}
+
+func (p *Processor) run(ctx context.Context, until time.Time) (Stats, runReport, error) {
+	var (
+		total    Stats
+		rep      runReport
+		failures int // consecutive
+	)
+	interval := p.pollInterval()
+	for {
+		st, err := p.drain(ctx)
+		rep.Drains++
+		total.add(st)
+		total.Stopped = st.Stopped
+		switch {
+		case st.Stopped == StopCancelled || ctx.Err() != nil:
+			total.Stopped = StopCancelled
+			return total, rep, cmp.Or(ctx.Err(), err)
+		case st.Stopped == StopDeadline:
+			return total, rep, nil
+		case err != nil:
+			rep.Failed++
+			failures++
+		default:
+			failures = 0
+		}
+		if st.Claimed > 0 {
+			// The counts, not the struct: a readable line would print
+			// every latency.
+			p.log.Log(ctx, p.drainedLevel(), "processor: drained", "claimed", st.Claimed, "handled", st.Handled,
+				"unhandled", st.Unhandled, "retried", st.Retried, "dead_lettered", st.DeadLettered)
+		}
+
+		wait := interval
+		if failures > 0 {
+			wait = retryWait(interval, failures)
+		}
+		// No wait past until, nor into the deadline's margin.
+		left := until.Sub(p.cfg.Now())
+		if left <= 0 {
+			return total, rep, err
+		}
+		wait = min(wait, left)
+		if d, ok := ctx.Deadline(); ok {
+			left := time.Until(d) - p.cfg.SafetyMargin
+			if left <= 0 {
+				if err == nil {
+					total.Stopped = StopDeadline
+				}
+				return total, rep, err
+			}
+			wait = min(wait, left)
+		}
+		if failures > 0 {
+			p.log.Warn("processor: drain failed; polling again", "cause", inbox.CauseDatabaseUnavailable,
+				"err", err, "retry_in", wait.String(), "failures", failures)
+		}
+		select {
+		case <-ctx.Done():
+			total.Stopped = StopCancelled
+			return total, rep, ctx.Err()
+		case <-p.after(wait):
+		}
+	}
+}
+
+func (p *Processor) pollInterval() time.Duration {
+	if p.cfg.PollInterval <= 0 {
+		return DefaultPollInterval
+	}
+	return p.cfg.PollInterval
+}
+
+func (p *Processor) after(d time.Duration) <-chan time.Time {
+	if p.cfg.After != nil {
+		return p.cfg.After(d)
+	}
+	return time.After(d)
+}
+
+// drainedLevel is the level of the line each drain that claimed events
+// logs: info without a metrics line to sum the run up (the dev stack,
+// whose reader wants to see events handled), debug with one (the Lambda,
+// whose metrics line already counts them).
+func (p *Processor) drainedLevel() slog.Level {
+	if p.cfg.Metrics == nil {
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// retryWait is the wait after the nth consecutive failed drain: interval
+// doubled per failure, capped at maxRetryWait (or interval, if longer).
+func retryWait(interval time.Duration, n int) time.Duration {
+	ceiling := max(maxRetryWait, interval)
+	wait := interval
+	for i := 1; i < n && wait < ceiling; i++ {
+		wait *= 2
+	}
+	return min(wait, ceiling)
+}

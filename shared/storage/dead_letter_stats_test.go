@@ -1,0 +1,41 @@
+package storage_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// The gauge's case registers itself beside its query's wrapper
+// (dead_letter_stats.go); TestConformance runs it in every query mode.
+func init() {
+	conformanceCases = append(conformanceCases, conformanceCase{"webhook_dead_letters/open_stats", testDeadLetterOpenStats})
+}
+
+// testDeadLetterOpenStats: the gauge counts open dead letters only, and
+// its age is the oldest open one's, whatever was requeued.
+func testDeadLetterOpenStats(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	if st := must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx)); st.Open != 0 || st.OldestDeadAt != nil || st.OldestAge(now) != 0 {
+		t.Fatalf("no dead letters: %+v", st)
+	}
+	hourAgo := now.Add(-time.Hour)
+	old := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: hourAgo})
+	factory.Events(e.ctx, t, s, 2, &factory.EventOpts{Source: "shop", Type: "refund", State: inbox.StateDead, Now: now})
+	st := must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
+	if st.Open != 3 || st.OldestDeadAt == nil || !st.OldestDeadAt.Equal(hourAgo) || st.OldestAge(now.Add(time.Minute)) != time.Hour+time.Minute {
+		t.Fatalf("three open: %+v", st)
+	}
+	// Requeued, the oldest no longer counts: the gauge ages from the next.
+	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "shop", EventType: "order"}, now)); n != 1 {
+		t.Fatalf("requeued %d (event %d)", n, old.ID)
+	}
+	st = must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
+	if st.Open != 2 || st.OldestDeadAt == nil || !st.OldestDeadAt.Equal(now) || st.OldestAge(now.Add(-time.Second)) != 0 {
+		t.Fatalf("after the requeue: %+v", st)
+	}
+}
