@@ -107,8 +107,9 @@ func (r RelationBloat) Over(th BloatThreshold) bool {
 // PGBloatEstimate estimates the bloat of the tables of the current schema
 // whose names match tablePattern (LIKE; InboxTables for the project's), of
 // their TOAST tables and of every index on them, from the catalogue alone:
-// cheap on any size of table. Rows come table by table, the table first,
-// then its TOAST, then its indexes by name.
+// cheap on any size of table. Rows come table by table, largest first (as
+// PGTableSizes), the table first, then its TOAST, then its indexes by
+// name.
 func (e executor) PGBloatEstimate(ctx context.Context, tablePattern string) ([]RelationBloat, error) {
 	rows, err := queries.PGBloatEstimate(ctx, e.db, tablePattern)
 	if err != nil {

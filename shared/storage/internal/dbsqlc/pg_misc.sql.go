@@ -61,7 +61,7 @@ idx_cols AS (
      GROUP BY x.oid
 ),
 est AS (
-    SELECT r.table_name, r.table_name AS name, 0 AS ord, 'table' AS kind,
+    SELECT r.oid AS table_oid, r.table_name, r.table_name AS name, 0 AS ord, 'table' AS kind,
            pg_relation_size(r.oid) AS size_bytes, r.relpages AS pages,
            CASE WHEN pg_relation_size(r.oid) <= current_setting('block_size')::int THEN ''
                 WHEN r.reltuples < 0 OR (r.reltuples = 0 AND r.relpages = 0) THEN 'not_analyzed'
@@ -74,7 +74,7 @@ est AS (
            END AS expected_pages
       FROM rel r JOIN heap h ON h.oid = r.oid
     UNION ALL
-    SELECT r.table_name, t.relname, 1, 'toast',
+    SELECT r.oid, r.table_name, t.relname, 1, 'toast',
            pg_relation_size(t.oid), t.relpages,
            CASE WHEN pg_relation_size(t.oid) <= current_setting('block_size')::int THEN ''
                 WHEN t.reltuples < 0 OR (t.reltuples = 0 AND t.relpages = 0) THEN 'not_analyzed'
@@ -82,7 +82,7 @@ est AS (
            ceil(greatest(t.reltuples, 0) / 4)
       FROM rel r JOIN pg_catalog.pg_class t ON t.oid = r.reltoastrelid
     UNION ALL
-    SELECT x.table_name, x.relname, 2, 'index',
+    SELECT x.table_oid, x.table_name, x.relname, 2, 'index',
            pg_relation_size(x.oid), x.relpages,
            CASE WHEN NOT x.indisvalid THEN 'invalid'
                 WHEN x.amname <> 'btree' THEN 'not_btree'
@@ -102,7 +102,7 @@ SELECT table_name::text AS table_name, name::text AS name, kind::text AS kind,
        (CASE WHEN unknown = '' THEN least(expected_pages, pages) ELSE 0 END)::bigint AS expected_pages,
        unknown::text AS unknown
   FROM est
- ORDER BY table_name, ord, name
+ ORDER BY pg_total_relation_size(table_oid) DESC, table_name, ord, name
 `
 
 type PGBloatEstimateRow struct {
