@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 const sourcesSecret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:inbox-sources-GhIjKl"
@@ -217,9 +219,16 @@ func TestOperations(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable"} {
+	for _, m := range []string{"DeadLettered", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable",
+		archive.MetricTableBloat, archive.MetricIndexBloat} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
+		}
+	}
+	// The bloat alarms fire at the threshold webhookctl stats flags.
+	for _, id := range []string{"TableBloatAlarm", "IndexBloatAlarm"} {
+		if th, _ := props(t, res, id)["Threshold"].(float64); th != 100*storage.DefaultBloatThreshold.Ratio {
+			t.Errorf("%s: threshold %v, want %v", id, props(t, res, id)["Threshold"], 100*storage.DefaultBloatThreshold.Ratio)
 		}
 	}
 	for _, m := range []string{"Errors", "Throttles"} {
