@@ -157,7 +157,7 @@ type relationBloatJSON struct {
 func bloatRemedy(r storage.RelationBloat, th storage.BloatThreshold) string {
 	switch {
 	case r.Unknown == storage.BloatInvalidIndex:
-		return fmt.Sprintf("DROP INDEX CONCURRENTLY %s; (a failed CONCURRENTLY build), then build it again if it is one of ours", r.Name)
+		return fmt.Sprintf("DROP INDEX CONCURRENTLY %s; (left by a failed CONCURRENTLY build: docs/operations.md, \"An index is flagged\")", r.Name)
 	case !r.Over(th):
 		return ""
 	case r.Kind == storage.BloatIndex:

@@ -192,6 +192,11 @@ func TestStatsBloat(t *testing.T) {
 	for i := range 100 {
 		f.insert("stripe", fmt.Sprintf("evt_bloat_%03d", i), "ok")
 	}
+	// A unique index over repeated values fails to build and, built
+	// CONCURRENTLY, stays behind invalid.
+	if _, err := f.pool.Exec(f.ctx, `CREATE UNIQUE INDEX CONCURRENTLY webhook_bloat_probe_grp_key ON webhook_bloat_probe (grp)`); err == nil {
+		t.Fatal("a unique index over repeated values was built")
+	}
 
 	var r statsReport
 	f.runJSON(&r, "stats")
@@ -218,6 +223,10 @@ func TestStatsBloat(t *testing.T) {
 	if !idx.Over || idx.Kind != "index" || idx.Remedy != "REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx;" {
 		t.Errorf("bloated index: %+v", idx)
 	}
+	if b := rel["webhook_bloat_probe_grp_key"]; b.Unknown != string(storage.BloatInvalidIndex) || b.Over ||
+		!strings.HasPrefix(b.Remedy, "DROP INDEX CONCURRENTLY webhook_bloat_probe_grp_key;") {
+		t.Errorf("invalid index: %+v", b)
+	}
 	// As bloated, but too small to flag.
 	if pkey.Over || pkey.Remedy != "" || *pkey.BloatRatio < 0.5 || pkey.SizeBytes >= storage.DefaultBloatThreshold.MinBytes {
 		t.Errorf("small bloated index: %+v", pkey)
@@ -230,6 +239,7 @@ func TestStatsBloat(t *testing.T) {
 		"BLOAT (estimated as of the last VACUUM or ANALYZE; flagged from 50% of a relation of 16.0 MiB or more)",
 		"not analyzed yet (VACUUM ANALYZE webhook_events)", "OVER", "(under 16.0 MiB: not flagged)",
 		"TO DO", "webhook_bloat_probe_open_idx:  REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx;",
+		"INVALID index", "DROP INDEX CONCURRENTLY webhook_bloat_probe_grp_key;",
 	} {
 		if !strings.Contains(human, want) {
 			t.Errorf("stats lacks %q:\n%s", want, human)
