@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 type statsOptions struct {
@@ -24,7 +25,7 @@ func newStatsCmd() *cobra.Command {
 	var o statsOptions
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Is anything stuck? Backlog, in-flight leases, retries, dead letters, rejections, mismatches, archive, table sizes",
+		Short: "Is anything stuck? Backlog, in-flight leases, retries, dead letters, rejections, mismatches, archive, table sizes and bloat",
 		Long: `stats reads, from DATABASE_URL, what an operator checks first:
 
   - the backlog: unprocessed events, how many are due, in flight (claimed
@@ -34,7 +35,11 @@ func newStatsCmd() *cobra.Command {
   - rejections by source and cause over --window (a sender refused after a
     secret roll shows as signature_mismatch), and payload mismatches;
   - the archive's progress (with ARCHIVE_MIN_AGE, default 7d) and the
-    tables' sizes (table, TOAST, indexes).
+    tables' sizes (table, TOAST, indexes);
+  - the estimated bloat of each table, TOAST table and index, from the
+    planner's statistics (as of the last VACUUM or ANALYZE), with what is
+    over the threshold and the command that fixes it (docs/operations.md,
+    "Table and index bloat").
 
 Times are the database server's. --watch refreshes every --interval.`,
 		Args: cobra.NoArgs,
@@ -67,6 +72,7 @@ type statsReport struct {
 	PayloadMismatches []mismatchCountJSON   `json:"payload_mismatches"`
 	Archive           archiveReport         `json:"archive"`
 	Tables            []tableSizeJSON       `json:"tables"`
+	Bloat             bloatReport           `json:"bloat"`
 }
 
 type backlogReport struct {
@@ -118,6 +124,62 @@ type tableSizeJSON struct {
 	TOASTBytes   int64 `json:"toast_bytes"`
 	IndexBytes   int64 `json:"index_bytes"`
 	TotalBytes   int64 `json:"total_bytes"`
+}
+
+// bloatReport is the estimated bloat of the inbox's tables and indexes,
+// and the threshold that flags them.
+type bloatReport struct {
+	ThresholdRatio    float64             `json:"threshold_ratio"`
+	ThresholdMinBytes int64               `json:"threshold_min_bytes"`
+	Relations         []relationBloatJSON `json:"relations"`
+}
+
+type relationBloatJSON struct {
+	Table string `json:"table"`
+	// Name is the relation's; a TOAST table's is pg_toast_<oid>.
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	SizeBytes int64  `json:"size_bytes"`
+	// BloatBytes and BloatRatio are null when the estimate is unknown;
+	// Unknown then says why.
+	BloatBytes *int64   `json:"bloat_bytes"`
+	BloatRatio *float64 `json:"bloat_ratio"`
+	Unknown    string   `json:"unknown,omitempty"`
+	// Over: at or over the threshold; Remedy is then what to run (also
+	// set for an invalid index, which is to be dropped).
+	Over   bool   `json:"over_threshold"`
+	Remedy string `json:"remedy,omitempty"`
+}
+
+// bloatRemedy is what an operator runs for r, over the threshold or an
+// invalid index ("" otherwise). An index is rebuilt online; a table's
+// rebuild locks it, so the docs weigh it first.
+func bloatRemedy(r storage.RelationBloat, th storage.BloatThreshold) string {
+	switch {
+	case r.Unknown == storage.BloatInvalidIndex:
+		return fmt.Sprintf("DROP INDEX CONCURRENTLY %s; (left by a failed CONCURRENTLY build: docs/operations.md, \"An index is flagged\")", r.Name)
+	case !r.Over(th):
+		return ""
+	case r.Kind == storage.BloatIndex:
+		return fmt.Sprintf("REINDEX INDEX CONCURRENTLY %s;", r.Name)
+	default:
+		return fmt.Sprintf("tune its autovacuum; to give the space back: pg_repack, or VACUUM FULL %s; (an exclusive lock: read docs/operations.md, \"Table and index bloat\", first)", r.Table)
+	}
+}
+
+// unknownText says why an estimate is unknown, and what makes it known.
+func unknownText(r relationBloatJSON) string {
+	switch storage.BloatUnknown(r.Unknown) {
+	case storage.BloatNotAnalyzed:
+		return "not analyzed yet (VACUUM ANALYZE " + r.Table + ")"
+	case storage.BloatNoPrivilege:
+		return "statistics not readable by this role (run as the owner)"
+	case storage.BloatInvalidIndex:
+		return "INVALID index"
+	case storage.BloatNotBtree:
+		return "not a btree: not estimated"
+	}
+	return r.Unknown
 }
 
 func runStats(ctx context.Context, o *ops, out io.Writer, opt statsOptions) error {
@@ -240,6 +302,23 @@ func collectStats(ctx context.Context, o *ops, window time.Duration) (statsRepor
 	for _, t := range sizes {
 		r.Tables = append(r.Tables, tableSizeJSON{t.Name, t.Rows, t.Table, t.TOAST, t.Indexes, t.Total})
 	}
+
+	bloat, err := o.store.PGBloatEstimate(ctx, storage.InboxTables)
+	if err != nil {
+		return r, err
+	}
+	th := storage.DefaultBloatThreshold
+	r.Bloat = bloatReport{ThresholdRatio: th.Ratio, ThresholdMinBytes: th.MinBytes, Relations: []relationBloatJSON{}}
+	for _, b := range bloat {
+		j := relationBloatJSON{
+			Table: b.Table, Name: b.Name, Kind: string(b.Kind), SizeBytes: b.Size, Unknown: string(b.Unknown),
+			Over: b.Over(th), Remedy: bloatRemedy(b, th),
+		}
+		if b.Known() {
+			j.BloatBytes, j.BloatRatio = new(b.Bytes()), new(b.Ratio())
+		}
+		r.Bloat.Relations = append(r.Bloat.Relations, j)
+	}
 	return r, nil
 }
 
@@ -311,6 +390,49 @@ func printStats(out io.Writer, r statsReport) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Name, rows,
 			bytesHuman(t.TableBytes), bytesHuman(t.TOASTBytes), bytesHuman(t.IndexBytes), bytesHuman(t.TotalBytes))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printBloat(out, r.Bloat)
+}
+
+// printBloat prints the bloat section: every relation with its estimate,
+// then what to run for each one flagged.
+func printBloat(out io.Writer, b bloatReport) error {
+	tw := newTable(out)
+	fmt.Fprintf(tw, "\nBLOAT (estimated as of the last VACUUM or ANALYZE; flagged from %.0f%% of a relation of %s or more)\n",
+		100*b.ThresholdRatio, bytesHuman(b.ThresholdMinBytes))
+	fmt.Fprintf(tw, "  RELATION\tKIND\tSIZE\tBLOAT\tRATIO\t\n")
+	var todo []relationBloatJSON
+	for _, r := range b.Relations {
+		name := r.Name
+		if r.Kind == string(storage.BloatTOAST) {
+			if r.SizeBytes == 0 {
+				continue // no value was ever large enough: nothing to show
+			}
+			name = r.Table + " (TOAST)"
+		}
+		bloat, ratio, note := "unknown", "-", unknownText(r)
+		if r.BloatRatio != nil {
+			bloat, ratio, note = bytesHuman(*r.BloatBytes), fmt.Sprintf("%.0f%%", 100**r.BloatRatio), ""
+			switch {
+			case r.Over:
+				note = "OVER"
+			case *r.BloatRatio >= b.ThresholdRatio:
+				note = "(under " + bytesHuman(b.ThresholdMinBytes) + ": not flagged)"
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", name, r.Kind, bytesHuman(r.SizeBytes), bloat, ratio, note)
+		if r.Remedy != "" {
+			todo = append(todo, r)
+		}
+	}
+	if len(todo) > 0 {
+		fmt.Fprintf(tw, "\n  TO DO\n")
+		for _, r := range todo {
+			fmt.Fprintf(tw, "  %s:\t%s\n", r.Name, r.Remedy)
+		}
 	}
 	return tw.Flush()
 }

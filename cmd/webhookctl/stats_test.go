@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +93,7 @@ func TestStats(t *testing.T) {
 	for _, s := range r.Tables {
 		tables[s.Name] = s
 	}
-	if ev := tables["webhook_events"]; len(tables) != 5 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
+	if ev := tables["webhook_events"]; len(tables) != 7 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
 		t.Errorf("tables = %+v", r.Tables)
 	}
 	if r.WindowSeconds != 3600 || r.At.IsZero() {
@@ -160,5 +162,123 @@ func TestStatsWatch(t *testing.T) {
 	}
 	if _, _, err := f.run("stats", "--watch", "--interval", "0s"); err == nil {
 		t.Fatal("--interval 0 accepted")
+	}
+}
+
+// TestStatsBloat: the bloat section, per table, TOAST and index, from a
+// database holding real bloat: a table of the inbox's name space (any
+// webhook_* table is estimated, as one a later migration adds would be)
+// updated twice with autovacuum off, big enough for the default
+// threshold; and webhook_events with rows but never analyzed.
+func TestStatsBloat(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	for _, sql := range []string{
+		`ALTER TABLE webhook_events SET (autovacuum_enabled = off)`,
+		`CREATE TABLE webhook_bloat_probe (id bigint PRIMARY KEY, grp int NOT NULL, note text NOT NULL)
+		   WITH (autovacuum_enabled = off)`,
+		`CREATE INDEX webhook_bloat_probe_open_idx ON webhook_bloat_probe (grp, id)`,
+		`INSERT INTO webhook_bloat_probe SELECT g, g % 100, repeat('n', 40) FROM generate_series(1, 150000) g`,
+		// Two updates of an indexed column: two dead versions of every
+		// row, in the table and in each index.
+		`UPDATE webhook_bloat_probe SET grp = grp + 1`,
+		`UPDATE webhook_bloat_probe SET grp = grp + 1`,
+		`VACUUM ANALYZE webhook_bloat_probe`,
+	} {
+		if _, err := f.pool.Exec(f.ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for i := range 100 {
+		f.insert("stripe", fmt.Sprintf("evt_bloat_%03d", i), "ok")
+	}
+	// A unique index over repeated values fails to build and, built
+	// CONCURRENTLY, stays behind invalid.
+	if _, err := f.pool.Exec(f.ctx, `CREATE UNIQUE INDEX CONCURRENTLY webhook_bloat_probe_grp_key ON webhook_bloat_probe (grp)`); err == nil {
+		t.Fatal("a unique index over repeated values was built")
+	}
+
+	var r statsReport
+	f.runJSON(&r, "stats")
+	if r.Bloat.ThresholdRatio != storage.DefaultBloatThreshold.Ratio || r.Bloat.ThresholdMinBytes != storage.DefaultBloatThreshold.MinBytes {
+		t.Errorf("threshold = %+v", r.Bloat)
+	}
+	rel := map[string]relationBloatJSON{}
+	for _, b := range r.Bloat.Relations {
+		rel[b.Name] = b
+	}
+	if b := rel["webhook_events"]; b.Unknown != string(storage.BloatNotAnalyzed) || b.BloatRatio != nil || b.BloatBytes != nil || b.Over || b.SizeBytes == 0 {
+		t.Errorf("webhook_events, never analyzed: %+v", b)
+	}
+	for _, n := range []string{"webhook_events_pkey", "webhook_events_provider_event_id_key", "webhook_events_due_idx", "webhook_events_archivable_idx", "webhook_dead_letters"} {
+		if _, ok := rel[n]; !ok {
+			t.Errorf("no estimate of %s", n)
+		}
+	}
+	tbl, idx, pkey := rel["webhook_bloat_probe"], rel["webhook_bloat_probe_open_idx"], rel["webhook_bloat_probe_pkey"]
+	if !tbl.Over || *tbl.BloatRatio < 0.5 || *tbl.BloatBytes < tbl.SizeBytes/2 || tbl.Kind != "table" ||
+		!strings.Contains(tbl.Remedy, "VACUUM FULL webhook_bloat_probe;") || !strings.Contains(tbl.Remedy, "pg_repack") {
+		t.Errorf("bloated table: %+v", tbl)
+	}
+	if !idx.Over || idx.Kind != "index" || idx.Remedy != "REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx;" {
+		t.Errorf("bloated index: %+v", idx)
+	}
+	if b := rel["webhook_bloat_probe_grp_key"]; b.Unknown != string(storage.BloatInvalidIndex) || b.Over ||
+		!strings.HasPrefix(b.Remedy, "DROP INDEX CONCURRENTLY webhook_bloat_probe_grp_key;") {
+		t.Errorf("invalid index: %+v", b)
+	}
+	// As bloated, but too small to flag.
+	if pkey.Over || pkey.Remedy != "" || *pkey.BloatRatio < 0.5 || pkey.SizeBytes >= storage.DefaultBloatThreshold.MinBytes {
+		t.Errorf("small bloated index: %+v", pkey)
+	}
+	t.Logf("table %d bytes, %.0f%%; open_idx %d bytes, %.0f%%; pkey %d bytes, %.0f%%",
+		tbl.SizeBytes, 100**tbl.BloatRatio, idx.SizeBytes, 100**idx.BloatRatio, pkey.SizeBytes, 100**pkey.BloatRatio)
+
+	human := f.runOK("stats")
+	for _, want := range []string{
+		"BLOAT (estimated as of the last VACUUM or ANALYZE; flagged from 50% of a relation of 16.0 MiB or more)",
+		"not analyzed yet (VACUUM ANALYZE webhook_events)", "OVER", "(under 16.0 MiB: not flagged)",
+		"TO DO", "webhook_bloat_probe_open_idx:  REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx;",
+		"INVALID index", "DROP INDEX CONCURRENTLY webhook_bloat_probe_grp_key;",
+	} {
+		if !strings.Contains(human, want) {
+			t.Errorf("stats lacks %q:\n%s", want, human)
+		}
+	}
+
+	// The remedy works, and the report says so.
+	if _, err := f.pool.Exec(f.ctx, `REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx`); err != nil {
+		t.Fatal(err)
+	}
+	var after statsReport
+	f.runJSON(&after, "stats")
+	for _, b := range after.Bloat.Relations {
+		if b.Name == "webhook_bloat_probe_open_idx" && (b.Over || b.Remedy != "" || *b.BloatRatio > 0.1) {
+			t.Errorf("index after REINDEX: %+v", b)
+		}
+	}
+}
+
+// TestStatsDatabaseUnreachable: a database that does not answer is a
+// clear error naming where it was looked for, and no half report.
+func TestStatsDatabaseUnreachable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a port where nothing listens
+	f := &opsFixture{t: t, ctx: t.Context(), env: map[string]string{
+		"DATABASE_URL": "postgres://webhookctl@" + addr + "/inbox?sslmode=disable&connect_timeout=5",
+	}}
+	for _, args := range [][]string{{"stats"}, {"stats", "--json"}} {
+		out, _, err := f.run(args...)
+		if err == nil || !strings.Contains(err.Error(), "failed to connect") || !strings.Contains(err.Error(), addr) {
+			t.Errorf("%v: err = %v", args, err)
+		}
+		if out != "" {
+			t.Errorf("%v printed a report:\n%s", args, out)
+		}
 	}
 }

@@ -152,6 +152,10 @@ type Archiver struct {
 	// noSweep makes RunOnce skip the orphan sweep, so that a test can leave
 	// an orphan behind as a killed process would.
 	noSweep bool
+	// bloatThreshold is the threshold whose MinBytes the bloat gauges
+	// count from: storage.DefaultBloatThreshold, which tests lower to
+	// gauge tables of a few megabytes.
+	bloatThreshold storage.BloatThreshold
 }
 
 // New checks cfg, fills in defaults and returns an Archiver.
@@ -181,7 +185,7 @@ func New(cfg Config) (*Archiver, error) {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
-	a := &Archiver{cfg: cfg, store: cfg.Store, blobs: cfg.Blobs, log: cfg.Logger, now: cfg.Now}
+	a := &Archiver{cfg: cfg, store: cfg.Store, blobs: cfg.Blobs, log: cfg.Logger, now: cfg.Now, bloatThreshold: storage.DefaultBloatThreshold}
 	if a.log == nil {
 		a.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
@@ -270,7 +274,14 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		"swept", res.Swept, "truncated", res.Truncated, "cutoff", cutoff,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}
-	attrs = append(attrs, a.metricAttrs(res, runErr)...)
+	quiet := runErr == nil && a.cfg.QuietIdle && res.Events == 0 && res.Swept == 0
+	var gauges []metrics.Metric
+	if !quiet { // a line nobody writes needs no estimate
+		var bloatAttrs []any
+		gauges, bloatAttrs = a.bloatGauges(ctx)
+		attrs = append(attrs, bloatAttrs...)
+	}
+	attrs = append(attrs, a.metricAttrs(res, runErr, gauges...)...)
 	switch {
 	case runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled):
 		// Stopped on purpose (the dev stack's Ctrl-C, a SIGTERM): the
@@ -278,7 +289,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		a.log.Warn("archive: run canceled", append(attrs, "err", runErr)...)
 	case runErr != nil:
 		a.log.Error("archive: run failed", append(attrs, "cause", string(inbox.CauseOf(runErr)), "err", runErr)...)
-	case a.cfg.QuietIdle && res.Events == 0 && res.Swept == 0:
+	case quiet:
 	default:
 		a.log.Info("archive: run done", attrs...)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -718,6 +719,13 @@ func TestKilledBetweenUploadAndMark(t *testing.T) {
 		t.Fatalf("after the crash %d of %d events keep their payload", n, len(bodies))
 	}
 
+	// The killed child's session ends when its server process notices
+	// the closed socket, an instant later; until then its row locks would
+	// make the re-run skip the first batch.
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		n := f.int(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`)
+		return n == 0, fmt.Sprintf("%d sessions still in a transaction", n)
+	})
 	// The re-run makes the same first batch, so it writes the same key.
 	a := f.archiver(func(c *archive.Config) { c.BatchSize = childBatch; c.MinAge = childMinAge })
 	res := f.run(a)

@@ -3,6 +3,8 @@ package archive
 import (
 	"context"
 	"errors"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // Hooks and internals for the tests of package archive_test.
@@ -28,6 +30,13 @@ func CrashAfterUpload(a *Archiver) {
 }
 
 var errCrash = errors.New("simulated crash after upload")
+
+// SetBloatMinBytes makes a's bloat gauges count relations from n bytes
+// (storage.DefaultBloatThreshold's 16 MiB otherwise), so that a test's
+// tables of a few megabytes count.
+func SetBloatMinBytes(a *Archiver, n int64) {
+	a.bloatThreshold = storage.BloatThreshold{Ratio: storage.DefaultBloatThreshold.Ratio, MinBytes: n}
+}
 
 // DecodeMember decodes one gzip member holding one line.
 var DecodeMember = decodeMember

@@ -208,7 +208,10 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 }
 
 // TestArchiverRunsAsItsRole: an archive run, as webhook_archiver: the
-// orphan sweep, a batch's candidates, lock, manifest and marks.
+// orphan sweep, a batch's candidates, lock, manifest and marks, and the
+// bloat estimate of its line, which needs the statistics of every column
+// of the tables it gauges (pg_stats shows a role only the columns it may
+// SELECT).
 func TestArchiverRunsAsItsRole(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -223,8 +226,11 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	if err := store.ArchiveObjectPrepare(ctx, "archive/orphan.jsonl.gz", "stripe"); err != nil {
 		t.Fatal(err)
 	}
+	var logs bytes.Buffer
+	asArchiver := storage.New(pgtest.As(t, owner, migrate.RoleArchiver))
 	a, err := archive.New(archive.Config{
-		Store: storage.New(pgtest.As(t, owner, migrate.RoleArchiver)), Blobs: blobs, Prefix: "archive", MinAge: time.Hour,
+		Store: asArchiver, Blobs: blobs, Prefix: "archive", MinAge: time.Hour,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +238,43 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	res, err := a.RunOnce(ctx)
 	if err != nil || res.Events != 3 || res.Swept != 1 {
 		t.Fatalf("run = %+v, %v", res, err)
+	}
+	if !bytes.Contains(logs.Bytes(), []byte(`"`+archive.MetricTableBloat+`"`)) || bytes.Contains(logs.Bytes(), []byte("bloat_err")) {
+		t.Fatalf("the bloat was not estimated:\n%s", logs.String())
+	}
+	// Analyzed, and more than a page (a single page has nothing to
+	// estimate), the tables the archiver gauges have an estimate as its
+	// role, not "no_privilege".
+	factory.Events(ctx, t, store, 60, &factory.EventOpts{Body: bytes.Repeat([]byte("x"), 500)})
+	if _, err := owner.Exec(ctx, `ANALYZE webhook_events, webhook_archive_objects`); err != nil {
+		t.Fatal(err)
+	}
+	rels, err := asArchiver.PGBloatEstimate(ctx, storage.InboxTables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range rels {
+		if r.Table == "webhook_events" || r.Table == "webhook_archive_objects" {
+			seen++
+			if !r.Known() {
+				t.Errorf("%s as %s: %s", r.Name, migrate.RoleArchiver, r.Unknown)
+			}
+		}
+	}
+	if seen < 8 {
+		t.Fatalf("%d relations of webhook_events and webhook_archive_objects estimated: %+v", seen, rels)
+	}
+	// The check has teeth: the receiver, which may read four columns of
+	// webhook_events, gets no estimate of it.
+	rels, err = storage.New(pgtest.As(t, owner, migrate.RoleReceiver)).PGBloatEstimate(ctx, storage.InboxTables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rels {
+		if r.Name == "webhook_events" && r.Unknown != storage.BloatNoPrivilege {
+			t.Fatalf("webhook_events as %s: %+v, want no_privilege", migrate.RoleReceiver, r)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ const (
 	Bytes        Unit = "Bytes"
 	Milliseconds Unit = "Milliseconds"
 	Seconds      Unit = "Seconds"
+	Percent      Unit = "Percent"
 	None         Unit = "None"
 )
 

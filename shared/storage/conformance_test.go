@@ -907,6 +907,25 @@ func testPGMisc(t *testing.T, e *env) {
 			t.Errorf("table sizes lack %s", want)
 		}
 	}
+	// Every core table and each of its indexes, by name from the
+	// catalogue; an empty database has nothing bloated.
+	bloat := map[string]storage.RelationBloat{}
+	for _, r := range must[[]storage.RelationBloat](t)(s.PGBloatEstimate(e.ctx, storage.InboxTables)) {
+		bloat[r.Name] = r
+		if !r.Known() || r.Ratio() != 0 {
+			t.Errorf("bloat of %s, empty: %+v", r.Name, r)
+		}
+	}
+	for name, kind := range map[string]storage.BloatKind{
+		"webhook_events": storage.BloatTable, "webhook_events_pkey": storage.BloatIndex,
+		"webhook_events_provider_event_id_key": storage.BloatIndex, "webhook_events_due_idx": storage.BloatIndex,
+		"webhook_events_archivable_idx": storage.BloatIndex, "webhook_dead_letters": storage.BloatTable,
+		"webhook_archive_objects_pkey": storage.BloatIndex,
+	} {
+		if r := bloat[name]; r.Kind != kind || r.Table == "" {
+			t.Errorf("bloat of %s = %+v, want a %s", name, r, kind)
+		}
+	}
 	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
 	defer tx.Rollback(e.ctx)
 	check(t, tx.PGSetIdleInTransactionTimeout(e.ctx, 1500*time.Millisecond))

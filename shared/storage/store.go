@@ -90,6 +90,7 @@ type Executor interface {
 	PGNow(ctx context.Context) (time.Time, error)
 	PGSetIdleInTransactionTimeout(ctx context.Context, d time.Duration) error
 	PGTableSizes(ctx context.Context) ([]TableSize, error)
+	PGBloatEstimate(ctx context.Context, tablePattern string) ([]RelationBloat, error)
 }
 
 var (

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 const sourcesSecret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:inbox-sources-GhIjKl"
@@ -264,7 +266,8 @@ func TestOperations(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable"} {
+	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable",
+		archive.MetricTableBloat, archive.MetricIndexBloat} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}
@@ -277,6 +280,12 @@ func TestOperations(t *testing.T) {
 	if open["MetricName"] != "DeadLettersOpen" || open["Statistic"] != "Maximum" || open["TreatMissingData"] != "ignore" ||
 		open["ComparisonOperator"] != "GreaterThanThreshold" || fmt.Sprint(open["Threshold"]) != "0" || fmt.Sprint(open["Period"]) != "300" {
 		t.Errorf("DeadLettersOpenAlarm = %v", open)
+	}
+	// The bloat alarms fire at the threshold webhookctl stats flags.
+	for _, id := range []string{"TableBloatAlarm", "IndexBloatAlarm"} {
+		if th, _ := props(t, res, id)["Threshold"].(float64); th != 100*storage.DefaultBloatThreshold.Ratio {
+			t.Errorf("%s: threshold %v, want %v", id, props(t, res, id)["Threshold"], 100*storage.DefaultBloatThreshold.Ratio)
+		}
 	}
 	for _, m := range []string{"Errors", "Throttles"} {
 		for _, id := range tpl.FunctionIDs() {

@@ -99,6 +99,11 @@ func CoreGrants() []Grant {
 		{Role: RoleArchiver, On: "webhook_events", Privileges: []string{"SELECT"}},
 		{Role: RoleArchiver, On: "webhook_events", Privileges: []string{"UPDATE"},
 			Columns: []string{"archive_key", "archive_offset", "archive_length", "archived_at", "payload", "body"}},
+		// Its bloat gauges read the planner's statistics, which PostgreSQL
+		// shows only for tables the role may read: the attempt history and
+		// the claims grow and churn with the inbox. Neither holds a body.
+		{Role: RoleArchiver, On: "webhook_attempts", Privileges: []string{"SELECT"}},
+		{Role: RoleArchiver, On: "webhook_claims", Privileges: []string{"SELECT"}},
 		// The manifest is the archiver's own: prepare, lock, commit, and the
 		// orphan sweep's delete.
 		{Role: RoleArchiver, On: "webhook_archive_objects", Privileges: []string{"SELECT", "DELETE"}},
