@@ -116,6 +116,7 @@ error history is in --json and in 'events show EVENT'.`,
 func newDeadLettersRequeueCmd() *cobra.Command {
 	var (
 		f              deadLetterFlags
+		by             actorFlags
 		all            bool
 		dryRun, asJSON bool
 	)
@@ -123,8 +124,10 @@ func newDeadLettersRequeueCmd() *cobra.Command {
 		Use:   "requeue [ID]",
 		Short: "Send dead letters back to the processor (one, or by filter); --dry-run says how many",
 		Long: `requeue sends the open dead letters matching the filters (or the one whose
-id is given) back to the processor, due at once, with their attempts and
-error history reset; each dead letter keeps its copy, marked requeued.
+id is given) back to the processor, due at once, each a new run with its failures reset
+(its attempts and their history stay, and it runs alone); each dead letter
+keeps its copy, marked requeued. The requeue is recorded with who ran it
+(--actor) and why (--reason): 'webhookctl actions' lists them.
 Fix the cause first (deploy the handler, restore the service it calls):
 a requeued event that fails again gets its full retries, then a new dead
 letter.
@@ -174,7 +177,7 @@ filter; without a filter, --all is required.`,
 				return err
 			}
 			b := newBar(cmd, int64(n), "requeueing")
-			got, err := o.store.DeadLetterRequeue(ctx, filter, now)
+			got, err := o.store.DeadLetterRequeue(ctx, filter, now, by.resolve(o.getenv))
 			b.Set(got)
 			b.Done()
 			if err != nil {
@@ -188,6 +191,7 @@ filter; without a filter, --all is required.`,
 		},
 	}
 	f.register(cmd)
+	by.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "every open dead letter")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -210,6 +210,7 @@ type eventShowJSON struct {
 	ArchivedAt    *time.Time        `json:"archived_at"`
 	ExpungedAt    *time.Time        `json:"expunged_at"`
 	History       []historyJSON     `json:"history"`
+	Actions       []actionJSON      `json:"actions"`
 	DeadLetters   []deadLetterJSON  `json:"dead_letters"`
 	Mismatches    []mismatchJSON    `json:"payload_mismatches"`
 	// The raw body: Body when it is UTF-8 text, else BodyBase64; BodyFrom
@@ -263,6 +264,10 @@ them with 'webhookdev send'.`,
 			if err != nil {
 				return err
 			}
+			acts, err := o.store.OperatorActionListByEvent(ctx, e.ID)
+			if err != nil {
+				return err
+			}
 			dls, err := o.store.DeadLetterListByEvent(ctx, e.ID)
 			if err != nil {
 				return err
@@ -297,10 +302,13 @@ them with 'webhookdev send'.`,
 					eventJSON: eventToJSON(now, e), SourceKind: e.SourceKind, BodySHA256: hex.EncodeToString(e.BodySHA256),
 					Metadata: e.Metadata, ClaimedUntil: e.ClaimedUntil, ClaimedBy: orNull(e.ClaimedBy), ArchiveKey: orNull(e.ArchiveKey),
 					FailedInRun: e.FailedAttempts, Solo: e.Solo, ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
-					History: historyToJSON(hist), DeadLetters: []deadLetterJSON{}, Mismatches: []mismatchJSON{},
+					History: historyToJSON(hist), Actions: []actionJSON{}, DeadLetters: []deadLetterJSON{}, Mismatches: []mismatchJSON{},
 				}
 				if e.ArchiveKey != "" {
 					j.ArchiveOffset, j.ArchiveLength = &e.ArchiveOffset, &e.ArchiveLength
+				}
+				for _, a := range acts {
+					j.Actions = append(j.Actions, actionToJSON(a))
 				}
 				for _, d := range dls {
 					j.DeadLetters = append(j.DeadLetters, deadLetterToJSON(d))
@@ -321,7 +329,7 @@ them with 'webhookdev send'.`,
 					return err
 				}
 			} else {
-				if err := printEvent(out, now, e, hist, dls, mms); err != nil {
+				if err := printEvent(out, now, e, hist, acts, dls, mms); err != nil {
 					return err
 				}
 				if !noBody {
@@ -406,7 +414,8 @@ func historyToJSON(hist []inbox.Attempt) []historyJSON {
 	return out
 }
 
-func printEvent(out io.Writer, now time.Time, e *inbox.Event, hist []inbox.Attempt, dls []*inbox.DeadLetter, mms []inbox.PayloadMismatch) error {
+func printEvent(out io.Writer, now time.Time, e *inbox.Event, hist []inbox.Attempt, acts []inbox.OperatorAction,
+	dls []*inbox.DeadLetter, mms []inbox.PayloadMismatch) error {
 	tw := newTable(out)
 	kind := ""
 	if e.SourceKind != "" {
@@ -468,6 +477,12 @@ func printEvent(out io.Writer, now time.Time, e *inbox.Event, hist []inbox.Attem
 				orDash(string(a.Cause)), a.BatchSize, orDash(oneLine(a.Processor, 60)), oneLine(a.Error, 100))
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(acts) > 0 {
+		fmt.Fprintf(out, "\nOPERATOR ACTIONS\n")
+		if err := printActions(out, acts); err != nil {
 			return err
 		}
 	}

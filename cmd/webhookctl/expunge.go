@@ -47,6 +47,7 @@ func expungePlan(o *ops, e *inbox.Event) (expungeJSON, error) {
 
 func newExpungeCmd() *cobra.Command {
 	var dryRun, yes, asJSON bool
+	var by actorFlags
 	cmd := &cobra.Command{
 		Use:   "expunge ID | SOURCE EVENT_ID",
 		Short: "Erase one event's body everywhere (privacy request); the row stays for dedup and audit",
@@ -104,7 +105,7 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 			if err != nil {
 				return err
 			}
-			if err := a.Expunge(ctx, e.Source, e.EventID); err != nil {
+			if err := a.Expunge(ctx, e.Source, e.EventID, by.resolve(o.getenv)); err != nil {
 				return fmt.Errorf("expunge %s/%s (safe to run again): %w", e.Source, e.EventID, err)
 			}
 			after, err := o.store.EventGetByID(ctx, e.ID)
@@ -119,6 +120,7 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 			return nil
 		},
 	}
+	by.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be erased, change nothing")
 	cmd.Flags().BoolVar(&yes, "yes", false, "erase: it cannot be undone")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -39,7 +39,7 @@ func newRootCmd() *cobra.Command {
 		// With no database settings, the checkout's running make dev.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return useDevStack(cmd) },
 	}
-	root.AddCommand(newMigrateCmd(), newSourcesCmd(),
+	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(),
 		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd())
 	return root
 }

@@ -25,6 +25,7 @@ func newReplayCmd() *cobra.Command {
 		window               timeFlags
 		all, dryRun, yes     bool
 		asJSON               bool
+		by                   actorFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay [ID]",
@@ -43,7 +44,9 @@ events show lists them; the replay's attempts come after). Archived events
 are replayed too: the processor reads each body back from its archive
 object in S3 (a ranged read, verified against the SHA-256 recorded at
 receipt) and hands the handler exactly the body it had before archiving.
-Expunged events are never replayed.
+Expunged events are never replayed. The replay is recorded with who ran it
+(--actor, $WEBHOOKCTL_ACTOR, else user@host) and why (--reason), and each event
+it reset is linked to that record: 'webhookctl actions' lists them.
 
 --dry-run counts with the same filter and changes nothing; the real run
 needs --yes and resets the events in chunks, so the processor starts on
@@ -91,7 +94,7 @@ the first ones at once.`,
 			fmt.Fprintln(cmd.ErrOrStderr(), replayWarning)
 
 			var b *bar
-			opts := storage.ReplayOptions{Now: now, DryRun: dryRun, Progress: func(done, total int) {
+			opts := storage.ReplayOptions{Now: now, DryRun: dryRun, By: by.resolve(o.getenv), Progress: func(done, total int) {
 				if b == nil {
 					b = newBar(cmd, int64(total), "replaying")
 				}
@@ -108,7 +111,7 @@ the first ones at once.`,
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, map[string]any{
-					"dry_run": dryRun, "matched": res.Matched, "replayed": res.Replayed, "archived": res.Archived,
+					"dry_run": dryRun, "matched": res.Matched, "replayed": res.Replayed, "archived": res.Archived, "action_id": res.ActionID,
 				})
 			}
 			archived := ""
@@ -119,7 +122,7 @@ the first ones at once.`,
 				fmt.Fprintf(out, "dry run: %d events would be replayed%s\n", res.Matched, archived)
 				return nil
 			}
-			fmt.Fprintf(out, "replayed %d events (of %d matched): due now%s\n", res.Replayed, res.Matched, archived)
+			fmt.Fprintf(out, "replayed %d events (of %d matched): due now%s; recorded as action %d\n", res.Replayed, res.Matched, archived, res.ActionID)
 			return nil
 		},
 	}
@@ -132,5 +135,6 @@ the first ones at once.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing")
 	cmd.Flags().BoolVar(&yes, "yes", false, "replay: the handlers run again")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	by.register(cmd)
 	return cmd
 }

@@ -1022,7 +1022,7 @@ func TestExpungeArchived(t *testing.T) {
 	// The event was also dead-lettered somewhere in its past, then
 	// requeued: that copy goes too.
 	gdpr := factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_gdpr", Body: secret, State: inbox.StateDead})
-	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, time.Now()); err != nil || n != 1 {
+	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, time.Now(), inbox.Actor{Name: "test"}); err != nil || n != 1 {
 		t.Fatalf("requeue %d: %d, %v", gdpr.ID, n, err)
 	}
 	f.insert("stripe", "evt_after", []byte(`{"id":"evt_after"}`))
@@ -1035,7 +1035,7 @@ func TestExpungeArchived(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := a.Expunge(ctx, "stripe", "evt_gdpr"); err != nil {
+	if err := a.Expunge(ctx, "stripe", "evt_gdpr", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 
@@ -1085,10 +1085,10 @@ func TestExpungeArchived(t *testing.T) {
 	}
 
 	// Again: nothing to do, no error.
-	if err := a.Expunge(ctx, "stripe", "evt_gdpr"); err != nil {
+	if err := a.Expunge(ctx, "stripe", "evt_gdpr", privacyOfficer); err != nil {
 		t.Fatalf("second expunge: %v", err)
 	}
-	if err := a.Expunge(ctx, "stripe", "evt_nope"); inbox.CauseOf(err) != inbox.CauseEventNotFound {
+	if err := a.Expunge(ctx, "stripe", "evt_nope", privacyOfficer); inbox.CauseOf(err) != inbox.CauseEventNotFound {
 		t.Fatalf("expunge of a missing event: %v", err)
 	}
 	f.check()
@@ -1101,7 +1101,7 @@ func TestExpungeNotArchived(t *testing.T) {
 	f.insert("stripe", "evt_1", []byte(`{"secret":"x"}`))
 	f.process(2 * time.Hour)
 	a := f.archiver(nil)
-	if err := a.Expunge(ctx, "stripe", "evt_1"); err != nil {
+	if err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.ReadBody(ctx, "stripe", "evt_1"); !errors.Is(err, archive.ErrExpunged) {
@@ -1131,7 +1131,7 @@ func TestExpungeRemovesOrphanCopy(t *testing.T) {
 	if objs := f.objects(); len(objs) != 1 {
 		t.Fatalf("after a crash: %v", objs)
 	}
-	if err := f.archiver(nil).Expunge(ctx, "stripe", "evt_1"); err != nil {
+	if err := f.archiver(nil).Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 	if objs := f.objects(); len(objs) != 0 {
@@ -1154,7 +1154,7 @@ func TestConcurrentExpungesInOneObject(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- a.Expunge(ctx, "stripe", fmt.Sprintf("evt_%d", i))
+			errs <- a.Expunge(ctx, "stripe", fmt.Sprintf("evt_%d", i), privacyOfficer)
 		}()
 	}
 	wg.Wait()
@@ -1208,7 +1208,7 @@ func TestCorruptArchiveIsRefused(t *testing.T) {
 		t.Fatalf("read of a corrupt archive: %v", err)
 	}
 	// An expunge must not overwrite what is not its event.
-	if err := a.Expunge(ctx, "stripe", "evt_1"); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
+	if err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
 		t.Fatalf("expunge in a corrupt archive: %v", err)
 	}
 	if ev, _ := f.store.EventGetByKey(ctx, "stripe", "evt_1"); f.int(`SELECT count(*) FROM webhook_events WHERE expunged_at IS NOT NULL`) != 0 {
@@ -1255,7 +1255,7 @@ func TestExpungeBeforeProcessing(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	f.insert("stripe", "evt_early", []byte(`{"secret":"x"}`))
-	if err := f.archiver(nil).Expunge(ctx, "stripe", "evt_early"); err != nil {
+	if err := f.archiver(nil).Expunge(ctx, "stripe", "evt_early", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 	var outcome string
@@ -1265,3 +1265,6 @@ func TestExpungeBeforeProcessing(t *testing.T) {
 		t.Fatalf("outcome = %q, still due = %v, %v", outcome, due, err)
 	}
 }
+
+// privacyOfficer is who the tests' expunges are recorded as.
+var privacyOfficer = inbox.Actor{Name: "dpo@test", Reason: "erasure request"}

@@ -26,19 +26,25 @@ import (
 //   - Orphan objects (uploads whose batch never committed) may hold a copy
 //     of a body that is not archived; Expunge sweeps them.
 //
+// The expunge is recorded as by's action (webhook_operator_actions), in
+// the transaction that erases the body.
+//
 // It is idempotent: calling it again after any failure finishes the job.
 // The archive bucket must not keep object versions (or must expire
 // noncurrent versions quickly): a rewrite does not delete the previous
 // version of an object. See docs/archiver.md.
-func (a *Archiver) Expunge(ctx context.Context, source, eventID string) error {
-	ev, err := a.expunge(ctx, source, eventID)
+func (a *Archiver) Expunge(ctx context.Context, source, eventID string, by inbox.Actor) error {
+	if by.Name == "" {
+		return inbox.WrapError(inbox.CauseInvalidRequest, storage.ErrNoActor, "no actor")
+	}
+	ev, err := a.expunge(ctx, source, eventID, by)
 	if err != nil {
 		return err
 	}
 	if _, err := a.SweepOrphans(ctx); err != nil {
 		return fmt.Errorf("expunge %s/%s: erased from Postgres and its archive object, but orphan objects remain to be checked: %w", source, eventID, err)
 	}
-	a.log.Info("archive: event expunged", "source", source, "event_id", eventID,
+	a.log.Info("archive: event expunged", "source", source, "event_id", eventID, "actor", by.Name,
 		"archived", ev.ArchiveKey != "", "already_expunged", ev.ExpungedAt != nil)
 	return nil
 }
@@ -50,7 +56,7 @@ func (a *Archiver) Expunge(ctx context.Context, source, eventID string) error {
 // rewritten without it, so expunges in one object take turns and never
 // undo each other. If the rewrite fails nothing changes in Postgres, and
 // calling Expunge again redoes it.
-func (a *Archiver) expunge(ctx context.Context, source, eventID string) (*inbox.Event, error) {
+func (a *Archiver) expunge(ctx context.Context, source, eventID string, by inbox.Actor) (*inbox.Event, error) {
 	tx, err := a.store.Begin(ctx)
 	if err != nil {
 		return nil, dbError(err, "expunge event")
@@ -79,6 +85,10 @@ func (a *Archiver) expunge(ctx context.Context, source, eventID string) (*inbox.
 		return nil, dbError(err, "expunge event")
 	}
 	if err := tx.DeadLetterExpunge(ctx, ev.ID); err != nil {
+		return nil, dbError(err, "expunge event")
+	}
+	selection := map[string]any{"id": ev.ID, "source": source, "event_id": eventID}
+	if _, err := tx.OperatorActionRecord(ctx, inbox.ActionExpunge, by, selection, []int64{ev.ID}); err != nil {
 		return nil, dbError(err, "expunge event")
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -288,3 +288,36 @@ type ArchiveObject struct {
 	CommittedAt *time.Time
 	RewrittenAt *time.Time
 }
+
+// Actor is who performs an operator action (a replay, a requeue, an
+// expunge), as the action's record keeps it.
+type Actor struct {
+	// Name is who the operator says they are (webhookctl --actor, else
+	// user@host). The record also keeps the database role that ran the
+	// action, which nobody chooses.
+	Name string
+	// Reason is why, in their words; optional.
+	Reason string
+}
+
+// Operator actions (webhook_operator_actions.action).
+const (
+	ActionReplay  = "replay"
+	ActionRequeue = "requeue"
+	ActionExpunge = "expunge"
+)
+
+// OperatorAction is the record of one operator action: who, when, what
+// selection, and how many events it changed.
+type OperatorAction struct {
+	ID     int64
+	Action string
+	Actor  string
+	// DBUser is the database role the action ran as.
+	DBUser string
+	At     time.Time
+	// Filter is the selection as given, a JSON object.
+	Filter json.RawMessage
+	Events int
+	Reason string
+}

@@ -50,7 +50,7 @@ func TestReplayFromTheArchive(t *testing.T) {
 	if r := f.row(id); r.ArchivedAt == nil || r.Body != nil || r.Payload != nil {
 		t.Fatalf("archived row = %+v", r)
 	}
-	res, err := f.store.EventReplay(f.ctx, storage.ReplayFilter{ID: id}, storage.ReplayOptions{Now: f.clock.Now()})
+	res, err := f.store.EventReplay(f.ctx, storage.ReplayFilter{ID: id}, storage.ReplayOptions{Now: f.clock.Now(), By: inbox.Actor{Name: "test"}})
 	if err != nil || res.Replayed != 1 || res.Archived != 1 {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}

@@ -240,7 +240,7 @@ func TestRequeueFilters(t *testing.T) {
 		t.Fatalf("dead letters = %d", n)
 	}
 
-	if _, err := p.Requeue(f.ctx, storage.DeadLetterFilter{}); !errors.Is(err, storage.ErrEmptyFilter) {
+	if _, err := p.Requeue(f.ctx, storage.DeadLetterFilter{}, operator); !errors.Is(err, storage.ErrEmptyFilter) {
 		t.Fatalf("empty filter: %v", err)
 	}
 	for _, tc := range []struct {
@@ -254,7 +254,7 @@ func TestRequeueFilters(t *testing.T) {
 		{"window from t1", storage.DeadLetterFilter{Source: "ledger", DeadFrom: t1, DeadTo: t1.Add(time.Second)}, 3},
 		{"all", storage.DeadLetterFilter{All: true}, 0},
 	} {
-		n, err := p.Requeue(f.ctx, tc.filter)
+		n, err := p.Requeue(f.ctx, tc.filter, operator)
 		if err != nil || n != tc.want {
 			t.Fatalf("%s: requeued %d, %v; want %d", tc.name, n, err, tc.want)
 		}
@@ -280,7 +280,7 @@ func TestReplayKeepsEarlierAttempts(t *testing.T) {
 	f.drain(p)
 	first := f.row(id).ProcessedAt
 	f.clock.Advance(time.Hour)
-	res, err := f.store.EventReplay(f.ctx, storage.ReplayFilter{ID: id}, storage.ReplayOptions{Now: f.clock.Now()})
+	res, err := f.store.EventReplay(f.ctx, storage.ReplayFilter{ID: id}, storage.ReplayOptions{Now: f.clock.Now(), By: operator})
 	if err != nil || res.Replayed != 1 {
 		t.Fatalf("replay = %+v, %v", res, err)
 	}

@@ -269,3 +269,6 @@ func (s sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Trace
 }
 
 func (sqlTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// operator is who the tests' replays and requeues are recorded as.
+var operator = inbox.Actor{Name: "ops@test", Reason: "a test"}

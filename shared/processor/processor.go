@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -520,12 +521,12 @@ func (p *Processor) bookkeepingContext(ctx context.Context) (context.Context, co
 
 // Requeue sends the open dead letters matching f back to the drain, due
 // at once, a new run whose failures are reset (their attempts and history
-// stay), and returns how many. It is
+// stay), recorded as by's action, and returns how many. It is
 // storage.Store.DeadLetterRequeue on the processor's clock.
-func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter) (int, error) {
-	n, err := p.store.DeadLetterRequeue(ctx, f, p.cfg.Now())
+func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter, by inbox.Actor) (int, error) {
+	n, err := p.store.DeadLetterRequeue(ctx, f, p.cfg.Now(), by)
 	if err == nil && n > 0 {
-		p.log.Info("processor: dead letters requeued", "events", n)
+		p.log.Info("processor: dead letters requeued", "events", n, "actor", by.Name)
 	}
 	return n, err
 }

@@ -201,6 +201,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_events/list", testEventList},
 	{"webhook_events/replay", testEventReplay},
 	{"webhook_dead_letters", testDeadLetters},
+	{"webhook_dead_letters/open_stats", testDeadLetterOpenStats},
 	{"webhook_archive_objects/batch", testArchiveBatch},
 	{"webhook_archive_objects/batch_changed", testArchiveBatchChanged},
 	{"webhook_archive_objects/orphans", testArchiveOrphans},
@@ -574,7 +575,10 @@ func testEventReplay(t *testing.T, e *env) {
 		t.Fatalf("dry run = %+v", dry)
 	}
 	var progress [][2]int
-	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, ChunkSize: 2, Progress: func(done, total int) {
+	if _, err := s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now}); err != storage.ErrNoActor {
+		t.Fatalf("replay without an actor: %v", err)
+	}
+	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, ChunkSize: 2, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}, Progress: func(done, total int) {
 		progress = append(progress, [2]int{done, total})
 	}}))
 	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.Archived != 1 {
@@ -589,13 +593,22 @@ func testEventReplay(t *testing.T, e *env) {
 			t.Fatalf("replayed event %+v", got)
 		}
 	}
+	// The replay is recorded, each event linked to the record.
+	acts := must[[]inbox.OperatorAction](t)(s.OperatorActionList(e.ctx, time.Time{}, 10))
+	if len(acts) != 1 || acts[0].ID != res.ActionID || acts[0].Action != inbox.ActionReplay || acts[0].Actor != "ops@test" ||
+		acts[0].Reason != "incident 42" || acts[0].Events != 6 || acts[0].DBUser == "" || !strings.Contains(string(acts[0].Filter), `"source": "a"`) {
+		t.Fatalf("actions = %+v", acts)
+	}
+	if byEvent := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, late[0].ID)); len(byEvent) != 1 || byEvent[0].ID != res.ActionID {
+		t.Fatalf("actions of an event = %+v", byEvent)
+	}
 	// The backlog holds exactly them, all due.
 	b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, now))
 	if b.Count != 6 || b.Due != 6 || b.OldestDueAt == nil || !b.OldestDueAt.Equal(now) || b.OldestDueAge(now.Add(time.Minute)) != time.Minute {
 		t.Fatalf("backlog = %+v", b)
 	}
 	// By id, one event.
-	one := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, storage.ReplayFilter{ID: processed("c", 1, now)[0].ID}, storage.ReplayOptions{Now: now}))
+	one := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, storage.ReplayFilter{ID: processed("c", 1, now)[0].ID}, storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}))
 	if one.Replayed != 1 {
 		t.Fatalf("by id = %+v", one)
 	}
@@ -621,7 +634,10 @@ func testDeadLetters(t *testing.T, e *env) {
 	if len(counts) != 2 || counts[0].Source != "shop" || counts[0].Count != 2 || counts[0].OldestDeadAt.IsZero() {
 		t.Fatalf("count by type = %+v", counts)
 	}
-	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, f, now)); n != 2 {
+	if _, err := s.DeadLetterRequeue(e.ctx, f, now, inbox.Actor{}); err != storage.ErrNoActor {
+		t.Fatalf("requeue without an actor: %v", err)
+	}
+	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, f, now, inbox.Actor{Name: "ops@test", Reason: "incident 42"})); n != 2 {
 		t.Fatalf("requeued %d", n)
 	}
 	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, f)); n != 0 {
@@ -630,6 +646,18 @@ func testDeadLetters(t *testing.T, e *env) {
 	back := must[*inbox.Event](t)(s.EventGetByID(e.ctx, dead[0].ID))
 	if back.DeadAt != nil || back.Attempts != 3 || back.FailedAttempts != 0 || !back.Solo || back.State(now) != inbox.StatePending {
 		t.Fatalf("requeued event %+v", back)
+	}
+	if acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, dead[0].ID)); len(acts) != 1 ||
+		acts[0].Action != inbox.ActionRequeue || acts[0].Events != 2 || !strings.Contains(string(acts[0].Filter), `"event_type": "order"`) {
+		t.Fatalf("requeue record = %+v", acts)
+	}
+	// An action changing named events (an expunge's way) records them all.
+	id := must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: "ops@test", Reason: "incident 42"}, map[string]any{"id": dead[1].ID}, []int64{dead[1].ID}))
+	if acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, dead[1].ID)); len(acts) != 2 || acts[1].ID != id || acts[1].Events != 1 {
+		t.Fatalf("actions of the expunged event = %+v", acts)
+	}
+	if _, err := s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: strings.Repeat("x", 201)}, nil, nil); err == nil {
+		t.Fatal("an actor's name of 201 bytes was recorded")
 	}
 	history := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID))
 	if len(history) != 1 || history[0].RequeuedAt == nil {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -42,16 +43,16 @@ func deadLettersFromRows(rows []dbsqlc.WebhookDeadLetter) ([]*inbox.DeadLetter, 
 // zero value matches none: set All, or at least one field.
 type DeadLetterFilter struct {
 	// ID selects one dead letter (webhook_dead_letters.id).
-	ID int64
+	ID int64 `json:"id,omitzero"`
 	// Source is the source name; EventType the event type.
-	Source    string
-	EventType string
+	Source    string `json:"source,omitzero"`
+	EventType string `json:"event_type,omitzero"`
 	// DeadFrom and DeadTo bound dead_at: From inclusive, To exclusive.
-	DeadFrom time.Time
-	DeadTo   time.Time
+	DeadFrom time.Time `json:"dead_from,omitzero"`
+	DeadTo   time.Time `json:"dead_to,omitzero"`
 	// All matches every open dead letter; it must be asked for explicitly,
 	// so a forgotten flag cannot requeue everything.
-	All bool
+	All bool `json:"all,omitzero"`
 }
 
 // ErrEmptyFilter is returned for a DeadLetterFilter that selects nothing.
@@ -102,13 +103,21 @@ func (e executor) DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFi
 // DeadLetterRequeue sends the open dead letters matching f back to the
 // drain, due at now with attempts and history reset (the dead letter
 // keeps them), and returns how many events were requeued.
-func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time) (int, error) {
+func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time, by inbox.Actor) (int, error) {
 	if f.empty() {
 		return 0, ErrEmptyFilter
+	}
+	if by.Name == "" {
+		return 0, ErrNoActor
+	}
+	selection, err := json.Marshal(f)
+	if err != nil {
+		return 0, fmt.Errorf("requeue dead letters: %w", err)
 	}
 	p := f.params()
 	n, err := queries.DeadLetterRequeue(ctx, e.db, dbsqlc.DeadLetterRequeueParams{
 		Now: now, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+		Actor: by.Name, Reason: by.Reason, Selection: string(selection),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("requeue dead letters: %w", err)

@@ -325,20 +325,20 @@ func (e executor) EventGetBacklogStats(ctx context.Context, now time.Time) (Back
 // none: set All, or at least one field.
 type ReplayFilter struct {
 	// ID selects one event (webhook_events.id).
-	ID        int64
-	Source    string
-	EventType string
+	ID        int64  `json:"id,omitzero"`
+	Source    string `json:"source,omitzero"`
+	EventType string `json:"event_type,omitzero"`
 	// Outcome selects by how the event ended: handled, or unhandled
 	// (events no handler took when they came: replay them once their
 	// handler is deployed).
-	Outcome inbox.Outcome
+	Outcome inbox.Outcome `json:"outcome,omitzero"`
 	// ProcessedFrom and ProcessedTo bound processed_at: From inclusive, To
 	// exclusive (the window a faulty handler was live, say).
-	ProcessedFrom time.Time
-	ProcessedTo   time.Time
+	ProcessedFrom time.Time `json:"processed_from,omitzero"`
+	ProcessedTo   time.Time `json:"processed_to,omitzero"`
 	// All matches every replayable event; it must be asked for
 	// explicitly.
-	All bool
+	All bool `json:"all,omitzero"`
 }
 
 // ErrEmptyReplayFilter is returned for a ReplayFilter that selects nothing.
@@ -369,7 +369,14 @@ type ReplayOptions struct {
 	// Progress, when set, is called after each chunk with the events
 	// replayed so far and the total matched.
 	Progress func(done, total int)
+	// By is who replays, and why: required unless DryRun, since every
+	// replay is recorded (webhook_operator_actions), its events with it.
+	By inbox.Actor
 }
+
+// ErrNoActor is returned for an operator action that does not say who
+// performs it.
+var ErrNoActor = errors.New("an operator action must say who performs it (inbox.Actor.Name)")
 
 // ReplayResult is what a replay matched and did.
 type ReplayResult struct {
@@ -383,6 +390,9 @@ type ReplayResult struct {
 	// the processor reads each back from its archive object (a ranged
 	// read, hash verified) to run its handler.
 	Archived int
+	// ActionID is the replay's record (webhook_operator_actions); 0 for a
+	// dry run.
+	ActionID int64
 }
 
 // EventReplay sends the processed events matching f through the processor
@@ -393,6 +403,9 @@ type ReplayResult struct {
 // bodies come back from S3); expunged and dead ones are not. The ids are
 // selected once and reset in chunks, each re-checked, so every event is
 // replayed at most once and processors start on the first chunk at once.
+// The replay is recorded (who, when, the filter) before the first chunk,
+// and each chunk links its events to the record and adds them to its
+// count in the statement that resets them.
 func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOptions) (ReplayResult, error) {
 	var res ReplayResult
 	if f.empty() {
@@ -411,15 +424,21 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		res.Matched = int(counts.Replayable)
 		return res, nil
 	}
+	if opts.By.Name == "" {
+		return res, ErrNoActor
+	}
 	ids, err := queries.EventListReplayableIDs(ctx, e.db, dbsqlc.EventListReplayableIDsParams(arg))
 	if err != nil {
 		return res, fmt.Errorf("replay: select events: %w", err)
 	}
 	res.Matched = len(ids)
+	if res.ActionID, err = e.operatorActionStart(ctx, inbox.ActionReplay, opts.By, f); err != nil {
+		return res, fmt.Errorf("replay: %w", err)
+	}
 	for len(ids) > 0 {
 		chunk := ids[:min(opts.ChunkSize, len(ids))]
 		ids = ids[len(chunk):]
-		n, err := queries.EventReplay(ctx, e.db, dbsqlc.EventReplayParams{Now: opts.Now, IDs: chunk})
+		n, err := queries.EventReplay(ctx, e.db, dbsqlc.EventReplayParams{Now: opts.Now, IDs: chunk, ActionID: res.ActionID})
 		if err != nil {
 			return res, fmt.Errorf("replay: %d of %d events reset before: %w", res.Replayed, res.Matched, err)
 		}

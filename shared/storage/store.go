@@ -59,10 +59,16 @@ type Executor interface {
 	// webhook_dead_letters
 	DeadLetterList(ctx context.Context, f DeadLetterFilter, limit int) ([]*inbox.DeadLetter, error)
 	DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFilter) (int, error)
-	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time) (int, error)
+	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time, by inbox.Actor) (int, error)
 	DeadLetterCountByType(ctx context.Context) ([]DeadLetterCount, error)
 	DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error)
 	DeadLetterExpunge(ctx context.Context, eventPK int64) error
+	DeadLetterGetOpenStats(ctx context.Context) (DeadLetterStats, error)
+
+	// webhook_operator_actions
+	OperatorActionRecord(ctx context.Context, action string, by inbox.Actor, selection any, eventIDs []int64) (int64, error)
+	OperatorActionList(ctx context.Context, since time.Time, limit int) ([]inbox.OperatorAction, error)
+	OperatorActionListByEvent(ctx context.Context, eventPK int64) ([]inbox.OperatorAction, error)
 
 	// webhook_rejections
 	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error

@@ -31,12 +31,15 @@ SELECT count(DISTINCT e.id)
    AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
    AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz);
 
--- name: DeadLetterRequeue :execrows
+-- name: DeadLetterRequeue :one
 -- Sends the open dead letters a filter selects back to the drain, in one
 -- statement: each is marked requeued at @now, and its event becomes live
 -- and due at @now, a new run with its failures and last_error reset. Its
 -- attempts and their history stay (a requeue adds to them), and so does
--- solo: an event that died runs alone. Counts the events requeued.
+-- solo: an event that died runs alone. The same statement records the
+-- requeue (webhook_operator_actions, with who asked, the filter and the
+-- events), so there is no requeue without its record. Returns how many
+-- events it requeued.
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = @now::timestamptz
      WHERE d.requeued_at IS NULL
@@ -46,11 +49,21 @@ WITH dl AS (
        AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
        AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz)
     RETURNING d.event_pk
+), requeued AS (
+    UPDATE webhook_events e
+       SET dead_at = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
+      FROM dl
+     WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
+    RETURNING e.id
+), act AS (
+    INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
+    SELECT 'requeue', @actor::text, sqlc.arg('selection')::text::jsonb, @reason::text, count(*) FROM requeued
+    RETURNING id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT r.id, act.id FROM requeued r, act
 )
-UPDATE webhook_events e
-   SET dead_at = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
-  FROM dl
- WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL;
+SELECT count(*) FROM requeued;
 
 -- name: DeadLetterCountByType :many
 -- Open dead letters per source and type, largest first;

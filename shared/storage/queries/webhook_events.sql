@@ -312,17 +312,28 @@ SELECT e.id FROM webhook_events e
    AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz)
  ORDER BY e.id;
 
--- name: EventReplay :execrows
+-- name: EventReplay :one
 -- Makes a chunk of replayable events unprocessed and due at @now: a new
 -- run, with its failures and last error reset. The attempts and their
 -- history stay (a replay adds to them; the next attempt has the next
 -- number), and so does solo. Each row is re-checked against the
--- replayable predicate.
-UPDATE webhook_events e
-   SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
- WHERE e.id = ANY(@ids::bigint[])
-   AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL);
+-- replayable predicate. The same statement links the events to the
+-- replay's record (@action_id, OperatorActionInsert) and adds them to its
+-- count, so no event is replayed without its record. Returns how many.
+WITH replayed AS (
+    UPDATE webhook_events e
+       SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
+     WHERE e.id = ANY(@ids::bigint[])
+       AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+       AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+    RETURNING e.id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT id, @action_id::bigint FROM replayed
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM replayed) WHERE id = @action_id::bigint
+)
+SELECT count(*) FROM replayed;
 
 -- name: EventCountArchivable :one
 -- How many events an archive run with this cutoff would archive now.

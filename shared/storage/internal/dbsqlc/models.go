@@ -84,6 +84,22 @@ type WebhookEvent struct {
 	Solo           bool
 }
 
+type WebhookOperatorAction struct {
+	ID     int64
+	Action string
+	Actor  string
+	DBUser string
+	At     time.Time
+	Filter []byte
+	Events int32
+	Reason string
+}
+
+type WebhookOperatorActionEvent struct {
+	EventPK  int64
+	ActionID int64
+}
+
 type WebhookPayloadMismatch struct {
 	ID             int64
 	Source         string

@@ -217,7 +217,7 @@ func (q *Queries) DeadLetterListByEvent(ctx context.Context, db DBTX, eventPk in
 	return items, nil
 }
 
-const deadLetterRequeue = `-- name: DeadLetterRequeue :execrows
+const deadLetterRequeue = `-- name: DeadLetterRequeue :one
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = $1::timestamptz
      WHERE d.requeued_at IS NULL
@@ -227,11 +227,21 @@ WITH dl AS (
        AND ($5::timestamptz IS NULL OR d.dead_at >= $5::timestamptz)
        AND ($6::timestamptz IS NULL OR d.dead_at < $6::timestamptz)
     RETURNING d.event_pk
+), requeued AS (
+    UPDATE webhook_events e
+       SET dead_at = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
+      FROM dl
+     WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
+    RETURNING e.id
+), act AS (
+    INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
+    SELECT 'requeue', $7::text, $8::text::jsonb, $9::text, count(*) FROM requeued
+    RETURNING id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT r.id, act.id FROM requeued r, act
 )
-UPDATE webhook_events e
-   SET dead_at = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
-  FROM dl
- WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
+SELECT count(*) FROM requeued
 `
 
 type DeadLetterRequeueParams struct {
@@ -241,24 +251,32 @@ type DeadLetterRequeueParams struct {
 	EventType *string
 	DeadFrom  *time.Time
 	DeadTo    *time.Time
+	Actor     string
+	Selection string
+	Reason    string
 }
 
 // Sends the open dead letters a filter selects back to the drain, in one
 // statement: each is marked requeued at @now, and its event becomes live
 // and due at @now, a new run with its failures and last_error reset. Its
 // attempts and their history stay (a requeue adds to them), and so does
-// solo: an event that died runs alone. Counts the events requeued.
+// solo: an event that died runs alone. The same statement records the
+// requeue (webhook_operator_actions, with who asked, the filter and the
+// events), so there is no requeue without its record. Returns how many
+// events it requeued.
 func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg DeadLetterRequeueParams) (int64, error) {
-	result, err := db.Exec(ctx, deadLetterRequeue,
+	row := db.QueryRow(ctx, deadLetterRequeue,
 		arg.Now,
 		arg.ID,
 		arg.Source,
 		arg.EventType,
 		arg.DeadFrom,
 		arg.DeadTo,
+		arg.Actor,
+		arg.Selection,
+		arg.Reason,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

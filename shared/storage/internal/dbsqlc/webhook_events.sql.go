@@ -1196,28 +1196,39 @@ func (q *Queries) EventRecordInterrupted(ctx context.Context, db DBTX, arg Event
 	return items, nil
 }
 
-const eventReplay = `-- name: EventReplay :execrows
-UPDATE webhook_events e
-   SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
- WHERE e.id = ANY($2::bigint[])
-   AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+const eventReplay = `-- name: EventReplay :one
+WITH replayed AS (
+    UPDATE webhook_events e
+       SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
+     WHERE e.id = ANY($2::bigint[])
+       AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
+       AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+    RETURNING e.id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT id, $3::bigint FROM replayed
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM replayed) WHERE id = $3::bigint
+)
+SELECT count(*) FROM replayed
 `
 
 type EventReplayParams struct {
-	Now time.Time
-	IDs []int64
+	Now      time.Time
+	IDs      []int64
+	ActionID int64
 }
 
 // Makes a chunk of replayable events unprocessed and due at @now: a new
 // run, with its failures and last error reset. The attempts and their
 // history stay (a replay adds to them; the next attempt has the next
 // number), and so does solo. Each row is re-checked against the
-// replayable predicate.
+// replayable predicate. The same statement links the events to the
+// replay's record (@action_id, OperatorActionInsert) and adds them to its
+// count, so no event is replayed without its record. Returns how many.
 func (q *Queries) EventReplay(ctx context.Context, db DBTX, arg EventReplayParams) (int64, error) {
-	result, err := db.Exec(ctx, eventReplay, arg.Now, arg.IDs)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := db.QueryRow(ctx, eventReplay, arg.Now, arg.IDs, arg.ActionID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOperatorActionsAreRecorded: a replay, a requeue and an expunge each
+// leave their record (who, from --actor, $WEBHOOKCTL_ACTOR or user@host;
+// why; the filter; how many events), which actions lists newest first and
+// events show lists for the events they touched. Dry runs record nothing.
+func TestOperatorActionsAreRecorded(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.withArchive()
+	ids := f.populate()
+
+	f.runOK("replay", "--source", "stripe", "--type", "ok", "--dry-run")
+	f.runOK("dead-letters", "requeue", "--source", "stripe", "--dry-run")
+	var none struct {
+		Actions []actionJSON `json:"actions"`
+	}
+	f.runJSON(&none, "actions")
+	if len(none.Actions) != 0 {
+		t.Fatalf("dry runs were recorded: %+v", none.Actions)
+	}
+
+	var replayed replayOut
+	f.runJSON(&replayed, "replay", "--source", "stripe", "--type", "ok", "--yes", "--actor", "alice", "--reason", "INC-7 bad handler", "--json")
+	if replayed.Replayed == 0 {
+		t.Fatalf("replay = %+v", replayed)
+	}
+	f.env[EnvActor] = "ci-job-42"
+	f.runOK("dead-letters", "requeue", "--source", "stripe")
+	delete(f.env, EnvActor)
+	f.runOK("expunge", strconv.FormatInt(ids["poison2"], 10), "--yes", "--reason", "erasure request")
+
+	var all struct {
+		Actions []actionJSON `json:"actions"`
+	}
+	f.runJSON(&all, "actions")
+	if len(all.Actions) != 3 {
+		t.Fatalf("actions = %+v", all.Actions)
+	}
+	expunge, requeue, replay := all.Actions[0], all.Actions[1], all.Actions[2]
+	me := "unknown"
+	if u, err := user.Current(); err == nil {
+		me = u.Username
+	}
+	host, _ := os.Hostname()
+	filter := func(a actionJSON) map[string]any { m, _ := a.Filter.(map[string]any); return m }
+	if replay.Action != "replay" || replay.Actor != "alice" || replay.Reason == nil || *replay.Reason != "INC-7 bad handler" ||
+		replay.Events != replayed.Replayed || filter(replay)["type"] != nil || filter(replay)["event_type"] != "ok" || replay.DBUser == "" {
+		t.Errorf("replay = %+v", replay)
+	}
+	if requeue.Action != "requeue" || requeue.Actor != "ci-job-42" || requeue.Events != 2 || filter(requeue)["source"] != "stripe" {
+		t.Errorf("requeue = %+v", requeue)
+	}
+	if expunge.Action != "expunge" || expunge.Actor != me+"@"+host || expunge.Events != 1 || filter(expunge)["id"] != float64(ids["poison2"]) {
+		t.Errorf("expunge = %+v", expunge)
+	}
+
+	// Each event lists the actions that touched it: poison2 was requeued,
+	// then expunged.
+	var show eventShowOut
+	f.runJSON(&show, "events", "show", strconv.FormatInt(ids["poison2"], 10), "--no-body")
+	if len(show.Actions) != 2 || show.Actions[0].Action != "requeue" || show.Actions[1].Action != "expunge" {
+		t.Fatalf("actions of poison2 = %+v", show.Actions)
+	}
+	human := f.runOK("events", "show", strconv.FormatInt(ids["poison2"], 10), "--no-body")
+	for _, want := range []string{"OPERATOR ACTIONS", "requeue", "ci-job-42", "expunge", "erasure request"} {
+		if !strings.Contains(human, want) {
+			t.Errorf("events show lacks %q:\n%s", want, human)
+		}
+	}
+	if out := f.runOK("actions", "--limit", "1"); !strings.Contains(out, "expunge") || strings.Contains(out, "INC-7") {
+		t.Errorf("actions --limit 1:\n%s", out)
+	}
+	// An actor's name is text from the command line: it reaches the
+	// terminal escaped.
+	f.runOK("replay", "--outcome", "unhandled", "--yes", "--actor", "eve\x1b[2J")
+	if out := f.runOK("actions"); strings.Contains(out, "\x1b") {
+		t.Errorf("control characters reached the terminal: %q", out)
+	}
+}
