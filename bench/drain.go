@@ -67,19 +67,30 @@ RETURNING e.id, e.payload;
 `, batch)
 }
 
-// drainSide is one cluster's drain: its databases, River on it, and the
+// drainSide is one place a drain runs (a cluster, or a database with a
+// history): its events' database, River beside it (nil: none), and the
 // runs so far.
 type drainSide struct {
 	events target
 	river  *riverBench
+	// keep adds each run's events to the table (the history) instead of
+	// emptying it first.
+	keep bool
 
 	proc, riv, limit []Run
 	inserts          []float64
 }
 
+// figure sums up the side's runs.
+func (d *drainSide) figure(cluster string, n int) DrainFigure {
+	fig := drainFigure(cluster, n, d.proc, d.riv, d.limit)
+	fig.RiverInsertPerSec = median(d.inserts)
+	return fig
+}
+
 // drain measures the three drains on each cluster (the fast one, and the
-// durable one when it runs), in turns: run 1 of each system on each
-// cluster, then run 2, ... Then it profiles the processor on the fast one.
+// durable one when it runs), in turns, then profiles the processor on the
+// fast one.
 func (b *bench) drain(ctx context.Context) error {
 	var sides []*drainSide
 	for _, e := range b.clusters() {
@@ -90,55 +101,11 @@ func (b *bench) drain(ctx context.Context) error {
 		defer river.Close()
 		sides = append(sides, &drainSide{events: target{e, dbDrain}, river: river})
 	}
-	n := b.s.DrainEvents
-	// Warm-up: a small drain of each (connections, statements, caches).
-	warm := 5000 - 5000%b.s.BatchSize
-	for _, d := range sides {
-		for _, step := range []func() error{
-			func() error { return b.loadEvents(ctx, d.events, warm, loadOpts{}) },
-			func() error { _, err := b.processorDrain(ctx, d.events, warm, nil); return err },
-			func() error { _, _, err := d.river.run(ctx, warm); return err },
-			func() error { return b.loadEvents(ctx, d.events, warm, loadOpts{}) },
-			func() error { _, err := b.limitDrain(ctx, d.events, warm); return err },
-		} {
-			if err := step(); err != nil {
-				return fmt.Errorf("drain warm-up (%s): %w", d.events.env.Kind, err)
-			}
-		}
-	}
-	for i := range b.s.DrainRuns {
-		for _, d := range sides {
-			kind := d.events.env.Kind
-			if err := b.loadEvents(ctx, d.events, n, loadOpts{}); err != nil {
-				return err
-			}
-			r, err := b.processorDrain(ctx, d.events, n, nil)
-			if err != nil {
-				return fmt.Errorf("processor run %d (%s): %w", i+1, kind, err)
-			}
-			d.proc = append(d.proc, r)
-			b.log.Info("drain", "cluster", kind, "system", "processor", "run", i+1, "events_per_sec", int(r.EventsPerSec))
-
-			r, ins, err := d.river.run(ctx, n)
-			if err != nil {
-				return fmt.Errorf("River run %d (%s): %w", i+1, kind, err)
-			}
-			d.riv, d.inserts = append(d.riv, r), append(d.inserts, ins)
-			b.log.Info("drain", "cluster", kind, "system", "river", "run", i+1, "events_per_sec", int(r.EventsPerSec))
-
-			if err := b.loadEvents(ctx, d.events, n, loadOpts{}); err != nil {
-				return err
-			}
-			if r, err = b.limitDrain(ctx, d.events, n); err != nil {
-				return fmt.Errorf("limit run %d (%s): %w", i+1, kind, err)
-			}
-			d.limit = append(d.limit, r)
-			b.log.Info("drain", "cluster", kind, "system", "limit", "run", i+1, "events_per_sec", int(r.EventsPerSec))
-		}
+	if err := b.drainInTurns(ctx, "drain", sides); err != nil {
+		return err
 	}
 	for _, d := range sides {
-		fig := drainFigure(d.events.env.Kind, n, d.proc, d.riv, d.limit)
-		fig.RiverInsertPerSec = median(d.inserts)
+		fig := d.figure(d.events.env.Kind, b.s.DrainEvents)
 		if d.events.env.Kind == clusterDurable {
 			b.rep.DrainDurable = &fig
 		} else {
@@ -146,6 +113,72 @@ func (b *bench) drain(ctx context.Context) error {
 		}
 	}
 	return b.profileDrain(ctx)
+}
+
+// drainInTurns warms each side up with a small drain of each system, then
+// runs b.s.DrainRuns drains of b.s.DrainEvents events of each system on
+// each side, in turns: run 1 of the processor, River and the limit on each
+// side, then run 2, ... so that a change of the machine's load hits every
+// figure alike.
+func (b *bench) drainInTurns(ctx context.Context, stage string, sides []*drainSide) error {
+	load := func(d *drainSide, n int, tag string) error {
+		return b.loadEvents(ctx, d.events, n, loadOpts{Keep: d.keep, Tag: tag})
+	}
+	warm := 5000 - 5000%b.s.BatchSize
+	for _, d := range sides {
+		if err := load(d, warm, "w1_"); err != nil {
+			return err
+		}
+		if _, err := b.processorDrain(ctx, d.events, warm, nil); err != nil {
+			return fmt.Errorf("processor warm-up (%s): %w", d.events.db, err)
+		}
+		if d.river != nil {
+			if _, _, err := d.river.run(ctx, warm); err != nil {
+				return fmt.Errorf("River warm-up (%s): %w", d.river.t.db, err)
+			}
+		}
+		if err := load(d, warm, "w2_"); err != nil {
+			return err
+		}
+		if _, err := b.limitDrain(ctx, d.events, warm); err != nil {
+			return fmt.Errorf("limit warm-up (%s): %w", d.events.db, err)
+		}
+	}
+	n := b.s.DrainEvents
+	for i := range b.s.DrainRuns {
+		tag := "r" + strconv.Itoa(i+1)
+		for _, d := range sides {
+			where := []any{"stage", stage, "cluster", d.events.env.Kind, "db", d.events.db, "run", i + 1}
+			if err := load(d, n, tag+"p_"); err != nil {
+				return err
+			}
+			r, err := b.processorDrain(ctx, d.events, n, nil)
+			if err != nil {
+				return fmt.Errorf("processor run %d (%s %s): %w", i+1, d.events.env.Kind, d.events.db, err)
+			}
+			d.proc = append(d.proc, r)
+			b.log.Info("drain", append(where, "system", "processor", "events_per_sec", int(r.EventsPerSec))...)
+
+			if d.river != nil {
+				r, ins, err := d.river.run(ctx, n)
+				if err != nil {
+					return fmt.Errorf("River run %d (%s %s): %w", i+1, d.river.t.env.Kind, d.river.t.db, err)
+				}
+				d.riv, d.inserts = append(d.riv, r), append(d.inserts, ins)
+				b.log.Info("drain", append(where, "system", "river", "events_per_sec", int(r.EventsPerSec))...)
+			}
+
+			if err := load(d, n, tag+"l_"); err != nil {
+				return err
+			}
+			if r, err = b.limitDrain(ctx, d.events, n); err != nil {
+				return fmt.Errorf("limit run %d (%s %s): %w", i+1, d.events.env.Kind, d.events.db, err)
+			}
+			d.limit = append(d.limit, r)
+			b.log.Info("drain", append(where, "system", "limit", "events_per_sec", int(r.EventsPerSec))...)
+		}
+	}
+	return nil
 }
 
 // drainFigure sums up the runs of the three systems on one cluster, taken
@@ -232,11 +265,18 @@ func (b *bench) loadEvents(ctx context.Context, t target, n int, o loadOpts) err
 
 // emptyEventTables empties webhook_events and every table that refers to
 // it (CASCADE: the dead letters, and whatever later migrations add, such
-// as an attempt history), and the other tables the bench's runs fill.
+// as an attempt history), the other tables the bench's runs fill, and the
+// processors' claims where the schema has them (migration 00006 on).
 func emptyEventTables(ctx context.Context, conn interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }) error {
 	_, err := conn.Exec(ctx, `TRUNCATE webhook_events, webhook_dead_letters, webhook_payload_mismatches, webhook_archive_objects CASCADE`)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, `DO $$ BEGIN
+  IF to_regclass('webhook_claims') IS NOT NULL THEN TRUNCATE webhook_claims; END IF;
+END $$`)
 	return err
 }
 

@@ -29,14 +29,17 @@ import (
 // Databases of the bench clusters. Each workload has its own, so that one's
 // leftovers never change another's figures.
 const (
-	dbIngestNew = "ingest_new" // emptied before every new-event run
-	dbIngestDup = "ingest_dup" // holds the duplicate set
-	dbDrain     = "drain"      // reloaded before every drain run; archived at the end
-	dbRiver     = "river"      // River's schema (rivermigrate)
-	dbLambda    = "lambda"     // what the Lambda binaries talk to
-	dbLatency   = "latency"    // the receiver and a real-time processor at a fixed rate
-	dbHistory   = "history"    // millions of processed, archived events, then ingest and drain
-	dbRiverHist = "river_history"
+	dbIngestNew = "ingest_new"    // emptied before every new-event run
+	dbIngestDup = "ingest_dup"    // holds the duplicate set
+	dbDrain     = "drain"         // reloaded before every drain run; archived at the end
+	dbRiver     = "river"         // River's schema (rivermigrate)
+	dbLambda    = "lambda"        // what the Lambda binaries talk to
+	dbLatency   = "latency"       // the receiver and a real-time processor at a fixed rate
+	dbHistory   = "history"       // millions of processed, archived events, then ingest and drain
+	dbRiverHist = "river_history" // River's, with as many completed jobs
+	// dbHistoryEmpty is the history stage's empty tables, measured in
+	// turns with the history.
+	dbHistoryEmpty = "history_empty"
 )
 
 // riverDBs are the databases River migrates itself; the others get the

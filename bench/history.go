@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// HistoryFigure is the history stage: ingest and drain again over a
-// database that already holds Events processed and archived events, as
-// every deployment will (rows are never deleted), beside the figures of the
-// empty tables measured earlier in the run.
+// HistoryFigure is the history stage: ingest and drain over a database
+// that already holds Events processed and archived events, as every
+// deployment will (rows are never deleted), in turns with the same figures
+// over empty tables.
 type HistoryFigure struct {
 	// Events is the history loaded; LoadSeconds how long loading it
 	// took (rows, VACUUM ANALYZE); Attempts whether an attempt row per
@@ -28,16 +27,19 @@ type HistoryFigure struct {
 	// Relations are the sizes of webhook_events (heap, TOAST, each index)
 	// and of the attempt history, right after the load.
 	Relations []RelationSize `json:"relations"`
-	// Ingest is new events at each concurrency, receiver and pgbench, in
-	// turns as in the ingest stage; Drain the processor and the limit (and
-	// River over as many completed jobs, when RiverEvents > 0).
+	// Ingest is new events at each concurrency, receiver and pgbench, over
+	// the history; EmptyIngest the same over an empty table, in turns with
+	// them. Drain and EmptyDrain are the processor, River (over as many
+	// completed jobs, when RiverEvents > 0) and the limit, likewise.
 	Ingest      []IngestFigure `json:"ingest"`
+	EmptyIngest []IngestFigure `json:"empty_ingest"`
 	Drain       *DrainFigure   `json:"drain,omitempty"`
+	EmptyDrain  *DrainFigure   `json:"empty_drain,omitempty"`
 	RiverEvents int            `json:"river_history_jobs"`
 	RiverLoadS  float64        `json:"river_load_seconds,omitempty"`
 	RiverBytes  int64          `json:"river_job_bytes,omitempty"`
-	// Versus compares each figure with the same figure on the empty
-	// tables, where this run has it (finish computes it).
+	// Versus compares each figure with the history with the same figure
+	// without (finish computes it).
 	Versus []HistoryVersus `json:"versus"`
 }
 
@@ -73,19 +75,20 @@ const historyChunk = 250_000
 // runs, apart from the ingest stage's.
 const historyRunBase = 1 << 10
 
-// history loads the history, then measures ingest and drain over it.
+// history loads the history, then measures ingest and drain over it, in
+// turns with the same over empty tables.
 func (b *bench) history(ctx context.Context) error {
-	t := target{b.env, dbHistory}
+	hist, empty := target{b.env, dbHistory}, target{b.env, dbHistoryEmpty}
 	fig := &HistoryFigure{Events: b.s.HistoryEvents}
 	b.rep.History = fig
 	var err error
 	start := time.Now()
-	if err := b.loadHistory(ctx, t, fig); err != nil {
+	if err := b.loadHistory(ctx, hist, fig); err != nil {
 		return err
 	}
 	fig.LoadSeconds = time.Since(start).Seconds()
 	b.log.Info("history loaded", "events", fig.Events, "seconds", fmt.Sprintf("%.1f", fig.LoadSeconds), "attempt_rows", fig.Attempts)
-	if fig.Relations, err = relationSizes(ctx, t); err != nil {
+	if fig.Relations, err = relationSizes(ctx, hist); err != nil {
 		return err
 	}
 
@@ -97,109 +100,54 @@ func (b *bench) history(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	vars := pgbenchVars(pgbenchSample(b.s.Seed))
 	for i, conc := range b.s.Concurrency {
-		f, err := b.ingestFigure(ctx, ingestJob{
-			Workload: workloadNew, T: t, Conc: conc, RunBase: historyRunBase + i*(b.s.Runs+1),
-			Src: src, Set: set, Script: script, Vars: pgbenchVars(pgbenchSample(b.s.Seed)),
+		base := historyRunBase + 2*i*(b.s.Runs+1)
+		figs, err := b.ingestFigures(ctx, []ingestJob{
+			{Workload: workloadNew, T: empty, Conc: conc, Empty: true, RunBase: base, Src: src, Set: set, Script: script, Vars: vars},
+			{Workload: workloadNew, T: hist, Conc: conc, RunBase: base + b.s.Runs + 1, Src: src, Set: set, Script: script, Vars: vars},
 		})
 		if err != nil {
 			return fmt.Errorf("ingest over the history: %w", err)
 		}
-		fig.Ingest = append(fig.Ingest, f)
-		b.log.Info("history ingest", "concurrency", conc, "receiver_eps", int(f.Receiver.Median), "pgbench_eps", int(f.Pgbench.Median))
+		fig.EmptyIngest, fig.Ingest = append(fig.EmptyIngest, figs[0]), append(fig.Ingest, figs[1])
+		b.log.Info("history ingest", "concurrency", conc, "receiver_eps", int(figs[1].Receiver.Median), "pgbench_eps", int(figs[1].Pgbench.Median),
+			"empty_receiver_eps", int(figs[0].Receiver.Median), "empty_pgbench_eps", int(figs[0].Pgbench.Median))
 	}
-
 	// The ingested events join the history as processed ones, so that
 	// the drains below find only their own events due.
-	if err := markProcessed(ctx, t); err != nil {
+	if err := markProcessed(ctx, hist); err != nil {
 		return err
 	}
 
-	var river *riverBench
+	emptySide := &drainSide{events: empty}
+	histSide := &drainSide{events: hist, keep: true}
 	if b.s.HistoryRiver {
-		rt := target{b.env, dbRiverHist}
-		if river, err = b.newRiverBench(ctx, rt); err != nil {
+		if emptySide.river, err = b.newRiverBench(ctx, target{b.env, dbRiver}); err != nil {
 			return err
 		}
-		defer river.Close()
-		river.keep = true
+		defer emptySide.river.Close()
+		if histSide.river, err = b.newRiverBench(ctx, target{b.env, dbRiverHist}); err != nil {
+			return err
+		}
+		defer histSide.river.Close()
+		histSide.river.keep = true
 		start := time.Now()
-		if err := loadRiverHistory(ctx, river.pool, b.s.HistoryEvents); err != nil {
+		if err := loadRiverHistory(ctx, histSide.river.pool, b.s.HistoryEvents); err != nil {
 			return err
 		}
 		fig.RiverEvents, fig.RiverLoadS = b.s.HistoryEvents, time.Since(start).Seconds()
-		if err := river.pool.QueryRow(ctx, `SELECT pg_total_relation_size('river_job')`).Scan(&fig.RiverBytes); err != nil {
+		if err := histSide.river.pool.QueryRow(ctx, `SELECT pg_total_relation_size('river_job')`).Scan(&fig.RiverBytes); err != nil {
 			return fmt.Errorf("river_job size: %w", err)
 		}
 		b.log.Info("River history loaded", "jobs", fig.RiverEvents, "seconds", fmt.Sprintf("%.1f", fig.RiverLoadS))
 	}
-	d, err := b.historyDrain(ctx, t, river)
-	if err != nil {
+	if err := b.drainInTurns(ctx, "history", []*drainSide{emptySide, histSide}); err != nil {
 		return fmt.Errorf("drain over the history: %w", err)
 	}
-	fig.Drain = &d
+	e, h := emptySide.figure(clusterFast, b.s.DrainEvents), histSide.figure(clusterFast, b.s.DrainEvents)
+	fig.EmptyDrain, fig.Drain = &e, &h
 	return nil
-}
-
-// historyDrain runs the processor, River (when river is set) and the
-// limit in turns over b.s.DrainEvents due events added to the history for
-// each run (they stay, processed, as more history).
-func (b *bench) historyDrain(ctx context.Context, t target, river *riverBench) (DrainFigure, error) {
-	n := b.s.DrainEvents
-	warm := 5000 - 5000%b.s.BatchSize
-	if err := b.loadEvents(ctx, t, warm, loadOpts{Keep: true, Tag: "hw1_"}); err != nil {
-		return DrainFigure{}, err
-	}
-	if _, err := b.processorDrain(ctx, t, warm, nil); err != nil {
-		return DrainFigure{}, fmt.Errorf("warm-up: %w", err)
-	}
-	if river != nil {
-		if _, _, err := river.run(ctx, warm); err != nil {
-			return DrainFigure{}, fmt.Errorf("River warm-up: %w", err)
-		}
-	}
-	if err := b.loadEvents(ctx, t, warm, loadOpts{Keep: true, Tag: "hw2_"}); err != nil {
-		return DrainFigure{}, err
-	}
-	if _, err := b.limitDrain(ctx, t, warm); err != nil {
-		return DrainFigure{}, fmt.Errorf("limit warm-up: %w", err)
-	}
-	var proc, riv, limit []Run
-	var inserts []float64
-	for i := range b.s.DrainRuns {
-		tag := "h" + strconv.Itoa(i+1)
-		if err := b.loadEvents(ctx, t, n, loadOpts{Keep: true, Tag: tag + "p_"}); err != nil {
-			return DrainFigure{}, err
-		}
-		r, err := b.processorDrain(ctx, t, n, nil)
-		if err != nil {
-			return DrainFigure{}, fmt.Errorf("processor run %d: %w", i+1, err)
-		}
-		proc = append(proc, r)
-		b.log.Info("history drain", "system", "processor", "run", i+1, "events_per_sec", int(r.EventsPerSec))
-		if river != nil {
-			r, ins, err := river.run(ctx, n)
-			if err != nil {
-				return DrainFigure{}, fmt.Errorf("River run %d: %w", i+1, err)
-			}
-			riv, inserts = append(riv, r), append(inserts, ins)
-			b.log.Info("history drain", "system", "river", "run", i+1, "events_per_sec", int(r.EventsPerSec))
-		}
-		if err := b.loadEvents(ctx, t, n, loadOpts{Keep: true, Tag: tag + "l_"}); err != nil {
-			return DrainFigure{}, err
-		}
-		if r, err = b.limitDrain(ctx, t, n); err != nil {
-			return DrainFigure{}, fmt.Errorf("limit run %d: %w", i+1, err)
-		}
-		limit = append(limit, r)
-		b.log.Info("history drain", "system", "limit", "run", i+1, "events_per_sec", int(r.EventsPerSec))
-	}
-	if river == nil {
-		riv = nil
-	}
-	fig := drainFigure(clusterFast, n, proc, riv, limit)
-	fig.RiverInsertPerSec = median(inserts)
-	return fig, nil
 }
 
 // markProcessed marks every due event of t handled, as a processor would
@@ -391,8 +339,8 @@ SELECT 'webhook_attempts (with its indexes)', 'table', pg_total_relation_size(to
 	return sizes, nil
 }
 
-// historyVersus compares the history figures with the empty-table ones of
-// the same run.
+// historyVersus compares the history figures with the empty-table ones
+// taken in turns with them.
 func (r *Report) historyVersus() []HistoryVersus {
 	h := r.History
 	if h == nil {
@@ -412,10 +360,10 @@ func (r *Report) historyVersus() []HistoryVersus {
 	}
 	for _, f := range h.Ingest {
 		var empty IngestFigure
-		if i := slices.IndexFunc(r.Ingest, func(e IngestFigure) bool {
+		if i := slices.IndexFunc(h.EmptyIngest, func(e IngestFigure) bool {
 			return e.Workload == f.Workload && e.Concurrency == f.Concurrency
 		}); i >= 0 {
-			empty = r.Ingest[i]
+			empty = h.EmptyIngest[i]
 		}
 		name := fmt.Sprintf("ingest, new events, %d clients", f.Concurrency)
 		add(name, "receiver", empty.Receiver, f.Receiver)
@@ -423,8 +371,8 @@ func (r *Report) historyVersus() []HistoryVersus {
 	}
 	if d := h.Drain; d != nil {
 		var empty DrainFigure
-		if r.Drain != nil {
-			empty = *r.Drain
+		if h.EmptyDrain != nil {
+			empty = *h.EmptyDrain
 		}
 		name := fmt.Sprintf("drain of %s events", thousands(float64(d.Events)))
 		add(name, "processor", empty.Processor, d.Processor)

@@ -153,64 +153,90 @@ type ingestJob struct {
 // each, then the measured runs of the receiver and of pgbench taken in
 // turns, so that a change of the machine's load hits both alike.
 func (b *bench) ingestFigure(ctx context.Context, j ingestJob) (IngestFigure, error) {
-	workload, conc, src := j.Workload, j.Conc, j.Src
-	fig := IngestFigure{Workload: workload, Concurrency: conc}
-	srv, err := b.startReceiver(ctx, j.T, conc, j.Set, nil)
+	figs, err := b.ingestFigures(ctx, []ingestJob{j})
 	if err != nil {
-		return fig, err
+		return IngestFigure{}, err
 	}
-	defer srv.Close()
-	job := pgbenchJob{Name: "insert-" + workload, Script: j.Script, Env: j.T.env, DB: j.T.db, Clients: conc, Threads: b.s.PgbenchThreads, Vars: j.Vars}
+	return figs[0], nil
+}
 
-	// Warm-up: connections, prepared statements, caches.
-	if _, err := b.load(ctx, srv, workload, conc, b.s.Warmup, j.RunBase, src); err != nil {
-		return fig, fmt.Errorf("receiver warm-up: %w", err)
+// ingestFigures measures jobs of the same workload and concurrency on
+// different targets, all in turns: a warm-up of each side on each target,
+// then for each run the receiver on each target, then pgbench on each.
+func (b *bench) ingestFigures(ctx context.Context, jobs []ingestJob) ([]IngestFigure, error) {
+	type side struct {
+		srv       *receiverServer
+		job       pgbenchJob
+		recv, pgb []Run
 	}
-	job.Duration = b.s.Warmup
-	if _, err := b.pgbench(ctx, job); err != nil {
-		return fig, fmt.Errorf("pgbench warm-up: %w", err)
+	sides := make([]*side, len(jobs))
+	for k, j := range jobs {
+		srv, err := b.startReceiver(ctx, j.T, j.Conc, j.Set, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		sides[k] = &side{srv: srv, job: pgbenchJob{
+			Name: "insert-" + j.Workload, Script: j.Script, Env: j.T.env, DB: j.T.db,
+			Clients: j.Conc, Threads: b.s.PgbenchThreads, Vars: j.Vars,
+		}}
+		// Warm-up: connections, prepared statements, caches.
+		if _, err := b.load(ctx, srv, j.Workload, j.Conc, b.s.Warmup, j.RunBase, j.Src); err != nil {
+			return nil, fmt.Errorf("receiver warm-up: %w", err)
+		}
+		sides[k].job.Duration = b.s.Warmup
+		if _, err := b.pgbench(ctx, sides[k].job); err != nil {
+			return nil, fmt.Errorf("pgbench warm-up: %w", err)
+		}
 	}
-
-	var recv, pgb []Run
 	for i := range b.s.Runs {
-		if j.Empty {
-			if err := b.emptyEvents(ctx, j.T); err != nil {
-				return fig, err
+		for k, j := range jobs {
+			if j.Empty {
+				if err := b.emptyEvents(ctx, j.T); err != nil {
+					return nil, err
+				}
 			}
-		}
-		r, err := b.load(ctx, srv, workload, conc, b.s.Duration, j.RunBase+i+1, src)
-		if err != nil {
-			return fig, fmt.Errorf("receiver run %d: %w", i+1, err)
-		}
-		recv = append(recv, r)
-
-		if j.Empty {
-			if err := b.emptyEvents(ctx, j.T); err != nil {
-				return fig, err
+			r, err := b.load(ctx, sides[k].srv, j.Workload, j.Conc, b.s.Duration, j.RunBase+i+1, j.Src)
+			if err != nil {
+				return nil, fmt.Errorf("receiver run %d: %w", i+1, err)
 			}
+			sides[k].recv = append(sides[k].recv, r)
 		}
-		job.Duration, job.Latencies = b.s.Duration, true
-		before := j.T.snapshot(ctx)
-		res, err := b.pgbench(ctx, job)
-		if err != nil {
-			return fig, err
+		for k, j := range jobs {
+			if j.Empty {
+				if err := b.emptyEvents(ctx, j.T); err != nil {
+					return nil, err
+				}
+			}
+			job := sides[k].job
+			job.Duration, job.Latencies = b.s.Duration, true
+			before := j.T.snapshot(ctx)
+			res, err := b.pgbench(ctx, job)
+			if err != nil {
+				return nil, err
+			}
+			after := j.T.snapshot(ctx)
+			pr := Run{Events: res.Transactions, Seconds: res.Seconds, EventsPerSec: res.TPS,
+				P50Ms: percentile(res.Latencies, 50), P99Ms: percentile(res.Latencies, 99)}
+			pr.costs(before, after, res.CPU)
+			sides[k].pgb = append(sides[k].pgb, pr)
 		}
-		after := j.T.snapshot(ctx)
-		pr := Run{Events: res.Transactions, Seconds: res.Seconds, EventsPerSec: res.TPS,
-			P50Ms: percentile(res.Latencies, 50), P99Ms: percentile(res.Latencies, 99)}
-		pr.costs(before, after, res.CPU)
-		pgb = append(pgb, pr)
 	}
-	fig.Receiver, fig.Pgbench = summarize(recv), summarize(pgb)
-	fig.Ratio = ratio(fig.Receiver.Median, fig.Pgbench.Median)
-	for i := range recv {
-		r := ratio(recv[i].EventsPerSec, pgb[i].EventsPerSec)
-		if i == 0 || r < fig.RatioMin {
-			fig.RatioMin = r
+	figs := make([]IngestFigure, len(jobs))
+	for k, j := range jobs {
+		recv, pgb := sides[k].recv, sides[k].pgb
+		fig := IngestFigure{Workload: j.Workload, Concurrency: j.Conc, Receiver: summarize(recv), Pgbench: summarize(pgb)}
+		fig.Ratio = ratio(fig.Receiver.Median, fig.Pgbench.Median)
+		for i := range recv {
+			r := ratio(recv[i].EventsPerSec, pgb[i].EventsPerSec)
+			if i == 0 || r < fig.RatioMin {
+				fig.RatioMin = r
+			}
+			fig.RatioMax = max(fig.RatioMax, r)
 		}
-		fig.RatioMax = max(fig.RatioMax, r)
+		figs[k] = fig
 	}
-	return fig, nil
+	return figs, nil
 }
 
 // emptyEvents empties webhook_events, so that every new-event run, of

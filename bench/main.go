@@ -285,9 +285,9 @@ func stageDatabases(s Settings) (fast, durable []string) {
 				durable = append(durable, dbLatency)
 			}
 		case "history":
-			fast = append(fast, dbHistory)
+			fast = append(fast, dbHistory, dbHistoryEmpty)
 			if s.HistoryRiver {
-				fast = append(fast, dbRiverHist)
+				fast = append(fast, dbRiverHist, dbRiver)
 			}
 		case "archive":
 			fast = append(fast, dbDrain)

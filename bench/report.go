@@ -69,9 +69,10 @@ func (r *Report) finish() {
 		d.CPURatioLimit = cpuRatio(d.Processor, d.Limit)
 	}
 	if h := r.History; h != nil {
-		for i := range h.Ingest {
-			f := &h.Ingest[i]
-			f.CPURatio = cpuRatio(f.Receiver, f.Pgbench)
+		for _, figs := range [][]IngestFigure{h.Ingest, h.EmptyIngest} {
+			for i := range figs {
+				figs[i].CPURatio = cpuRatio(figs[i].Receiver, figs[i].Pgbench)
+			}
 		}
 		h.Versus = r.historyVersus()
 	}
@@ -100,6 +101,8 @@ func (r *Report) finish() {
 			name += " (fsync on)"
 		case r.History != nil && d == r.History.Drain:
 			name += " (history)"
+		case r.History != nil && d == r.History.EmptyDrain:
+			name += " (history stage, empty)"
 		}
 		add(name+" processor", d.Processor)
 		add(name+" River", d.River)
@@ -109,6 +112,10 @@ func (r *Report) finish() {
 		for _, f := range h.Ingest {
 			add(fmt.Sprintf("ingest %s c=%d receiver (history)", f.Workload, f.Concurrency), f.Receiver)
 			add(fmt.Sprintf("ingest %s c=%d pgbench (history)", f.Workload, f.Concurrency), f.Pgbench)
+		}
+		for _, f := range h.EmptyIngest {
+			add(fmt.Sprintf("ingest %s c=%d receiver (history stage, empty)", f.Workload, f.Concurrency), f.Receiver)
+			add(fmt.Sprintf("ingest %s c=%d pgbench (history stage, empty)", f.Workload, f.Concurrency), f.Pgbench)
 		}
 	}
 	if a := r.Archive; a != nil {
@@ -158,8 +165,12 @@ func (r *Report) drains() []*DrainFigure {
 			out = append(out, d)
 		}
 	}
-	if r.History != nil && r.History.Drain != nil {
-		out = append(out, r.History.Drain)
+	if h := r.History; h != nil {
+		for _, d := range []*DrainFigure{h.EmptyDrain, h.Drain} {
+			if d != nil {
+				out = append(out, d)
+			}
+		}
 	}
 	return out
 }
