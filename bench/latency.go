@@ -63,6 +63,10 @@ type LatencyFigure struct {
 	P50AtLeast bool    `json:"p50_at_least,omitempty"`
 	P99AtLeast bool    `json:"p99_at_least,omitempty"`
 	MaxAtLeast bool    `json:"max_at_least,omitempty"`
+	// CatchUpMs is from the window's last send to the processing of its
+	// last event (when every event was processed): about a poll interval
+	// for a processor that keeps up, more when a queue built up.
+	CatchUpMs float64 `json:"catch_up_ms"`
 	// HandledTotal is every event the processor handled, warm-up included.
 	HandledTotal int `json:"handled_total"`
 }
@@ -198,6 +202,13 @@ func (b *bench) latencyFigure(ctx context.Context, t target, src *source.Source,
 			fig.Processed++
 		}
 	}
+	if fig.Processed == fig.Stored && fig.Stored > 0 {
+		var last time.Time
+		if err := conn.QueryRow(ctx, `SELECT max(processed_at) FROM webhook_events WHERE starts_with(event_id, $1)`, tag+"m").Scan(&last); err != nil {
+			return fig, fmt.Errorf("read the last processing: %w", err)
+		}
+		fig.CatchUpMs = float64(last.Sub(sent.lastSend)) / float64(time.Millisecond)
+	}
 	fig.P50Ms, fig.P50AtLeast = waitPercentile(waits, 50)
 	fig.P99Ms, fig.P99AtLeast = waitPercentile(waits, 99)
 	fig.MaxMs, fig.MaxAtLeast = waitPercentile(waits, 100)
@@ -239,6 +250,7 @@ func waitPercentile(ws []waited, p float64) (float64, bool) {
 // was sent and when its answer came (from its scheduled time), sorted.
 type sendResult struct {
 	lags, answers []time.Duration
+	lastSend      time.Time
 	achieved      float64
 	errors        int
 	firstError    string
@@ -303,6 +315,7 @@ func (b *bench) openLoop(ctx context.Context, srv *receiverServer, src *source.S
 	if m := len(res.lags); m > 1 {
 		res.achieved = float64(m-1) / last.Sub(first).Seconds()
 	}
+	res.lastSend = last
 	slices.Sort(res.lags)
 	slices.Sort(res.answers)
 	return res, nil

@@ -133,6 +133,9 @@ func run(args []string) error {
 		return err
 	}
 	if *render != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", *out, err)
+		}
 		return rerender(*render, *profileDir, *out)
 	}
 

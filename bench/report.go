@@ -399,7 +399,7 @@ func (r *Report) Summary() string {
 
 // atLeast formats a latency in milliseconds, "≥" before a lower bound.
 func atLeast(ms float64, lower bool) string {
-	s := fmt.Sprintf("%.0f ms", ms)
+	s := thousands(ms) + " ms"
 	if ms < 10 {
 		s = fmt.Sprintf("%.1f ms", ms)
 	}
