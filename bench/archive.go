@@ -73,7 +73,8 @@ func (b *bench) archive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pool, err := storage.PoolConfig{URL: b.env.URL(dbDrain), ApplicationName: "bench-archiver", MaxConns: 2}.Open(ctx)
+	t := target{b.env, dbDrain}
+	pool, err := storage.PoolConfig{URL: t.URL(), ApplicationName: "bench-archiver", MaxConns: 2}.Open(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func (b *bench) archive(ctx context.Context) error {
 	var runs []Run
 	var mbps []float64
 	for i := range b.s.DrainRuns {
-		if err := b.loadEvents(ctx, n, true); err != nil {
+		if err := b.loadEvents(ctx, t, n, loadOpts{Processed: true}); err != nil {
 			return err
 		}
 		before, err := tableSize(ctx, pool)
@@ -97,12 +98,12 @@ func (b *bench) archive(ctx context.Context) error {
 			return err
 		}
 		counter.reset()
-		u0 := b.env.snapshot(ctx)
+		u0 := t.snapshot(ctx)
 		res, err := a.RunOnce(ctx)
 		if err != nil {
 			return fmt.Errorf("archive run %d: %w", i+1, err)
 		}
-		u1 := b.env.snapshot(ctx)
+		u1 := t.snapshot(ctx)
 		reqs := counter.reset()
 		if res.Events != n {
 			return fmt.Errorf("archive run %d archived %d events, want %d", i+1, res.Events, n)

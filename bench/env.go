@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,21 +26,42 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-// Databases of the bench cluster. Each workload has its own, so that one's
+// Databases of the bench clusters. Each workload has its own, so that one's
 // leftovers never change another's figures.
 const (
-	dbIngestNew = "ingest_new" // emptied before every new-event run
-	dbIngestDup = "ingest_dup" // holds the duplicate set
-	dbDrain     = "drain"      // reloaded before every drain run; archived at the end
-	dbRiver     = "river"      // River's schema (rivermigrate)
-	dbLambda    = "lambda"     // what the Lambda binaries talk to
+	dbIngestNew = "ingest_new"    // emptied before every new-event run
+	dbIngestDup = "ingest_dup"    // holds the duplicate set
+	dbDrain     = "drain"         // reloaded before every drain run; archived at the end
+	dbRiver     = "river"         // River's schema (rivermigrate)
+	dbLambda    = "lambda"        // what the Lambda binaries talk to
+	dbLatency   = "latency"       // the receiver and a real-time processor at a fixed rate
+	dbHistory   = "history"       // millions of processed, archived events, then ingest and drain
+	dbRiverHist = "river_history" // River's, with as many completed jobs
+	// dbHistoryEmpty is the history stage's empty tables, measured in
+	// turns with the history.
+	dbHistoryEmpty = "history_empty"
 )
+
+// riverDBs are the databases River migrates itself; the others get the
+// project's migrations.
+var riverDBs = []string{dbRiver, dbRiverHist}
 
 // archiveBucket is the versitygw bucket of the archive stage.
 const archiveBucket = "webhook-inbox-bench"
 
-// Env is the bench's own Postgres cluster and S3 server.
+// Cluster kinds: the tests' fast cluster and one that runs as production
+// does.
+const (
+	clusterFast    = "fast"
+	clusterDurable = "durable"
+)
+
+// Env is one of the bench's Postgres clusters and, for the fast one, its S3
+// server.
 type Env struct {
+	// Kind is clusterFast (fsync off, in memory when there is room) or
+	// clusterDurable (fsync and full-page writes on, on disk).
+	Kind      string
 	Cluster   *localpg.Cluster
 	S3        *locals3.Server
 	PGBinDir  string
@@ -48,35 +70,47 @@ type Env struct {
 	pgVersion string
 }
 
-// startEnv starts Postgres and versitygw and creates and migrates the
-// databases.
-func startEnv(ctx context.Context, log *slog.Logger, tmp string) (*Env, error) {
+// envOptions says which cluster to start and what it holds.
+type envOptions struct {
+	Durable bool
+	// DBs are created and migrated (River's with rivermigrate, later).
+	DBs []string
+	// S3 starts versitygw with the archive bucket too.
+	S3 bool
+}
+
+// startEnv starts a Postgres cluster (and versitygw when asked) and creates
+// and migrates the databases.
+func startEnv(ctx context.Context, log *slog.Logger, opts envOptions) (*Env, error) {
 	bin, err := localpg.BinDir()
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{PGBinDir: bin}
+	e := &Env{PGBinDir: bin, Kind: clusterFast}
+	if opts.Durable {
+		e.Kind = clusterDurable
+	}
 	if e.Pgbench, err = findPgbench(bin); err != nil {
 		return nil, err
 	}
-	log.Info("starting PostgreSQL", "bindir", bin)
-	if e.Cluster, err = localpg.Start(ctx, localpg.Options{}); err != nil {
+	log.Info("starting PostgreSQL", "cluster", e.Kind, "bindir", bin)
+	if e.Cluster, err = localpg.Start(ctx, localpg.Options{Durable: opts.Durable}); err != nil {
 		return nil, err
 	}
 	if e.admin, err = pgxpool.New(ctx, e.Cluster.URL("postgres")); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("connect to the bench cluster: %w", err)
+		return nil, fmt.Errorf("connect to the %s cluster: %w", e.Kind, err)
 	}
 	if err := e.admin.QueryRow(ctx, `SHOW server_version`).Scan(&e.pgVersion); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("read server version: %w", err)
 	}
-	for _, db := range []string{dbIngestNew, dbIngestDup, dbDrain, dbRiver, dbLambda} {
+	for _, db := range opts.DBs {
 		if _, err := e.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("create database %s: %w", db, err)
 		}
-		if db == dbRiver {
+		if slices.Contains(riverDBs, db) {
 			continue // River migrates its own
 		}
 		pool, err := pgxpool.New(ctx, e.Cluster.URL(db))
@@ -90,6 +124,9 @@ func startEnv(ctx context.Context, log *slog.Logger, tmp string) (*Env, error) {
 			e.Close()
 			return nil, fmt.Errorf("migrate %s: %w", db, err)
 		}
+	}
+	if !opts.S3 {
+		return e, nil
 	}
 	log.Info("starting versitygw")
 	if e.S3, err = locals3.Start(ctx, locals3.Options{}); err != nil {
@@ -107,6 +144,18 @@ func startEnv(ctx context.Context, log *slog.Logger, tmp string) (*Env, error) {
 	}
 	return e, nil
 }
+
+// target is one database of one cluster: where a workload runs.
+type target struct {
+	env *Env
+	db  string
+}
+
+// URL returns the target's connection URL.
+func (t target) URL() string { return t.env.URL(t.db) }
+
+// snapshot is the target cluster's Usage.
+func (t target) snapshot(ctx context.Context) Usage { return t.env.snapshot(ctx) }
 
 // findPgbench returns the pgbench of the server binaries in bin: beside
 // initdb there or, when bin holds links to them (as /usr/local/bin may),
@@ -129,8 +178,11 @@ func findPgbench(bin string) (string, error) {
 // URL returns the connection URL of one of the bench databases.
 func (e *Env) URL(db string) string { return e.Cluster.URL(db) }
 
-// Close stops the servers and removes their folders.
+// Close stops the servers and removes their folders. A nil Env is a no-op.
 func (e *Env) Close() {
+	if e == nil {
+		return
+	}
 	if e.admin != nil {
 		e.admin.Close()
 	}
@@ -288,15 +340,32 @@ type Machine struct {
 	Pgbench      string  `json:"pgbench"`
 	PostgresData string  `json:"postgres_data"`
 	PostgresConf string  `json:"postgres_settings"`
-	River        string  `json:"river"`
-	Pgx          string  `json:"pgx"`
-	Versitygw    string  `json:"versitygw"`
-	RIE          string  `json:"aws_lambda_rie"`
-	Commit       string  `json:"commit"`
+	// Durable describes the durable cluster, when one ran.
+	Durable *ClusterInfo `json:"durable_cluster,omitempty"`
+	River   string       `json:"river"`
+	Pgx     string       `json:"pgx"`
+	// Versitygw and RIE are the S3 server's and the Lambda emulator's.
+	Versitygw string `json:"versitygw"`
+	RIE       string `json:"aws_lambda_rie"`
+	Commit    string `json:"commit"`
 }
 
-// describeMachine gathers the machine's and the tools' identities.
-func describeMachine(ctx context.Context, e *Env) (Machine, error) {
+// ClusterInfo is where a cluster kept its data and how it was set.
+type ClusterInfo struct {
+	// Data is the folder the cluster was made in; FileSystem the file
+	// system and device under it, from /proc/self/mountinfo.
+	Data       string `json:"data"`
+	FileSystem string `json:"file_system"`
+	Settings   string `json:"settings"`
+	// FlushMsP50 and FlushMsP99 time an 8 KiB write and fdatasync in the
+	// cluster's folder, as a commit's WAL flush does (flushSamples of them).
+	FlushMsP50 float64 `json:"flush_ms_p50"`
+	FlushMsP99 float64 `json:"flush_ms_p99"`
+}
+
+// describeMachine gathers the machine's and the tools' identities; durable
+// is the durable cluster or nil.
+func describeMachine(ctx context.Context, e, durable *Env) (Machine, error) {
 	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Postgres: e.pgVersion}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -328,23 +397,24 @@ func describeMachine(ctx context.Context, e *Env) (Machine, error) {
 	if out, err := exec.CommandContext(ctx, e.Pgbench, "--version").Output(); err == nil {
 		m.Pgbench = strings.TrimSpace(string(out))
 	}
-	// The folder the throwaway cluster was made in (its own name is random).
-	m.PostgresData = filepath.Dir(e.Cluster.Dir())
+	fast, err := e.describe(ctx)
+	if err != nil {
+		return m, err
+	}
+	m.PostgresData = fast.Data
 	if strings.HasPrefix(m.PostgresData, "/dev/shm") {
 		m.PostgresData += " (tmpfs, in memory)"
 	} else {
-		m.PostgresData += " (disk)"
+		m.PostgresData += " (disk: " + fast.FileSystem + ")"
 	}
-	var settings []string
-	rows, err := e.admin.Query(ctx, `SELECT name || '=' || setting || COALESCE(unit, '') FROM pg_settings
-WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_wal_size', 'wal_level', 'max_connections') ORDER BY name`)
-	if err != nil {
-		return m, fmt.Errorf("read server settings: %w", err)
+	m.PostgresConf = fast.Settings
+	if durable != nil {
+		info, err := durable.describe(ctx)
+		if err != nil {
+			return m, err
+		}
+		m.Durable = &info
 	}
-	if settings, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-		return m, fmt.Errorf("read server settings: %w", err)
-	}
-	m.PostgresConf = strings.Join(settings, ", ")
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {
@@ -363,6 +433,86 @@ WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffer
 		}
 	}
 	return m, nil
+}
+
+// describe reads where the cluster keeps its data, the file system under
+// it, its settings, and how long a flush takes there.
+func (e *Env) describe(ctx context.Context) (ClusterInfo, error) {
+	// The folder the throwaway cluster was made in (its own name is random).
+	info := ClusterInfo{Data: filepath.Dir(e.Cluster.Dir()), FileSystem: fileSystemOf(e.Cluster.Dir())}
+	rows, err := e.admin.Query(ctx, `SELECT name || '=' || setting || COALESCE(unit, '') FROM pg_settings
+WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_wal_size', 'wal_level', 'max_connections') ORDER BY name`)
+	if err != nil {
+		return info, fmt.Errorf("read server settings: %w", err)
+	}
+	settings, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return info, fmt.Errorf("read server settings: %w", err)
+	}
+	info.Settings = strings.Join(settings, ", ")
+	lat, err := flushLatencies(e.Cluster.Dir())
+	if err != nil {
+		return info, err
+	}
+	info.FlushMsP50, info.FlushMsP99 = percentile(lat, 50), percentile(lat, 99)
+	return info, nil
+}
+
+// flushSamples is how many write-and-flush pairs flushLatencies times.
+const flushSamples = 200
+
+// flushLatencies times flushSamples 8 KiB writes, each followed by
+// fdatasync, to one file in dir: what a commit waits for on a cluster with
+// fsync on. Sorted.
+func flushLatencies(dir string) ([]time.Duration, error) {
+	f, err := os.CreateTemp(dir, "bench-flush-")
+	if err != nil {
+		return nil, fmt.Errorf("flush test: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	page := make([]byte, 8192)
+	lat := make([]time.Duration, 0, flushSamples)
+	for i := range flushSamples {
+		t0 := time.Now()
+		if _, err := f.WriteAt(page, int64(i%16)*int64(len(page))); err != nil {
+			return nil, fmt.Errorf("flush test: %w", err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return nil, fmt.Errorf("flush test: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	return lat, nil
+}
+
+// fileSystemOf names the file system holding path ("ext4 on /dev/vda,
+// mounted at /"), from the longest mount point above it in
+// /proc/self/mountinfo; "unknown" when that cannot be read.
+func fileSystemOf(path string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "unknown"
+	}
+	best, desc := "", "unknown"
+	for _, line := range strings.Split(string(b), "\n") {
+		// id parent major:minor root mountpoint options... - fstype source superoptions
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 2 {
+			continue
+		}
+		mnt := f[4]
+		under := path == mnt || mnt == "/" || strings.HasPrefix(path, strings.TrimSuffix(mnt, "/")+"/")
+		if under && len(mnt) >= len(best) {
+			best, desc = mnt, g[0]+" on "+g[1]+", mounted at "+mnt
+		}
+	}
+	return desc
 }
 
 // toolVersion reads the module version a pinned tool was built from.

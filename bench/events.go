@@ -39,6 +39,7 @@ const (
 	streamDuplicate = 2 << 32 // + index: the duplicate set
 	streamDrain     = 3 << 32 // + index: the drain's events
 	streamPick      = 4 << 32 // + run<<16 + worker: which duplicate to redeliver
+	streamLatency   = 5 << 32 // + index: the latency stage's events
 )
 
 // dupIDBase is the first id of the duplicate set. Its ids are decimal

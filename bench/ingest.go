@@ -82,6 +82,11 @@ const (
 	pgbenchNewTo   = 9_000_000_000_000_000_000
 )
 
+// pgbenchSample is the one body pgbench sends.
+func pgbenchSample(seed uint64) []byte {
+	return stripeBody("evt_pgbench_constant_body00", newRand(seed, 0))
+}
+
 // ingest measures both workloads at every concurrency.
 func (b *bench) ingest(ctx context.Context) error {
 	src, set, err := benchSource()
@@ -91,7 +96,7 @@ func (b *bench) ingest(ctx context.Context) error {
 	if err := b.storeDuplicateSet(ctx); err != nil {
 		return err
 	}
-	sample := stripeBody("evt_pgbench_constant_body00", newRand(b.s.Seed, 0))
+	sample := pgbenchSample(b.s.Seed)
 	for _, workload := range []string{workloadNew, workloadDuplicate} {
 		db, from, to := dbIngestNew, int64(pgbenchNewFrom), int64(pgbenchNewTo)
 		if workload == workloadDuplicate {
@@ -101,12 +106,11 @@ func (b *bench) ingest(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		vars := map[string]string{
-			"provider": sourceName, "etype": eventType, "kind": source.KindStripe,
-			"body": string(sample), "sha": sha256Hex(sample), "size": strconv.Itoa(len(sample)),
-		}
 		for _, conc := range b.s.Concurrency {
-			fig, err := b.ingestFigure(ctx, workload, db, conc, src, set, script, vars)
+			fig, err := b.ingestFigure(ctx, ingestJob{
+				Workload: workload, T: target{b.env, db}, Conc: conc, Empty: workload == workloadNew,
+				Src: src, Set: set, Script: script, Vars: pgbenchVars(sample),
+			})
 			if err != nil {
 				return err
 			}
@@ -118,80 +122,133 @@ func (b *bench) ingest(ctx context.Context) error {
 	return b.profileReceiver(ctx, src, set)
 }
 
+// pgbenchVars are the pgbench variables of the insert script: one
+// constant body and its metadata.
+func pgbenchVars(sample []byte) map[string]string {
+	return map[string]string{
+		"provider": sourceName, "etype": eventType, "kind": source.KindStripe,
+		"body": string(sample), "sha": sha256Hex(sample), "size": strconv.Itoa(len(sample)),
+	}
+}
+
+// ingestJob is one ingest figure to measure.
+type ingestJob struct {
+	Workload string
+	T        target
+	Conc     int
+	// Empty empties the events table before every run (new events on an
+	// empty table); otherwise the runs add to what it holds.
+	Empty bool
+	// RunBase numbers the runs' random streams (RunBase for the warm-up,
+	// RunBase+1... for the runs), so that runs that keep their events
+	// never send the same ids again.
+	RunBase int
+	Src     *source.Source
+	Set     *source.Set
+	Script  string
+	Vars    map[string]string
+}
+
 // ingestFigure measures one workload at one concurrency: a warm-up of
 // each, then the measured runs of the receiver and of pgbench taken in
 // turns, so that a change of the machine's load hits both alike.
-func (b *bench) ingestFigure(ctx context.Context, workload, db string, conc int, src *source.Source, set *source.Set,
-	script string, vars map[string]string) (IngestFigure, error) {
-	fig := IngestFigure{Workload: workload, Concurrency: conc}
-	srv, err := b.startReceiver(ctx, db, conc, set, nil)
+func (b *bench) ingestFigure(ctx context.Context, j ingestJob) (IngestFigure, error) {
+	figs, err := b.ingestFigures(ctx, []ingestJob{j})
 	if err != nil {
-		return fig, err
+		return IngestFigure{}, err
 	}
-	defer srv.Close()
-	job := pgbenchJob{Name: "insert-" + workload, Script: script, DB: db, Clients: conc, Threads: b.s.PgbenchThreads, Vars: vars}
+	return figs[0], nil
+}
 
-	// Warm-up: connections, prepared statements, caches.
-	if _, err := b.load(ctx, srv, workload, conc, b.s.Warmup, 0, src); err != nil {
-		return fig, fmt.Errorf("receiver warm-up: %w", err)
+// ingestFigures measures jobs of the same workload and concurrency on
+// different targets, all in turns: a warm-up of each side on each target,
+// then for each run the receiver on each target, then pgbench on each.
+func (b *bench) ingestFigures(ctx context.Context, jobs []ingestJob) ([]IngestFigure, error) {
+	type side struct {
+		srv       *receiverServer
+		job       pgbenchJob
+		recv, pgb []Run
 	}
-	job.Duration = b.s.Warmup
-	if _, err := b.pgbench(ctx, job); err != nil {
-		return fig, fmt.Errorf("pgbench warm-up: %w", err)
+	sides := make([]*side, len(jobs))
+	for k, j := range jobs {
+		srv, err := b.startReceiver(ctx, j.T, j.Conc, j.Set, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		sides[k] = &side{srv: srv, job: pgbenchJob{
+			Name: "insert-" + j.Workload, Script: j.Script, Env: j.T.env, DB: j.T.db,
+			Clients: j.Conc, Threads: b.s.PgbenchThreads, Vars: j.Vars,
+		}}
+		// Warm-up: connections, prepared statements, caches.
+		if _, err := b.load(ctx, srv, j.Workload, j.Conc, b.s.Warmup, j.RunBase, j.Src); err != nil {
+			return nil, fmt.Errorf("receiver warm-up: %w", err)
+		}
+		sides[k].job.Duration = b.s.Warmup
+		if _, err := b.pgbench(ctx, sides[k].job); err != nil {
+			return nil, fmt.Errorf("pgbench warm-up: %w", err)
+		}
 	}
-
-	var recv, pgb []Run
 	for i := range b.s.Runs {
-		if workload == workloadNew {
-			if err := b.emptyEvents(ctx, db); err != nil {
-				return fig, err
+		for k, j := range jobs {
+			if j.Empty {
+				if err := b.emptyEvents(ctx, j.T); err != nil {
+					return nil, err
+				}
 			}
-		}
-		r, err := b.load(ctx, srv, workload, conc, b.s.Duration, i+1, src)
-		if err != nil {
-			return fig, fmt.Errorf("receiver run %d: %w", i+1, err)
-		}
-		recv = append(recv, r)
-
-		if workload == workloadNew {
-			if err := b.emptyEvents(ctx, db); err != nil {
-				return fig, err
+			r, err := b.load(ctx, sides[k].srv, j.Workload, j.Conc, b.s.Duration, j.RunBase+i+1, j.Src)
+			if err != nil {
+				return nil, fmt.Errorf("receiver run %d: %w", i+1, err)
 			}
+			sides[k].recv = append(sides[k].recv, r)
 		}
-		job.Duration, job.Latencies = b.s.Duration, true
-		before := b.env.snapshot(ctx)
-		res, err := b.pgbench(ctx, job)
-		if err != nil {
-			return fig, err
+		for k, j := range jobs {
+			if j.Empty {
+				if err := b.emptyEvents(ctx, j.T); err != nil {
+					return nil, err
+				}
+			}
+			job := sides[k].job
+			job.Duration, job.Latencies = b.s.Duration, true
+			before := j.T.snapshot(ctx)
+			res, err := b.pgbench(ctx, job)
+			if err != nil {
+				return nil, err
+			}
+			after := j.T.snapshot(ctx)
+			pr := Run{Events: res.Transactions, Seconds: res.Seconds, EventsPerSec: res.TPS,
+				P50Ms: percentile(res.Latencies, 50), P99Ms: percentile(res.Latencies, 99)}
+			pr.costs(before, after, res.CPU)
+			sides[k].pgb = append(sides[k].pgb, pr)
 		}
-		after := b.env.snapshot(ctx)
-		pr := Run{Events: res.Transactions, Seconds: res.Seconds, EventsPerSec: res.TPS,
-			P50Ms: percentile(res.Latencies, 50), P99Ms: percentile(res.Latencies, 99)}
-		pr.costs(before, after, res.CPU)
-		pgb = append(pgb, pr)
 	}
-	fig.Receiver, fig.Pgbench = summarize(recv), summarize(pgb)
-	fig.Ratio = ratio(fig.Receiver.Median, fig.Pgbench.Median)
-	for i := range recv {
-		r := ratio(recv[i].EventsPerSec, pgb[i].EventsPerSec)
-		if i == 0 || r < fig.RatioMin {
-			fig.RatioMin = r
+	figs := make([]IngestFigure, len(jobs))
+	for k, j := range jobs {
+		recv, pgb := sides[k].recv, sides[k].pgb
+		fig := IngestFigure{Workload: j.Workload, Concurrency: j.Conc, Receiver: summarize(recv), Pgbench: summarize(pgb)}
+		fig.Ratio = ratio(fig.Receiver.Median, fig.Pgbench.Median)
+		for i := range recv {
+			r := ratio(recv[i].EventsPerSec, pgb[i].EventsPerSec)
+			if i == 0 || r < fig.RatioMin {
+				fig.RatioMin = r
+			}
+			fig.RatioMax = max(fig.RatioMax, r)
 		}
-		fig.RatioMax = max(fig.RatioMax, r)
+		figs[k] = fig
 	}
-	return fig, nil
+	return figs, nil
 }
 
 // emptyEvents empties webhook_events, so that every new-event run, of
 // either side, starts from the same empty table.
-func (b *bench) emptyEvents(ctx context.Context, db string) error {
-	pool, err := pgxpool.New(ctx, b.env.URL(db))
+func (b *bench) emptyEvents(ctx context.Context, t target) error {
+	pool, err := pgxpool.New(ctx, t.URL())
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", db, err)
+		return fmt.Errorf("connect to %s: %w", t.db, err)
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, `TRUNCATE webhook_events, webhook_dead_letters, webhook_payload_mismatches`); err != nil {
-		return fmt.Errorf("empty %s: %w", db, err)
+	if err := emptyEventTables(ctx, pool); err != nil {
+		return fmt.Errorf("empty %s: %w", t.db, err)
 	}
 	return nil
 }
@@ -200,7 +257,7 @@ func (b *bench) emptyEvents(ctx context.Context, db string) error {
 // the very bodies the load generator sends again (so that no redelivery is
 // a payload mismatch).
 func (b *bench) storeDuplicateSet(ctx context.Context) error {
-	pool, err := pgxpool.New(ctx, b.env.URL(dbIngestDup))
+	pool, err := pgxpool.New(ctx, target{b.env, dbIngestDup}.URL())
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", dbIngestDup, err)
 	}
@@ -240,6 +297,7 @@ func (b *bench) storeDuplicateSet(ctx context.Context) error {
 // loopback port, with its own pool of as many connections as clients.
 type receiverServer struct {
 	URL    string
+	t      target
 	srv    *http.Server
 	pool   *pgxpool.Pool
 	client *http.Client
@@ -250,9 +308,9 @@ type receiverServer struct {
 // them is part of the cost, writing them to CloudWatch is not), the default
 // store timeout and body limit, cache_statement query mode. timing, when
 // set, receives the time of each insert.
-func (b *bench) startReceiver(ctx context.Context, db string, conc int, set *source.Set, timing *storeTiming) (*receiverServer, error) {
+func (b *bench) startReceiver(ctx context.Context, t target, conc int, set *source.Set, timing *storeTiming) (*receiverServer, error) {
 	pool, err := storage.PoolConfig{
-		URL: b.env.URL(db), ApplicationName: "bench-receiver", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
+		URL: t.URL(), ApplicationName: "bench-receiver", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
 	}.Open(ctx)
 	if err != nil {
 		return nil, err
@@ -284,6 +342,7 @@ func (b *bench) startReceiver(ctx context.Context, db string, conc int, set *sou
 	})
 	s := &receiverServer{
 		URL:  "http://" + ln.Addr().String(),
+		t:    t,
 		srv:  &http.Server{Handler: labelled, ReadHeaderTimeout: 10 * time.Second},
 		pool: pool,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
@@ -315,7 +374,7 @@ func (b *bench) load(ctx context.Context, srv *receiverServer, workload string, 
 	url := srv.URL + "/webhooks/" + sourceName
 	lat := make([][]time.Duration, conc)
 	errs := make([]error, conc)
-	before := b.env.snapshot(ctx)
+	before := srv.t.snapshot(ctx)
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -346,7 +405,7 @@ func (b *bench) load(ctx context.Context, srv *receiverServer, workload string, 
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	after := b.env.snapshot(ctx)
+	after := srv.t.snapshot(ctx)
 	if err := errors.Join(errs...); err != nil {
 		return Run{}, err
 	}
@@ -434,11 +493,12 @@ type ReceiverProfile struct {
 // of the measured runs.
 func (b *bench) profileReceiver(ctx context.Context, src *source.Source, set *source.Set) error {
 	conc := slices.Max(b.s.Concurrency)
-	if err := b.emptyEvents(ctx, dbIngestNew); err != nil {
+	t := target{b.env, dbIngestNew}
+	if err := b.emptyEvents(ctx, t); err != nil {
 		return err
 	}
 	timing := &storeTiming{}
-	srv, err := b.startReceiver(ctx, dbIngestNew, conc, set, timing)
+	srv, err := b.startReceiver(ctx, t, conc, set, timing)
 	if err != nil {
 		return err
 	}
@@ -464,10 +524,10 @@ func (b *bench) profileReceiver(ctx context.Context, src *source.Source, set *so
 		MeanMs:       r.Seconds * float64(conc) / float64(max(r.Events, 1)) * 1000,
 		Profile:      prof, Run: r,
 	}
-	if err := b.emptyEvents(ctx, dbIngestNew); err != nil {
+	if err := b.emptyEvents(ctx, t); err != nil {
 		return err
 	}
-	direct, err := b.storeDirect(ctx, conc)
+	direct, err := b.storeDirect(ctx, t, conc)
 	if err != nil {
 		return fmt.Errorf("store-only run: %w", err)
 	}
@@ -480,9 +540,9 @@ func (b *bench) profileReceiver(ctx context.Context, src *source.Source, set *so
 // no signature and no log line: the receiver minus its HTTP front, which
 // splits the gap to pgbench into what pgx and the Go side cost and what
 // the rest does.
-func (b *bench) storeDirect(ctx context.Context, conc int) (Run, error) {
+func (b *bench) storeDirect(ctx context.Context, t target, conc int) (Run, error) {
 	pool, err := storage.PoolConfig{
-		URL: b.env.URL(dbIngestNew), ApplicationName: "bench-store", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
+		URL: t.URL(), ApplicationName: "bench-store", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
 	}.Open(ctx)
 	if err != nil {
 		return Run{}, err
@@ -492,7 +552,7 @@ func (b *bench) storeDirect(ctx context.Context, conc int) (Run, error) {
 	work := func(d time.Duration, run int) (Run, error) {
 		counts := make([]int, conc)
 		errs := make([]error, conc)
-		before := b.env.snapshot(ctx)
+		before := t.snapshot(ctx)
 		start := time.Now()
 		deadline := start.Add(d)
 		var wg sync.WaitGroup
@@ -517,7 +577,7 @@ func (b *bench) storeDirect(ctx context.Context, conc int) (Run, error) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
-		after := b.env.snapshot(ctx)
+		after := t.snapshot(ctx)
 		if err := errors.Join(errs...); err != nil {
 			return Run{}, err
 		}

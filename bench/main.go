@@ -15,7 +15,14 @@
 //     redeliveries;
 //   - drain: the processor with a no-op handler over 100 000 stored events,
 //     beside River working 100 000 no-op jobs and the bare limit, a pgbench
-//     FOR UPDATE SKIP LOCKED claim-and-mark batch UPDATE;
+//     FOR UPDATE SKIP LOCKED claim-and-mark batch UPDATE, on the fast
+//     cluster (fsync off, in memory) and on a durable one (fsync and
+//     full-page writes on, on disk: the production case), in turns;
+//   - latency: the receiver offered events at fixed rates by an open-loop
+//     generator while one processor runs in real time beside it; each
+//     event's receipt-to-processed time read from the table;
+//   - history: ten million processed, archived events loaded, then ingest
+//     and drain again over them, beside the empty-table figures;
 //   - archive: the archiver moving the drained events' payloads to versitygw;
 //   - lambda: the bootstrap binaries' sizes and init durations under the
 //     Lambda Runtime Interface Emulator.
@@ -61,38 +68,74 @@ type Settings struct {
 	RiverPoolConns int32         `json:"river_pool_conns"`
 	ArchiveBatch   int           `json:"archive_batch_size"`
 	PgbenchThreads int           `json:"pgbench_threads"`
-	Stages         []string      `json:"stages"`
+	// Durable runs a second, durable cluster for the drain and latency
+	// stages.
+	Durable bool `json:"durable"`
+	// The latency stage: offered rates (events per second), the measured
+	// window, the warm-up before it, the longest the processor may take
+	// after it, whether the durable cluster is measured too, and the
+	// real-time loop's poll interval.
+	LatencyRates    []int         `json:"latency_rates"`
+	LatencyDuration time.Duration `json:"-"`
+	LatencyWarmup   time.Duration `json:"-"`
+	LatencyGrace    time.Duration `json:"-"`
+	LatencyS        float64       `json:"latency_seconds"`
+	LatencyWarmupS  float64       `json:"latency_warmup_seconds"`
+	LatencyGraceS   float64       `json:"latency_grace_seconds"`
+	LatencyDurable  bool          `json:"latency_durable"`
+	PollMs          float64       `json:"realtime_poll_ms"`
+	ReceiverConns   int           `json:"latency_receiver_conns"`
+	// HistoryEvents is the history stage's preloaded events; HistoryRiver
+	// loads as many completed jobs for River.
+	HistoryEvents int      `json:"history_events"`
+	HistoryRiver  bool     `json:"history_river"`
+	Stages        []string `json:"stages"`
 }
 
 // allStages is every stage, in the order they run.
-var allStages = []string{"ingest", "drain", "archive", "lambda"}
+var allStages = []string{"ingest", "drain", "latency", "history", "archive", "lambda"}
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run parses the flags in args and runs the bench.
+func run(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var (
-		out         = flag.String("out", "../docs", "folder receiving benchmarks.md and benchmarks.json")
-		seed        = flag.Uint64("seed", 1, "seed of every generated event id and body")
-		runs        = flag.Int("runs", 3, "measured runs per ingest figure (the median is reported)")
-		duration    = flag.Duration("duration", 3*time.Second, "length of one measured ingest run")
-		warmup      = flag.Duration("warmup", time.Second, "warm-up before the measured runs of each ingest figure")
-		conc        = flag.String("concurrency", "8,32", "ingest concurrencies (comma-separated)")
-		dupSet      = flag.Int("duplicates", 20000, "stored events that the duplicate runs redeliver")
-		drainEvents = flag.Int("drain-events", 100000, "events (jobs) each drain run works")
-		drainRuns   = flag.Int("drain-runs", 3, "measured runs per drain figure")
-		processors  = flag.Int("processors", 8, "concurrent processors in the drain (as concurrent Lambda invocations)")
-		stages      = flag.String("stages", strings.Join(allStages, ","), "stages to run (comma-separated): "+strings.Join(allStages, ", "))
-		profileDir  = flag.String("profiles", "", "folder for the CPU profiles (default: a temporary folder, printed at the end)")
-		render      = flag.String("render", "", "only write the page and the JSON again from this benchmarks.json (after editing the templates); "+
+		out         = fs.String("out", "../docs", "folder receiving benchmarks.md and benchmarks.json")
+		seed        = fs.Uint64("seed", 1, "seed of every generated event id and body")
+		runs        = fs.Int("runs", 3, "measured runs per ingest figure (the median is reported)")
+		duration    = fs.Duration("duration", 3*time.Second, "length of one measured ingest run")
+		warmup      = fs.Duration("warmup", time.Second, "warm-up before the measured runs of each ingest figure")
+		conc        = fs.String("concurrency", "8,32", "ingest concurrencies (comma-separated)")
+		dupSet      = fs.Int("duplicates", 20000, "stored events that the duplicate runs redeliver")
+		drainEvents = fs.Int("drain-events", 100000, "events (jobs) each drain run works")
+		drainRuns   = fs.Int("drain-runs", 3, "measured runs per drain figure")
+		processors  = fs.Int("processors", 8, "concurrent processors in the drain (as concurrent Lambda invocations)")
+		durable     = fs.Bool("durable", true, "also run the drain (and the latency) on a durable cluster: fsync and full-page writes on, on disk")
+		latRates    = fs.String("latency-rates", "100,1000", "events per second offered in the latency stage (comma-separated)")
+		latDur      = fs.Duration("latency-duration", 30*time.Second, "measured window of each latency figure")
+		latWarm     = fs.Duration("latency-warmup", 5*time.Second, "warm-up at the same rate before each latency window")
+		latGrace    = fs.Duration("latency-grace", 30*time.Second, "longest the processor may take after a latency window to finish its events")
+		latDurable  = fs.Bool("latency-durable", true, "measure the latency on the durable cluster too (with -durable)")
+		histEvents  = fs.Int("history", 10_000_000, "processed, archived events loaded before the history stage's ingest and drain")
+		histRiver   = fs.Bool("history-river", true, "give River as many completed jobs in the history stage")
+		stages      = fs.String("stages", strings.Join(allStages, ","), "stages to run (comma-separated): "+strings.Join(allStages, ", "))
+		profileDir  = fs.String("profiles", "", "folder for the CPU profiles (default: a temporary folder, printed at the end)")
+		render      = fs.String("render", "", "only write the page and the JSON again from this benchmarks.json (after editing the templates); "+
 			"with -profiles, the CPU profiles found there are summed up again too")
 	)
-	flag.Parse()
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if *render != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", *out, err)
+		}
 		return rerender(*render, *profileDir, *out)
 	}
 
@@ -102,6 +145,22 @@ func run() error {
 		BodyBytes: bodySize, DuplicateSet: *dupSet,
 		DrainEvents: *drainEvents, DrainRuns: *drainRuns, BatchSize: 25, Processors: *processors,
 		LimitClients: *processors, RiverWorkers: riverMaxWorkers, ArchiveBatch: 1000, PgbenchThreads: 2,
+		Durable:         *durable,
+		LatencyDuration: *latDur, LatencyWarmup: *latWarm, LatencyGrace: *latGrace,
+		LatencyS: latDur.Seconds(), LatencyWarmupS: latWarm.Seconds(), LatencyGraceS: latGrace.Seconds(),
+		LatencyDurable: *latDurable && *durable, PollMs: float64(realtimePoll) / float64(time.Millisecond),
+		ReceiverConns: latencyReceiverConns,
+		HistoryEvents: *histEvents, HistoryRiver: *histRiver,
+	}
+	for _, f := range strings.Split(*latRates, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-latency-rates: %q is not a positive number", f)
+		}
+		s.LatencyRates = append(s.LatencyRates, n)
+	}
+	if s.LatencyDuration < time.Second || s.LatencyWarmup < 0 || s.LatencyGrace < 0 || s.HistoryEvents < 0 {
+		return errors.New("-latency-duration must be at least 1s, -latency-warmup, -latency-grace and -history not negative")
 	}
 	for _, f := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -154,17 +213,25 @@ func run() error {
 	}
 
 	started := time.Now()
-	env, err := startEnv(ctx, log, tmp)
+	fastDBs, durableDBs := stageDatabases(s)
+	env, err := startEnv(ctx, log, envOptions{DBs: fastDBs, S3: slices.Contains(s.Stages, "archive") || slices.Contains(s.Stages, "lambda")})
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	var durableEnv *Env
+	if len(durableDBs) > 0 {
+		if durableEnv, err = startEnv(ctx, log, envOptions{Durable: true, DBs: durableDBs}); err != nil {
+			return err
+		}
+		defer durableEnv.Close()
+	}
 
 	rep := &Report{Settings: s, Started: started.UTC()}
-	if rep.Machine, err = describeMachine(ctx, env); err != nil {
+	if rep.Machine, err = describeMachine(ctx, env, durableEnv); err != nil {
 		return err
 	}
-	b := &bench{env: env, s: s, log: log, rep: rep, tmp: tmp, profiles: profiles}
+	b := &bench{env: env, durable: durableEnv, s: s, log: log, rep: rep, tmp: tmp, profiles: profiles}
 	for _, st := range s.Stages {
 		stageStart := time.Now()
 		load := loadAvg()
@@ -175,6 +242,10 @@ func run() error {
 			err = b.ingest(ctx)
 		case "drain":
 			err = b.drain(ctx)
+		case "latency":
+			err = b.latency(ctx)
+		case "history":
+			err = b.history(ctx)
 		case "archive":
 			err = b.archive(ctx)
 		case "lambda":
@@ -188,6 +259,7 @@ func run() error {
 	}
 	rep.TotalSeconds = time.Since(started).Seconds()
 	rep.finish()
+	log.Info("stage timings", "stages", rep.stageTimes(), "total_seconds", fmt.Sprintf("%.0f", rep.TotalSeconds))
 
 	if err := writeReport(rep, outDir); err != nil {
 		return err
@@ -198,14 +270,58 @@ func run() error {
 	return nil
 }
 
+// stageDatabases returns the databases the stages need on the fast and on
+// the durable cluster (none there: no durable cluster).
+func stageDatabases(s Settings) (fast, durable []string) {
+	for _, st := range s.Stages {
+		switch st {
+		case "ingest":
+			fast = append(fast, dbIngestNew, dbIngestDup)
+		case "drain":
+			fast = append(fast, dbDrain, dbRiver)
+			if s.Durable {
+				durable = append(durable, dbDrain, dbRiver)
+			}
+		case "latency":
+			fast = append(fast, dbLatency)
+			if s.LatencyDurable {
+				durable = append(durable, dbLatency)
+			}
+		case "history":
+			fast = append(fast, dbHistory, dbHistoryEmpty)
+			if s.HistoryRiver {
+				fast = append(fast, dbRiverHist, dbRiver)
+			}
+		case "archive":
+			fast = append(fast, dbDrain)
+		case "lambda":
+			fast = append(fast, dbLambda)
+		}
+	}
+	slices.Sort(fast)
+	slices.Sort(durable)
+	return slices.Compact(fast), slices.Compact(durable)
+}
+
 // bench carries what every stage needs.
 type bench struct {
-	env      *Env
+	env *Env // the fast cluster, and S3
+	// durable is the durable cluster, nil when it does not run.
+	durable  *Env
 	s        Settings
 	log      *slog.Logger
 	rep      *Report
 	tmp      string
 	profiles string
+}
+
+// clusters returns the clusters of the run: the fast one, then the
+// durable one when it runs.
+func (b *bench) clusters() []*Env {
+	if b.durable == nil {
+		return []*Env{b.env}
+	}
+	return []*Env{b.env, b.durable}
 }
 
 // writeReport writes benchmarks.json, then benchmarks.md, to dir.

@@ -22,6 +22,7 @@ import (
 type pgbenchJob struct {
 	Name         string // names the script and log files
 	Script       string
+	Env          *Env // the cluster
 	DB           string
 	Clients      int
 	Threads      int
@@ -69,7 +70,7 @@ func (b *bench) pgbench(ctx context.Context, job pgbenchJob) (pgbenchResult, err
 		"--no-vacuum", "--protocol=prepared",
 		"--client=" + strconv.Itoa(job.Clients), "--jobs=" + strconv.Itoa(min(job.Threads, job.Clients)),
 		"--file=" + script,
-		"--host=127.0.0.1", "--port=" + strconv.Itoa(b.env.Cluster.Port()), "--username=postgres",
+		"--host=127.0.0.1", "--port=" + strconv.Itoa(job.Env.Cluster.Port()), "--username=postgres",
 	}
 	if job.Transactions > 0 {
 		args = append(args, "--transactions="+strconv.Itoa(job.Transactions))
@@ -89,7 +90,7 @@ func (b *bench) pgbench(ctx context.Context, job pgbenchJob) (pgbenchResult, err
 	}
 	args = append(args, job.DB)
 
-	cmd := exec.CommandContext(ctx, b.env.Pgbench, args...)
+	cmd := exec.CommandContext(ctx, job.Env.Pgbench, args...)
 	cmd.Dir = dir
 	// Only what pgbench needs: a developer's PGHOST or PGOPTIONS must not
 	// change what is measured.

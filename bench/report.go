@@ -20,17 +20,18 @@ type Report struct {
 	Settings     Settings       `json:"settings"`
 	Ingest       []IngestFigure `json:"ingest,omitempty"`
 	Drain        *DrainFigure   `json:"drain,omitempty"`
-	Archive      *ArchiveFigure `json:"archive,omitempty"`
-	Lambda       []LambdaFigure `json:"lambda,omitempty"`
-	Stages       []StageTime    `json:"stages"`
-	Noise        Noise          `json:"noise"`
-	Notes        []string       `json:"notes,omitempty"`
+	// DrainDurable is the drain on the durable cluster.
+	DrainDurable *DrainFigure    `json:"drain_durable,omitempty"`
+	Latency      []LatencyFigure `json:"latency,omitempty"`
+	History      *HistoryFigure  `json:"history,omitempty"`
+	Archive      *ArchiveFigure  `json:"archive,omitempty"`
+	Lambda       []LambdaFigure  `json:"lambda,omitempty"`
+	Stages       []StageTime     `json:"stages"`
+	Noise        Noise           `json:"noise"`
+	Notes        []string        `json:"notes,omitempty"`
 	// ReceiverProfile and DrainProfile are the extra, profiled runs.
 	ReceiverProfile *ReceiverProfile `json:"receiver_profile,omitempty"`
 	DrainProfile    *DrainProfile    `json:"drain_profile,omitempty"`
-	// WhatIfs are the drain variants that size the changes the analysis
-	// weighs.
-	WhatIfs []WhatIf `json:"drain_what_ifs,omitempty"`
 }
 
 // StageTime is how long a stage took and the machine's load around it.
@@ -63,9 +64,17 @@ func (r *Report) finish() {
 		f := &r.Ingest[i]
 		f.CPURatio = cpuRatio(f.Receiver, f.Pgbench)
 	}
-	if d := r.Drain; d != nil {
+	for _, d := range r.drains() {
 		d.CPURatioRiver = cpuRatio(d.Processor, d.River)
 		d.CPURatioLimit = cpuRatio(d.Processor, d.Limit)
+	}
+	if h := r.History; h != nil {
+		for _, figs := range [][]IngestFigure{h.Ingest, h.EmptyIngest} {
+			for i := range figs {
+				figs[i].CPURatio = cpuRatio(figs[i].Receiver, figs[i].Pgbench)
+			}
+		}
+		h.Versus = r.historyVersus()
 	}
 	r.Noise = Noise{}
 	var spreads, others []float64
@@ -85,10 +94,29 @@ func (r *Report) finish() {
 		add(fmt.Sprintf("ingest %s c=%d receiver", f.Workload, f.Concurrency), f.Receiver)
 		add(fmt.Sprintf("ingest %s c=%d pgbench", f.Workload, f.Concurrency), f.Pgbench)
 	}
-	if d := r.Drain; d != nil {
-		add("drain processor", d.Processor)
-		add("drain River", d.River)
-		add("drain limit", d.Limit)
+	for _, d := range r.drains() {
+		name := "drain"
+		switch {
+		case d == r.DrainDurable:
+			name += " (fsync on)"
+		case r.History != nil && d == r.History.Drain:
+			name += " (history)"
+		case r.History != nil && d == r.History.EmptyDrain:
+			name += " (history stage, empty)"
+		}
+		add(name+" processor", d.Processor)
+		add(name+" River", d.River)
+		add(name+" limit", d.Limit)
+	}
+	if h := r.History; h != nil {
+		for _, f := range h.Ingest {
+			add(fmt.Sprintf("ingest %s c=%d receiver (history)", f.Workload, f.Concurrency), f.Receiver)
+			add(fmt.Sprintf("ingest %s c=%d pgbench (history)", f.Workload, f.Concurrency), f.Pgbench)
+		}
+		for _, f := range h.EmptyIngest {
+			add(fmt.Sprintf("ingest %s c=%d receiver (history stage, empty)", f.Workload, f.Concurrency), f.Receiver)
+			add(fmt.Sprintf("ingest %s c=%d pgbench (history stage, empty)", f.Workload, f.Concurrency), f.Pgbench)
+		}
 	}
 	if a := r.Archive; a != nil {
 		add("archive", a.Measure)
@@ -128,14 +156,70 @@ func (r *Report) IngestAt(workload string) *IngestFigure {
 	return best
 }
 
-// WhatIfAt returns the drain variant of that name, or nil.
-func (r *Report) WhatIfAt(name string) *WhatIf {
-	for i := range r.WhatIfs {
-		if r.WhatIfs[i].Name == name {
-			return &r.WhatIfs[i]
+// drains returns every drain figure of the run: the fast cluster's, the
+// durable one's, the history's.
+func (r *Report) drains() []*DrainFigure {
+	var out []*DrainFigure
+	for _, d := range []*DrainFigure{r.Drain, r.DrainDurable} {
+		if d != nil {
+			out = append(out, d)
 		}
 	}
-	return nil
+	if h := r.History; h != nil {
+		for _, d := range []*DrainFigure{h.EmptyDrain, h.Drain} {
+			if d != nil {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// MsPerEvent is the time each processor of a drain spent per event:
+// processors / events per second, in milliseconds.
+func (r *Report) MsPerEvent(d *DrainFigure) float64 {
+	return ratio(float64(r.Settings.Processors)*1000, d.Processor.Median)
+}
+
+// LatencyEnd returns the latency figure of a cluster at its lowest offered
+// rate, or at its highest when highest is set; nil when there is none.
+func (r *Report) LatencyEnd(cluster string, highest bool) *LatencyFigure {
+	var best *LatencyFigure
+	for i := range r.Latency {
+		l := &r.Latency[i]
+		if l.Cluster != cluster {
+			continue
+		}
+		if best == nil || (highest && l.OfferedPerSec > best.OfferedPerSec) || (!highest && l.OfferedPerSec < best.OfferedPerSec) {
+			best = l
+		}
+	}
+	return best
+}
+
+// VersusAt returns the history comparison of a system in a figure whose
+// name starts with prefix (the last such: the highest concurrency of the
+// ingest), or nil.
+func (r *Report) VersusAt(prefix, system string) *HistoryVersus {
+	if r.History == nil {
+		return nil
+	}
+	var found *HistoryVersus
+	for i, v := range r.History.Versus {
+		if strings.HasPrefix(v.Figure, prefix) && v.System == system {
+			found = &r.History.Versus[i]
+		}
+	}
+	return found
+}
+
+// stageTimes lists the stages' durations ("ingest 94s, drain 310s").
+func (r *Report) stageTimes() string {
+	parts := make([]string, len(r.Stages))
+	for i, s := range r.Stages {
+		parts[i] = fmt.Sprintf("%s %.0fs", s.Name, s.Seconds)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // JSONGainPct bounds what parsing bodies once could gain: the receiver's
@@ -182,10 +266,28 @@ func (r *Report) Markdown() (string, error) {
 		"spread": func(m Measure) string { return thousands(m.Min) + "–" + thousands(m.Max) },
 		"date":   func(t time.Time) string { return t.Format("2006-01-02 15:04 MST") },
 		"ms":     func(v float64) string { return fmt.Sprintf("%.2f ms", v) },
+		"lat":    atLeast,
+		"secs":   func(ms float64) string { return fmt.Sprintf("%.2f s", ms/1000) },
+		"pos":    func(v float64) bool { return v > 0 },
 		"div":    func(a, b float64) float64 { return ratio(a, b) },
 		"mul":    func(a, b float64) float64 { return a * b },
 		"sub":    func(a, b float64) float64 { return a - b },
 		"join":   strings.Join,
+		"dict": func(kv ...any) map[string]any {
+			m := make(map[string]any, len(kv)/2)
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		},
+		"rel": func(h *HistoryFigure, name string) int64 {
+			for _, s := range h.Relations {
+				if s.Name == name {
+					return s.Bytes
+				}
+			}
+			return 0
+		},
 		"ints": func(xs []int) string {
 			s := make([]string, len(xs))
 			for i, x := range xs {
@@ -262,9 +364,26 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", fmt.Sprintf("ingest %s c=%d (receiver/pgbench)", f.Workload, f.Concurrency),
 			thousands(f.Receiver.Median), thousands(f.Pgbench.Median), f.Ratio, f.CPURatio)
 	}
-	if d := r.Drain; d != nil {
-		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "drain (processor/River)", thousands(d.Processor.Median), thousands(d.River.Median), d.RatioRiver, d.CPURatioRiver)
-		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "drain (processor/limit)", thousands(d.Processor.Median), thousands(d.Limit.Median), d.RatioLimit, d.CPURatioLimit)
+	for _, d := range []*DrainFigure{r.Drain, r.DrainDurable} {
+		if d == nil {
+			continue
+		}
+		fsync := "off"
+		if d.Cluster == clusterDurable {
+			fsync = "on"
+		}
+		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "drain fsync "+fsync+" (processor/River)", thousands(d.Processor.Median), thousands(d.River.Median), d.RatioRiver, d.CPURatioRiver)
+		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "drain fsync "+fsync+" (processor/limit)", thousands(d.Processor.Median), thousands(d.Limit.Median), d.RatioLimit, d.CPURatioLimit)
+	}
+	for _, l := range r.Latency {
+		fmt.Fprintf(&sb, "%-42s %9.0f ms p50 %9s p99 %9s max (%d of %d processed)\n",
+			fmt.Sprintf("latency %s %.0f/s (sent %.0f/s)", l.Cluster, l.OfferedPerSec, l.AchievedPerSec),
+			l.P50Ms, atLeast(l.P99Ms, l.P99AtLeast), atLeast(l.MaxMs, l.MaxAtLeast), l.Processed, l.Stored)
+	}
+	if h := r.History; h != nil {
+		for _, v := range h.Versus {
+			fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "history "+v.System+" "+v.Figure, thousands(v.History), thousands(v.Empty), v.Ratio, v.CPURatio)
+		}
 	}
 	if a := r.Archive; a != nil {
 		fmt.Fprintf(&sb, "%-42s %12s %7.1f MB/s %5.1f PUT/1000\n", "archive", thousands(a.Measure.Median), a.MBPerSec, a.PutsPer1000)
@@ -272,9 +391,22 @@ func (r *Report) Summary() string {
 	for _, l := range r.Lambda {
 		fmt.Fprintf(&sb, "%-42s %9.1f MB %8.1f ms init\n", "lambda "+l.Function+" (arm64)", float64(l.Arm64Bytes)/1e6, l.InitMsMedian)
 	}
+	fmt.Fprintf(&sb, "stages: %s; total %.0fs\n", r.stageTimes(), r.TotalSeconds)
 	fmt.Fprintf(&sb, "noise: runs spread median %.0f%%, max %.0f%% (%s); other processes used up to %.2f cores\n",
 		r.Noise.SpreadMedianPct, r.Noise.SpreadMaxPct, r.Noise.SpreadMaxFigure, r.Noise.OtherCoresMax)
 	return sb.String()
+}
+
+// atLeast formats a latency in milliseconds, "≥" before a lower bound.
+func atLeast(ms float64, lower bool) string {
+	s := thousands(ms) + " ms"
+	if ms < 10 {
+		s = fmt.Sprintf("%.1f ms", ms)
+	}
+	if lower {
+		s = "≥ " + s
+	}
+	return s
 }
 
 // thousands formats v rounded, with thin spaces between thousands.

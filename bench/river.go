@@ -40,16 +40,20 @@ type noopWorker struct {
 // Work implements river.Worker.
 func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
 
-// riverBench is River on its own database of the bench cluster.
+// riverBench is River on its own database of a bench cluster.
 type riverBench struct {
 	pool *pgxpool.Pool
+	t    target
+	// keep leaves the jobs of earlier runs in river_job (the history
+	// stage) instead of emptying it before each run.
+	keep bool
 }
 
 // newRiverBench connects and applies River's migrations (rivermigrate).
-func (b *bench) newRiverBench(ctx context.Context) (*riverBench, error) {
-	pool, err := pgxpool.New(ctx, b.env.URL(dbRiver))
+func (b *bench) newRiverBench(ctx context.Context, t target) (*riverBench, error) {
+	pool, err := pgxpool.New(ctx, t.URL())
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", dbRiver, err)
+		return nil, fmt.Errorf("connect to %s: %w", t.db, err)
 	}
 	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
 	if err != nil {
@@ -61,32 +65,44 @@ func (b *bench) newRiverBench(ctx context.Context) (*riverBench, error) {
 		return nil, fmt.Errorf("River migrations: %w", err)
 	}
 	b.rep.Settings.RiverPoolConns = pool.Config().MaxConns // shown on the page
-	return &riverBench{pool: pool}, nil
+	return &riverBench{pool: pool, t: t}, nil
 }
 
 // Close closes the pool.
 func (rb *riverBench) Close() { rb.pool.Close() }
 
 // run empties river_job (TRUNCATE and VACUUM FULL, as River's benchmark
-// does), inserts n jobs with InsertMany, then starts a client and times it
-// from Start until the n-th job is completed, counted from River's own
-// completion events. It returns the run and the insert rate.
-func (rb *riverBench) run(ctx context.Context, b *bench, n int) (Run, float64, error) {
-	for _, q := range []string{`TRUNCATE river_job`, `VACUUM FULL river_job`} {
-		if _, err := rb.pool.Exec(ctx, q); err != nil {
-			return Run{}, 0, fmt.Errorf("%s: %w", q, err)
+// does) unless rb.keep, inserts n jobs with InsertMany, then starts a
+// client and times it from Start until the n-th job is completed, counted
+// from River's own completion events. It returns the run and the insert
+// rate.
+func (rb *riverBench) run(ctx context.Context, n int) (Run, float64, error) {
+	if !rb.keep {
+		for _, q := range []string{`TRUNCATE river_job`, `VACUUM FULL river_job`} {
+			if _, err := rb.pool.Exec(ctx, q); err != nil {
+				return Run{}, 0, fmt.Errorf("%s: %w", q, err)
+			}
 		}
+	}
+	var lastID int64
+	if err := rb.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM river_job`).Scan(&lastID); err != nil {
+		return Run{}, 0, fmt.Errorf("read river_job: %w", err)
 	}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &noopWorker{}); err != nil {
 		return Run{}, 0, err
 	}
+	retention := time.Duration(0) // River's default: completed jobs are deleted after a day
+	if rb.keep {
+		retention = -1 // kept, as webhook-inbox keeps its events
+	}
 	client, err := river.NewClient(riverpgxv5.New(rb.pool), &river.Config{
-		FetchCooldown:     riverFetchCooldown,
-		FetchPollInterval: riverFetchPollInterval,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: riverMaxWorkers}},
-		Workers:           workers,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		CompletedJobRetentionPeriod: retention,
+		FetchCooldown:               riverFetchCooldown,
+		FetchPollInterval:           riverFetchPollInterval,
+		Queues:                      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: riverMaxWorkers}},
+		Workers:                     workers,
+		Logger:                      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return Run{}, 0, fmt.Errorf("River client: %w", err)
@@ -104,8 +120,10 @@ func (rb *riverBench) run(ctx context.Context, b *bench, n int) (Run, float64, e
 		}
 	}
 	insertRate := float64(n) / time.Since(insertStart).Seconds()
-	if _, err := rb.pool.Exec(ctx, `VACUUM ANALYZE river_job`); err != nil {
-		return Run{}, 0, fmt.Errorf("vacuum river_job: %w", err)
+	for _, q := range []string{`VACUUM ANALYZE river_job`, `CHECKPOINT`} {
+		if _, err := rb.pool.Exec(ctx, q); err != nil {
+			return Run{}, 0, fmt.Errorf("%s: %w", q, err)
+		}
 	}
 
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{
@@ -115,9 +133,11 @@ func (rb *riverBench) run(ctx context.Context, b *bench, n int) (Run, float64, e
 	defer cancel()
 	runCtx, stop := context.WithTimeout(ctx, 10*time.Minute)
 	defer stop()
-	before := b.env.snapshot(ctx)
+	heap := sampleHeap()
+	before := rb.t.snapshot(ctx)
 	start := time.Now()
 	if err := client.Start(runCtx); err != nil {
+		heap.Stop()
 		return Run{}, 0, fmt.Errorf("River start: %w", err)
 	}
 	done := 0
@@ -139,7 +159,8 @@ func (rb *riverBench) run(ctx context.Context, b *bench, n int) (Run, float64, e
 			runErr = fmt.Errorf("River worked %d of %d jobs: %w", done, n, runCtx.Err())
 		}
 	}
-	after := b.env.snapshot(ctx)
+	after := rb.t.snapshot(ctx)
+	use := heap.Stop()
 	stopCtx, stopCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer stopCancel()
 	if err := client.Stop(stopCtx); err != nil && runErr == nil {
@@ -149,14 +170,14 @@ func (rb *riverBench) run(ctx context.Context, b *bench, n int) (Run, float64, e
 		return Run{}, 0, runErr
 	}
 	var completed int
-	if err := rb.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&completed); err != nil {
+	if err := rb.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed' AND id > $1`, lastID).Scan(&completed); err != nil {
 		return Run{}, 0, fmt.Errorf("count completed jobs: %w", err)
 	}
 	if completed != n {
 		return Run{}, 0, fmt.Errorf("River completed %d jobs in the table, want %d", completed, n)
 	}
 	elapsed := last.Sub(start)
-	r := Run{Events: n, Seconds: elapsed.Seconds(), EventsPerSec: float64(n) / elapsed.Seconds()}
+	r := Run{Events: n, Seconds: elapsed.Seconds(), EventsPerSec: float64(n) / elapsed.Seconds(), Heap: &use}
 	r.costs(before, after, 0)
 	return r, insertRate, nil
 }

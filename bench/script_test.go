@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestInsertScript checks that the pgbench script is the receiver's
@@ -27,6 +31,93 @@ func TestStripeBody(t *testing.T) {
 		}
 		if string(b) != string(dupBody(1, i)) {
 			t.Fatal("dupBody is not deterministic")
+		}
+	}
+}
+
+// TestWaitPercentile checks that a percentile an unprocessed event decides
+// is marked as a lower bound, and one it does not is not.
+func TestWaitPercentile(t *testing.T) {
+	var ws []waited
+	for i := range 100 {
+		ws = append(ws, waited{d: time.Duration(i+1) * time.Millisecond, done: true})
+	}
+	if v, atLeast := waitPercentile(ws, 99); v != 99 || atLeast {
+		t.Fatalf("p99 of 1..100 ms: %v %v", v, atLeast)
+	}
+	ws[99].done = false // the slowest one never finished
+	if v, atLeast := waitPercentile(ws, 99); v != 99 || atLeast {
+		t.Fatalf("p99 with the max unfinished: %v %v", v, atLeast)
+	}
+	if v, atLeast := waitPercentile(ws, 100); v != 100 || !atLeast {
+		t.Fatalf("max with the max unfinished: %v %v", v, atLeast)
+	}
+	ws[0].done = false // one that had waited 1 ms when the processor stopped
+	if _, atLeast := waitPercentile(ws, 50); !atLeast {
+		t.Fatal("p50 with an unfinished event below it is not marked as a lower bound")
+	}
+}
+
+// TestStatementName checks that the processor's statements are named by
+// their sqlc names.
+func TestStatementName(t *testing.T) {
+	for sql, want := range map[string]string{
+		"-- name: EventStartAttempt :one\nUPDATE webhook_events": knownStatements["EventStartAttempt"],
+		"-- name: SomethingNew :exec\nUPDATE x":                  "SomethingNew",
+		"begin":                                                  "BEGIN",
+	} {
+		if got := statementName(sql); got != want {
+			t.Errorf("statementName(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}
+
+// TestSmoke runs the stages that need only Postgres (ingest, drain on
+// both clusters, latency, history) at toy sizes and checks the page and
+// the JSON carry their figures. It starts two clusters: skipped with
+// -short.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two Postgres clusters")
+	}
+	out := t.TempDir()
+	err := run([]string{
+		"-out", out, "-stages", "ingest,drain,latency,history",
+		"-runs", "1", "-duration", "1s", "-warmup", "1s", "-concurrency", "4", "-duplicates", "500",
+		"-drain-events", "1000", "-drain-runs", "1", "-processors", "2",
+		"-latency-rates", "50", "-latency-duration", "2s", "-latency-warmup", "1s", "-latency-grace", "5s",
+		"-history", "20000",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(out, "benchmarks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case rep.Drain == nil || rep.DrainDurable == nil:
+		t.Fatal("no drain figure for each cluster")
+	case rep.Drain.Processor.HeapPeakBytes == 0:
+		t.Fatal("no heap figure for the processor")
+	case len(rep.Latency) != 2 || rep.Latency[0].Stored == 0:
+		t.Fatalf("latency figures: %+v", rep.Latency)
+	case rep.History == nil || rep.History.Drain == nil || len(rep.History.Versus) == 0:
+		t.Fatalf("history: %+v", rep.History)
+	case rep.Machine.Durable == nil || rep.Machine.Durable.FileSystem == "":
+		t.Fatal("the durable cluster's disk is not described")
+	}
+	md, err := os.ReadFile(filepath.Join(out, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### fsync on", "## Latency", "## History", "over 20 000 events of history", "**Latency.**", "**History.**"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("the page lacks %q", want)
 		}
 	}
 }

@@ -65,25 +65,39 @@ func (t *sqlTimer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQu
 	s.total += d
 }
 
-// statementName names the processor's statements.
+// statementName names the processor's statements: by the sqlc query name
+// that starts the generated ones (the known ones described), else by
+// their text.
 func statementName(sql string) string {
 	s := strings.TrimSpace(sql)
+	if rest, ok := strings.CutPrefix(s, "-- name: "); ok {
+		name, _, _ := strings.Cut(rest, " ")
+		if d, ok := knownStatements[name]; ok {
+			return d
+		}
+		return name
+	}
 	switch {
 	case strings.EqualFold(s, "begin"):
 		return "BEGIN"
 	case strings.EqualFold(s, "commit"):
 		return "COMMIT"
 	case strings.Contains(s, "WITH due AS"):
-		return "claim a batch (EventsClaim)"
-	case strings.Contains(s, "WITH started AS"):
-		return "count the attempt (EventStartAttempt, async commit)"
+		return knownStatements["EventClaim"]
 	case strings.Contains(s, "SET processed_at"):
-		return "mark processed (EventMarkProcessed, in the event's transaction)"
+		return knownStatements["EventMarkProcessed"]
 	}
 	if len(s) > 40 {
 		s = s[:40] + "..."
 	}
 	return s
+}
+
+// knownStatements describes the processor's statements by sqlc name.
+var knownStatements = map[string]string{
+	"EventClaim":         "claim a batch (EventClaim)",
+	"EventStartAttempt":  "count the attempt (EventStartAttempt, async commit)",
+	"EventMarkProcessed": "mark processed (EventMarkProcessed, in the event's transaction)",
 }
 
 // perEvent returns the statements' times per event of n, largest first.

@@ -25,6 +25,9 @@ type Run struct {
 	// OtherCores is the CPU the rest of the machine (other people's work)
 	// used during the run, in cores: the noise.
 	OtherCores float64 `json:"other_cores"`
+	// Heap is this process's Go heap around the run, where the system
+	// measured runs in it (the processors, River); nil otherwise.
+	Heap *HeapUse `json:"heap,omitempty"`
 }
 
 // costs fills the run's cost figures from the usage before and after it;
@@ -69,6 +72,11 @@ type Measure struct {
 	ClientCPUMsPerK   float64 `json:"client_cpu_ms_per_1000,omitempty"`
 	WALBytesPerEvent  float64 `json:"wal_bytes_per_event,omitempty"`
 	OtherCoresMax     float64 `json:"other_cores_max"`
+	// HeapPeakBytes is the most heap any run held, HeapPeakLiveBytes the
+	// largest live heap, and HeapBaseBytes the heap before that run.
+	HeapPeakBytes     int64 `json:"heap_peak_bytes,omitempty"`
+	HeapPeakLiveBytes int64 `json:"heap_peak_live_bytes,omitempty"`
+	HeapBaseBytes     int64 `json:"heap_base_bytes,omitempty"`
 }
 
 // CPUPerEvent is the CPU, in microseconds, that one event cost all the
@@ -106,6 +114,14 @@ func summarize(runs []Run) Measure {
 	m.ClientCPUMsPerK = median(pick(func(r Run) float64 { return r.ClientCPUMsPerK }))
 	m.WALBytesPerEvent = median(pick(func(r Run) float64 { return r.WALBytesPerEvent }))
 	m.OtherCoresMax = slices.Max(pick(func(r Run) float64 { return r.OtherCores }))
+	for _, r := range runs {
+		if r.Heap != nil && r.Heap.PeakBytes > m.HeapPeakBytes {
+			m.HeapPeakBytes, m.HeapBaseBytes = r.Heap.PeakBytes, r.Heap.BaseBytes
+		}
+		if r.Heap != nil {
+			m.HeapPeakLiveBytes = max(m.HeapPeakLiveBytes, r.Heap.PeakLiveBytes)
+		}
+	}
 	return m
 }
 
