@@ -49,8 +49,8 @@ type DrainFigure struct {
 
 // limitScript is the bare limit of a drain: one statement that claims a
 // batch of due events with FOR UPDATE SKIP LOCKED over the drain's index,
-// marks them processed and returns their payloads, which is the least
-// database work a queue of these rows can do per event.
+// marks them processed and returns their bodies (what a handler is given),
+// which is the least database work a queue of these rows can do per event.
 func limitScript(batch int) string {
 	return fmt.Sprintf(`WITH due AS (
     SELECT id FROM webhook_events
@@ -63,7 +63,7 @@ UPDATE webhook_events e
    SET processed_at = now(), outcome = 'handled', attempts = e.attempts + 1
   FROM due
  WHERE e.id = due.id
-RETURNING e.id, e.payload;
+RETURNING e.id, e.body;
 `, batch)
 }
 
@@ -342,7 +342,7 @@ func (b *bench) processorDrain(ctx context.Context, t target, n int, tracer *sql
 func (b *bench) processorPool(ctx context.Context, t target, tracer *sqlTimer) (*pgxpool.Pool, error) {
 	opts := storage.PoolConfig{
 		URL: t.URL(), ApplicationName: "bench-processor", MaxConns: 2, ConnectTimeout: 3 * time.Second,
-		RuntimeParams: processor.SessionParams(processor.DefaultHandlerTimeout),
+		RuntimeParams: processor.SessionParams(processor.DefaultHandlerTimeout), CancelOnContext: true,
 	}
 	if tracer == nil {
 		return opts.Open(ctx)

@@ -249,7 +249,7 @@ func loadAttemptHistory(ctx context.Context, pool *pgxpool.Pool, n int64) (bool,
 	return true, inChunks(ctx, pool, n, func(ctx context.Context, from, to int64) error {
 		_, err := pool.Exec(ctx, `
 INSERT INTO webhook_attempts (event_pk, attempt, started_at, finished_at, outcome, processor, batch_size)
-SELECT id, 1, processed_at - interval '2 ms', processed_at, 'handled', 'history', 25
+SELECT id, 1, processed_at - interval '2 ms', processed_at, 'handled', 'history', 64
   FROM webhook_events WHERE id BETWEEN $1 AND $2`, from, to)
 		return err
 	})

@@ -126,7 +126,7 @@ func (b *bench) latencyFigure(ctx context.Context, t target, src *source.Source,
 	defer pool.Close()
 	reg := processor.NewRegistry()
 	reg.Fallback(processor.HandlerFunc(noop))
-	p, err := processor.New(processor.Config{Pool: pool, Registry: reg, Name: "bench-latency"})
+	p, err := processor.New(processor.Config{Pool: pool, Registry: reg, Name: "bench-latency", PollInterval: realtimePoll})
 	if err != nil {
 		return fig, err
 	}
@@ -137,7 +137,14 @@ func (b *bench) latencyFigure(ctx context.Context, t target, src *source.Source,
 	var st processor.Stats
 	var runErr error
 	var running sync.WaitGroup
-	running.Go(func() { st, runErr = runRealtime(runCtx, p, sendEnd.Add(b.s.LatencyGrace)) })
+	// The Lambda's real-time loop; the stage cancels it once every
+	// event is processed.
+	running.Go(func() {
+		st, runErr = p.Run(runCtx, sendEnd.Add(b.s.LatencyGrace))
+		if errors.Is(runErr, context.Canceled) {
+			runErr = nil
+		}
+	})
 
 	tag := "evt_lat_" + t.env.Kind + strconv.Itoa(int(rate)) + "_"
 	sent, err := b.openLoop(ctx, srv, src, rate, tag)
@@ -319,40 +326,4 @@ func (b *bench) openLoop(ctx context.Context, srv *receiverServer, src *source.S
 	slices.Sort(res.lags)
 	slices.Sort(res.answers)
 	return res, nil
-}
-
-// runRealtime is the processor's real-time loop: drain, and when a drain
-// ends with nothing more due, wait realtimePoll and drain again, until
-// until (or ctx is cancelled).
-//
-// TODO(lead): p.Run once merged
-func runRealtime(ctx context.Context, p *processor.Processor, until time.Time) (processor.Stats, error) {
-	var total processor.Stats
-	for {
-		st, err := p.Drain(ctx)
-		total.Batches += st.Batches
-		total.Claimed += st.Claimed
-		total.Handled += st.Handled
-		total.Unhandled += st.Unhandled
-		total.Retried += st.Retried
-		total.DeadLettered += st.DeadLettered
-		total.Released += st.Released
-		total.LeaseLost += st.LeaseLost
-		total.Stopped = st.Stopped
-		total.Latencies = append(total.Latencies, st.Latencies...)
-		if err != nil {
-			return total, err
-		}
-		left := time.Until(until)
-		if left <= 0 {
-			return total, nil
-		}
-		if st.Stopped == processor.StopDrained {
-			select {
-			case <-time.After(min(realtimePoll, left)):
-			case <-ctx.Done():
-				return total, ctx.Err()
-			}
-		}
-	}
 }

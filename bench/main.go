@@ -46,6 +46,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 // Settings are the knobs of a run; every one is printed on the page.
@@ -143,7 +145,7 @@ func run(args []string) error {
 		Seed: *seed, Runs: *runs, Duration: *duration, Warmup: *warmup,
 		DurationS: duration.Seconds(), WarmupS: warmup.Seconds(),
 		BodyBytes: bodySize, DuplicateSet: *dupSet,
-		DrainEvents: *drainEvents, DrainRuns: *drainRuns, BatchSize: 25, Processors: *processors,
+		DrainEvents: *drainEvents, DrainRuns: *drainRuns, BatchSize: processor.DefaultBatchSize, Processors: *processors,
 		LimitClients: *processors, RiverWorkers: riverMaxWorkers, ArchiveBatch: 1000, PgbenchThreads: 2,
 		Durable:         *durable,
 		LatencyDuration: *latDur, LatencyWarmup: *latWarm, LatencyGrace: *latGrace,

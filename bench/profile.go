@@ -110,7 +110,9 @@ func summarizeProfile(path string) (CPUProfile, error) {
 		areas[area(frames)] += v
 	}
 	if total == 0 {
-		return out, fmt.Errorf("profile %s is empty", path)
+		// A run too short for a single sample (the smoke test's toy
+		// sizes): nothing to split, which the page shows as such.
+		return out, nil
 	}
 	out.CPUSeconds = float64(total) / 1e9
 	if len(sides) > 1 {

@@ -62,9 +62,9 @@ func TestWaitPercentile(t *testing.T) {
 // their sqlc names.
 func TestStatementName(t *testing.T) {
 	for sql, want := range map[string]string{
-		"-- name: EventStartAttempt :one\nUPDATE webhook_events": knownStatements["EventStartAttempt"],
-		"-- name: SomethingNew :exec\nUPDATE x":                  "SomethingNew",
-		"begin":                                                  "BEGIN",
+		"-- name: EventFinish :many\nWITH result AS": knownStatements["EventFinish"],
+		"-- name: SomethingNew :exec\nUPDATE x":      "SomethingNew",
+		"begin":                                      "BEGIN",
 	} {
 		if got := statementName(sql); got != want {
 			t.Errorf("statementName(%q) = %q, want %q", sql, got, want)

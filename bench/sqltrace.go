@@ -82,10 +82,8 @@ func statementName(sql string) string {
 		return "BEGIN"
 	case strings.EqualFold(s, "commit"):
 		return "COMMIT"
-	case strings.Contains(s, "WITH due AS"):
-		return knownStatements["EventClaim"]
-	case strings.Contains(s, "SET processed_at"):
-		return knownStatements["EventMarkProcessed"]
+	case strings.EqualFold(s, "rollback"):
+		return "ROLLBACK"
 	}
 	if len(s) > 40 {
 		s = s[:40] + "..."
@@ -95,9 +93,12 @@ func statementName(sql string) string {
 
 // knownStatements describes the processor's statements by sqlc name.
 var knownStatements = map[string]string{
-	"EventClaim":         "claim a batch (EventClaim)",
-	"EventStartAttempt":  "count the attempt (EventStartAttempt, async commit)",
-	"EventMarkProcessed": "mark processed (EventMarkProcessed, in the event's transaction)",
+	"EventGetDue":     "look for due events (EventGetDue)",
+	"EventClaimBatch": "claim and lock a batch (EventClaimBatch, in the claim's transaction)",
+	"EventClaimSolo":  "claim an event that runs alone (EventClaimSolo)",
+	"ClaimSet":        "record the claim (ClaimSet, async commit, other connection)",
+	"EventFinish":     "record the outcomes and the history (EventFinish)",
+	"ClaimRelease":    "empty the claim (ClaimRelease)",
 }
 
 // perEvent returns the statements' times per event of n, largest first.
