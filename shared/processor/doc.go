@@ -12,30 +12,32 @@
 //
 // [Processor.Drain] loops while there is work and time:
 //
-//  1. Claim a small batch of due events (unprocessed, not dead,
-//     next_attempt_at reached), oldest first, with FOR UPDATE SKIP LOCKED,
-//     and commit the claim at once with a lease (locked_until) and a claim
-//     token (locked_by). Concurrent processors take disjoint batches; the
-//     rows of a processor that dies become claimable when its lease passes.
-//  2. For each event, while it fits in both the lease and the time left
-//     before the context's deadline: count the attempt in a statement of its
-//     own (so a handler that kills its processor still spends an attempt),
-//     then, in the event's own transaction, mark it processed (which locks
-//     the row and checks that it is still unprocessed and still ours), run
-//     the handler, commit. One event's failure never undoes another's work.
-//  3. On failure, roll back, then record the error in the event's history
-//     and schedule the next attempt with exponential backoff and full
-//     jitter, outside the rolled-back transaction. A panic is such a
-//     failure, of that event only. A [Permanent] error, or the failure of
-//     the last of MaxAttempts, moves the event to webhook_dead_letters with
-//     its payload and history.
-//  4. Events of the batch that no longer fit are released, due at once.
+//  1. One statement says whether an event is due, and whether a claim of
+//     a processor that died is past its lease; an idle poll costs nothing
+//     more. Expired claims are recovered: each of their events gets an
+//     interrupted attempt in its history and runs alone from then on,
+//     charged for it only if it ran alone.
+//  2. A claim, in a new transaction, locks up to BatchSize due events
+//     (FOR NO KEY UPDATE SKIP LOCKED; concurrent processors take disjoint
+//     events), or one event that must run alone (one that failed or was
+//     interrupted before), and records itself in webhook_claims on the
+//     pool's other connection before any handler runs.
+//  3. Each event, while it fits in the lease and the time left before the
+//     context's deadline, runs its handler in the claim's transaction under
+//     a savepoint of its own, taken before the handler's first statement: a
+//     failure, panic or timeout rolls back that event's work alone.
+//  4. One statement records every outcome (processed, or failed with the
+//     next attempt's time after exponential backoff with full jitter, or
+//     dead) and a history row per attempt; dead events are copied to
+//     webhook_dead_letters; the claim is emptied; the transaction commits.
+//     A claim whose transaction fails falls back to one transaction per
+//     event under the same claim.
 //
 // Exactly once rests on one rule: the handler's changes and processed_at
-// commit together, and the UPDATE that sets processed_at only matches an
-// unprocessed row claimed with this processor's token, under the row lock it
-// takes. Leases only decide who may try next; they are never what prevents a
-// second application.
+// commit together, in a transaction that has held the event's row lock
+// since its claim checked that the event was still to be processed.
+// Claims and their leases only say which attempts never finished; they
+// are never what prevents a second application.
 //
 // Every time the processor writes or compares (lease ends, due times,
 // processed_at) comes from its clock (Config.Now), passed to SQL as a

@@ -140,9 +140,10 @@ type Config struct {
 	Now func() time.Time
 	// Rand is the jitter source, in [0, 1); nil means math/rand/v2.
 	Rand func() float64
-	// Name identifies the processor in claim tokens (locked_by), for
-	// operators; "" means host:pid. A random suffix makes every processor
-	// distinct even when Lambda sandboxes share host names and pids.
+	// Name identifies the processor in its claims (webhook_claims) and its
+	// attempts' history, for operators; "" means host:pid. A random suffix
+	// makes every processor distinct even when Lambda sandboxes share host
+	// names and pids.
 	Name string
 	// Metrics, when set, makes each Drain and each Run end with one log
 	// line that is a CloudWatch EMF record of its counts, duration and the
