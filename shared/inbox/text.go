@@ -10,10 +10,10 @@ import (
 // escape, so that text from a request or the database can be stored,
 // logged and printed without driving a terminal: C0 controls (ESC, CR,
 // BEL, NUL...), DEL and the C1 controls U+0080 to U+009F (CSI, OSC...)
-// become \xNN or \u00NN, as do U+2028 and U+2029 (line breaks to
-// JavaScript) and the bidirectional overrides U+202A to U+202E and
-// U+2066 to U+2069 (which reorder what is shown); a byte that is not
-// UTF-8 becomes \xNN. Backslashes are left alone (a JSON body stays
+// become \u00NN (an escape JSON reads too, so escaped JSON stays JSON), as
+// do U+2028 and U+2029 (line breaks to JavaScript) and the bidirectional
+// overrides U+202A to U+202E and U+2066 to U+2069 (which reorder what is
+// shown); a byte that is not UTF-8 becomes \xNN. Backslashes are left alone (a JSON body stays
 // readable), so an escape is not told from the same text sent. keep lists the controls left as they are (for
 // example "\n\t" for a body printed as text). Text without any of these
 // is returned as is.
@@ -40,9 +40,6 @@ func EscapeControls(s, keep string) string {
 			b.WriteString(hex2(uint64(s[i])))
 		case !escaped(r, n) || strings.ContainsRune(keep, r):
 			b.WriteString(s[i : i+n])
-		case r < 0x80:
-			b.WriteString(`\x`)
-			b.WriteString(hex2(uint64(r)))
 		default:
 			b.WriteString(`\u`)
 			s4 := strconv.FormatUint(uint64(r), 16)

@@ -283,7 +283,7 @@ func TestUnknownNamesShareOneBucket(t *testing.T) {
 		t.Fatalf("records = %d, want one per cause: %+v", len(list), list)
 	}
 	for _, r := range list {
-		if r.Source != "(unknown)" || !strings.Contains(r.Message, `\x1b]52;c;aGk=\x07\u009b31mname-`) {
+		if r.Source != "(unknown)" || !strings.Contains(r.Message, `\u001b]52;c;aGk=\u0007\u009b31mname-`) {
 			t.Fatalf("record = %+v", r)
 		}
 	}
