@@ -131,6 +131,18 @@ func TestUnauthenticatedIsOneAnswer(t *testing.T) {
 	if a := f.do(signedAt("hidden", "/webhooks/hidden"+tok)); a.Code != 200 || a.Status != "accepted" {
 		t.Fatalf("token-only source: %+v", a)
 	}
+	// The token is a secret: no log line or record carries it, nor the
+	// wrong one sent.
+	for _, line := range logs.lines() {
+		if bytes.Contains(line, []byte(endpointToken)) || bytes.Contains(line, []byte(strings.Repeat("x", 35))) {
+			t.Fatalf("a log line carries a token: %s", line)
+		}
+	}
+	for _, r := range f.rejections(1) {
+		if strings.Contains(fmt.Sprint(r), endpointToken) || strings.Contains(fmt.Sprint(r), strings.Repeat("x", 35)) {
+			t.Fatalf("a record carries a token: %+v", r)
+		}
+	}
 }
 
 // sign returns the headers of body signed for src at ts.
