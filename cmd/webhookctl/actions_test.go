@@ -34,7 +34,7 @@ func TestOperatorActionsAreRecorded(t *testing.T) {
 		t.Fatalf("replay = %+v", replayed)
 	}
 	f.env[EnvActor] = "ci-job-42"
-	f.runOK("dead-letters", "requeue", "--source", "stripe")
+	f.runOK("dead-letters", "requeue", "--source", "stripe", "--yes")
 	delete(f.env, EnvActor)
 	f.runOK("expunge", strconv.FormatInt(ids["poison2"], 10), "--yes", "--reason", "erasure request")
 

@@ -115,14 +115,14 @@ error history is in --json and in 'events show EVENT'.`,
 
 func newDeadLettersRequeueCmd() *cobra.Command {
 	var (
-		f              deadLetterFlags
-		by             actorFlags
-		all            bool
-		dryRun, asJSON bool
+		f                   deadLetterFlags
+		by                  actorFlags
+		all                 bool
+		dryRun, yes, asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "requeue [ID]",
-		Short: "Send dead letters back to the processor (one, or by filter); --dry-run says how many",
+		Short: "Send dead letters back to the processor (one, or by filter); without --yes, says how many",
 		Long: `requeue sends the open dead letters matching the filters (or the one whose
 id is given) back to the processor, due at once, each a new run with its failures reset
 (its attempts and their history stay, and it runs alone); each dead letter
@@ -132,8 +132,9 @@ Fix the cause first (deploy the handler, restore the service it calls):
 a requeued event that fails again gets its full retries, then a new dead
 letter.
 
---dry-run counts the events a requeue would send back, with the same
-filter; without a filter, --all is required.`,
+Without --yes (or with --dry-run) it only counts the events a requeue
+would send back, with the same filter, and changes nothing; --yes
+requeues them. Without a filter, --all is required.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -165,11 +166,15 @@ filter; without a filter, --all is required.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if dryRun {
+			if dryRun || !yes {
 				if asJSON {
 					return writeJSON(out, map[string]any{"dry_run": true, "events": n})
 				}
-				fmt.Fprintf(out, "dry run: %d events would be requeued\n", n)
+				fmt.Fprintf(out, "dry run: %d events would be requeued", n)
+				if !dryRun {
+					fmt.Fprint(out, "; run it again with --yes to requeue them")
+				}
+				fmt.Fprintln(out)
 				return nil
 			}
 			now, err := o.store.PGNow(ctx)
@@ -193,7 +198,8 @@ filter; without a filter, --all is required.`,
 	f.register(cmd)
 	by.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "every open dead letter")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "requeue: without it, only count")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -58,8 +58,17 @@ func TestDeadLettersRequeue(t *testing.T) {
 	}
 	var dry, real countOut
 	f.runJSON(&dry, "dead-letters", "requeue", "--source", "stripe", "--dry-run")
+	// Without --yes a requeue is a dry run: it counts, says so and
+	// changes nothing.
 	before := f.snapshot()
-	f.runJSON(&real, "dead-letters", "requeue", "--source", "stripe")
+	var noYes countOut
+	f.runJSON(&noYes, "dead-letters", "requeue", "--source", "stripe")
+	out := f.runOK("dead-letters", "requeue", "--source", "stripe")
+	if got := changed(before, f.snapshot()); len(got) != 0 || !noYes.DryRun || noYes.Events != 2 ||
+		!strings.Contains(out, "dry run: 2 events would be requeued; run it again with --yes") {
+		t.Fatalf("requeue without --yes: %+v %q, changed %v", noYes, out, got)
+	}
+	f.runJSON(&real, "dead-letters", "requeue", "--source", "stripe", "--yes")
 	got := changed(before, f.snapshot())
 	if !dry.DryRun || dry.Events != 2 || real.DryRun || real.Events != dry.Events ||
 		!sameSet(got, idSet(ids["poison1"], ids["poison2"])) {
@@ -84,7 +93,7 @@ func TestDeadLettersRequeue(t *testing.T) {
 	arg := strconv.FormatInt(dl.DeadLetters[0].ID, 10)
 	f.runJSON(&dry, "dead-letters", "requeue", arg, "--dry-run")
 	before = f.snapshot()
-	out := f.runOK("dead-letters", "requeue", arg)
+	out = f.runOK("dead-letters", "requeue", arg, "--yes")
 	if got := changed(before, f.snapshot()); dry.Events != 1 || !sameSet(got, idSet(ids["ghpoison"])) || !strings.Contains(out, "requeued 1 events") {
 		t.Fatalf("dry run %+v, changed %v, output %s", dry, got, out)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
@@ -143,7 +142,7 @@ func newTable(w io.Writer) *tabwriter.Writer {
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := raw(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -154,7 +153,7 @@ type bar struct{ pb *progressbar.ProgressBar }
 
 // newBar starts a bar of total steps (-1 for a spinner of unknown length).
 func newBar(cmd *cobra.Command, total int64, what string) *bar {
-	w := cmd.ErrOrStderr()
+	w := raw(cmd.ErrOrStderr()) // the bar's own control sequences
 	if !isTerminal(w) {
 		return nil
 	}
@@ -354,16 +353,12 @@ func oneLine(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// safeText replaces the control characters of s, but newlines and tabs,
-// with U+FFFD: bodies and error texts come from senders and handlers, and
-// an escape sequence printed as is would drive the operator's terminal.
+// safeText escapes the control characters of s, but newlines and tabs,
+// as the output writers do (escape.go): bodies and error texts come from
+// senders and handlers, and an escape sequence printed as is would drive
+// the operator's terminal.
 func safeText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
-			return r
-		}
-		return '\uFFFD'
-	}, s)
+	return inbox.EscapeControls(s, "\n\t")
 }
 
 // bytesHuman renders a size in binary units.

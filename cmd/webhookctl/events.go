@@ -288,7 +288,13 @@ them with 'webhookdev send'.`,
 					return bodyErr
 				}
 				if bodyOut == "-" {
-					_, err := cmd.OutOrStdout().Write(body)
+					// The raw bytes, on purpose (for a pipe or a file): the one
+					// output that is not escaped, so never to a terminal.
+					out := raw(cmd.OutOrStdout())
+					if isTerminal(out) {
+						return errors.New("--body-out - writes the raw body, control characters included: redirect it to a file or a pipe")
+					}
+					_, err := out.Write(body)
 					return err
 				}
 				if err := os.WriteFile(bodyOut, body, 0o600); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -25,7 +26,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "webhookctl:", err)
+		// An error can quote what the database holds: escaped too.
+		fmt.Fprintln(os.Stderr, "webhookctl:", inbox.EscapeControls(err.Error(), "\n\t"))
 		os.Exit(1)
 	}
 }
@@ -36,8 +38,13 @@ func newRootCmd() *cobra.Command {
 		Short:         "Inspect and operate webhook-inbox",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// With no database settings, the checkout's running make dev.
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return useDevStack(cmd) },
+		// Every command prints through the escaping writers (escape.go);
+		// with no database settings, it uses the checkout's running make dev.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			useSafeOutput(cmd)
+			return useDevStack(cmd)
+		},
+		PersistentPostRun: func(cmd *cobra.Command, _ []string) { flushSafeOutput(cmd) },
 	}
 	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(),
 		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd())

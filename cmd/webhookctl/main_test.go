@@ -70,6 +70,39 @@ func TestSourcesCheck(t *testing.T) {
 	}
 }
 
+// A source with an endpoint token is printed with its tokened URL, and
+// where it is reachable.
+func TestSourcesCheckPrintsTheTokenedURL(t *testing.T) {
+	const token = "tok_Zk3J9qLm2PzXv8RtYb6WcN4dHsAeUg1"
+	t.Setenv(source.EnvSources, `{"sources":{
+	  "plain":  {"kind": "stripe", "secrets": ["whsec_plain_secret_0123456789"]},
+	  "both":   {"kind": "stripe", "secrets": ["whsec_both_secret_0123456789"], "endpoint_token": "`+token+`"},
+	  "hidden": {"kind": "stripe", "secrets": ["whsec_hidden_secret_0123456789"], "endpoint_token": "`+token+`", "untokened_path": false}}}`)
+	out, err := run(t, nil, "sources", "check", "--base-url", "https://hooks.example.com/", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Sources []struct{ Name, Endpoint, URL string } `json:"sources"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"plain":  {"untokened", "https://hooks.example.com/webhooks/plain"},
+		"both":   {"token, untokened open", "https://hooks.example.com/webhooks/both/" + token},
+		"hidden": {"token only", "https://hooks.example.com/webhooks/hidden/" + token},
+	}
+	for _, s := range res.Sources {
+		if w := want[s.Name]; s.Endpoint != w[0] || s.URL != w[1] {
+			t.Errorf("%s: %s %s, want %v", s.Name, s.Endpoint, s.URL, w)
+		}
+	}
+	if out, _ := run(t, nil, "sources", "check"); !strings.Contains(out, "/webhooks/hidden/"+token) || strings.Contains(out, "whsec_") {
+		t.Fatalf("table:\n%s", out)
+	}
+}
+
 func TestSourcesCheckRefusesABadDocument(t *testing.T) {
 	t.Setenv(source.EnvSources, `{"sources":{"a":{"kind":"stripe","secrets":[]}}}`)
 	if _, err := run(t, nil, "sources", "check"); err == nil || !strings.Contains(err.Error(), `source "a"`) {

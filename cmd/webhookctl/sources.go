@@ -21,7 +21,14 @@ func newSourcesCmd() *cobra.Command {
 		Long: `check loads the sources document from WEBHOOK_SOURCES, WEBHOOK_SOURCES_FILE
 (or dev/sources.json when neither is set), validates every source exactly as
 the receiver does at start-up, and prints each one's kind, number of secrets,
-timestamp tolerance and webhook URL. It never prints a secret.`,
+timestamp tolerance, endpoint and webhook URL. It never prints a secret; the
+URL of a source with an endpoint_token holds the token (it is the URL to
+register with the sender: keep it as private as the sender's settings).
+
+ENDPOINT says where a source is reachable: "token only" (endpoint_token,
+untokened_path false), "token, untokened open" (the old /webhooks/<name>
+still answers: set untokened_path to false once the sender uses the new
+URL), or "untokened" (no endpoint_token: its URL is its guessable name).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sources, where, err := devenv.LoadSources(cmd.Context(), envOf(cmd))
 			if err != nil {
@@ -31,6 +38,7 @@ timestamp tolerance and webhook URL. It never prints a secret.`,
 				Name      string `json:"name"`
 				Kind      string `json:"kind"`
 				Tolerance string `json:"timestamp_tolerance"`
+				Endpoint  string `json:"endpoint"`
 				URL       string `json:"url"`
 			}
 			var rows []row
@@ -40,16 +48,23 @@ timestamp tolerance and webhook URL. It never prints a secret.`,
 				if t := src.Tolerance(); t > 0 {
 					tol = t.String()
 				}
-				rows = append(rows, row{name, src.Kind, tol, strings.TrimRight(base, "/") + "/webhooks/" + name})
+				endpoint := "untokened"
+				switch {
+				case src.HasEndpointToken() && !src.UntokenedPath():
+					endpoint = "token only"
+				case src.HasEndpointToken():
+					endpoint = "token, untokened open"
+				}
+				rows = append(rows, row{name, src.Kind, tol, endpoint, strings.TrimRight(base, "/") + src.Path()})
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"from": where, "sources": rows})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d sources from %s, all valid\n\n", len(rows), where)
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SOURCE\tKIND\tTIMESTAMP TOLERANCE\tREGISTER THIS URL")
+			fmt.Fprintln(tw, "SOURCE\tKIND\tTIMESTAMP TOLERANCE\tENDPOINT\tREGISTER THIS URL")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Tolerance, r.URL)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Tolerance, r.Endpoint, r.URL)
 			}
 			return tw.Flush()
 		},

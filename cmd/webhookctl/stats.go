@@ -200,7 +200,7 @@ func runStats(ctx context.Context, o *ops, out io.Writer, opt statsOptions) erro
 			err = writeJSON(out, r)
 		default:
 			if clear {
-				fmt.Fprint(out, "\033[H\033[2J")
+				fmt.Fprint(raw(out), "\033[H\033[2J") // its own sequence, past the escaping
 			} else if n > 1 {
 				fmt.Fprintln(out)
 			}

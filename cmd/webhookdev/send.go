@@ -55,7 +55,7 @@ and --type set them. The easiest way to try the system:
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"status": status, "answer": json.RawMessage(answerOrString(answer))})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d %s", status, answer)
+			fmt.Fprintf(cmd.OutOrStdout(), "%d %s", status, safeAnswer(answer))
 			if status >= 300 {
 				return fmt.Errorf("the receiver answered %d", status)
 			}

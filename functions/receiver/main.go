@@ -68,7 +68,17 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 		pool.Close()
 		return nil, nil, err
 	}
+	// At shutdown (SIGTERM), the rejection records still queued are
+	// written before the pool closes; Lambda allows about 500 ms.
+	shutdown := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if err := h.Close(ctx); err != nil {
+			log.Warn("receiver: rejection records still queued at shutdown were dropped", "err", err)
+		}
+		pool.Close()
+	}
 	// The receiver answers what the adapter refuses and what panics, by its
 	// one status table.
-	return lambdahttp.Handler(h, h), pool.Close, nil
+	return lambdahttp.Handler(h, h), shutdown, nil
 }

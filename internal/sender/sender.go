@@ -19,7 +19,10 @@ import (
 
 // Request is a signed delivery ready to send.
 type Request struct {
-	Source  string
+	Source string
+	// Path is where the source is posted: source.Source.Path, with its
+	// endpoint token when it has one.
+	Path    string
 	EventID string
 	Header  http.Header
 	Body    []byte
@@ -40,7 +43,7 @@ func SignEvent(src *source.Source, body []byte, eventID, eventType string, now t
 	if err != nil {
 		return Request{}, err
 	}
-	return Request{Source: src.Name, EventID: eventID, Header: h, Body: body}, nil
+	return Request{Source: src.Name, Path: src.Path(), EventID: eventID, Header: h, Body: body}, nil
 }
 
 // Sample returns a new, signed sample event for src with a random id, so
@@ -64,7 +67,7 @@ func Sample(src *source.Source, now time.Time) (Request, error) {
 	return req, nil
 }
 
-// Post sends r to baseURL + "/webhooks/" + r.Source and returns the status
+// Post sends r to baseURL + r.Path and returns the status
 // and body of the answer.
 func (r Request) Post(ctx context.Context, client *http.Client, baseURL string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL(baseURL), bytes.NewReader(r.Body))
@@ -83,9 +86,14 @@ func (r Request) Post(ctx context.Context, client *http.Client, baseURL string) 
 	return resp.StatusCode, b, err
 }
 
-// URL returns where r is posted on a receiver at baseURL.
+// URL returns where r is posted on a receiver at baseURL: its Path, or
+// /webhooks/{Source} when it has none.
 func (r Request) URL(baseURL string) string {
-	return strings.TrimRight(baseURL, "/") + "/webhooks/" + r.Source
+	path := r.Path
+	if path == "" {
+		path = "/webhooks/" + r.Source
+	}
+	return strings.TrimRight(baseURL, "/") + path
 }
 
 // Curl returns a copy-paste shell command that posts r to baseURL.

@@ -148,3 +148,21 @@ func TestSampleOfAKindWithoutSample(t *testing.T) {
 		t.Fatalf("Sample = %s, want an error", req.Body)
 	}
 }
+
+// A source with an endpoint token is posted at its tokened path.
+func TestTokenedSourceIsPostedAtItsPath(t *testing.T) {
+	t.Parallel()
+	const token = "tok_Zk3J9qLm2PzXv8RtYb6WcN4dHsAeUg1"
+	set, err := source.Parse([]byte(`{"sources":{"gh":{"kind":"github","secrets":["s3cr3t-github-0123456789abcdefghijklmnopqrstuvwxyz"],"endpoint_token":"` + token + `","untokened_path":false}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := set.Lookup("gh")
+	r, err := sender.SignEvent(src, []byte(`{}`), "d-1", "ping", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.URL("http://127.0.0.1:3000/"); got != "http://127.0.0.1:3000/webhooks/gh/"+token {
+		t.Fatalf("URL = %s", got)
+	}
+}

@@ -55,6 +55,17 @@ const (
 	CauseDatabaseUnavailable Cause = "database_unavailable"
 	// CauseInternal: a bug; details are logged, never sent.
 	CauseInternal Cause = "internal"
+	// CauseEndpointTokenMismatch: the source has an endpoint token and the
+	// request's path carries another one, or none where the source's
+	// untokened path is disabled. Logged and recorded; the answer is
+	// CauseUnauthenticated.
+	CauseEndpointTokenMismatch Cause = "endpoint_token_mismatch"
+	// CauseUnauthenticated is the one answer to a request that is not
+	// authenticated, whatever the reason (unknown source, endpoint token,
+	// signature, timestamp), so an answer never tells which source names
+	// exist. The precise cause is in the log line, the metrics and
+	// webhook_rejections, for operators.
+	CauseUnauthenticated Cause = "unauthenticated"
 )
 
 // Causes of the processor, recorded in an event's error history (key

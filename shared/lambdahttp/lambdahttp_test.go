@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -79,6 +81,7 @@ func errorWriter(t testing.TB, logs io.Writer) (*receiver.Handler, *storage.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	return h, store
 }
 
@@ -394,10 +397,12 @@ func TestAdapterRefusalsAreTheReceivers(t *testing.T) {
 		entry["requested_source"] != "acme" || entry["request_id"] != ev.RequestContext.RequestID || entry["Rejected"] != 1.0 {
 		t.Errorf("log entry = %v", entry)
 	}
-	if rej, err := store.RejectionList(context.Background(), time.Time{}, 10); err != nil || len(rej) != 1 || rej[0].Source != "acme" ||
-		rej[0].Cause != "unparsable_body" || rej[0].RequestID != ev.RequestContext.RequestID {
-		t.Errorf("rejections recorded = %+v, %v", rej, err)
-	}
+	// Recorded by the receiver's background writer, under (unknown).
+	poll.Until(t, 10*time.Second, func() (bool, string) {
+		rej, err := store.RejectionList(context.Background(), time.Time{}, 10)
+		return err == nil && len(rej) == 1 && rej[0].Source == "(unknown)" && strings.HasSuffix(rej[0].Message, "acme") &&
+			rej[0].Cause == "unparsable_body" && rej[0].RequestID == ev.RequestContext.RequestID, fmt.Sprintf("rejections recorded = %+v, %v", rej, err)
+	})
 
 	// To a configured source, the refusal counts under its name.
 	logs.Reset()
@@ -568,7 +573,8 @@ func TestErrorWriterPanicStillAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Body != `{"status":"unavailable","cause":"internal"}`+"\n" || resp.Headers["Retry-After"] == "" {
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Body != `{"status":"unavailable","cause":"internal"}`+"\n" || resp.Headers["Retry-After"] == "" ||
+		resp.Headers["X-Content-Type-Options"] != "nosniff" || resp.Headers["Content-Type"] != "application/json" {
 		t.Errorf("response = %d %v %q", resp.StatusCode, resp.Headers, resp.Body)
 	}
 }

@@ -20,7 +20,8 @@ func (h *Handler) WriteError(w http.ResponseWriter, r *http.Request, err error) 
 
 // requestedSource is the source name a request asks for: its route's path
 // value, or, for a request the router never saw (the adapter's refusals),
-// the segment after /webhooks/ in its path.
+// the segment after /webhooks/ in its path (followed by nothing or by an
+// endpoint token, which is never returned).
 func requestedSource(r *http.Request) string {
 	if name := r.PathValue("source"); name != "" {
 		return name
@@ -28,8 +29,12 @@ func requestedSource(r *http.Request) string {
 	if r.URL == nil {
 		return ""
 	}
-	name, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
-	if !ok || strings.Contains(name, "/") {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
+	if !ok {
+		return ""
+	}
+	name, token, tokened := strings.Cut(rest, "/")
+	if tokened && (token == "" || strings.Contains(token, "/")) {
 		return ""
 	}
 	return name

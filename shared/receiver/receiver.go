@@ -1,8 +1,11 @@
 // Package receiver is the webhook endpoint as a plain http.Handler:
-// POST /webhooks/{source}. It reads the raw body within a bound,
+// POST /webhooks/{source}, and POST /webhooks/{source}/{token} for a
+// source with an endpoint token. It reads the raw body within a bound,
 // authenticates it with the source's verifier, and stores it once. It
 // answers 2xx only after the row is committed, so a sender never stops
-// retrying an event that is not durable.
+// retrying an event that is not durable. A request that is not
+// authenticated gets one answer whatever the source name (401
+// unauthenticated), and no answer carries text from the request.
 package receiver
 
 import (
@@ -14,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -67,16 +69,22 @@ type Config struct {
 	RejectionSampleInterval time.Duration
 	// RejectionsCapacity sizes the webhook_rejections ring buffer.
 	RejectionsCapacity int
+	// RejectionQueue is how many sampled rejection records may wait for
+	// the background writer; more are dropped and counted. Default
+	// DefaultRejectionQueue.
+	RejectionQueue int
 	// Database is how the receiver's pool connects (ConfigFromEnv sets
 	// it); the caller opens it and passes the Store. New ignores it.
 	Database storage.PoolConfig
 }
 
-// Handler serves POST /webhooks/{source}.
+// Handler serves POST /webhooks/{source} and /webhooks/{source}/{token}.
+// Close it to write the rejection records still queued.
 type Handler struct {
-	cfg     Config
-	mux     *http.ServeMux
-	sampler *sampler
+	cfg        Config
+	mux        *http.ServeMux
+	sampler    *sampler
+	rejections *rejectionWriter
 }
 
 // New returns a Handler for cfg.
@@ -105,10 +113,12 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.RejectionSampleInterval <= 0 {
 		cfg.RejectionSampleInterval = time.Second
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval)}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval),
+		rejections: newRejectionWriter(cfg.Store, cfg.RejectionsCapacity, cfg.RejectionQueue, cfg.Logger, cfg.Metrics)}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
+	h.mux.HandleFunc("/webhooks/{source}/{token}", h.serveWebhook)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.refuse(w, r, "", inbox.Errorf(inbox.CauseNotFound, "no such route; webhooks are posted to /webhooks/{source}"))
+		h.refuse(w, r, "", inbox.Errorf(inbox.CauseNotFound, "no such route"))
 	})
 	return h, nil
 }
@@ -137,9 +147,13 @@ const (
 
 // httpStatus maps each cause to its HTTP status: the one table where
 // outcomes meet HTTP. Only an unavailable database is a 5xx that senders
-// should retry; a refusal they cannot fix by retrying is a 4xx.
+// should retry; a refusal they cannot fix by retrying is a 4xx. The causes
+// of unauthenticated requests are answered as CauseUnauthenticated (see
+// answerOf).
 var httpStatus = map[inbox.Cause]int{
-	inbox.CauseUnknownSource:           http.StatusNotFound,
+	inbox.CauseUnknownSource:           http.StatusUnauthorized,
+	inbox.CauseEndpointTokenMismatch:   http.StatusUnauthorized,
+	inbox.CauseUnauthenticated:         http.StatusUnauthorized,
 	inbox.CauseNotFound:                http.StatusNotFound,
 	inbox.CauseInvalidRequest:          http.StatusBadRequest,
 	inbox.CauseMethodNotAllowed:        http.StatusMethodNotAllowed,
@@ -170,21 +184,58 @@ func StatusOf(c inbox.Cause) int {
 	return http.StatusServiceUnavailable
 }
 
+// unauthenticated is the one answer to every request that is not
+// authenticated: unknown source, endpoint token, signature or timestamp.
+// Were they told apart, a name that answers anything but "unknown source"
+// would be a configured one, and a flood could be aimed at it.
+var unauthenticated = response{Status: StatusRejected, Cause: inbox.CauseUnauthenticated,
+	Message: "the request is not authenticated for this endpoint; the operator's records say why"}
+
+// authCauses are the causes answered as unauthenticated.
+var authCauses = map[inbox.Cause]bool{
+	inbox.CauseUnknownSource: true, inbox.CauseEndpointTokenMismatch: true, inbox.CauseUnauthenticated: true,
+	inbox.CauseSignatureMissing: true, inbox.CauseSignatureMalformed: true, inbox.CauseSignatureMismatch: true,
+	inbox.CauseTimestampOutOfTolerance: true,
+}
+
+// answerOf is the answer to a refusal: its status from the table, and a
+// body that never depends on the source name for an unauthenticated
+// request.
+func answerOf(cause inbox.Cause, msg string) (int, response) {
+	if authCauses[cause] {
+		return http.StatusUnauthorized, unauthenticated
+	}
+	return StatusOf(cause), response{Status: StatusRejected, Cause: cause, Message: msg}
+}
+
+// serveWebhook checks, in this order, what does not depend on the source
+// name (the method, the body's size) and then, with one answer for every
+// failure, the source, its endpoint and the signature: an unknown name
+// costs the same read and gets the same answer as a known one.
 func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
+	token, tokened := r.PathValue("token"), r.PathValue("token") != ""
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST"))
 		return
 	}
-	src, ok := h.cfg.Sources.Lookup(name)
-	if !ok {
-		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no source named %q is configured", name))
-		return
-	}
 	body, err := h.readBody(w, r)
 	if err != nil {
 		h.refuse(w, r, name, err)
+		return
+	}
+	src, ok := h.cfg.Sources.Lookup(name)
+	if !ok {
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no such source is configured"))
+		return
+	}
+	if !src.AllowsEndpoint(token, tokened) {
+		msg := "the path's endpoint token is not the source's"
+		if !tokened {
+			msg = "the source is reachable only at its tokened path"
+		}
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseEndpointTokenMismatch, "%s", msg))
 		return
 	}
 	ident, err := src.Verifier.Verify(r.Header, body, h.cfg.Now())
@@ -236,7 +287,8 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	max := h.cfg.MaxBodyBytes
 	if r.ContentLength > max {
-		return nil, inbox.Errorf(inbox.CausePayloadTooLarge, "the body is %d bytes; at most %d are accepted", r.ContentLength, max)
+		// The request's own length is not repeated: no answer echoes the request.
+		return nil, inbox.Errorf(inbox.CausePayloadTooLarge, "the body is over the limit of %d bytes", max)
 	}
 	if r.Body == nil {
 		return []byte{}, nil
@@ -256,27 +308,35 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	return buf.Bytes(), nil
 }
 
+// unknownSource is the one name every source name that is not configured
+// is counted, sampled and recorded under: the sender's text never becomes
+// a metric's dimension, a sampler key or a stored source name, so any
+// number of names costs one of each.
+const unknownSource = "(unknown)"
+
 // refuse answers a request that is not accepted and logs one line for it:
 // source, cause and request id, never the body or a header value. The line
 // is also an EMF record counting the refusal per source and cause, and
-// refusals of webhook requests are sampled into webhook_rejections.
+// refusals of webhook requests are sampled into webhook_rejections by the
+// background writer, so a refusal never waits for the database. The answer
+// carries no text from the request.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName string, err error) {
 	cause := inbox.CauseOf(err)
-	status := StatusOf(cause)
 	msg := inbox.MessageOf(err)
-	requestID := boundText(h.cfg.RequestID(r), 128)
+	status, resp := answerOf(cause, msg)
+	requestID := cleanText(h.cfg.RequestID(r), 128)
 	// The source dimension must come from a bounded set (each value is a
 	// billed metric): a name that is not configured is the sender's text
 	// (an unknown source, or a GET refused before the lookup), so it goes
-	// in requested_source instead.
-	source := sourceName
+	// in requested_source, escaped, instead.
+	source, requested := sourceName, ""
 	attrs := []any{"cause", cause, "request_id", requestID, "status", status, "message", msg}
 	if _, configured := h.cfg.Sources.Lookup(sourceName); !configured || cause == inbox.CauseUnknownSource {
-		attrs = append(attrs, "requested_source", boundText(sourceName, inbox.MaxSourceNameLen))
-		source = "(unknown)"
+		requested = cleanText(sourceName, inbox.MaxSourceNameLen)
+		attrs = append(attrs, "requested_source", requested)
+		source = unknownSource
 	}
 	attrs = append([]any{"source", source}, attrs...)
-	resp := response{Status: StatusRejected, Cause: cause, Message: msg}
 	dims := []string{"source", "cause"}
 	if status >= 500 {
 		attrs = append(attrs, "err", err)
@@ -292,16 +352,18 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 	} else {
 		h.cfg.Logger.Warn("webhook rejected", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Rejected", 1))...)...)
 		if cause != inbox.CauseNotFound {
-			h.recordRejection(r, source, boundText(sourceName, inbox.MaxSourceNameLen), cause, msg, requestID)
+			h.recordRejection(r, source, requested, cause, msg, requestID)
 		}
 	}
 	writeJSON(w, status, resp)
 }
 
-// recordRejection writes a sampled record of a refusal. It must never change
-// the answer: a failure is logged and the refusal stands.
-func (h *Handler) recordRejection(r *http.Request, sampleKey, requested string, cause inbox.Cause, msg, requestID string) {
-	ok, suppressed := h.sampler.allow(sampleKey+"\x00"+string(cause), h.cfg.Now())
+// recordRejection queues a sampled record of a refusal for the background
+// writer (rejections.go). It never waits and never changes the answer.
+// An unknown name is recorded under unknownSource, the name it asked for
+// (escaped) in the message.
+func (h *Handler) recordRejection(r *http.Request, source, requested string, cause inbox.Cause, msg, requestID string) {
+	ok, suppressed := h.sampler.allow(source+"\x00"+string(cause), h.cfg.Now())
 	if !ok {
 		return
 	}
@@ -309,22 +371,21 @@ func (h *Handler) recordRejection(r *http.Request, sampleKey, requested string, 
 	if host, _, err := net.SplitHostPort(remote); err == nil {
 		remote = host
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), time.Second)
-	defer cancel()
-	err := h.cfg.Store.RejectionInsert(ctx, inbox.Rejection{
-		Source: requested, Cause: cause, Message: msg, RequestID: requestID,
-		RemoteAddr: boundText(remote, 64), BodySize: max(r.ContentLength, 0), Suppressed: suppressed,
-	}, h.cfg.RejectionsCapacity)
-	if err != nil {
-		h.cfg.Logger.Warn("recording a rejection failed", "source", sampleKey, "cause", cause, "err", err)
+	if source == unknownSource && requested != "" {
+		msg += "; the name requested: " + requested
 	}
+	h.rejections.add(inbox.Rejection{
+		Source: source, Cause: cause, Message: cleanText(msg, 512), RequestID: requestID,
+		RemoteAddr: cleanText(remote, 64), BodySize: max(r.ContentLength, 0), Suppressed: suppressed,
+	})
 }
 
-// boundText makes sender-controlled text safe to store and log: valid
-// UTF-8, no NUL (Postgres text cannot hold it), at most n bytes.
-func boundText(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
+// cleanText makes sender-controlled text safe to store, log and print:
+// valid UTF-8 with every control character escaped
+// (inbox.EscapeControls; Postgres text cannot hold NUL, and an escape
+// sequence would drive the terminal of whoever reads it), at most n bytes.
+func cleanText(s string, n int) string {
+	s = inbox.EscapeControls(s, "")
 	if len(s) <= n {
 		return s
 	}

@@ -58,12 +58,14 @@ func setup(t *testing.T) *fixture {
 
 func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config) *fixture {
 	t.Helper()
-	sources, err := source.Parse([]byte(sourcesDoc))
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Sources == nil {
+		var err error
+		if cfg.Sources, err = source.Parse([]byte(sourcesDoc)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	store := storage.New(pool)
-	cfg.Sources, cfg.Store = sources, store
+	sources, store := cfg.Sources, storage.New(pool)
+	cfg.Store = store
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return now }
 	}
@@ -74,6 +76,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	return &fixture{t: t, pool: pool, store: store, sources: sources, handler: h}
 }
 
@@ -294,22 +297,23 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"GET", func() *http.Request { return httptest.NewRequest("GET", "/webhooks/stripe", nil) }, 405, inbox.CauseMethodNotAllowed},
 		{"PUT", func() *http.Request { r := f.signed("stripe", body, ""); r.Method = "PUT"; return r }, 405, inbox.CauseMethodNotAllowed},
-		{"unknown source", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/paypal", bytes.NewReader(body)) }, 404, inbox.CauseUnknownSource},
+		{"unknown source", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/paypal", bytes.NewReader(body)) }, 401, inbox.CauseUnauthenticated},
 		{"other path", func() *http.Request { return httptest.NewRequest("POST", "/hooks/stripe", nil) }, 404, inbox.CauseNotFound},
-		{"nested path", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/stripe/x", nil) }, 404, inbox.CauseNotFound},
-		{"no signature", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/stripe", bytes.NewReader(body)) }, 401, inbox.CauseSignatureMissing},
+		{"nested path", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/stripe/x/y", nil) }, 404, inbox.CauseNotFound},
+		{"token path of a source without one", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/stripe/x", nil) }, 401, inbox.CauseUnauthenticated},
+		{"no signature", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/stripe", bytes.NewReader(body)) }, 401, inbox.CauseUnauthenticated},
 		{"tampered body", func() *http.Request {
 			r := f.signed("stripe", body, "")
 			r.Body = io.NopCloser(bytes.NewReader(bytes.Replace(body, []byte("2000"), []byte("2001"), 1)))
 			return r
-		}, 401, inbox.CauseSignatureMismatch},
+		}, 401, inbox.CauseUnauthenticated},
 		{"replayed later", func() *http.Request {
 			src, _ := f.sources.Lookup("stripe")
 			sr, _ := sender.Sign(src, body, "", now.Add(-time.Hour))
 			r := httptest.NewRequest("POST", "/webhooks/stripe", bytes.NewReader(body))
 			r.Header = sr.Header
 			return r
-		}, 401, inbox.CauseTimestampOutOfTolerance},
+		}, 401, inbox.CauseUnauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -510,7 +514,8 @@ func TestDatabaseOutage(t *testing.T) {
 }
 
 // Every refusal a verifier can give maps to the status the issue names:
-// 401 for anything about the signature or its timestamp, 400 for a body or
+// 401 for anything about the source, its endpoint token, the signature or
+// its timestamp (answered as one, unauthenticated), 400 for a body or
 // identity that can never be stored, and only an unavailable database is
 // a 5xx (503, so that senders retry).
 func TestStatusOfEveryCause(t *testing.T) {
@@ -520,7 +525,8 @@ func TestStatusOfEveryCause(t *testing.T) {
 		inbox.CauseTimestampOutOfTolerance: 401,
 		inbox.CauseUnparsableBody:          400, inbox.CauseMissingEventID: 400, inbox.CauseInvalidEventType: 400,
 		inbox.CauseUnreadableBody: 400, inbox.CauseInvalidEvent: 400, inbox.CauseInvalidRequest: 400,
-		inbox.CauseUnknownSource: 404, inbox.CauseNotFound: 404, inbox.CauseMethodNotAllowed: 405,
+		inbox.CauseUnknownSource: 401, inbox.CauseEndpointTokenMismatch: 401, inbox.CauseUnauthenticated: 401,
+		inbox.CauseNotFound: 404, inbox.CauseMethodNotAllowed: 405,
 		inbox.CausePayloadTooLarge: 413, inbox.CauseDatabaseUnavailable: 503,
 		// A cause the table does not know is a bug: 503, so the sender
 		// retries and nothing is lost.

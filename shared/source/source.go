@@ -29,13 +29,16 @@ type Verifier interface {
 	Verify(header http.Header, body []byte, now time.Time) (inbox.Identity, error)
 }
 
-// Source is one configured sender endpoint: POST /webhooks/{Name}.
+// Source is one configured sender endpoint: POST /webhooks/{Name}, or
+// POST /webhooks/{Name}/{token} (endpoint.go).
 type Source struct {
 	// Name is the URL segment and the provider column of its events.
 	Name string
 	// Kind is the sender scheme, e.g. "stripe" or "standard".
 	Kind     string
 	Verifier Verifier
+	// endpoint is where it is reachable (endpoint.go).
+	endpoint endpointOptions
 }
 
 // Set is the configured sources, by name. It is read-only after Parse and
@@ -123,6 +126,10 @@ func Parse(doc []byte) (*Set, error) {
 		if err := json.Unmarshal(raw, &k); err != nil {
 			return nil, fmt.Errorf("sources: source %q: %w", name, err)
 		}
+		raw, endpoint, err := takeEndpointOptions(name, raw)
+		if err != nil {
+			return nil, err
+		}
 		build, ok := registry[k.Kind]
 		if !ok {
 			if k.Kind == "" {
@@ -134,7 +141,7 @@ func Parse(doc []byte) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.byName[name] = &Source{Name: name, Kind: k.Kind, Verifier: v}
+		set.byName[name] = &Source{Name: name, Kind: k.Kind, Verifier: v, endpoint: endpoint}
 	}
 	return set, nil
 }

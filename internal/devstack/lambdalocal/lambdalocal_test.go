@@ -112,7 +112,7 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	stripe, _ := set.Lookup("stripe")
 	forged, _ := sender.Sample(stripe, time.Now())
 	forged.Body = []byte(strings.Replace(string(forged.Body), "2000", "9000", 1))
-	if code, body, _ := forged.Post(ctx, front.Client(), front.URL); code != 401 || !strings.Contains(string(body), "signature_mismatch") {
+	if code, body, _ := forged.Post(ctx, front.Client(), front.URL); code != 401 || !strings.Contains(string(body), "unauthenticated") {
 		t.Fatalf("forged delivery: %d %s", code, body)
 	}
 

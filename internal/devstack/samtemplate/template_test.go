@@ -91,7 +91,9 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 		}
 	}
 	rcv := tpl.Functions["ReceiverFunction"]
-	if len(rcv.Routes) != 1 || rcv.Routes[0].Method != "POST" || rcv.Routes[0].Path != "/webhooks/{source}" || rcv.Routes[0].Payload != "2.0" {
+	// Sorted by event name: the tokened route, then the untokened one.
+	if len(rcv.Routes) != 2 || rcv.Routes[0].Method != "POST" || rcv.Routes[0].Path != "/webhooks/{source}/{token}" || rcv.Routes[0].Payload != "2.0" ||
+		rcv.Routes[1].Method != "POST" || rcv.Routes[1].Path != "/webhooks/{source}" || rcv.Routes[1].Payload != "2.0" {
 		t.Errorf("receiver routes = %+v", rcv.Routes)
 	}
 	if rcv.Environment["WEBHOOK_MAX_BODY_BYTES"] != "1048576" {

@@ -764,3 +764,28 @@ func keys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestEachRouteHasItsOwnThrottle: the untokened and the tokened webhook
+// routes are both in the API the stage deploys, each with the throttle its
+// parameters give, so a flood at the guessable path leaves the tokened
+// route's limit to its senders. (Number parameters resolve to their
+// text, as CloudFormation passes them.)
+func TestEachRouteHasItsOwnThrottle(t *testing.T) {
+	t.Parallel()
+	d := deploy(t, scenario{params: with(nil, "UntokenedRouteRateLimit", "10", "UntokenedRouteBurstLimit", "5", "TokenedRouteRateLimit", "700", "TokenedRouteBurstLimit", "300")})
+	api, stage := d.res["WebhookApi"], d.res["WebhookApiApiGatewayDefaultStage"]
+	paths := fmt.Sprint(api.Properties["Body"].(map[string]any)["paths"])
+	for _, p := range []string{"/webhooks/{source}:", "/webhooks/{source}/{token}:"} {
+		if !strings.Contains(paths, p) {
+			t.Errorf("the API has no route %s: %s", p, paths)
+		}
+	}
+	got := canon(stage.Properties["RouteSettings"])
+	want := canon(map[string]any{
+		"POST /webhooks/{source}":         map[string]any{"ThrottlingRateLimit": "10", "ThrottlingBurstLimit": "5"},
+		"POST /webhooks/{source}/{token}": map[string]any{"ThrottlingRateLimit": "700", "ThrottlingBurstLimit": "300"},
+	})
+	if got != want {
+		t.Errorf("stage route settings = %s, want %s", got, want)
+	}
+}
