@@ -98,7 +98,7 @@ func TestSourcesCheckReadsTheCommandEnvironment(t *testing.T) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"sources", "check", "--json"})
-	env := map[string]string{source.EnvSources: `{"sources":{"only-here":{"kind":"github","secrets":["x"]}}}`}
+	env := map[string]string{source.EnvSources: `{"sources":{"only-here":{"kind":"github","secrets":["x_0123456789abcd"]}}}`}
 	ctx := withStackDir(withEnv(context.Background(), func(k string) string { return env[k] }), t.TempDir())
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		t.Fatal(err)

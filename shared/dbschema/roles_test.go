@@ -39,8 +39,8 @@ import (
 // role lacks fails here, naming itself, instead of in a deployed function.
 
 const sourcesDoc = `{"sources": {
-  "stripe": {"kind": "stripe", "secrets": ["whsec_roles_test"]},
-  "square": {"kind": "square", "secrets": ["square-key"], "notification_url": "https://hooks.example.com/webhooks/square"}
+  "stripe": {"kind": "stripe", "secrets": ["whsec_roles_test_0123456789abc"]},
+  "square": {"kind": "square", "secrets": ["square-key_01234"], "notification_url": "https://hooks.example.com/webhooks/square"}
 }}`
 
 // TestReceiverRunsAsItsRole: every statement the receiver sends, as
