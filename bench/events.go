@@ -19,7 +19,7 @@ const bodySize = 1024
 const sourceName = "stripe"
 
 // benchSecret signs every delivery. It guards nothing (loopback only).
-const benchSecret = "whsec_bench_4f1c2a9e7b3d5f60"
+const benchSecret = "whsec_bench_4f1c2a9e7b3d5f60a1b2c3"
 
 // sourcesDoc is the receiver's configuration: one Stripe source.
 var sourcesDoc = `{"sources":{"` + sourceName + `":{"kind":"stripe","secrets":["` + benchSecret + `"]}}}`

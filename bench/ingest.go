@@ -53,13 +53,14 @@ type IngestFigure struct {
 // insertScript returns the pgbench script of a workload: storage.EventInsertSQL
 // exactly, its parameters replaced by pgbench variables (sent as parameters
 // of the prepared statement, as the receiver sends them) and, for the
-// metadata a Stripe event does not have, the NULL the receiver sends.
+// metadata a Stripe event does not have, the NULL the receiver sends, and
+// the body guard, false for a Stripe source as the receiver sends it.
 // A parameter it does not know (the statement changed) is an error, not a
 // silently different statement.
 func insertScript(idFrom, idTo int64) (string, error) {
 	vars := map[string]string{
 		"1": ":provider", "2": ":id", "3": ":etype", "4": ":body", "5": ":body",
-		"6": ":sha", "7": ":size", "8": "NULL", "9": ":kind",
+		"6": ":sha", "7": ":size", "8": "NULL", "9": ":kind", "10": "false",
 	}
 	var unknown []string
 	sql := regexp.MustCompile(`\$([0-9]+)`).ReplaceAllStringFunc(storage.EventInsertSQL, func(p string) string {

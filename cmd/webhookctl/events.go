@@ -192,6 +192,12 @@ type mismatchJSON struct {
 	ReceivedAt     time.Time `json:"received_at"`
 	ReceivedSize   int       `json:"received_size"`
 	ReceivedSHA256 string    `json:"received_sha256"`
+	// Cause is payload_mismatch (this id, another body) or
+	// suspected_replay (this body under ReceivedEventID and
+	// ReceivedEventType; not stored, not processed).
+	Cause             inbox.Cause `json:"cause"`
+	ReceivedEventID   string      `json:"received_event_id,omitempty"`
+	ReceivedEventType string      `json:"received_event_type,omitempty"`
 }
 
 // eventShowJSON is `events show --json`.
@@ -320,7 +326,8 @@ them with 'webhookdev send'.`,
 					j.DeadLetters = append(j.DeadLetters, deadLetterToJSON(d))
 				}
 				for _, m := range mms {
-					j.Mismatches = append(j.Mismatches, mismatchJSON{m.ReceivedAt, m.ReceivedSize, hex.EncodeToString(m.ReceivedSHA256)})
+					j.Mismatches = append(j.Mismatches, mismatchJSON{m.ReceivedAt, m.ReceivedSize, hex.EncodeToString(m.ReceivedSHA256),
+						m.Cause, m.ReceivedEventID, m.ReceivedEventType})
 				}
 				switch {
 				case bodyErr != nil:
@@ -503,12 +510,31 @@ func printEvent(out io.Writer, now time.Time, e *inbox.Event, hist []inbox.Attem
 			return err
 		}
 	}
-	if len(mms) > 0 {
+	var changed, replays []inbox.PayloadMismatch
+	for _, m := range mms {
+		if m.Cause == inbox.CauseSuspectedReplay {
+			replays = append(replays, m)
+		} else {
+			changed = append(changed, m)
+		}
+	}
+	if len(changed) > 0 {
 		fmt.Fprintf(out, "\nREDELIVERIES WITH A DIFFERENT BODY (the first body was kept)\n")
 		tw = newTable(out)
 		fmt.Fprintln(tw, "  RECEIVED\tSIZE\tSHA256")
-		for _, m := range mms {
+		for _, m := range changed {
 			fmt.Fprintf(tw, "  %s\t%d\t%x\n", stamp(&m.ReceivedAt), m.ReceivedSize, m.ReceivedSHA256)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(replays) > 0 {
+		fmt.Fprintf(out, "\nSUSPECTED REPLAYS (this body under another id: not stored, not processed; at most %d are recorded)\n", storage.PayloadMismatchCap)
+		tw = newTable(out)
+		fmt.Fprintln(tw, "  RECEIVED\tEVENT ID\tTYPE")
+		for _, m := range replays {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", stamp(&m.ReceivedAt), m.ReceivedEventID, m.ReceivedEventType)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

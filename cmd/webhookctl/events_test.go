@@ -256,3 +256,29 @@ func TestEventsShowArchivedBody(t *testing.T) {
 	// The metadata needs no S3.
 	f.runOK("events", "show", strconv.FormatInt(id, 10), "--no-body")
 }
+
+// TestEventsShowSuspectedReplays: an event's suspected replays (its body
+// posted under other ids) are listed apart from its changed redeliveries,
+// with the id and type they were posted under.
+func TestEventsShowSuspectedReplays(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.populate()
+	sum := make([]byte, 32)
+	if _, err := f.store.PayloadMismatchInsert(f.ctx, inbox.PayloadMismatch{Source: "stripe", EventID: "evt_ok_1", Cause: inbox.CauseSuspectedReplay,
+		StoredSHA256: sum, ReceivedSHA256: sum, ReceivedSize: 40, ReceivedEventID: "evt_replayed_9", ReceivedEventType: "push"}); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventShowOut
+	f.runJSON(&ev, "events", "show", "stripe", "evt_ok_1")
+	if len(ev.Mismatches) != 2 || ev.Mismatches[1].Cause != "suspected_replay" || ev.Mismatches[1].ReceivedEventID != "evt_replayed_9" ||
+		ev.Mismatches[1].ReceivedEventType != "push" || ev.Mismatches[0].Cause != "payload_mismatch" {
+		t.Fatalf("records = %+v", ev.Mismatches)
+	}
+	human := f.runOK("events", "show", "stripe", "evt_ok_1")
+	for _, want := range []string{"REDELIVERIES WITH A DIFFERENT BODY", "SUSPECTED REPLAYS", "evt_replayed_9", "push"} {
+		if !strings.Contains(human, want) {
+			t.Errorf("events show lacks %q:\n%s", want, human)
+		}
+	}
+}

@@ -75,9 +75,9 @@ func TestSourcesCheck(t *testing.T) {
 func TestSourcesCheckPrintsTheTokenedURL(t *testing.T) {
 	const token = "tok_Zk3J9qLm2PzXv8RtYb6WcN4dHsAeUg1"
 	t.Setenv(source.EnvSources, `{"sources":{
-	  "plain":  {"kind": "stripe", "secrets": ["whsec_plain_secret_0123456789"]},
-	  "both":   {"kind": "stripe", "secrets": ["whsec_both_secret_0123456789"], "endpoint_token": "`+token+`"},
-	  "hidden": {"kind": "stripe", "secrets": ["whsec_hidden_secret_0123456789"], "endpoint_token": "`+token+`", "untokened_path": false}}}`)
+	  "plain":  {"kind": "stripe", "secrets": ["whsec_plain_secret_0123456789abcdef"]},
+	  "both":   {"kind": "stripe", "secrets": ["whsec_both_secret_0123456789abcdef"], "endpoint_token": "`+token+`"},
+	  "hidden": {"kind": "stripe", "secrets": ["whsec_hidden_secret_0123456789abcdef"], "endpoint_token": "`+token+`", "untokened_path": false}}}`)
 	out, err := run(t, nil, "sources", "check", "--base-url", "https://hooks.example.com/", "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestSourcesCheckReadsTheCommandEnvironment(t *testing.T) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"sources", "check", "--json"})
-	env := map[string]string{source.EnvSources: `{"sources":{"only-here":{"kind":"github","secrets":["x"]}}}`}
+	env := map[string]string{source.EnvSources: `{"sources":{"only-here":{"kind":"github","secrets":["x_0123456789abcd"]}}}`}
 	ctx := withStackDir(withEnv(context.Background(), func(k string) string { return env[k] }), t.TempDir())
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		t.Fatal(err)

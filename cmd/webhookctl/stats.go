@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -100,9 +101,11 @@ type rejectionCountJSON struct {
 }
 
 type mismatchCountJSON struct {
-	Source string    `json:"source"`
-	Count  int64     `json:"count"`
-	LastAt time.Time `json:"last_at"`
+	Source string `json:"source"`
+	// Cause is payload_mismatch or suspected_replay.
+	Cause  inbox.Cause `json:"cause"`
+	Count  int64       `json:"count"`
+	LastAt time.Time   `json:"last_at"`
 }
 
 type archiveReport struct {
@@ -277,7 +280,7 @@ func collectStats(ctx context.Context, o *ops, window time.Duration) (statsRepor
 	}
 	r.PayloadMismatches = []mismatchCountJSON{}
 	for _, m := range mm {
-		r.PayloadMismatches = append(r.PayloadMismatches, mismatchCountJSON{m.Source, m.Count, m.LastAt})
+		r.PayloadMismatches = append(r.PayloadMismatches, mismatchCountJSON{m.Source, m.Cause, m.Count, m.LastAt})
 	}
 
 	minAge := archiveMinAge(o.getenv)
@@ -360,13 +363,13 @@ func printStats(out io.Writer, r statsReport) error {
 		}
 	}
 
-	fmt.Fprintf(tw, "\nPAYLOAD MISMATCHES (last %s)\n", span(window))
+	fmt.Fprintf(tw, "\nPAYLOAD MISMATCHES AND SUSPECTED REPLAYS (last %s, recorded ones)\n", span(window))
 	if len(r.PayloadMismatches) == 0 {
 		fmt.Fprintf(tw, "  none\n")
 	} else {
-		fmt.Fprintf(tw, "  SOURCE\tCOUNT\tLAST\t\n")
+		fmt.Fprintf(tw, "  SOURCE\tCAUSE\tCOUNT\tLAST\t\n")
 		for _, m := range r.PayloadMismatches {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t\n", m.Source, m.Count, ago(now, m.LastAt))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t\n", m.Source, m.Cause, m.Count, ago(now, m.LastAt))
 		}
 	}
 

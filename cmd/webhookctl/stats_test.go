@@ -54,7 +54,7 @@ func (f *opsFixture) populate() map[string]int64 {
 	// changed.
 	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: "signature_mismatch", Message: "no secret matched", Suppressed: 4})
 	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "nope", Cause: "unknown_source", Message: "no such source"})
-	if err := f.store.PayloadMismatchInsert(f.ctx, inbox.PayloadMismatch{
+	if _, err := f.store.PayloadMismatchInsert(f.ctx, inbox.PayloadMismatch{
 		Source: "stripe", EventID: "evt_ok_1", StoredSHA256: make([]byte, 32), ReceivedSHA256: append([]byte{1}, make([]byte, 31)...), ReceivedSize: 12,
 	}); err != nil {
 		f.t.Fatal(err)

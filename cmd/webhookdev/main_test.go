@@ -94,3 +94,27 @@ func TestSendRefusedIsAnError(t *testing.T) {
 		t.Fatal("send to an unknown source succeeded")
 	}
 }
+
+// A sample of a sender that signs no timestamp never expires: with secrets
+// other than dev/sources.json's fake ones it is refused unless
+// --replayable; a timestamped kind, or the dev file, prints as before.
+func TestSampleWithRealSecretsOfAnUntimedKind(t *testing.T) {
+	out, err := run(t, nil, "sample", "github")
+	if err != nil || !strings.Contains(out, "curl") {
+		t.Fatalf("dev file, github: %v\n%s", err, out)
+	}
+	t.Setenv("WEBHOOK_SOURCES", `{"sources":{
+	 "gh":{"kind":"github","secrets":["a-production-github-secret"]},
+	 "pay":{"kind":"stripe","secrets":["whsec_a_production_stripe_secret_0123"]}}}`)
+	_, err = run(t, nil, "sample", "gh")
+	if err == nil || !strings.Contains(err.Error(), "signs no timestamp") || !strings.Contains(err.Error(), "--replayable") ||
+		strings.Contains(err.Error(), "a-production-github-secret") {
+		t.Fatalf("real secret, github: %v, want a refusal naming --replayable", err)
+	}
+	if out, err := run(t, nil, "sample", "gh", "--replayable"); err != nil || !strings.Contains(out, "X-Hub-Signature-256") {
+		t.Fatalf("--replayable: %v\n%s", err, out)
+	}
+	if out, err := run(t, nil, "sample", "pay"); err != nil || !strings.Contains(out, "Stripe-Signature") {
+		t.Fatalf("a timestamped kind: %v\n%s", err, out)
+	}
+}

@@ -18,15 +18,30 @@ import (
 
 func newSampleCmd() *cobra.Command {
 	var base string
-	var apigw bool
+	var apigw, replayable bool
 	cmd := &cobra.Command{
 		Use:   "sample SOURCE",
 		Short: "Print a curl command that posts a freshly signed sample event to SOURCE",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print a curl command that posts a freshly signed sample event to SOURCE.
+
+A source whose sender signs no timestamp (github, square, shopify, hmac
+without timestamp_header) makes a sample that never expires: with secrets
+other than the fake ones of dev/sources.json it is refused unless
+--replayable says to print it anyway.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := devenv.LookupSource(cmd.Context(), os.Getenv, args[0])
+			sources, where, err := devenv.LoadSources(cmd.Context(), os.Getenv)
 			if err != nil {
 				return err
+			}
+			src, ok := sources.Lookup(args[0])
+			if !ok {
+				return fmt.Errorf("no source named %q (configured: %v)", args[0], sources.Names())
+			}
+			if src.Tolerance() == 0 && !devenv.FakeSecrets(where) && !replayable {
+				return fmt.Errorf("source %s (kind %s, from %s) signs no timestamp: a sample signed with its real secret stays valid for ever, "+
+					"so whoever reads it (a terminal's scroll-back, a CI log, a ticket) can post it once; "+
+					"pass --replayable to print it anyway (docs/security.md, Replays and duplicates)", src.Name, src.Kind, where)
 			}
 			req, err := sender.Sample(src, time.Now())
 			if err != nil {
@@ -41,6 +56,7 @@ func newSampleCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&base, "url", "http://127.0.0.1:3000", "receiver base URL")
 	cmd.Flags().BoolVar(&apigw, "apigw", false, "print the API Gateway v2 event the receiver Lambda would get (for sam local invoke -e)")
+	cmd.Flags().BoolVar(&replayable, "replayable", false, "print a sample that never expires (a sender that signs no timestamp) although the secrets are not dev/sources.json's fake ones")
 	return cmd
 }
 

@@ -24,8 +24,8 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const sources = `{"sources":{
-  "stripe": {"kind":"stripe","secrets":["whsec_lambda_test"]},
-  "square": {"kind":"square","secrets":["square-key"],"notification_url":"https://hooks.example.com/webhooks/square"}
+  "stripe": {"kind":"stripe","secrets":["whsec_lambda_test_0123456789ab"]},
+  "square": {"kind":"square","secrets":["square-key_01234"],"notification_url":"https://hooks.example.com/webhooks/square"}
 }}`
 
 // scheduled loads the EventBridge scheduled event `sam local invoke` is

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-const sources = `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_lambda_test"]}}}`
+const sources = `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_lambda_test_0123456789ab"]}}}`
 
 // event loads the recorded API Gateway v2 event and puts a freshly signed
 // Stripe body in it, plain or base64-encoded as API Gateway sends binary.

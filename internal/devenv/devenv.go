@@ -56,6 +56,13 @@ func LoadSources(ctx context.Context, getenv func(string) string) (*source.Set, 
 	return set, where, err
 }
 
+// FakeSecrets reports whether a sources document loaded from where (as
+// Sources and LoadSources say) is the repository's dev/sources.json, whose
+// secrets are fake: a signed sample of it endangers nothing.
+func FakeSecrets(where string) bool {
+	return where == SourcesFile || filepath.Clean(where) == SourcesFile
+}
+
 // LookupSource is LoadSources and the source named name in it, or an error
 // that lists the configured names.
 func LookupSource(ctx context.Context, getenv func(string) string, name string) (*source.Source, error) {

@@ -55,14 +55,14 @@ type sample struct {
 // missing here fails TestDevStackHonoursEveryLambdaVariable: add one.
 func samples(t *testing.T) map[string]sample {
 	other := filepath.Join(t.TempDir(), "sources.json")
-	if err := os.WriteFile(other, []byte(`{"sources":{"only-here":{"kind":"github","secrets":["x"]}}}`), 0o600); err != nil {
+	if err := os.WriteFile(other, []byte(`{"sources":{"only-here":{"kind":"github","secrets":["x_0123456789abcd"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return map[string]sample{
 		"LOG_LEVEL":                 {value: "debug"},
 		"DATABASE_URL":              {value: "postgres://someone@db.example:5432/other"},
 		"DATABASE_QUERY_MODE":       {value: "exec"},
-		"WEBHOOK_SOURCES":           {value: `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x"]}}}`},
+		"WEBHOOK_SOURCES":           {value: `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]}}}`},
 		"WEBHOOK_SOURCES_FILE":      {value: other},
 		"WEBHOOK_MAX_BODY_BYTES":    {value: "2048"},
 		"WEBHOOK_STORE_TIMEOUT":     {value: "9s"},

@@ -21,7 +21,7 @@ func PrintSamples(out io.Writer, sources *source.Set, base string) {
 		if err != nil {
 			continue
 		}
-		validity := "its signature carries no timestamp, so it stays valid"
+		validity := "its signature carries no timestamp, so it stays valid; posted once, it is a duplicate for ever after"
 		if src.Tolerance() > 0 {
 			validity = "valid for the source's tolerance, 5 minutes by default"
 		}

@@ -90,11 +90,11 @@ func TestCurlPostsTheSignedBytes(t *testing.T) {
 func TestSampleShapes(t *testing.T) {
 	t.Parallel()
 	set, err := source.Parse([]byte(`{"sources":{
-	  "gh":{"kind":"github","secrets":["s"]},
-	  "shop":{"kind":"shopify","secrets":["s"]},
-	  "sq":{"kind":"square","secrets":["s"],"notification_url":"https://example.com/hooks/sq"},
-	  "hnested":{"kind":"hmac","secrets":["s"],"signature_header":"X-Sig","event_id":{"json":"meta.event.id"},"event_type":{"json":"data.kind"}},
-	  "hheaders":{"kind":"hmac","secrets":["base64:c2VjcmV0"],"signature_header":"X-Sig","algorithm":"sha512","encoding":"base64",
+	  "gh":{"kind":"github","secrets":["s_0123456789abcd"]},
+	  "shop":{"kind":"shopify","secrets":["s_0123456789abcd"]},
+	  "sq":{"kind":"square","secrets":["s_0123456789abcd"],"notification_url":"https://example.com/hooks/sq"},
+	  "hnested":{"kind":"hmac","secrets":["s_0123456789abcd"],"signature_header":"X-Sig","event_id":{"json":"meta.event.id"},"event_type":{"json":"data.kind"}},
+	  "hheaders":{"kind":"hmac","secrets":["base64:c2VjcmV0LTAxMjM0NTY3OA=="],"signature_header":"X-Sig","algorithm":"sha512","encoding":"base64",
 	     "timestamp_header":"X-Ts","signed_content":"{id}.{timestamp}.{body}","event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"}}}}`))
 	if err != nil {
 		t.Fatal(err)

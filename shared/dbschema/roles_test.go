@@ -39,14 +39,16 @@ import (
 // role lacks fails here, naming itself, instead of in a deployed function.
 
 const sourcesDoc = `{"sources": {
-  "stripe": {"kind": "stripe", "secrets": ["whsec_roles_test"]},
-  "square": {"kind": "square", "secrets": ["square-key"], "notification_url": "https://hooks.example.com/webhooks/square"}
+  "stripe": {"kind": "stripe", "secrets": ["whsec_roles_test_0123456789abc"]},
+  "square": {"kind": "square", "secrets": ["square-key_01234"], "notification_url": "https://hooks.example.com/webhooks/square"},
+  "github": {"kind": "github", "secrets": ["github-roles-test-secret"]}
 }}`
 
 // TestReceiverRunsAsItsRole: every statement the receiver sends, as
 // webhook_receiver: an insert, a duplicate, a duplicate with another body
 // (the mismatch record), a body that is not JSON, a refusal (the rejection
-// ring buffer, twice, so the upsert updates).
+// ring buffer, twice, so the upsert updates), and a guarded source's body
+// under a second id (the suspected replay and its record).
 func TestReceiverRunsAsItsRole(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -110,6 +112,21 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 			t.Fatalf("%s: %d, want %d", c.id, got, c.want)
 		}
 	}
+	github, _ := sources.Lookup("github")
+	ghBody := []byte(`{"action":"opened","issue":{"id":1}}`)
+	for _, id := range []string{"d-role-1", "d-role-2"} {
+		sr, err := sender.SignEvent(github, ghBody, id, "issues", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(ghBody))
+		r.Header = sr.Header
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Fatalf("github %s: %d %s", id, w.Code, w.Body)
+		}
+	}
 	// The rejection records are written in the background: Close writes
 	// them (as the receiver's role) before it returns.
 	if err := h.Close(ctx); err != nil {
@@ -119,6 +136,9 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 		t.Fatalf("the receiver logged an error:\n%s", logs.String())
 	}
 	store := storage.New(owner)
+	if ms, err := store.PayloadMismatchListByEvent(ctx, "github", "d-role-1"); err != nil || len(ms) != 1 || ms[0].Cause != inbox.CauseSuspectedReplay {
+		t.Fatalf("suspected replay records = %+v, %v", ms, err)
+	}
 	if n, err := store.PayloadMismatchCountByEvent(ctx, "stripe", "evt_role_1"); err != nil || n != 1 {
 		t.Fatalf("mismatches = %d, %v", n, err)
 	}

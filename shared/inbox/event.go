@@ -264,15 +264,23 @@ type Rejection struct {
 	ReceivedAt time.Time
 }
 
-// PayloadMismatch is a redelivery whose body differed from the stored
-// event's: the first body stays, the difference is recorded.
+// PayloadMismatch is an anomaly recorded for a stored event (Source,
+// EventID): a redelivery of its id whose body differed (Cause
+// CausePayloadMismatch: the first body stays), or its body posted under
+// another id (Cause CauseSuspectedReplay: ReceivedEventID and
+// ReceivedEventType say what was posted; nothing was stored).
 type PayloadMismatch struct {
-	Source         string
-	EventID        string
-	StoredSHA256   []byte
-	ReceivedSHA256 []byte
-	ReceivedSize   int
-	ReceivedAt     time.Time
+	Source  string
+	EventID string
+	// Cause is CausePayloadMismatch or CauseSuspectedReplay ("" is read
+	// as CausePayloadMismatch when writing).
+	Cause             Cause
+	StoredSHA256      []byte
+	ReceivedSHA256    []byte
+	ReceivedSize      int
+	ReceivedEventID   string
+	ReceivedEventType string
+	ReceivedAt        time.Time
 }
 
 // ArchiveObject is a manifest row: an S3 object of archived bodies.

@@ -50,6 +50,16 @@ const (
 	// CauseInvalidEvent: the database refused the event's values as data
 	// (not an outage): retrying the same delivery cannot succeed.
 	CauseInvalidEvent Cause = "invalid_event"
+	// CauseSuspectedReplay: an authentic body already stored for the
+	// source under another event id, from a source whose id the signature
+	// does not cover (github, shopify, hmac with an unsigned id header):
+	// a captured delivery posted again under a fresh id (or with another
+	// type). It is answered 200, like a duplicate, never stored as a new
+	// event nor processed, and recorded for the stored event.
+	CauseSuspectedReplay Cause = "suspected_replay"
+	// CausePayloadMismatch: a redelivery of a stored event id with another
+	// body; the first body stays, the event is a duplicate (recorded).
+	CausePayloadMismatch Cause = "payload_mismatch"
 	// CauseDatabaseUnavailable: the event could not be made durable; the
 	// sender must retry, so this maps to 503.
 	CauseDatabaseUnavailable Cause = "database_unavailable"

@@ -70,7 +70,7 @@ func errorWriter(t testing.TB, logs io.Writer) (*receiver.Handler, *storage.Stor
 	if logs == nil {
 		logs = io.Discard
 	}
-	set, err := source.Parse([]byte(`{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_adapter_test"]}}}`))
+	set, err := source.Parse([]byte(`{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_adapter_test_0123456789a"]}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 	c, err := processor.ConfigFromEnv(getenvOf(map[string]string{
 		"DATABASE_URL":              "postgres://x@h/db",
 		"DATABASE_QUERY_MODE":       "exec",
-		"WEBHOOK_SOURCES":           `{"sources":{"acme":{"kind":"stripe","secrets":["whsec_x"]},"billing":{"kind":"standard","secrets":["whsec_dGVzdA=="]}}}`,
+		"WEBHOOK_SOURCES":           `{"sources":{"acme":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]},"billing":{"kind":"standard","secrets":["whsec_dGVzdC0wMTIzNDU2Nzg5YWJjZGVmZ2hp"]}}}`,
 		"PROCESSOR_BATCH_SIZE":      "10",
 		"PROCESSOR_MAX_ATTEMPTS":    "5",
 		"PROCESSOR_BACKOFF_BASE":    "1s",

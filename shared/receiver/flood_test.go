@@ -30,9 +30,9 @@ const endpointToken = "tok_Zk3J9qLm2PzXv8RtYb6WcN4dHsAeUg1"
 
 // tokenDoc has a source on both paths, and one only on its tokened path.
 const tokenDoc = `{"sources": {
-  "stripe":   {"kind": "stripe", "secrets": ["whsec_test_new"], "endpoint_token": "` + endpointToken + `"},
-  "hidden":   {"kind": "stripe", "secrets": ["whsec_test_hidden"], "endpoint_token": "` + endpointToken + `", "untokened_path": false},
-  "standard": {"kind": "standard", "secrets": ["whsec_dGVzdC1zdGFuZGFyZC1zZWNyZXQ="]}
+  "stripe":   {"kind": "stripe", "secrets": ["whsec_test_new_0123456789abcde"], "endpoint_token": "` + endpointToken + `"},
+  "hidden":   {"kind": "stripe", "secrets": ["whsec_test_hidden_0123456789abcd"], "endpoint_token": "` + endpointToken + `", "untokened_path": false},
+  "standard": {"kind": "standard", "secrets": ["whsec_dGVzdC1zdGFuZGFyZC1zZWNyZXQtMDEy"]}
 }}`
 
 func tokenSources(t *testing.T) *source.Set {

@@ -29,7 +29,7 @@ import (
 // EventStore is what the receiver needs of storage; *storage.Store is it.
 type EventStore interface {
 	EventInsert(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error)
-	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) error
+	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error)
 	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error
 }
 
@@ -112,6 +112,11 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.RejectionSampleInterval <= 0 {
 		cfg.RejectionSampleInterval = time.Second
+	}
+	for _, name := range cfg.Sources.Names() {
+		if src, _ := cfg.Sources.Lookup(name); src.Warning != "" {
+			cfg.Logger.Warn("source accepts a risk", "source", name, "warning", src.Warning)
+		}
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval),
 		rejections: newRejectionWriter(cfg.Store, cfg.RejectionsCapacity, cfg.RejectionQueue, cfg.Logger, cfg.Metrics)}
@@ -247,6 +252,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res, err := h.cfg.Store.EventInsert(ctx, storage.EventInsertParams{
 		Source: name, SourceKind: src.Kind, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
+		GuardBody: src.GuardBody,
 	})
 	if err != nil {
 		if storage.IsDataError(err) {
@@ -259,26 +265,54 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	log := h.cfg.Logger.With("source", name, "event_id", ident.EventID, "event_type", ident.EventType, "request_id", h.cfg.RequestID(r))
 	bySource := []string{"source"}
-	if res.Inserted {
+	switch {
+	case res.Inserted:
 		log.Info("webhook accepted", append([]any{"id", res.ID, "bytes", len(body), "payload_jsonb", res.PayloadStored},
 			h.cfg.Metrics.Attrs(bySource, metrics.C("Accepted", 1), metrics.Metric{Name: "AcceptedBytes", Unit: metrics.Bytes, Value: float64(len(body))})...)...)
 		writeJSON(w, http.StatusOK, response{Status: StatusAccepted, ID: res.ID})
 		return
-	}
-	if res.Mismatch() {
+	case res.SuspectedReplay:
+		// A body the source has stored under another id: its sender signs
+		// neither a time nor the id, so this is a captured delivery posted
+		// again (or a sender sending one event twice under two ids).
+		// Nothing is stored or processed. The answer is a 2xx, as for a
+		// duplicate: an honest sender must not retry it, and the replayer
+		// learns nothing it can use (docs/security.md).
+		log.Warn("webhook suspected replay", append([]any{"cause", inbox.CauseSuspectedReplay, "id", res.ID,
+			"stored_event_id", res.StoredEventID, "stored_event_type", res.StoredType},
+			h.cfg.Metrics.Attrs(bySource, metrics.C("SuspectedReplay", 1))...)...)
+		h.recordAnomaly(ctx, log, inbox.PayloadMismatch{
+			Source: name, EventID: res.StoredEventID, Cause: inbox.CauseSuspectedReplay, StoredSHA256: res.StoredSHA256,
+			ReceivedSHA256: res.BodySHA256[:], ReceivedSize: len(body), ReceivedEventID: ident.EventID, ReceivedEventType: ident.EventType,
+		})
+		writeJSON(w, http.StatusOK, response{Status: StatusDuplicate, Cause: inbox.CauseSuspectedReplay})
+		return
+	case res.Mismatch():
 		// The first body wins; the event stays a duplicate. The record lets
 		// an operator see a sender that changed an event under one id.
-		log.Warn("webhook duplicate with a different body", append([]any{"cause", "payload_mismatch", "id", res.ID},
+		log.Warn("webhook duplicate with a different body", append([]any{"cause", inbox.CausePayloadMismatch, "id", res.ID},
 			h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1), metrics.C("PayloadMismatch", 1))...)...)
-		if err := h.cfg.Store.PayloadMismatchInsert(ctx, inbox.PayloadMismatch{
-			Source: name, EventID: ident.EventID, StoredSHA256: res.StoredSHA256, ReceivedSHA256: res.BodySHA256[:], ReceivedSize: len(body),
-		}); err != nil {
-			log.Error("recording payload mismatch failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-		}
-	} else {
+		h.recordAnomaly(ctx, log, inbox.PayloadMismatch{
+			Source: name, EventID: ident.EventID, Cause: inbox.CausePayloadMismatch, StoredSHA256: res.StoredSHA256,
+			ReceivedSHA256: res.BodySHA256[:], ReceivedSize: len(body),
+		})
+	default:
 		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// recordAnomaly records a payload mismatch or suspected replay for the
+// stored event, within the store's cap per event. It never changes the
+// answer: a failure is logged.
+func (h *Handler) recordAnomaly(ctx context.Context, log *slog.Logger, m inbox.PayloadMismatch) {
+	recorded, err := h.cfg.Store.PayloadMismatchInsert(ctx, m)
+	switch {
+	case err != nil:
+		log.Error("recording "+string(m.Cause)+" failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
+	case !recorded:
+		log.Debug("not recorded: the stored event has as many records as are kept", "cause", m.Cause, "stored_event_id", m.EventID)
+	}
 }
 
 // readBody reads the whole raw body, refusing more than MaxBodyBytes

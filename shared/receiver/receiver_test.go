@@ -38,8 +38,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 var now = time.Unix(1_700_000_000, 0)
 
 const sourcesDoc = `{"sources": {
-  "stripe":   {"kind": "stripe",   "secrets": ["whsec_test_new", "whsec_test_old"]},
-  "standard": {"kind": "standard", "secrets": ["whsec_dGVzdC1zdGFuZGFyZC1zZWNyZXQ="]}
+  "stripe":   {"kind": "stripe",   "secrets": ["whsec_test_new_0123456789abcde", "whsec_test_old_0123456789abcde"]},
+  "standard": {"kind": "standard", "secrets": ["whsec_dGVzdC1zdGFuZGFyZC1zZWNyZXQtMDEy"]}
 }}`
 
 type fixture struct {

@@ -164,7 +164,7 @@ func TestLogLinesAreEMF(t *testing.T) {
 		if err := metrics.Validate(line); err != nil {
 			t.Fatalf("not EMF: %v\n%s", err, line)
 		}
-		for _, secret := range []string{"whsec_test_new", sig, `"amount_paid"`} {
+		for _, secret := range []string{"whsec_test_new_0123456789abcde", sig, `"amount_paid"`} {
 			if bytes.Contains(line, []byte(secret)) {
 				t.Fatalf("log line leaks %q: %s", secret, line)
 			}

@@ -83,6 +83,10 @@ func (v *githubVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.
 	})
 }
 
+// identityUnsigned implements identityBinder: X-GitHub-Delivery is not
+// signed.
+func (v *githubVerifier) identityUnsigned() bool { return true }
+
 // Sign implements Signer with GitHub's headers: the signature, the
 // delivery id and the event name.
 func (v *githubVerifier) Sign(body []byte, eventID, eventType string, _ time.Time) http.Header {

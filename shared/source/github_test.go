@@ -73,27 +73,27 @@ func TestGitHubDocumentedExample(t *testing.T) {
 
 // go-github, an independent implementation, accepts what we sign and
 // refuses it once the body changes; and we accept a fixture signed by
-// OpenSSL (printf … | openssl dgst -sha256 -hmac gh-test-secret).
+// OpenSSL (printf … | openssl dgst -sha256 -hmac gh-test-secret_0).
 func TestGitHubIndependentImplementations(t *testing.T) {
 	t.Parallel()
-	src := lookup(t, `{"sources":{"gh":{"kind":"github","secrets":["gh-test-secret"]}}}`, "gh")
+	src := lookup(t, `{"sources":{"gh":{"kind":"github","secrets":["gh-test-secret_0"]}}}`, "gh")
 	body := fixture(t, "github_issues_opened.json")
 	h, err := src.SignEvent(body, "e0f9b4a2-0000-4000-8000-000000000001", "issues", now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := github.ValidateSignature(h.Get(github.SHA256SignatureHeader), body, []byte("gh-test-secret")); err != nil {
+	if err := github.ValidateSignature(h.Get(github.SHA256SignatureHeader), body, []byte("gh-test-secret_0")); err != nil {
 		t.Fatalf("go-github refuses our signature: %v", err)
 	}
-	if err := github.ValidateSignature(h.Get(github.SHA256SignatureHeader), append(bytes.Clone(body), ' '), []byte("gh-test-secret")); err == nil {
+	if err := github.ValidateSignature(h.Get(github.SHA256SignatureHeader), append(bytes.Clone(body), ' '), []byte("gh-test-secret_0")); err == nil {
 		t.Fatal("go-github accepts a tampered body")
 	}
 	req, _ := http.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header = h
-	if got, err := github.ValidatePayload(req, []byte("gh-test-secret")); err != nil || !bytes.Equal(got, body) {
+	if got, err := github.ValidatePayload(req, []byte("gh-test-secret_0")); err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("go-github ValidatePayload: %v", err)
 	}
-	const opensslSig = "sha256=164cf16dc644588fbdc2286c4be962b15806783ae37169b81f517efbe445ef07"
+	const opensslSig = "sha256=7a8576bba349572672f83858a8c4c57f329f9bd38cc35b839d6db7ec9de0ba39"
 	id, err := src.Verifier.Verify(headers("X-Hub-Signature-256", opensslSig, "X-GitHub-Delivery", "d-1", "X-GitHub-Event", "issues"), body, now)
 	if err != nil || id.EventID != "d-1" || id.EventType != "issues" {
 		t.Fatalf("OpenSSL-signed fixture: %+v, %v", id, err)
@@ -102,8 +102,8 @@ func TestGitHubIndependentImplementations(t *testing.T) {
 
 func TestGitHubVerify(t *testing.T) {
 	t.Parallel()
-	doc := `{"sources":{"gh":{"kind":"github","secrets":["new-secret","old-secret"]},
-	 "oldonly":{"kind":"github","secrets":["old-secret"]},"other":{"kind":"github","secrets":["other-secret"]}}}`
+	doc := `{"sources":{"gh":{"kind":"github","secrets":["new-secret_01234","old-secret_01234"]},
+	 "oldonly":{"kind":"github","secrets":["old-secret_01234"]},"other":{"kind":"github","secrets":["other-secret_012"]}}}`
 	set := mustParse(t, doc)
 	src, _ := set.Lookup("gh")
 	body := fixture(t, "github_issues_opened.json")
@@ -177,7 +177,7 @@ func TestGitHubVerify(t *testing.T) {
 }
 
 func FuzzGitHubVerify(f *testing.F) {
-	src := fuzzSource(f, `{"sources":{"g":{"kind":"github","secrets":["It's a Secret to Everybody","gh-old"]}}}`, "g")
+	src := fuzzSource(f, `{"sources":{"g":{"kind":"github","secrets":["It's a Secret to Everybody","gh-old_012345678"]}}}`, "g")
 	f.Add([]byte(githubDocPayload), githubDocSignature, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "ping", uint(0))
 	f.Add([]byte(`{}`), "sha256=", "", "", uint(1))
 	f.Add([]byte(`{}`), "sha1=abc", "d\x00", "push\n", uint(5))

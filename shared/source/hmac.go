@@ -53,6 +53,11 @@ type hmacOptions struct {
 	EventID *fieldLocation `json:"event_id"`
 	// EventType says where the event type is (optional: none by default).
 	EventType *fieldLocation `json:"event_type"`
+	// AllowUnsignedEventID accepts an event_id header that signed_content
+	// does not sign ({id}). Without it such a source is refused: anyone
+	// holding one captured delivery could post it under the sender's next
+	// id, and the real event would then arrive as a duplicate and be lost.
+	AllowUnsignedEventID bool `json:"allow_unsigned_event_id"`
 }
 
 // fieldLocation is {"header": "X-Event-Id"} or {"json": "data.id"}.
@@ -95,6 +100,8 @@ type hmacVerifier struct {
 	content         []segment
 	signsID         bool
 	id, typ         location
+	// warning is what the receiver logs at start-up about this source.
+	warning string
 }
 
 func newHMAC(name string, raw json.RawMessage) (kindVerifier, error) {
@@ -159,8 +166,30 @@ func newHMAC(name string, raw json.RawMessage) (kindVerifier, error) {
 	if err := v.setContent(name, o.SignedContent); err != nil {
 		return nil, err
 	}
+	if v.unsignedID() {
+		if !o.AllowUnsignedEventID {
+			return nil, fieldError(name, "event_id", "the header %s is not signed (signed_content has no {id}): anyone holding one captured delivery "+
+				"could post it under the sender's next id, and the real event would then be dropped as a duplicate. Sign it with {id} in "+
+				"signed_content, read the id from the body ({\"json\": ...}), or set \"allow_unsigned_event_id\": true to accept the risk", v.id.header)
+		}
+		v.warning = fmt.Sprintf("the event id header %s is not signed (allow_unsigned_event_id): a captured delivery posted under an id the sender has not used yet "+
+			"makes the sender's real event with that id a duplicate, which is never processed", v.id.header)
+	} else if o.AllowUnsignedEventID {
+		return nil, fieldError(name, "allow_unsigned_event_id", "has no effect: the event id is signed or read from the body; remove it")
+	}
 	return v, nil
 }
+
+// unsignedID reports whether the event id comes from a header the
+// signature does not cover.
+func (v *hmacVerifier) unsignedID() bool { return v.id.header != "" && !v.signsID }
+
+// identityUnsigned implements identityBinder: a body whose id is in an
+// unsigned header can come back under a new id.
+func (v *hmacVerifier) identityUnsigned() bool { return v.unsignedID() }
+
+// startWarning implements warner.
+func (v *hmacVerifier) startWarning() string { return v.warning }
 
 // setContent parses and checks the signed_content template against the
 // other options: what the template signs must be what the sender sends.
@@ -247,9 +276,10 @@ func parseSignedContent(tmpl string) ([]segment, error) {
 }
 
 // hmacSecrets reads the secrets: each string is the key byte for byte,
-// except that a "base64:" prefix marks a base64-encoded key.
+// except that a "base64:" prefix marks a base64-encoded key. Each key must
+// be MinSecretBytes long (decoded, for a base64: key).
 func hmacSecrets(name string, secrets []string) ([][]byte, error) {
-	keys, err := rawSecrets(name, secrets)
+	keys, err := secretBytes(name, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +293,11 @@ func hmacSecrets(name string, secrets []string) ([][]byte, error) {
 			return nil, fieldError(name, "secrets", "secret #%d has the base64: prefix but is not a non-empty standard base64 key", i+1)
 		}
 		keys[i] = key
+	}
+	for i, k := range keys {
+		if err := minKeyLength(name, i, len(k), MinSecretBytes); err != nil {
+			return nil, err
+		}
 	}
 	return keys, nil
 }

@@ -18,7 +18,7 @@ func TestHMACAsGitHubDocumentedExample(t *testing.T) {
 	t.Parallel()
 	src := lookup(t, `{"sources":{"h":{"kind":"hmac","secrets":["It's a Secret to Everybody"],
 	 "signature_header":"X-Hub-Signature-256","signature_prefix":"sha256=",
-	 "event_id":{"header":"X-GitHub-Delivery"},"event_type":{"header":"X-GitHub-Event"}}}}`, "h")
+	 "event_id":{"header":"X-GitHub-Delivery"},"event_type":{"header":"X-GitHub-Event"},"allow_unsigned_event_id":true}}}`, "h")
 	id, err := src.Verifier.Verify(headers("X-Hub-Signature-256", githubDocSignature, "X-GitHub-Delivery", "d-1", "X-GitHub-Event", "ping"), []byte(githubDocPayload), now)
 	if err != nil || id.EventID != "d-1" || id.EventType != "ping" {
 		t.Fatalf("identity %+v, %v", id, err)
@@ -71,13 +71,13 @@ func TestHMACAsStandardWebhooksSpecVector(t *testing.T) {
 // hmacDoc is a SHA-512, base64, timestamped source reading its identity
 // from JSON paths; "oldonly" and "other" hold one secret each.
 const hmacDoc = `{"sources":{
- "h":{"kind":"hmac","secrets":["hmac-new-secret","hmac-test-secret"],"signature_header":"X-Signature",
+ "h":{"kind":"hmac","secrets":["hmac-new-secret_","hmac-test-secret"],"signature_header":"X-Signature",
       "algorithm":"sha512","encoding":"base64","timestamp_header":"X-Timestamp","signed_content":"{timestamp}.{body}",
       "event_id":{"json":"meta.event.id"},"event_type":{"json":"meta.event.kind"}},
  "oldonly":{"kind":"hmac","secrets":["hmac-test-secret"],"signature_header":"X-Signature",
       "algorithm":"sha512","encoding":"base64","timestamp_header":"X-Timestamp","signed_content":"{timestamp}.{body}",
       "event_id":{"json":"meta.event.id"},"event_type":{"json":"meta.event.kind"}},
- "other":{"kind":"hmac","secrets":["base64:b3RoZXI="],"signature_header":"X-Signature",
+ "other":{"kind":"hmac","secrets":["base64:b3RoZXItMDEyMzQ1Njc4OQ=="],"signature_header":"X-Signature",
       "algorithm":"sha512","encoding":"base64","timestamp_header":"X-Timestamp","signed_content":"{timestamp}.{body}",
       "event_id":{"json":"meta.event.id"},"event_type":{"json":"meta.event.kind"}}}}`
 
@@ -155,8 +155,8 @@ func TestHMACVerify(t *testing.T) {
 // A hex source with a prefix, no timestamp and the id in headers.
 func TestHMACHexPrefixHeaders(t *testing.T) {
 	t.Parallel()
-	src := lookup(t, `{"sources":{"h":{"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","signature_prefix":"sha256=",
-	 "event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"}}}}`, "h")
+	src := lookup(t, `{"sources":{"h":{"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","signature_prefix":"sha256=",
+	 "event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"},"allow_unsigned_event_id":true}}}`, "h")
 	body := []byte(`not JSON at all`)
 	h, err := src.SignEvent(body, "evt_1", "thing.happened", now)
 	if err != nil {
@@ -194,10 +194,10 @@ func TestHMACHexPrefixHeaders(t *testing.T) {
 
 func TestHMACConfigErrors(t *testing.T) {
 	t.Parallel()
-	base := `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"header":"X-Id"}`
+	base := `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"header":"X-Id"}`
 	tests := []struct{ name, opts, field, want string }{
-		{"no signature header", `"kind":"hmac","secrets":["k"],"event_id":{"header":"X-Id"}`, "signature_header", "is required"},
-		{"bad signature header", `"kind":"hmac","secrets":["k"],"signature_header":"X Sig","event_id":{"header":"X-Id"}`, "signature_header", "not a valid header name"},
+		{"no signature header", `"kind":"hmac","secrets":["k_0123456789abcd"],"event_id":{"header":"X-Id"}`, "signature_header", "is required"},
+		{"bad signature header", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X Sig","event_id":{"header":"X-Id"}`, "signature_header", "not a valid header name"},
 		{"no secrets", `"kind":"hmac","signature_header":"X-Sig","event_id":{"header":"X-Id"}`, "secrets", "at least one"},
 		{"bad base64 secret", `"kind":"hmac","secrets":["base64:***"],"signature_header":"X-Sig","event_id":{"header":"X-Id"}`, "secrets", "secret #1 has the base64: prefix"},
 		{"unknown algorithm", base + `,"algorithm":"md5"`, "algorithm", `"sha256" or "sha512"`},
@@ -215,17 +215,17 @@ func TestHMACConfigErrors(t *testing.T) {
 		{"unknown placeholder", base + `,"signed_content":"{ts}.{body}"`, "signed_content", `unknown placeholder "{ts}"`},
 		{"unclosed brace", base + `,"signed_content":"{body"`, "signed_content", "without '}'"},
 		{"stray brace", base + `,"signed_content":"}{body}"`, "signed_content", "without '{'"},
-		{"{id} with a JSON id", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"json":"id"},"signed_content":"{id}.{body}"`, "signed_content", "needs event_id to be a header"},
+		{"{id} with a JSON id", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"json":"id"},"signed_content":"{id}.{body}"`, "signed_content", "needs event_id to be a header"},
 		{"tolerance without timestamp", base + `,"tolerance_seconds":60`, "tolerance_seconds", "no effect without timestamp_header"},
 		{"negative tolerance", base + `,"timestamp_header":"X-Ts","signed_content":"{timestamp}{body}","tolerance_seconds":-5`, "tolerance_seconds", "must be positive"},
-		{"no event id", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig"`, "event_id", "is required"},
-		{"empty event id", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{}`, "event_id", `must be {"header"`},
-		{"both header and json", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"header":"X-Id","json":"id"}`, "event_id", "not both"},
-		{"bad id header", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"header":"X Id"}`, "event_id.header", "not a valid header name"},
-		{"id header is the signature header", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"header":"X-SIG"}`, "event_id.header", "must differ"},
-		{"bad id path", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"json":"data..id"}`, "event_id.json", "empty key"},
+		{"no event id", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig"`, "event_id", "is required"},
+		{"empty event id", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{}`, "event_id", `must be {"header"`},
+		{"both header and json", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"header":"X-Id","json":"id"}`, "event_id", "not both"},
+		{"bad id header", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"header":"X Id"}`, "event_id.header", "not a valid header name"},
+		{"id header is the signature header", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"header":"X-SIG"}`, "event_id.header", "must differ"},
+		{"bad id path", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"json":"data..id"}`, "event_id.json", "empty key"},
 		{"bad type path", base + `,"event_type":{"json":".type"}`, "event_type.json", "empty key"},
-		{"path too deep", `"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","event_id":{"json":"` + strings.Repeat("a.", 16) + `a"}`, "event_id.json", "at most 16"},
+		{"path too deep", `"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","event_id":{"json":"` + strings.Repeat("a.", 16) + `a"}`, "event_id.json", "at most 16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,8 +253,8 @@ var hmacFuzzDocs = []string{
 	hmacDoc,
 	`{"sources":{"h":{"kind":"hmac","secrets":["base64:` + specSecret[len("whsec_"):] + `"],"signature_header":"webhook-signature","signature_prefix":"v1,","encoding":"base64",
 	  "timestamp_header":"webhook-timestamp","signed_content":"{id}.{timestamp}.{body}","event_id":{"header":"webhook-id"}}}}`,
-	`{"sources":{"h":{"kind":"hmac","secrets":["k1","k2"],"signature_header":"X-Sig","signature_prefix":"sha256=",
-	  "event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"}}}}`,
+	`{"sources":{"h":{"kind":"hmac","secrets":["k1_0123456789abc","k2_0123456789abc"],"signature_header":"X-Sig","signature_prefix":"sha256=",
+	  "event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"},"allow_unsigned_event_id":true}}}`,
 }
 
 func FuzzHMACVerify(f *testing.F) {
@@ -287,7 +287,7 @@ func FuzzHMACVerify(f *testing.F) {
 
 		// A fuzzed template: a valid one must sign {body} exactly once.
 		tj, _ := json.Marshal(tmpl)
-		doc := `{"sources":{"t":{"kind":"hmac","secrets":["k"],"signature_header":"X-Sig","timestamp_header":"X-Ts",
+		doc := `{"sources":{"t":{"kind":"hmac","secrets":["k_0123456789abcd"],"signature_header":"X-Sig","timestamp_header":"X-Ts",
 		  "signed_content":` + string(tj) + `,"event_id":{"header":"X-Id"}}}}`
 		set, perr := Parse([]byte(doc))
 		if perr != nil {

@@ -66,9 +66,9 @@ func TestPathString(t *testing.T) {
 // key is (source, event id), stored as (provider, event_id)).
 func TestSameEventTwoSources(t *testing.T) {
 	t.Parallel()
-	set := mustParse(t, `{"sources":{"billing":{"kind":"stripe","secrets":["whsec_shared"]},"analytics":{"kind":"stripe","secrets":["whsec_shared"]}}}`)
+	set := mustParse(t, `{"sources":{"billing":{"kind":"stripe","secrets":["whsec_shared_0123456789abcdefg"]},"analytics":{"kind":"stripe","secrets":["whsec_shared_0123456789abcdefg"]}}}`)
 	body := fixture(t, "stripe_invoice_paid.json")
-	h := http.Header{"Stripe-Signature": {stripeHeader("whsec_shared", now.Unix(), string(body))}}
+	h := http.Header{"Stripe-Signature": {stripeHeader("whsec_shared_0123456789abcdefg", now.Unix(), string(body))}}
 	var ids []inbox.Identity
 	for _, name := range []string{"billing", "analytics"} {
 		src, _ := set.Lookup(name)
@@ -87,10 +87,10 @@ func TestNewKindsParseErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, doc, want string }{
 		{"github without secrets", `{"sources":{"g":{"kind":"github"}}}`, `source "g": field "secrets"`},
-		{"github with a tolerance (it signs no timestamp)", `{"sources":{"g":{"kind":"github","secrets":["s"],"tolerance_seconds":60}}}`, `source "g": json: unknown field "tolerance_seconds"`},
+		{"github with a tolerance (it signs no timestamp)", `{"sources":{"g":{"kind":"github","secrets":["s_0123456789abcd"],"tolerance_seconds":60}}}`, `source "g": json: unknown field "tolerance_seconds"`},
 		{"shopify with a blank secret", `{"sources":{"s":{"kind":"shopify","secrets":[""]}}}`, `source "s": field "secrets": secret #1 is empty`},
-		{"square without a URL", `{"sources":{"q":{"kind":"square","secrets":["k"]}}}`, `source "q": field "notification_url": is required`},
-		{"square misspelt URL field", `{"sources":{"q":{"kind":"square","secrets":["k"],"notification_uri":"https://x"}}}`, `unknown field "notification_uri"`},
+		{"square without a URL", `{"sources":{"q":{"kind":"square","secrets":["k_0123456789abcd"]}}}`, `source "q": field "notification_url": is required`},
+		{"square misspelt URL field", `{"sources":{"q":{"kind":"square","secrets":["k_0123456789abcd"],"notification_uri":"https://x"}}}`, `unknown field "notification_uri"`},
 		{"unknown kind lists the kinds", `{"sources":{"x":{"kind":"paypal","secrets":["k"]}}}`, `[github hmac shopify square standard stripe]`},
 	}
 	for _, tt := range tests {

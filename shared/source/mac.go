@@ -96,8 +96,22 @@ func computeMAC(key []byte, newHash func() hash.Hash, write func(io.Writer)) []b
 }
 
 // rawSecrets returns the configured secrets as HMAC keys, byte for byte, as
-// GitHub, Square and Shopify use them.
+// GitHub, Square and Shopify use them; each must be MinSecretBytes long.
 func rawSecrets(name string, secrets []string) ([][]byte, error) {
+	keys, err := secretBytes(name, secrets)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		if err := minKeyLength(name, i, len(k), MinSecretBytes); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// secretBytes returns the configured secrets byte for byte, unchecked.
+func secretBytes(name string, secrets []string) ([][]byte, error) {
 	list, err := secretList(name, secrets)
 	if err != nil {
 		return nil, err

@@ -13,13 +13,13 @@ import (
 // sampleSourcesDoc adds configurations that move where a kind reads its
 // identity to dev/sources.json's one source per kind.
 const sampleSourcesDoc = `{"sources":{
-  "std-kind":{"kind":"standard","secrets":["whsec_eA=="],"type_field":"kind"},
-  "std-data":{"kind":"standard","secrets":["whsec_eA=="],"type_field":"data"},
-  "std-none":{"kind":"standard","secrets":["whsec_eA=="],"type_field":""},
-  "h-nested":{"kind":"hmac","secrets":["s"],"signature_header":"X-Sig","event_id":{"json":"meta.event.id"},"event_type":{"json":"data.kind"}},
-  "h-headers":{"kind":"hmac","secrets":["base64:c2VjcmV0"],"signature_header":"X-Sig","algorithm":"sha512","encoding":"base64",
+  "std-kind":{"kind":"standard","secrets":["whsec_eC0wMTIzNDU2Nzg5YWJjZGVmZ2hpamts"],"type_field":"kind"},
+  "std-data":{"kind":"standard","secrets":["whsec_eC0wMTIzNDU2Nzg5YWJjZGVmZ2hpamts"],"type_field":"data"},
+  "std-none":{"kind":"standard","secrets":["whsec_eC0wMTIzNDU2Nzg5YWJjZGVmZ2hpamts"],"type_field":""},
+  "h-nested":{"kind":"hmac","secrets":["s_0123456789abcd"],"signature_header":"X-Sig","event_id":{"json":"meta.event.id"},"event_type":{"json":"data.kind"}},
+  "h-headers":{"kind":"hmac","secrets":["base64:c2VjcmV0LTAxMjM0NTY3OA=="],"signature_header":"X-Sig","algorithm":"sha512","encoding":"base64",
     "timestamp_header":"X-Ts","signed_content":"{id}.{timestamp}.{body}","event_id":{"header":"X-Event-Id"},"event_type":{"header":"X-Event-Type"}},
-  "h-notype":{"kind":"hmac","secrets":["s"],"signature_header":"X-Sig","event_id":{"header":"X-Event-Id"}}}}`
+  "h-notype":{"kind":"hmac","secrets":["s_0123456789abcd"],"signature_header":"X-Sig","event_id":{"header":"X-Event-Id"},"allow_unsigned_event_id":true}}}`
 
 // sampleSources returns dev/sources.json's sources and sampleSourcesDoc's.
 func sampleSources(t *testing.T) []*Source {

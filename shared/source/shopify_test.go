@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,12 +34,12 @@ func TestShopifyVerify(t *testing.T) {
 	set := mustParse(t, `{"sources":{
 	 "shop":{"kind":"shopify","secrets":["shopify-new-secret","shopify-test-secret"]},
 	 "oldonly":{"kind":"shopify","secrets":["shopify-test-secret"]},
-	 "other":{"kind":"shopify","secrets":["other-secret"]}}}`)
+	 "other":{"kind":"shopify","secrets":["other-secret_012"]}}}`)
 	src, _ := set.Lookup("shop")
 	body := fixture(t, "shopify_orders_create.json")
 	signWith := func(name string, b []byte) http.Header {
 		s, _ := set.Lookup(name)
-		h, err := s.SignEvent(b, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders/create", now)
+		h, err := s.SignEvent(b, "98880550-7158-44d4-b7cd-2c97c8a091b5", "orders/create", now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,9 +72,15 @@ func TestShopifyVerify(t *testing.T) {
 		{"duplicated signature", with(func(h http.Header) { h.Add(hdr, shopifyOpenSSLSig) }), body, inbox.CauseSignatureMalformed, false},
 		{"garbled signature", with(func(h http.Header) { h.Set(hdr, "%%%") }), body, inbox.CauseSignatureMalformed, false},
 		{"sha256= prefix is not Shopify's", with(func(h http.Header) { h.Set(hdr, "sha256="+shopifyOpenSSLSig) }), body, inbox.CauseSignatureMalformed, false},
-		{"missing webhook id", with(func(h http.Header) { h.Del("X-Shopify-Webhook-Id") }), body, inbox.CauseMissingEventID, false},
-		{"duplicated webhook id", with(func(h http.Header) { h.Add("X-Shopify-Webhook-Id", "x") }), body, inbox.CauseMissingEventID, false},
-		{"webhook id too long", with(func(h http.Header) { h.Set("X-Shopify-Webhook-Id", strings.Repeat("9", 300)) }), body, inbox.CauseMissingEventID, false},
+		{"no webhook id: the event id is enough", with(func(h http.Header) { h.Del("X-Shopify-Webhook-Id") }), body, "", false},
+		{"missing event id and webhook id", with(func(h http.Header) { h.Del("X-Shopify-Webhook-Id"); h.Del("X-Shopify-Event-Id") }), body, inbox.CauseMissingEventID, false},
+		{"duplicated event id", with(func(h http.Header) { h.Add("X-Shopify-Event-Id", "x") }), body, inbox.CauseMissingEventID, false},
+		{"event id too long", with(func(h http.Header) { h.Set("X-Shopify-Event-Id", strings.Repeat("9", 300)) }), body, inbox.CauseMissingEventID, false},
+		{"no event id: duplicated webhook id", with(func(h http.Header) { h.Del("X-Shopify-Event-Id"); h.Add("X-Shopify-Webhook-Id", "x") }), body, inbox.CauseMissingEventID, false},
+		{"no event id: webhook id too long", with(func(h http.Header) {
+			h.Del("X-Shopify-Event-Id")
+			h.Set("X-Shopify-Webhook-Id", strings.Repeat("9", 300))
+		}), body, inbox.CauseMissingEventID, false},
 		{"duplicated topic", with(func(h http.Header) { h.Add("X-Shopify-Topic", "orders/paid") }), body, inbox.CauseInvalidEventType, false},
 		{"signed non-JSON body is fine (id and type are headers)", signWith("shop", []byte("not json")), []byte("not json"), "", false},
 	}
@@ -85,12 +92,15 @@ func TestShopifyVerify(t *testing.T) {
 			if tt.want != "" {
 				return
 			}
-			if id.EventID != "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043" || id.EventType != "orders/create" {
+			// The event id, which Shopify's guide names as the key of
+			// duplicates, not the webhook id of this delivery.
+			if id.EventID != "98880550-7158-44d4-b7cd-2c97c8a091b5" || id.EventType != "orders/create" {
 				t.Fatalf("identity = %+v", id)
 			}
 			if tt.meta {
 				want := map[string]string{
 					"shopify_event_id":     "98880550-7158-44d4-b7cd-2c97c8a091b5",
+					"shopify_webhook_id":   "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
 					"shopify_shop_domain":  "shop.myshopify.com",
 					"shopify_api_version":  "2025-07",
 					"shopify_triggered_at": "2023-03-29T18:00:27.877041743Z",
@@ -105,6 +115,31 @@ func TestShopifyVerify(t *testing.T) {
 	}
 }
 
+// Without X-Shopify-Event-Id the webhook id is the event id, as before;
+// one event delivered to two subscriptions (two webhook ids, one event id)
+// is one event.
+func TestShopifyEventIDFallsBackToWebhookID(t *testing.T) {
+	t.Parallel()
+	src := lookup(t, `{"sources":{"shop":{"kind":"shopify","secrets":["shopify-test-secret"]}}}`, "shop")
+	body := fixture(t, "shopify_orders_create.json")
+	h := shopifyHeaders(shopifyOpenSSLSig)
+	h.Del("X-Shopify-Event-Id")
+	id, err := src.Verifier.Verify(h, body, now)
+	if err != nil || id.EventID != "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043" || id.Metadata["shopify_webhook_id"] != id.EventID {
+		t.Fatalf("without an event id: %+v, %v; want the webhook id", id, err)
+	}
+	first, second := shopifyHeaders(shopifyOpenSSLSig), shopifyHeaders(shopifyOpenSSLSig)
+	second.Set("X-Shopify-Webhook-Id", "0d5f6a1e-0000-4000-8000-00000000beef") // another subscription
+	a, errA := src.Verifier.Verify(first, body, now)
+	b, errB := src.Verifier.Verify(second, body, now)
+	if errA != nil || errB != nil || a.EventID != b.EventID || a.Metadata["shopify_webhook_id"] == b.Metadata["shopify_webhook_id"] {
+		t.Fatalf("two subscriptions: %+v (%v), %+v (%v); want one event id, two webhook ids", a, errA, b, errB)
+	}
+	if !src.GuardBody {
+		t.Fatal("a shopify source must guard bodies: Shopify signs no header")
+	}
+}
+
 // Metadata is informational: a value that could not be stored is left out,
 // never a reason to refuse an authentic event.
 func TestShopifyMetadataIsBestEffort(t *testing.T) {
@@ -112,21 +147,22 @@ func TestShopifyMetadataIsBestEffort(t *testing.T) {
 	src := lookup(t, `{"sources":{"shop":{"kind":"shopify","secrets":["shopify-test-secret"]}}}`, "shop")
 	body := fixture(t, "shopify_orders_create.json")
 	h := shopifyHeaders(shopifyOpenSSLSig)
-	h.Add("X-Shopify-Event-Id", "second")                    // repeated: ambiguous
+	h.Add("X-Shopify-Api-Version", "2025-10")                // repeated: ambiguous
 	h.Set("X-Shopify-Shop-Domain", "shop\x00.myshopify.com") // NUL: JSONB cannot hold it
-	h.Set("X-Shopify-API-Version", strings.Repeat("v", 300)) // too long
+	h.Set("X-Shopify-Webhook-Id", strings.Repeat("v", 300))  // too long
 	h.Del("X-Shopify-Triggered-At")
 	id, err := src.Verifier.Verify(h, body, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.Metadata != nil {
-		t.Fatalf("metadata = %v, want none", id.Metadata)
+	// The event id is the one value left: it is the event's id too.
+	if want := map[string]string{"shopify_event_id": id.EventID}; !maps.Equal(id.Metadata, want) {
+		t.Fatalf("metadata = %v, want %v", id.Metadata, want)
 	}
 }
 
 func FuzzShopifyVerify(f *testing.F) {
-	src := fuzzSource(f, `{"sources":{"s":{"kind":"shopify","secrets":["shopify-test-secret","shopify-old"]}}}`, "s")
+	src := fuzzSource(f, `{"sources":{"s":{"kind":"shopify","secrets":["shopify-test-secret","shopify-old_0123"]}}}`, "s")
 	f.Add([]byte(`{"id":820982911946154508}`), shopifyOpenSSLSig, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders/create", uint(0))
 	f.Add([]byte(``), "", "", "", uint(0))
 	f.Add([]byte(`x`), "AAAA, BBBB", " id ", "\xff", uint(7))

@@ -39,7 +39,23 @@ type Source struct {
 	Verifier Verifier
 	// endpoint is where it is reachable (endpoint.go).
 	endpoint endpointOptions
+	// GuardBody is set when the event id is not covered by the signature
+	// (GitHub, Shopify, an hmac source with an unsigned id header): a
+	// captured signed body can then be posted again under a fresh id, so
+	// the receiver stores each body of the source at most once, and
+	// answers another id with the same body as a suspected replay.
+	GuardBody bool
+	// Warning is what the receiver logs about the source at start-up ("" for
+	// none): a risk the configuration accepts explicitly.
+	Warning string
 }
+
+// identityBinder is implemented by verifiers whose event id the signature
+// does not cover.
+type identityBinder interface{ identityUnsigned() bool }
+
+// warner is implemented by verifiers that may carry a start-up warning.
+type warner interface{ startWarning() string }
 
 // Set is the configured sources, by name. It is read-only after Parse and
 // safe for concurrent use.
@@ -141,7 +157,14 @@ func Parse(doc []byte) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.byName[name] = &Source{Name: name, Kind: k.Kind, Verifier: v, endpoint: endpoint}
+		src := &Source{Name: name, Kind: k.Kind, Verifier: v, endpoint: endpoint}
+		if b, ok := v.(identityBinder); ok {
+			src.GuardBody = b.identityUnsigned()
+		}
+		if w, ok := v.(warner); ok {
+			src.Warning = w.startWarning()
+		}
+		set.byName[name] = src
 	}
 	return set, nil
 }
@@ -186,8 +209,15 @@ func (e errString) Error() string { return string(e) }
 // Webhooks' libraries use the same five minutes.
 const DefaultTolerance = 5 * time.Minute
 
+// MaxTolerance is the largest tolerance_seconds accepted: a signed request
+// stays replayable (under a new id, where the id is not signed, or once
+// its event is gone from a handler's view) for as long as its window, so a
+// window of days would be no defence at all.
+const MaxTolerance = time.Hour
+
 // toleranceOption turns tolerance_seconds into a duration: 0 means the
-// default; negative is an error (it would refuse everything or nothing).
+// default; negative is an error (it would refuse everything or nothing),
+// and so is more than MaxTolerance.
 func toleranceOption(name string, seconds *int, def time.Duration) (time.Duration, error) {
 	if seconds == nil || *seconds == 0 {
 		return def, nil
@@ -195,7 +225,34 @@ func toleranceOption(name string, seconds *int, def time.Duration) (time.Duratio
 	if *seconds < 0 {
 		return 0, fieldError(name, "tolerance_seconds", "must be positive, got %d", *seconds)
 	}
+	if *seconds > int(MaxTolerance/time.Second) {
+		return 0, fieldError(name, "tolerance_seconds", "must be at most %d (one hour), got %d", int(MaxTolerance/time.Second), *seconds)
+	}
 	return time.Duration(*seconds) * time.Second, nil
+}
+
+// Minimum secret lengths, per kind, in bytes of HMAC key. Each is below
+// what the sender itself issues, so a real secret is never refused, and
+// far above what a guess or a brute force over a captured signature could
+// find: Stripe issues "whsec_" and 32 or more characters; Standard
+// Webhooks keys are 24 to 64 random bytes (the specification's range);
+// Shopify's client secrets are "shpss_" and 32 hex digits, its admin
+// webhook secrets 64 hex digits; Square's signature keys are 22
+// characters; GitHub's secret is the user's choice, which GitHub asks to
+// be "a random string of text with high entropy".
+const (
+	MinSecretBytes         = 16
+	MinStripeSecretChars   = 24
+	MinStandardSecretBytes = 24
+)
+
+// minKeyLength refuses a key shorter than min bytes, naming the source,
+// the field and the secret's position, never the secret.
+func minKeyLength(name string, i, n, min int) error {
+	if n < min {
+		return fieldError(name, "secrets", "secret #%d is %d bytes long; at least %d are required (a real secret of this kind is longer: copy it whole)", i+1, n, min)
+	}
+	return nil
 }
 
 // withinTolerance reports whether ts is at most tol away from now, in

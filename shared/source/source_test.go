@@ -42,7 +42,7 @@ func wantCause(t *testing.T, err error, want inbox.Cause) {
 
 func TestIdentityBounds(t *testing.T) {
 	t.Parallel()
-	set := mustParse(t, `{"sources":{"pay":{"kind":"stripe","secrets":["s"]}}}`)
+	set := mustParse(t, `{"sources":{"pay":{"kind":"stripe","secrets":["whsec_s_0123456789abcdefghijkl"]}}}`)
 	src, _ := set.Lookup("pay")
 	tests := []struct {
 		name, body string
@@ -63,7 +63,7 @@ func TestIdentityBounds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := http.Header{"Stripe-Signature": {stripeHeader("s", now.Unix(), tt.body)}}
+			h := http.Header{"Stripe-Signature": {stripeHeader("whsec_s_0123456789abcdefghijkl", now.Unix(), tt.body)}}
 			_, err := src.Verifier.Verify(h, []byte(tt.body), now)
 			wantCause(t, err, tt.want)
 		})
@@ -82,8 +82,8 @@ func TestParseErrors(t *testing.T) {
 		{"empty secret", `{"sources":{"a":{"kind":"stripe","secrets":[" "]}}}`, `secret #1 is empty`},
 		{"misspelt field", `{"sources":{"a":{"kind":"stripe","secret":"x"}}}`, `unknown field "secret"`},
 		{"bad standard secret", `{"sources":{"a":{"kind":"standard","secrets":["whsec_???"]}}}`, `not a whsec_-prefixed base64 key`},
-		{"negative tolerance", `{"sources":{"a":{"kind":"stripe","secrets":["x"],"tolerance_seconds":-1}}}`, `tolerance_seconds`},
-		{"bad name", `{"sources":{"A/b":{"kind":"stripe","secrets":["x"]}}}`, `the name must be`},
+		{"negative tolerance", `{"sources":{"a":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"],"tolerance_seconds":-1}}}`, `tolerance_seconds`},
+		{"bad name", `{"sources":{"A/b":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]}}}`, `the name must be`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	t.Parallel()
-	doc := `{"sources":{"a":{"kind":"stripe","secrets":["x"]}}}`
+	doc := `{"sources":{"a":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]}}}`
 	path := filepath.Join(t.TempDir(), "sources.json")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,10 +127,10 @@ func TestLoad(t *testing.T) {
 func TestTolerance(t *testing.T) {
 	t.Parallel()
 	set := mustParse(t, `{"sources":{
-	 "s":{"kind":"stripe","secrets":["x"],"tolerance_seconds":60},
-	 "w":{"kind":"standard","secrets":["whsec_eA=="]},
-	 "g":{"kind":"github","secrets":["x"]},
-	 "h":{"kind":"hmac","secrets":["x"],"signature_header":"X-Sig","algorithm":"sha256","encoding":"hex","event_id":{"header":"X-Id"}}}}`)
+	 "s":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"],"tolerance_seconds":60},
+	 "w":{"kind":"standard","secrets":["whsec_eC0wMTIzNDU2Nzg5YWJjZGVmZ2hpamts"]},
+	 "g":{"kind":"github","secrets":["x_0123456789abcd"]},
+	 "h":{"kind":"hmac","secrets":["x_0123456789abcd"],"signature_header":"X-Sig","algorithm":"sha256","encoding":"hex","event_id":{"header":"X-Id"},"allow_unsigned_event_id":true}}}`)
 	want := map[string]time.Duration{"s": time.Minute, "w": DefaultTolerance, "g": 0, "h": 0}
 	for name, tol := range want {
 		src, _ := set.Lookup(name)

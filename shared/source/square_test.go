@@ -54,7 +54,9 @@ func TestSquareSDKVectors(t *testing.T) {
 	// base64): the raw bytes are signed, escapes such as ">" included, so a
 	// verifier that re-serialised the JSON would fail the second one. These
 	// bodies carry no event_id: the signature passes, the identity does not.
-	srcGo := lookup(t, `{"sources":{"sq":{"kind":"square","secrets":["signature-key"],"notification_url":"https://webhook.site/webhooks"}}}`, "sq")
+	// Their key, "signature-key", is shorter than a source accepts
+	// (MinSecretBytes), so the verifier is built directly.
+	srcGo := &Source{Name: "sq", Kind: KindSquare, Verifier: &squareVerifier{keys: [][]byte{[]byte("signature-key")}, url: []byte("https://webhook.site/webhooks")}}
 	for body, sig := range map[string]string{
 		`{"data":{"type":"webhooks","id":"fake_id"}}`: "W3FlCNk5IA3ZQ2LHTWoajvzfaDu/OwY2tNHIHC3IUOA=",
 		`{"data":{"type":"webhooks","id":">id<"}}`:    "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U=",
@@ -68,15 +70,15 @@ func TestSquareVerify(t *testing.T) {
 	t.Parallel()
 	const url = "https://example.com/webhooks/square"
 	set := mustParse(t, `{"sources":{
-	 "sq":{"kind":"square","secrets":["sq-new-key","sq-test-key"],"notification_url":"`+url+`"},
-	 "oldonly":{"kind":"square","secrets":["sq-test-key"],"notification_url":"`+url+`"},
-	 "other":{"kind":"square","secrets":["other-key"],"notification_url":"`+url+`"},
-	 "otherurl":{"kind":"square","secrets":["sq-new-key"],"notification_url":"https://example.com/webhooks/square/"}}}`)
+	 "sq":{"kind":"square","secrets":["sq-new-key_01234","sq-test-key_0123"],"notification_url":"`+url+`"},
+	 "oldonly":{"kind":"square","secrets":["sq-test-key_0123"],"notification_url":"`+url+`"},
+	 "other":{"kind":"square","secrets":["other-key_012345"],"notification_url":"`+url+`"},
+	 "otherurl":{"kind":"square","secrets":["sq-new-key_01234"],"notification_url":"https://example.com/webhooks/square/"}}}`)
 	src, _ := set.Lookup("sq")
 	body := fixture(t, "square_order_created.json")
 	// Signed by OpenSSL: printf %s URL | cat - square_order_created.json |
-	// openssl dgst -sha256 -hmac sq-test-key -binary | base64
-	const opensslSig = "/a7hhY8JYhjUeSMXzuDbJpDsfSi7N1/osg6VA4vMS6c="
+	// openssl dgst -sha256 -hmac sq-test-key_0123 -binary | base64
+	const opensslSig = "PYjdHrDtDOm9sEpgYE0SYik+qSuYZcSU4UhD9Yl0Hc8="
 	signWith := func(name string, b []byte) http.Header {
 		s, _ := set.Lookup(name)
 		h, err := s.Sign(b, "", now)
@@ -150,7 +152,7 @@ func TestSquareNotificationURL(t *testing.T) {
 		{"https://example.com/x#frag", false, "fragment"},
 	}
 	for _, tt := range tests {
-		doc := `{"sources":{"sq":{"kind":"square","secrets":["k"],"notification_url":"` + tt.url + `"}}}`
+		doc := `{"sources":{"sq":{"kind":"square","secrets":["k_0123456789abcd"],"notification_url":"` + tt.url + `"}}}`
 		_, err := Parse([]byte(doc))
 		if tt.ok {
 			if err != nil {
@@ -165,7 +167,7 @@ func TestSquareNotificationURL(t *testing.T) {
 }
 
 func FuzzSquareVerify(f *testing.F) {
-	src := fuzzSource(f, `{"sources":{"q":{"kind":"square","secrets":["`+squareVectorKey+`","sq-old"],"notification_url":"`+squareVectorURL+`"}}}`, "q")
+	src := fuzzSource(f, `{"sources":{"q":{"kind":"square","secrets":["`+squareVectorKey+`","sq-old_0123456789"],"notification_url":"`+squareVectorURL+`"}}}`, "q")
 	f.Add([]byte(squareVectorBody), squareVectorSignature, uint(0))
 	f.Add([]byte(`{"event_id":"","type":"x"}`), "====", uint(4))
 	f.Add([]byte(`{"event_id":"a\u0000"}`), "AAAA", uint(2))

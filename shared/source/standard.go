@@ -69,6 +69,9 @@ func newStandard(name string, raw json.RawMessage) (kindVerifier, error) {
 		if err != nil || len(key) == 0 {
 			return nil, fieldError(name, "secrets", "secret #%d is not a whsec_-prefixed base64 key", i+1)
 		}
+		if err := minKeyLength(name, i, len(key), MinStandardSecretBytes); err != nil {
+			return nil, err
+		}
 		v.keys = append(v.keys, key)
 	}
 	return v, nil

@@ -47,9 +47,9 @@ func TestStandardSpecVector(t *testing.T) {
 
 func TestStandardVerify(t *testing.T) {
 	t.Parallel()
-	set := mustParse(t, `{"sources":{"std":{"kind":"standard","secrets":["whsec_bmV3LXNlY3JldC1rZXktMTIzNDU2","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"]},
-	 "oldonly":{"kind":"standard","secrets":["whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"]},
-	 "other":{"kind":"standard","secrets":["whsec_b3RoZXItc2VjcmV0LWtleS0xMjM0NTY="]}}}`)
+	set := mustParse(t, `{"sources":{"std":{"kind":"standard","secrets":["whsec_bmV3LXNlY3JldC1rZXktMTIzNDU2LTAx","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2LTAx"]},
+	 "oldonly":{"kind":"standard","secrets":["whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2LTAx"]},
+	 "other":{"kind":"standard","secrets":["whsec_b3RoZXItc2VjcmV0LWtleS0xMjM0NTYt"]}}}`)
 	src, _ := set.Lookup("std")
 	old, _ := set.Lookup("oldonly")
 	other, _ := set.Lookup("other")
@@ -114,7 +114,7 @@ func TestStandardVerify(t *testing.T) {
 // The standard-webhooks library signs, we verify; we sign, it verifies.
 func TestStandardWebhooksLibraryInterop(t *testing.T) {
 	t.Parallel()
-	const newKey, oldKey = "whsec_bmV3LXNlY3JldC1rZXktMTIzNDU2", "whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"
+	const newKey, oldKey = "whsec_bmV3LXNlY3JldC1rZXktMTIzNDU2LTAx", "whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2LTAx"
 	src := lookup(t, `{"sources":{"std":{"kind":"standard","secrets":["`+newKey+`","`+oldKey+`"]}}}`, "std")
 	body := []byte(`{"type":"invoice.paid","data":{"id":"in_1","note":"<b>é</b>"}}`)
 
@@ -160,7 +160,7 @@ func TestStandardWebhooksLibraryInterop(t *testing.T) {
 }
 
 func FuzzStandardVerify(f *testing.F) {
-	src := fuzzSource(f, `{"sources":{"s":{"kind":"standard","secrets":["`+specSecret+`","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2"]}}}`, "s")
+	src := fuzzSource(f, `{"sources":{"s":{"kind":"standard","secrets":["`+specSecret+`","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2LTAx"]}}}`, "s")
 	f.Add([]byte(specBody), specID, specTimestamp, specSignature, int64(0), uint(0))
 	f.Add([]byte(`{"type":"a"}`), "msg_1", "1700000000", "v1,AAAA v1a,xyz v2,", int64(-400), uint(9))
 	f.Add([]byte(`{"type":1}`), "", "-5", "v1", int64(300), uint(2))

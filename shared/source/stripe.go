@@ -47,7 +47,14 @@ func newStripe(name string, raw json.RawMessage) (kindVerifier, error) {
 		return nil, err
 	}
 	v := &stripeVerifier{tol: tol}
-	for _, s := range secrets {
+	for i, s := range secrets {
+		rest, ok := strings.CutPrefix(s, "whsec_")
+		if !ok {
+			return nil, fieldError(name, "secrets", "secret #%d does not start with whsec_ (Stripe's endpoint secrets all do)", i+1)
+		}
+		if len(rest) < MinStripeSecretChars {
+			return nil, fieldError(name, "secrets", "secret #%d has %d characters after whsec_; at least %d are required (a real secret is longer: copy it whole)", i+1, len(rest), MinStripeSecretChars)
+		}
 		// Stripe keys the HMAC with the whole secret string, prefix included.
 		v.secrets = append(v.secrets, []byte(s))
 	}

@@ -24,12 +24,12 @@ func stripeHeader(secret string, ts int64, body string) string {
 
 func TestStripeVerify(t *testing.T) {
 	t.Parallel()
-	set := mustParse(t, `{"sources":{"pay":{"kind":"stripe","secrets":["whsec_new","whsec_old"]}}}`)
+	set := mustParse(t, `{"sources":{"pay":{"kind":"stripe","secrets":["whsec_new_0123456789abcdefghij","whsec_old_0123456789abcdefghij"]}}}`)
 	src, _ := set.Lookup("pay")
 	body := `{"id":"evt_1","type":"invoice.paid","data":{}}`
 	ts := now.Unix()
-	good := stripeHeader("whsec_new", ts, body)
-	old := stripeHeader("whsec_old", ts, body)
+	good := stripeHeader("whsec_new_0123456789abcdefghij", ts, body)
+	old := stripeHeader("whsec_old_0123456789abcdefghij", ts, body)
 	v1 := func(h string) string { _, s, _ := strings.Cut(h, "v1="); return s }
 
 	tests := []struct {
@@ -45,21 +45,21 @@ func TestStripeVerify(t *testing.T) {
 		{"v0 and garbled v1 beside a good one", []string{fmt.Sprintf("t=%d,v0=zz,v1=nothex,v1=%s", ts, v1(good))}, body, "", "evt_1"},
 		{"tampered body", []string{good}, strings.Replace(body, "evt_1", "evt_2", 1), inbox.CauseSignatureMismatch, ""},
 		{"wrong secret", []string{stripeHeader("whsec_other", ts, body)}, body, inbox.CauseSignatureMismatch, ""},
-		{"stale timestamp", []string{stripeHeader("whsec_new", ts-301, body)}, body, inbox.CauseTimestampOutOfTolerance, ""},
-		{"future timestamp", []string{stripeHeader("whsec_new", ts+301, body)}, body, inbox.CauseTimestampOutOfTolerance, ""},
-		{"edge of tolerance", []string{stripeHeader("whsec_new", ts-300, body)}, body, "", "evt_1"},
+		{"stale timestamp", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts-301, body)}, body, inbox.CauseTimestampOutOfTolerance, ""},
+		{"future timestamp", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts+301, body)}, body, inbox.CauseTimestampOutOfTolerance, ""},
+		{"edge of tolerance", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts-300, body)}, body, "", "evt_1"},
 		{"missing header", nil, body, inbox.CauseSignatureMissing, ""},
 		{"empty header", []string{""}, body, inbox.CauseSignatureMissing, ""},
 		{"garbled header", []string{"garbage"}, body, inbox.CauseSignatureMalformed, ""},
 		{"no timestamp", []string{"v1=" + v1(good)}, body, inbox.CauseSignatureMalformed, ""},
 		{"no v1", []string{fmt.Sprintf("t=%d", ts)}, body, inbox.CauseSignatureMalformed, ""},
 		{"timestamp not a number", []string{"t=abc,v1=" + v1(good)}, body, inbox.CauseSignatureMalformed, ""},
-		{"duplicated header", []string{good, stripeHeader("whsec_new", ts+1, body)}, body, inbox.CauseSignatureMalformed, ""},
-		{"signed empty body", []string{stripeHeader("whsec_new", ts, "")}, "", inbox.CauseUnparsableBody, ""},
-		{"signed non-JSON body", []string{stripeHeader("whsec_new", ts, "id=evt_1")}, "id=evt_1", inbox.CauseUnparsableBody, ""},
-		{"signed JSON array", []string{stripeHeader("whsec_new", ts, "[1]")}, "[1]", inbox.CauseUnparsableBody, ""},
-		{"signed body without id", []string{stripeHeader("whsec_new", ts, `{"type":"x"}`)}, `{"type":"x"}`, inbox.CauseMissingEventID, ""},
-		{"numeric id", []string{stripeHeader("whsec_new", ts, `{"id":12}`)}, `{"id":12}`, inbox.CauseUnparsableBody, ""},
+		{"duplicated header", []string{good, stripeHeader("whsec_new_0123456789abcdefghij", ts+1, body)}, body, inbox.CauseSignatureMalformed, ""},
+		{"signed empty body", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts, "")}, "", inbox.CauseUnparsableBody, ""},
+		{"signed non-JSON body", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts, "id=evt_1")}, "id=evt_1", inbox.CauseUnparsableBody, ""},
+		{"signed JSON array", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts, "[1]")}, "[1]", inbox.CauseUnparsableBody, ""},
+		{"signed body without id", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts, `{"type":"x"}`)}, `{"type":"x"}`, inbox.CauseMissingEventID, ""},
+		{"numeric id", []string{stripeHeader("whsec_new_0123456789abcdefghij", ts, `{"id":12}`)}, `{"id":12}`, inbox.CauseUnparsableBody, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,11 +82,11 @@ func TestStripeVerify(t *testing.T) {
 // judge of our verifying code.
 func TestStripeGoInterop(t *testing.T) {
 	t.Parallel()
-	src := lookup(t, `{"sources":{"pay":{"kind":"stripe","secrets":["whsec_new_3f9a","whsec_old_77c1"]}}}`, "pay")
+	src := lookup(t, `{"sources":{"pay":{"kind":"stripe","secrets":["whsec_new_3f9a_0123456789abcde","whsec_old_77c1_0123456789abcde"]}}}`, "pay")
 	body := fixture(t, "stripe_invoice_paid.json")
 
 	// stripe-go signs, we verify (with either secret: rotation).
-	for _, secret := range []string{"whsec_new_3f9a", "whsec_old_77c1"} {
+	for _, secret := range []string{"whsec_new_3f9a_0123456789abcde", "whsec_old_77c1_0123456789abcde"} {
 		p := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: now})
 		if _, err := src.Verifier.Verify(http.Header{"Stripe-Signature": {p.Header}}, body, now); err != nil {
 			t.Fatalf("stripe-go's signature with %s does not verify: %v", secret, err)
@@ -102,12 +102,12 @@ func TestStripeGoInterop(t *testing.T) {
 
 	// During a secret roll Stripe sends one v1 per active secret.
 	a := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_unknown", Timestamp: now})
-	b := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_old_77c1", Timestamp: now})
+	b := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_old_77c1_0123456789abcde", Timestamp: now})
 	rolled := fmt.Sprintf("%s,v1=%x", a.Header, b.Signature)
 	if _, err := src.Verifier.Verify(http.Header{"Stripe-Signature": {rolled}}, body, now); err != nil {
 		t.Fatalf("two v1 entries, one for a configured secret: %v", err)
 	}
-	if err := webhook.ValidatePayloadIgnoringTolerance(body, rolled, "whsec_old_77c1"); err != nil {
+	if err := webhook.ValidatePayloadIgnoringTolerance(body, rolled, "whsec_old_77c1_0123456789abcde"); err != nil {
 		t.Fatalf("stripe-go disagrees on the rolled header: %v", err)
 	}
 
@@ -116,21 +116,21 @@ func TestStripeGoInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := webhook.ValidatePayloadIgnoringTolerance(body, h.Get("Stripe-Signature"), "whsec_new_3f9a"); err != nil {
+	if err := webhook.ValidatePayloadIgnoringTolerance(body, h.Get("Stripe-Signature"), "whsec_new_3f9a_0123456789abcde"); err != nil {
 		t.Fatalf("stripe-go refuses our signature: %v", err)
 	}
-	if err := webhook.ValidatePayloadIgnoringTolerance(body, h.Get("Stripe-Signature"), "whsec_old_77c1"); err == nil {
+	if err := webhook.ValidatePayloadIgnoringTolerance(body, h.Get("Stripe-Signature"), "whsec_old_77c1_0123456789abcde"); err == nil {
 		t.Fatal("stripe-go accepts our signature under another secret")
 	}
-	if err := webhook.ValidatePayloadIgnoringTolerance([]byte(strings.Replace(string(body), "in_", "xx_", 1)), h.Get("Stripe-Signature"), "whsec_new_3f9a"); err == nil {
+	if err := webhook.ValidatePayloadIgnoringTolerance([]byte(strings.Replace(string(body), "in_", "xx_", 1)), h.Get("Stripe-Signature"), "whsec_new_3f9a_0123456789abcde"); err == nil {
 		t.Fatal("stripe-go accepts a tampered body")
 	}
 }
 
 func FuzzStripeVerify(f *testing.F) {
-	src := fuzzSource(f, `{"sources":{"s":{"kind":"stripe","secrets":["whsec_fuzz_new","whsec_fuzz_old"]}}}`, "s")
+	src := fuzzSource(f, `{"sources":{"s":{"kind":"stripe","secrets":["whsec_fuzz_new_0123456789abcde","whsec_fuzz_old_0123456789abcde"]}}}`, "s")
 	body := `{"id":"evt_1","type":"invoice.paid"}`
-	f.Add([]byte(body), stripeHeader("whsec_fuzz_old", now.Unix(), body), int64(0), uint(0))
+	f.Add([]byte(body), stripeHeader("whsec_fuzz_old_0123456789abcde", now.Unix(), body), int64(0), uint(0))
 	f.Add([]byte(body), "t=1700000000,v1=zz,v0=00", int64(301), uint(3))
 	f.Add([]byte(`{"id":12}`), "t=,v1=", int64(-301), uint(1))
 	f.Add([]byte(""), "t=1,t=2", int64(0), uint(0))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -195,6 +196,8 @@ func check(t *testing.T, err error) {
 var conformanceCases = []conformanceCase{
 	{"webhook_events/insert", testEventInsert},
 	{"webhook_events/insert_race", testEventInsertRace},
+	{"webhook_events/insert_guard", testEventInsertGuard},
+	{"webhook_events/insert_guard_race", testEventInsertGuardRace},
 	{"webhook_events/get", testEventGet},
 	{"webhook_events/processing", testEventProcessing},
 	{"webhook_events/interrupted", testEventInterrupted},
@@ -297,6 +300,130 @@ func testEventInsertRace(t *testing.T, e *env) {
 	lost := <-done
 	if lost.Inserted || lost.ID != won.ID || !bytes.Equal(lost.StoredSHA256, won.BodySHA256[:]) || lost.Mismatch() {
 		t.Fatalf("the second insert: %+v (first %+v)", lost, won)
+	}
+}
+
+// A source whose id the signature does not cover (GuardBody) stores each
+// body once: the same body under another id, or with another type, is a
+// suspected replay of the stored event, never a new row; the same id is a
+// plain duplicate, as for every source. Sources without the guard, and
+// other sources, are not affected.
+func testEventInsertGuard(t *testing.T, e *env) {
+	s := e.store
+	body := []byte(`{"action":"opened","issue":{"id":1}}`)
+	p := storage.EventInsertParams{Source: "gh", SourceKind: "github", EventID: "d-1", EventType: "issues", Body: body, GuardBody: true}
+	first := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, p))
+	if !first.Inserted || first.SuspectedReplay {
+		t.Fatalf("first: %+v", first)
+	}
+	redelivery := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, p))
+	if redelivery.Inserted || redelivery.SuspectedReplay || redelivery.Mismatch() || redelivery.ID != first.ID {
+		t.Fatalf("the sender's redelivery (same id, same body): %+v, want a plain duplicate", redelivery)
+	}
+	replay := p
+	replay.EventID, replay.EventType = "d-2", "push"
+	r := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, replay))
+	if r.Inserted || !r.SuspectedReplay || r.ID != first.ID || r.StoredEventID != "d-1" || r.StoredType != "issues" || r.Mismatch() {
+		t.Fatalf("same body under a new id and type: %+v, want a suspected replay of d-1", r)
+	}
+	if _, err := s.EventGetByKey(e.ctx, "gh", "d-2"); !errors.Is(err, storage.ErrEventNotFound) {
+		t.Fatalf("the replay was stored: %v", err)
+	}
+	changed := p
+	changed.Body = []byte(`{"action":"closed","issue":{"id":1}}`)
+	if m := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, changed)); m.Inserted || m.SuspectedReplay || !m.Mismatch() {
+		t.Fatalf("stored id, another body: %+v, want a payload mismatch", m)
+	}
+	// Per source, and only where guarded.
+	other := replay
+	other.Source = "gh-other"
+	if o := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, other)); !o.Inserted {
+		t.Fatalf("another source with the body: %+v, want inserted", o)
+	}
+	unguarded := storage.EventInsertParams{Source: "stripe", EventID: "evt_1", Body: body}
+	must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, unguarded))
+	unguarded.EventID = "evt_2"
+	if u := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, unguarded)); !u.Inserted {
+		t.Fatalf("unguarded source, same body, new id: %+v, want inserted", u)
+	}
+	// In a transaction too.
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	replay.EventID = "d-3"
+	if r := must[storage.EventInsertResult](t)(tx.EventInsert(e.ctx, replay)); !r.SuspectedReplay || r.StoredEventID != "d-1" {
+		t.Fatalf("in a transaction: %+v", r)
+	}
+}
+
+// Concurrent deliveries of one body under different ids: exactly one is
+// stored, however they interleave. One insert waits on the other's
+// uncommitted row and becomes a suspected replay once it commits, or the
+// event once it rolls back; a crowd of goroutines stores one row.
+func testEventInsertGuardRace(t *testing.T, e *env) {
+	s := e.store
+	for _, commit := range []bool{true, false} {
+		body := []byte(fmt.Sprintf(`{"race":%v}`, commit))
+		p := storage.EventInsertParams{Source: "gh", EventID: fmt.Sprintf("first-%v", commit), EventType: "issues", Body: body, GuardBody: true}
+		first := must[*storage.Tx](t)(s.Begin(e.ctx))
+		won := must[storage.EventInsertResult](t)(first.EventInsert(e.ctx, p))
+		done := make(chan storage.EventInsertResult, 1)
+		errc := make(chan error, 1)
+		go func() {
+			q := p
+			q.EventID = fmt.Sprintf("second-%v", commit)
+			res, err := s.EventInsert(e.ctx, q)
+			errc <- err
+			done <- res
+		}()
+		poll.Until(t, 30*time.Second, func() (bool, string) {
+			var waiting int
+			err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE NOT l.granted AND a.datname = current_database()`).Scan(&waiting)
+			return err == nil && waiting > 0, "the second insert is not waiting on the first"
+		})
+		if commit {
+			check(t, first.Commit(e.ctx))
+		} else {
+			check(t, first.Rollback(e.ctx))
+		}
+		check(t, <-errc)
+		second := <-done
+		switch {
+		case commit && (second.Inserted || !second.SuspectedReplay || second.ID != won.ID):
+			t.Fatalf("after the first committed: %+v, want a suspected replay of %d", second, won.ID)
+		case !commit && !second.Inserted:
+			t.Fatalf("after the first rolled back: %+v, want inserted", second)
+		}
+	}
+
+	const n = 16
+	body := []byte(`{"crowd":true}`)
+	results := make(chan storage.EventInsertResult, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, err := s.EventInsert(e.ctx, storage.EventInsertParams{Source: "crowd", EventID: fmt.Sprintf("d-%d", i), Body: body, GuardBody: true})
+			if err != nil {
+				t.Error(err)
+			}
+			results <- res
+		})
+	}
+	wg.Wait()
+	close(results)
+	var inserted, replays int
+	for r := range results {
+		switch {
+		case r.Inserted:
+			inserted++
+		case r.SuspectedReplay:
+			replays++
+		}
+	}
+	var rows int
+	check(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM webhook_events WHERE provider = 'crowd'`).Scan(&rows))
+	if inserted != 1 || replays != n-1 || rows != 1 {
+		t.Fatalf("%d concurrent deliveries of one body: %d inserted, %d suspected replays, %d rows; want 1, %d, 1", n, inserted, replays, rows, n-1)
 	}
 }
 
@@ -905,18 +1032,40 @@ func testPayloadMismatches(t *testing.T, e *env) {
 	s := e.store
 	stored, received := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
 	for range 2 {
-		check(t, s.PayloadMismatchInsert(e.ctx, inbox.PayloadMismatch{Source: "shop", EventID: "e1", StoredSHA256: stored[:], ReceivedSHA256: received[:], ReceivedSize: 1}))
+		if !must[bool](t)(s.PayloadMismatchInsert(e.ctx, inbox.PayloadMismatch{Source: "shop", EventID: "e1", StoredSHA256: stored[:], ReceivedSHA256: received[:], ReceivedSize: 1})) {
+			t.Fatal("a mismatch under the cap was not recorded")
+		}
 	}
-	if n := must[int](t)(s.PayloadMismatchCountByEvent(e.ctx, "shop", "e1")); n != 2 {
+	if !must[bool](t)(s.PayloadMismatchInsert(e.ctx, inbox.PayloadMismatch{Source: "shop", EventID: "e1", Cause: inbox.CauseSuspectedReplay,
+		StoredSHA256: stored[:], ReceivedSHA256: stored[:], ReceivedSize: 1, ReceivedEventID: "e9", ReceivedEventType: "push"})) {
+		t.Fatal("a suspected replay under the cap was not recorded")
+	}
+	if n := must[int](t)(s.PayloadMismatchCountByEvent(e.ctx, "shop", "e1")); n != 3 {
 		t.Fatalf("count = %d", n)
 	}
 	list := must[[]inbox.PayloadMismatch](t)(s.PayloadMismatchListByEvent(e.ctx, "shop", "e1"))
-	if len(list) != 2 || !bytes.Equal(list[0].ReceivedSHA256, received[:]) || list[0].ReceivedSize != 1 || list[0].ReceivedAt.IsZero() {
+	if len(list) != 3 || !bytes.Equal(list[0].ReceivedSHA256, received[:]) || list[0].ReceivedSize != 1 || list[0].ReceivedAt.IsZero() ||
+		list[0].Cause != inbox.CausePayloadMismatch || list[0].ReceivedEventID != "" {
 		t.Fatalf("list = %+v", list)
 	}
+	if r := list[2]; r.Cause != inbox.CauseSuspectedReplay || r.ReceivedEventID != "e9" || r.ReceivedEventType != "push" {
+		t.Fatalf("replay record = %+v", r)
+	}
 	by := must[[]storage.PayloadMismatchCount](t)(s.PayloadMismatchCountBySource(e.ctx, e.now.Add(-time.Hour)))
-	if len(by) != 1 || by[0].Source != "shop" || by[0].Count != 2 || by[0].LastAt.IsZero() {
+	if len(by) != 2 || by[0].Source != "shop" || by[0].Cause != inbox.CausePayloadMismatch || by[0].Count != 2 || by[0].LastAt.IsZero() ||
+		by[1].Cause != inbox.CauseSuspectedReplay || by[1].Count != 1 {
 		t.Fatalf("by source = %+v", by)
+	}
+	// The cap: however many anomalies one event meets, PayloadMismatchCap
+	// rows are kept; another event still gets its own.
+	for range storage.PayloadMismatchCap + 5 {
+		must[bool](t)(s.PayloadMismatchInsert(e.ctx, inbox.PayloadMismatch{Source: "shop", EventID: "e2", StoredSHA256: stored[:], ReceivedSHA256: received[:]}))
+	}
+	if n := must[int](t)(s.PayloadMismatchCountByEvent(e.ctx, "shop", "e2")); n != storage.PayloadMismatchCap {
+		t.Fatalf("capped count = %d, want %d", n, storage.PayloadMismatchCap)
+	}
+	if must[bool](t)(s.PayloadMismatchInsert(e.ctx, inbox.PayloadMismatch{Source: "shop", EventID: "e2", StoredSHA256: stored[:], ReceivedSHA256: received[:]})) {
+		t.Fatal("recorded past the cap")
 	}
 }
 

@@ -87,6 +87,10 @@ type EventInsertParams struct {
 	Body       []byte
 	// Metadata is stored as a JSON object; nil stores NULL.
 	Metadata map[string]string
+	// GuardBody stores the body at most once for the source
+	// (source.Source.GuardBody): a body already stored under another id
+	// is not inserted, and the result is a SuspectedReplay.
+	GuardBody bool
 }
 
 // EventInsertResult says whether the delivery made a new row.
@@ -103,6 +107,13 @@ type EventInsertResult struct {
 	// (not JSON, or JSON Postgres refuses, such as \u0000): the raw body is
 	// then the only copy, which is always stored anyway.
 	PayloadStored bool
+	// SuspectedReplay is set (with GuardBody) when nothing was inserted
+	// because the source has this body stored under another event id: ID,
+	// StoredEventID and StoredType are that event's, StoredSHA256 its
+	// (equal) hash.
+	SuspectedReplay bool
+	StoredEventID   string
+	StoredType      string
 }
 
 // Mismatch reports a duplicate whose body differs from the stored one.
@@ -123,7 +134,7 @@ func (e executor) EventInsert(ctx context.Context, p EventInsertParams) (EventIn
 	res := EventInsertResult{BodySHA256: sha256.Sum256(p.Body)}
 	arg := dbsqlc.EventInsertParams{
 		Source: p.Source, EventID: p.EventID, EventType: p.EventType, Body: p.Body,
-		BodySHA256: res.BodySHA256[:], BodySize: int32(len(p.Body)), SourceKind: p.SourceKind,
+		BodySHA256: res.BodySHA256[:], BodySize: int32(len(p.Body)), SourceKind: p.SourceKind, BodyGuard: p.GuardBody,
 	}
 	// Try the body as JSONB when it looks like a JSON document, and let
 	// Postgres, which parses it anyway, be the judge: a refusal (not JSON
@@ -157,17 +168,36 @@ func (e executor) EventInsert(ctx context.Context, p EventInsertParams) (EventIn
 			// A concurrent receiver committed the same event after our
 			// snapshot: it is a duplicate; read its hash with a new one.
 			h, err := queries.EventGetHashByKey(ctx, e.db, dbsqlc.EventGetHashByKeyParams{Source: p.Source, EventID: p.EventID})
-			if err != nil {
+			switch {
+			case err == nil:
+				res.ID, res.StoredSHA256 = h.ID, h.BodySHA256
+				return res, nil
+			case errors.Is(err, pgx.ErrNoRows) && p.GuardBody:
+				// No event has this id: the conflict was the body, stored
+				// under another id (webhook_events_body_guard_key).
+				return e.suspectedReplay(ctx, p, res)
+			default:
 				return res, fmt.Errorf("read stored event %s/%s: %w", p.Source, p.EventID, err)
 			}
-			res.ID, res.StoredSHA256 = h.ID, h.BodySHA256
-			return res, nil
 		case arg.Payload != nil && isJSONBRefusal(err):
 			arg.Payload = nil // store the raw body alone
 		default:
 			return res, fmt.Errorf("insert event %s/%s: %w", p.Source, p.EventID, err)
 		}
 	}
+}
+
+// suspectedReplay completes the result of an insert that met a stored body
+// of a guarded source under another id: the stored event, read with a new
+// snapshot (the conflict waited for its commit).
+func (e executor) suspectedReplay(ctx context.Context, p EventInsertParams, res EventInsertResult) (EventInsertResult, error) {
+	row, err := queries.EventGetByBodyHash(ctx, e.db, dbsqlc.EventGetByBodyHashParams{Source: p.Source, BodySHA256: res.BodySHA256[:]})
+	if err != nil {
+		return res, fmt.Errorf("insert event %s/%s: no event has its id, none its body: %w", p.Source, p.EventID, err)
+	}
+	res.ID, res.SuspectedReplay, res.StoredEventID, res.StoredType = row.ID, true, row.EventID, row.EventType
+	res.StoredSHA256 = res.BodySHA256[:]
+	return res, nil
 }
 
 // eventInsertOnce runs the insert; in a transaction under a savepoint, so

@@ -12,16 +12,37 @@ import (
 // The queries on webhook_payload_mismatches
 // (queries/webhook_payload_mismatches.sql).
 
-// PayloadMismatchInsert records a redelivery whose body differs from the
-// stored event's (ReceivedAt is the server's now).
-func (e executor) PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) error {
-	err := queries.PayloadMismatchInsert(ctx, e.db, dbsqlc.PayloadMismatchInsertParams{
+// PayloadMismatchCap is how many anomalies (payload mismatches and
+// suspected replays) are recorded per stored event; the others are only
+// logged and counted in metrics. It bounds the table by the events, not by
+// what senders (or whoever replays their captured deliveries) post.
+const PayloadMismatchCap = 20
+
+// PayloadMismatchInsert records an anomaly of a stored event (ReceivedAt is
+// the server's now) unless PayloadMismatchCap are recorded for it already;
+// it reports whether it recorded this one.
+func (e executor) PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error) {
+	cause := m.Cause
+	if cause == "" {
+		cause = inbox.CausePayloadMismatch
+	}
+	n, err := queries.PayloadMismatchInsert(ctx, e.db, dbsqlc.PayloadMismatchInsertParams{
 		Source: m.Source, EventID: m.EventID, StoredSHA256: m.StoredSHA256, ReceivedSHA256: m.ReceivedSHA256, ReceivedSize: int32(m.ReceivedSize),
+		Cause: string(cause), ReceivedEventID: nonEmpty(m.ReceivedEventID), ReceivedEventType: nonEmpty(m.ReceivedEventType),
+		Cap: PayloadMismatchCap,
 	})
 	if err != nil {
-		return fmt.Errorf("record payload mismatch %s/%s: %w", m.Source, m.EventID, err)
+		return false, fmt.Errorf("record %s %s/%s: %w", cause, m.Source, m.EventID, err)
 	}
-	return nil
+	return n > 0, nil
+}
+
+// nonEmpty is nil for "", else a pointer to s: NULL for an absent value.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // PayloadMismatchCountByEvent returns how many mismatching redeliveries
@@ -44,23 +65,26 @@ func (e executor) PayloadMismatchListByEvent(ctx context.Context, source, eventI
 	out := make([]inbox.PayloadMismatch, len(rows))
 	for i, r := range rows {
 		out[i] = inbox.PayloadMismatch{
-			Source: r.Source, EventID: r.EventID, StoredSHA256: r.StoredSHA256, ReceivedSHA256: r.ReceivedSHA256,
-			ReceivedSize: int(r.ReceivedSize), ReceivedAt: r.ReceivedAt,
+			Source: r.Source, EventID: r.EventID, Cause: inbox.Cause(r.Cause), StoredSHA256: r.StoredSHA256, ReceivedSHA256: r.ReceivedSHA256,
+			ReceivedSize: int(r.ReceivedSize), ReceivedEventID: deref(r.ReceivedEventID), ReceivedEventType: deref(r.ReceivedEventType),
+			ReceivedAt: r.ReceivedAt,
 		}
 	}
 	return out, nil
 }
 
-// PayloadMismatchCount is the mismatching redeliveries of one source.
+// PayloadMismatchCount is the anomalies of one source and cause.
 type PayloadMismatchCount struct {
 	Source string
-	Count  int64
+	// Cause is inbox.CausePayloadMismatch or inbox.CauseSuspectedReplay.
+	Cause inbox.Cause
+	Count int64
 	// LastAt is the latest one.
 	LastAt time.Time
 }
 
-// PayloadMismatchCountBySource counts the mismatching redeliveries
-// received since since, per source, largest first.
+// PayloadMismatchCountBySource counts the anomalies received since since,
+// per source and cause, largest first.
 func (e executor) PayloadMismatchCountBySource(ctx context.Context, since time.Time) ([]PayloadMismatchCount, error) {
 	rows, err := queries.PayloadMismatchCountBySource(ctx, e.db, since)
 	if err != nil {
@@ -68,7 +92,7 @@ func (e executor) PayloadMismatchCountBySource(ctx context.Context, since time.T
 	}
 	out := make([]PayloadMismatchCount, len(rows))
 	for i, r := range rows {
-		out[i] = PayloadMismatchCount{Source: r.Source, Count: r.Count, LastAt: deref(anyTime(r.LastAt))}
+		out[i] = PayloadMismatchCount{Source: r.Source, Cause: inbox.Cause(r.Cause), Count: r.Count, LastAt: deref(anyTime(r.LastAt))}
 	}
 	return out, nil
 }

@@ -76,7 +76,7 @@ type Executor interface {
 	RejectionCountByCause(ctx context.Context, since time.Time) ([]RejectionCount, error)
 
 	// webhook_payload_mismatches
-	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) error
+	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error)
 	PayloadMismatchCountByEvent(ctx context.Context, source, eventID string) (int, error)
 	PayloadMismatchListByEvent(ctx context.Context, source, eventID string) ([]inbox.PayloadMismatch, error)
 	PayloadMismatchCountBySource(ctx context.Context, since time.Time) ([]PayloadMismatchCount, error)

@@ -43,7 +43,7 @@ var devStack = samlocal.Stack{
 	DatabaseURL: "postgres://postgres@127.0.0.1:54321/webhook_inbox?sslmode=disable",
 	S3Endpoint:  "http://127.0.0.1:7071", S3AccessKeyID: "locals3", S3SecretAccessKey: "locals3-secret-key",
 	Bucket: "webhook-inbox-dev", MinAge: "1m0s",
-	Sources: `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_dev_FAKE"]}}}`,
+	Sources: `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_dev_FAKE_0123456789abcde"]}}}`,
 }
 
 // TestEnvPointsContainersAtTheDevStack: env.json sends each function, from

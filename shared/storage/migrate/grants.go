@@ -51,15 +51,20 @@ func CoreGrants() []Grant {
 	return []Grant{
 		// The receiver: EventInsert (and EventGetHashByKey after a lost
 		// race) inserts the delivery and, for a duplicate, reads the stored
-		// row's id and hash by its key; never a payload or a body.
+		// row's id and hash by its key; for a suspected replay
+		// (EventGetByBodyHash), the stored row's id, event id and type by
+		// its body's hash; never a payload or a body.
 		{Role: RoleReceiver, On: "webhook_events", Privileges: []string{"INSERT"},
-			Columns: []string{"provider", "event_id", "event_type", "payload", "body", "body_sha256", "body_size", "metadata", "source_kind"}},
+			Columns: []string{"provider", "event_id", "event_type", "payload", "body", "body_sha256", "body_size", "metadata", "source_kind", "body_guard"}},
 		{Role: RoleReceiver, On: "webhook_events", Privileges: []string{"SELECT"},
-			Columns: []string{"id", "provider", "event_id", "body_sha256"}},
+			Columns: []string{"id", "provider", "event_id", "event_type", "body_sha256", "body_guard"}},
 		{Role: RoleReceiver, On: "webhook_events_id_seq", Privileges: []string{"USAGE"}},
-		// PayloadMismatchInsert.
+		// PayloadMismatchInsert, which counts the stored event's records
+		// (its cap) by their key.
 		{Role: RoleReceiver, On: "webhook_payload_mismatches", Privileges: []string{"INSERT"},
-			Columns: []string{"provider", "event_id", "stored_sha256", "received_sha256", "received_size"}},
+			Columns: []string{"provider", "event_id", "stored_sha256", "received_sha256", "received_size", "cause", "received_event_id", "received_event_type"}},
+		{Role: RoleReceiver, On: "webhook_payload_mismatches", Privileges: []string{"SELECT"},
+			Columns: []string{"provider", "event_id"}},
 		{Role: RoleReceiver, On: "webhook_payload_mismatches_id_seq", Privileges: []string{"USAGE"}},
 		// RejectionInsert: an upsert into the ring buffer, slot from the
 		// sequence. ON CONFLICT ... DO UPDATE reads the conflicting row and

@@ -23,11 +23,18 @@
 -- committed by a concurrent receiver after the snapshot was taken (ON
 -- CONFLICT waits for that row, the snapshot cannot see it): that case
 -- returns no row, and the caller re-reads with EventGetHashByKey.
+--
+-- ON CONFLICT names no target: besides the key (provider, event_id), a row
+-- with body_guard conflicts on webhook_events_body_guard_key, (provider,
+-- body_sha256), when its body is stored under another id: that case too
+-- returns no row, EventGetHashByKey finds none, and EventGetByBodyHash
+-- finds the stored event (a suspected replay). Events without body_guard
+-- have no other unique index to meet, so for them nothing changed.
 WITH ins AS (
-    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind)
+    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind, body_guard)
     VALUES (@source::text, @event_id::text, @event_type::text, sqlc.narg('payload')::text::jsonb, @body::bytea,
-            @body_sha256::bytea, @body_size::int, sqlc.narg('metadata')::text::jsonb, @source_kind::text)
-    ON CONFLICT (provider, event_id) DO NOTHING
+            @body_sha256::bytea, @body_size::int, sqlc.narg('metadata')::text::jsonb, @source_kind::text, @body_guard::boolean)
+    ON CONFLICT DO NOTHING
     RETURNING id
 )
 SELECT id, true AS inserted, NULL::bytea AS stored_sha256 FROM ins
@@ -37,6 +44,12 @@ SELECT e.id, false, e.body_sha256 FROM webhook_events e
 
 -- name: EventGetHashByKey :one
 SELECT id, body_sha256 FROM webhook_events WHERE provider = @source::text AND event_id = @event_id::text;
+
+-- name: EventGetByBodyHash :one
+-- The stored event of a guarded source (body_guard) with this body: what a
+-- suspected replay repeats. At most one row (webhook_events_body_guard_key).
+SELECT id, event_id, event_type FROM webhook_events
+ WHERE provider = @source::text AND body_sha256 = @body_sha256::bytea AND body_guard;
 
 -- name: EventInsertFull :one
 -- Stores an event in any state, every column given: the test factory's

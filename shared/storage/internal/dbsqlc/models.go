@@ -82,6 +82,7 @@ type WebhookEvent struct {
 	LastAttemptAt  *time.Time
 	FailedAttempts int32
 	Solo           bool
+	BodyGuard      bool
 }
 
 type WebhookOperatorAction struct {
@@ -101,13 +102,16 @@ type WebhookOperatorActionEvent struct {
 }
 
 type WebhookPayloadMismatch struct {
-	ID             int64
-	Source         string
-	EventID        string
-	StoredSHA256   []byte
-	ReceivedSHA256 []byte
-	ReceivedSize   int32
-	ReceivedAt     time.Time
+	ID                int64
+	Source            string
+	EventID           string
+	StoredSHA256      []byte
+	ReceivedSHA256    []byte
+	ReceivedSize      int32
+	ReceivedAt        time.Time
+	Cause             string
+	ReceivedEventID   *string
+	ReceivedEventType *string
 }
 
 type WebhookRejection struct {

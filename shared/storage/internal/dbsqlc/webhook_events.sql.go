@@ -507,8 +507,33 @@ func (q *Queries) EventGetBacklogStats(ctx context.Context, db DBTX, now time.Ti
 	return i, err
 }
 
+const eventGetByBodyHash = `-- name: EventGetByBodyHash :one
+SELECT id, event_id, event_type FROM webhook_events
+ WHERE provider = $1::text AND body_sha256 = $2::bytea AND body_guard
+`
+
+type EventGetByBodyHashParams struct {
+	Source     string
+	BodySHA256 []byte
+}
+
+type EventGetByBodyHashRow struct {
+	ID        int64
+	EventID   string
+	EventType string
+}
+
+// The stored event of a guarded source (body_guard) with this body: what a
+// suspected replay repeats. At most one row (webhook_events_body_guard_key).
+func (q *Queries) EventGetByBodyHash(ctx context.Context, db DBTX, arg EventGetByBodyHashParams) (EventGetByBodyHashRow, error) {
+	row := db.QueryRow(ctx, eventGetByBodyHash, arg.Source, arg.BodySHA256)
+	var i EventGetByBodyHashRow
+	err := row.Scan(&i.ID, &i.EventID, &i.EventType)
+	return i, err
+}
+
 const eventGetByID = `-- name: EventGetByID :one
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.id = $1::bigint
@@ -550,6 +575,7 @@ func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGet
 		&i.WebhookEvent.LastAttemptAt,
 		&i.WebhookEvent.FailedAttempts,
 		&i.WebhookEvent.Solo,
+		&i.WebhookEvent.BodyGuard,
 		&i.ClaimedBy,
 		&i.ClaimedUntil,
 	)
@@ -557,7 +583,7 @@ func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGet
 }
 
 const eventGetByKey = `-- name: EventGetByKey :one
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.provider = $1::text AND e.event_id = $2::text
@@ -603,6 +629,7 @@ func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyP
 		&i.WebhookEvent.LastAttemptAt,
 		&i.WebhookEvent.FailedAttempts,
 		&i.WebhookEvent.Solo,
+		&i.WebhookEvent.BodyGuard,
 		&i.ClaimedBy,
 		&i.ClaimedUntil,
 	)
@@ -610,7 +637,7 @@ func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyP
 }
 
 const eventGetByKeyForUpdate = `-- name: EventGetByKeyForUpdate :one
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
 `
 
 type EventGetByKeyForUpdateParams struct {
@@ -650,6 +677,7 @@ func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg Event
 		&i.LastAttemptAt,
 		&i.FailedAttempts,
 		&i.Solo,
+		&i.BodyGuard,
 	)
 	return i, err
 }
@@ -708,10 +736,10 @@ func (q *Queries) EventGetHashByKey(ctx context.Context, db DBTX, arg EventGetHa
 
 const eventInsert = `-- name: EventInsert :one
 WITH ins AS (
-    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind)
+    INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind, body_guard)
     VALUES ($1::text, $2::text, $3::text, $4::text::jsonb, $5::bytea,
-            $6::bytea, $7::int, $8::text::jsonb, $9::text)
-    ON CONFLICT (provider, event_id) DO NOTHING
+            $6::bytea, $7::int, $8::text::jsonb, $9::text, $10::boolean)
+    ON CONFLICT DO NOTHING
     RETURNING id
 )
 SELECT id, true AS inserted, NULL::bytea AS stored_sha256 FROM ins
@@ -730,6 +758,7 @@ type EventInsertParams struct {
 	BodySize   int32
 	Metadata   *string
 	SourceKind string
+	BodyGuard  bool
 }
 
 type EventInsertRow struct {
@@ -744,6 +773,13 @@ type EventInsertRow struct {
 // committed by a concurrent receiver after the snapshot was taken (ON
 // CONFLICT waits for that row, the snapshot cannot see it): that case
 // returns no row, and the caller re-reads with EventGetHashByKey.
+//
+// ON CONFLICT names no target: besides the key (provider, event_id), a row
+// with body_guard conflicts on webhook_events_body_guard_key, (provider,
+// body_sha256), when its body is stored under another id: that case too
+// returns no row, EventGetHashByKey finds none, and EventGetByBodyHash
+// finds the stored event (a suspected replay). Events without body_guard
+// have no other unique index to meet, so for them nothing changed.
 func (q *Queries) EventInsert(ctx context.Context, db DBTX, arg EventInsertParams) (EventInsertRow, error) {
 	row := db.QueryRow(ctx, eventInsert,
 		arg.Source,
@@ -755,6 +791,7 @@ func (q *Queries) EventInsert(ctx context.Context, db DBTX, arg EventInsertParam
 		arg.BodySize,
 		arg.Metadata,
 		arg.SourceKind,
+		arg.BodyGuard,
 	)
 	var i EventInsertRow
 	err := row.Scan(&i.ID, &i.Inserted, &i.StoredSHA256)
@@ -776,7 +813,7 @@ INSERT INTO webhook_events (
     $20::text, $21::bigint, $22::bigint,
     $23::timestamptz, $24::timestamptz
 )
-RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo
+RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard
 `
 
 type EventInsertFullParams struct {
@@ -862,6 +899,7 @@ func (q *Queries) EventInsertFull(ctx context.Context, db DBTX, arg EventInsertF
 		&i.LastAttemptAt,
 		&i.FailedAttempts,
 		&i.Solo,
+		&i.BodyGuard,
 	)
 	return i, err
 }
@@ -1026,7 +1064,7 @@ func (q *Queries) EventLockClaimed(ctx context.Context, db DBTX, id int64) (int6
 }
 
 const eventLockForArchive = `-- name: EventLockForArchive :many
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo FROM webhook_events
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard FROM webhook_events
  WHERE id = ANY($1::bigint[]) AND processed_at IS NOT NULL AND archived_at IS NULL AND body IS NOT NULL
  ORDER BY processed_at, id
    FOR NO KEY UPDATE SKIP LOCKED
@@ -1071,6 +1109,7 @@ func (q *Queries) EventLockForArchive(ctx context.Context, db DBTX, ids []int64)
 			&i.LastAttemptAt,
 			&i.FailedAttempts,
 			&i.Solo,
+			&i.BodyGuard,
 		); err != nil {
 			return nil, err
 		}

@@ -27,18 +27,21 @@ func (q *Queries) PayloadMismatchCountByEvent(ctx context.Context, db DBTX, arg 
 }
 
 const payloadMismatchCountBySource = `-- name: PayloadMismatchCountBySource :many
-SELECT provider, count(*) AS count, max(received_at) AS last_at
+SELECT provider, cause, count(*) AS count, max(received_at) AS last_at
   FROM webhook_payload_mismatches WHERE received_at >= $1::timestamptz
- GROUP BY provider ORDER BY count(*) DESC, provider
+ GROUP BY provider, cause ORDER BY count(*) DESC, provider, cause
 `
 
 type PayloadMismatchCountBySourceRow struct {
 	Source string
+	Cause  string
 	Count  int64
 	LastAt interface{}
 }
 
-// Mismatching redeliveries since @since per source, largest first.
+// Anomalies since @since per source and cause, largest first, over
+// webhook_payload_mismatches_received_idx (00009): the window's rows, not
+// the table.
 func (q *Queries) PayloadMismatchCountBySource(ctx context.Context, db DBTX, since time.Time) ([]PayloadMismatchCountBySourceRow, error) {
 	rows, err := db.Query(ctx, payloadMismatchCountBySource, since)
 	if err != nil {
@@ -48,7 +51,12 @@ func (q *Queries) PayloadMismatchCountBySource(ctx context.Context, db DBTX, sin
 	var items []PayloadMismatchCountBySourceRow
 	for rows.Next() {
 		var i PayloadMismatchCountBySourceRow
-		if err := rows.Scan(&i.Source, &i.Count, &i.LastAt); err != nil {
+		if err := rows.Scan(
+			&i.Source,
+			&i.Cause,
+			&i.Count,
+			&i.LastAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -59,32 +67,52 @@ func (q *Queries) PayloadMismatchCountBySource(ctx context.Context, db DBTX, sin
 	return items, nil
 }
 
-const payloadMismatchInsert = `-- name: PayloadMismatchInsert :exec
-INSERT INTO webhook_payload_mismatches (provider, event_id, stored_sha256, received_sha256, received_size)
-VALUES ($1::text, $2::text, $3::bytea, $4::bytea, $5::int)
+const payloadMismatchInsert = `-- name: PayloadMismatchInsert :execrows
+INSERT INTO webhook_payload_mismatches (provider, event_id, stored_sha256, received_sha256, received_size, cause,
+                                        received_event_id, received_event_type)
+SELECT $1::text, $2::text, $3::bytea, $4::bytea, $5::int, $6::text,
+       $7::text, $8::text
+ WHERE (SELECT count(*) FROM (SELECT 1 FROM webhook_payload_mismatches
+                               WHERE provider = $1::text AND event_id = $2::text LIMIT $9::int) n) < $9::int
 `
 
 type PayloadMismatchInsertParams struct {
-	Source         string
-	EventID        string
-	StoredSHA256   []byte
-	ReceivedSHA256 []byte
-	ReceivedSize   int32
+	Source            string
+	EventID           string
+	StoredSHA256      []byte
+	ReceivedSHA256    []byte
+	ReceivedSize      int32
+	Cause             string
+	ReceivedEventID   *string
+	ReceivedEventType *string
+	Cap               int32
 }
 
-func (q *Queries) PayloadMismatchInsert(ctx context.Context, db DBTX, arg PayloadMismatchInsertParams) error {
-	_, err := db.Exec(ctx, payloadMismatchInsert,
+// Records one anomaly unless the stored event has @cap records already: a
+// sender, or whoever replays its captured deliveries, cannot grow the
+// table without limit (at most @cap rows per stored event, a few more when
+// receivers race at the cap). The count stops at @cap over
+// webhook_payload_mismatches_event_idx.
+func (q *Queries) PayloadMismatchInsert(ctx context.Context, db DBTX, arg PayloadMismatchInsertParams) (int64, error) {
+	result, err := db.Exec(ctx, payloadMismatchInsert,
 		arg.Source,
 		arg.EventID,
 		arg.StoredSHA256,
 		arg.ReceivedSHA256,
 		arg.ReceivedSize,
+		arg.Cause,
+		arg.ReceivedEventID,
+		arg.ReceivedEventType,
+		arg.Cap,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const payloadMismatchListByEvent = `-- name: PayloadMismatchListByEvent :many
-SELECT id, provider, event_id, stored_sha256, received_sha256, received_size, received_at FROM webhook_payload_mismatches
+SELECT id, provider, event_id, stored_sha256, received_sha256, received_size, received_at, cause, received_event_id, received_event_type FROM webhook_payload_mismatches
  WHERE provider = $1::text AND event_id = $2::text ORDER BY received_at, id
 `
 
@@ -93,7 +121,7 @@ type PayloadMismatchListByEventParams struct {
 	EventID string
 }
 
-// The mismatching redeliveries of one event, oldest first.
+// The anomalies of one event, oldest first.
 func (q *Queries) PayloadMismatchListByEvent(ctx context.Context, db DBTX, arg PayloadMismatchListByEventParams) ([]WebhookPayloadMismatch, error) {
 	rows, err := db.Query(ctx, payloadMismatchListByEvent, arg.Source, arg.EventID)
 	if err != nil {
@@ -111,6 +139,9 @@ func (q *Queries) PayloadMismatchListByEvent(ctx context.Context, db DBTX, arg P
 			&i.ReceivedSHA256,
 			&i.ReceivedSize,
 			&i.ReceivedAt,
+			&i.Cause,
+			&i.ReceivedEventID,
+			&i.ReceivedEventType,
 		); err != nil {
 			return nil, err
 		}
