@@ -283,30 +283,41 @@ func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
 }
 
 // Versions returns every version and delete marker of exactly key (not of
-// other keys it prefixes), newest first. An unversioned bucket answers one
-// version, "null", for an existing object.
+// other keys it prefixes), newest first.
 func (s *Store) Versions(ctx context.Context, key string) ([]Version, error) {
+	all, err := s.ListVersions(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(v Version) bool { return v.Key != key }), nil
+}
+
+// ListVersions returns every version and delete marker of every key that
+// starts with prefix, by key, newest first within a key. An unversioned
+// bucket answers one version per object, with the id "null" (AWS) or none.
+func (s *Store) ListVersions(ctx context.Context, prefix string) ([]Version, error) {
 	var vs []Version
-	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(key)})
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, s.wrap("list versions", key, err)
+			return nil, s.wrap("list versions", prefix, err)
 		}
 		for _, v := range page.Versions {
-			if aws.ToString(v.Key) == key {
-				vs = append(vs, Version{Key: key, VersionID: aws.ToString(v.VersionId), Size: aws.ToInt64(v.Size),
-					IsLatest: aws.ToBool(v.IsLatest), LastModified: aws.ToTime(v.LastModified)})
-			}
+			vs = append(vs, Version{Key: aws.ToString(v.Key), VersionID: aws.ToString(v.VersionId), Size: aws.ToInt64(v.Size),
+				IsLatest: aws.ToBool(v.IsLatest), LastModified: aws.ToTime(v.LastModified)})
 		}
 		for _, m := range page.DeleteMarkers {
-			if aws.ToString(m.Key) == key {
-				vs = append(vs, Version{Key: key, VersionID: aws.ToString(m.VersionId), IsLatest: aws.ToBool(m.IsLatest),
-					DeleteMarker: true, LastModified: aws.ToTime(m.LastModified)})
-			}
+			vs = append(vs, Version{Key: aws.ToString(m.Key), VersionID: aws.ToString(m.VersionId), IsLatest: aws.ToBool(m.IsLatest),
+				DeleteMarker: true, LastModified: aws.ToTime(m.LastModified)})
 		}
 	}
-	slices.SortStableFunc(vs, func(a, b Version) int { return b.LastModified.Compare(a.LastModified) })
+	slices.SortStableFunc(vs, func(a, b Version) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return b.LastModified.Compare(a.LastModified)
+	})
 	return vs, nil
 }
 
