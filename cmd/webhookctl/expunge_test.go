@@ -33,8 +33,13 @@ func TestExpunge(t *testing.T) {
 	if got := changed(before, f.snapshot()); !sameSet(got, idSet(ids["poison1"])) {
 		t.Fatalf("expunge changed %v", got)
 	}
-	if done.DryRun || done.ExpungedAt == nil || done.DeadLetterCopies != dry.DeadLetterCopies || done.BodyInPostgres != dry.BodyInPostgres {
+	if done.DryRun || done.ExpungedAt == nil || done.DeadLetterCopies != dry.DeadLetterCopies || done.BodyInPostgres != dry.BodyInPostgres ||
+		dry.AttemptErrors == 0 || done.AttemptErrors != dry.AttemptErrors || !dry.LastErrorStored || !done.LastErrorStored ||
+		len(done.NotReached) == 0 || done.OrphanObjects == nil {
 		t.Fatalf("expunge = %+v, dry run said %+v", done, dry)
+	}
+	if n := f.count(`SELECT count(*) FROM webhook_attempts WHERE event_pk = $1 AND error NOT IN ('', '[expunged]')`, ids["poison1"]); n != 0 {
+		t.Fatalf("%d attempt error texts left", n)
 	}
 	if n := f.count(`SELECT count(*) FROM webhook_events WHERE id = $1 AND body IS NULL AND payload IS NULL AND expunged_at IS NOT NULL`, ids["poison1"]); n != 1 {
 		t.Fatal("the event's body is still there")
@@ -44,7 +49,7 @@ func TestExpunge(t *testing.T) {
 	}
 	// Again: nothing left, harmless.
 	f.runJSON(&dry, "expunge", dead, "--dry-run")
-	if !dry.AlreadyExpunged || dry.DeadLetterCopies != 0 {
+	if !dry.AlreadyExpunged || dry.DeadLetterCopies != 0 || dry.AttemptErrors != 0 || dry.LastErrorStored {
 		t.Fatalf("second dry run = %+v", dry)
 	}
 	if out := f.runOK("expunge", "stripe", "evt_poison_1", "--yes"); !strings.Contains(out, "already expunged") {
@@ -66,7 +71,8 @@ func TestExpunge(t *testing.T) {
 	}
 	before = f.snapshot()
 	human := f.runOK("expunge", "stripe", "evt_ok_1", "--yes")
-	if got := changed(before, f.snapshot()); !sameSet(got, idSet(ids["ok1"])) || !strings.Contains(human, "archived body in "+*e.ArchiveKey+": erased") {
+	if got := changed(before, f.snapshot()); !sameSet(got, idSet(ids["ok1"])) || !strings.Contains(human, "archived body in "+*e.ArchiveKey+": erased") ||
+		!strings.Contains(human, "not reached by expunge") || !strings.Contains(human, "log group") {
 		t.Fatalf("changed %v; output %s", got, human)
 	}
 	var gone, neighbour eventShowOut

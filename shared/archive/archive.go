@@ -97,6 +97,11 @@ type Config struct {
 	// SweepLimit bounds the orphan objects one sweep removes. Default
 	// DefaultSweepLimit.
 	SweepLimit int
+	// OrphanMinAge: the sweep of objects found by listing the bucket (not
+	// named by the manifest) deletes only those stored longer ago than
+	// this, by Now, so never an upload whose commit may still be pending.
+	// Default DefaultOrphanMinAge.
+	OrphanMinAge time.Duration
 	// IdleTimeout bounds how long a batch's transaction may sit idle (it
 	// is idle while the object uploads). Past it Postgres ends the session
 	// and so releases the batch's locks. Default DefaultIdleTimeout.
@@ -163,7 +168,7 @@ func New(cfg Config) (*Archiver, error) {
 	if cfg.Store == nil || cfg.Blobs == nil {
 		return nil, errors.New("archive: Store and Blobs are required")
 	}
-	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 {
+	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 {
 		return nil, errors.New("archive: negative setting")
 	}
 	if cfg.MinAge == 0 {
@@ -180,6 +185,9 @@ func New(cfg Config) (*Archiver, error) {
 	}
 	if cfg.SweepLimit == 0 {
 		cfg.SweepLimit = DefaultSweepLimit
+	}
+	if cfg.OrphanMinAge == 0 {
+		cfg.OrphanMinAge = DefaultOrphanMinAge
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -506,21 +514,37 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 }
 
 // SweepOrphans deletes objects whose batch never committed and returns
-// their keys. An orphan is a pending manifest row no transaction holds: it
-// is locked (so two sweeps never take the same one, and no batch can lock
-// it meanwhile), its object deleted, then its row, and the transaction
-// committed; a delete that fails stops the sweep and leaves the row for the
-// next one. RunOnce and Expunge call it; an operator may too.
+// their keys, at most SweepLimit, in two passes:
+//
+//   - The manifest's: an orphan is a pending manifest row no transaction
+//     holds. It is locked (so two sweeps never take the same one, and no
+//     batch can lock it meanwhile), its object deleted, then its row, and
+//     the transaction committed; a delete that fails stops the sweep and
+//     leaves the row for the next one.
+//   - The bucket's: objects found by listing the archive's prefix that no
+//     committed batch owns and that are older than OrphanMinAge, each
+//     deleted under its (recorded, then locked) manifest row. An upload
+//     that lands after its batch died and its pending row was swept is
+//     named by no row: only this pass finds it.
+//
+// In a versioned bucket a delete leaves a delete marker, and the bytes
+// stay as a noncurrent version until the bucket's lifecycle expires them
+// (the archiver may not delete versions). RunOnce calls it; an operator
+// may too.
 func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
 	var swept []string
 	for len(swept) < a.cfg.SweepLimit {
 		key, err := a.sweepOne(ctx)
-		if err != nil || key == "" {
+		if err != nil {
 			return swept, err
+		}
+		if key == "" {
+			break
 		}
 		swept = append(swept, key)
 	}
-	return swept, nil
+	listed, err := a.sweepListed(ctx, a.cfg.SweepLimit-len(swept))
+	return append(swept, listed...), err
 }
 
 // sweepOne removes the oldest orphan; "" when there is none.

@@ -102,14 +102,30 @@ type fixture struct {
 // setup gives each test its own database and its own S3 server and bucket.
 func setup(t *testing.T) *fixture {
 	t.Helper()
+	return setupWith(t, false)
+}
+
+// setupVersioned is setup with a bucket that keeps versions, as the
+// deployed archive bucket does.
+func setupVersioned(t *testing.T) *fixture {
+	t.Helper()
+	return setupWith(t, true)
+}
+
+func setupWith(t *testing.T, versioned bool) *fixture {
+	t.Helper()
 	url := pgtest.URL(t)
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	srv := s3test.Server(t)
-	cfg := s3test.Bucket(t, srv)
+	srv := s3test.ServerWith(t, locals3.Options{Versioning: versioned})
+	newBucket := s3test.Bucket
+	if versioned {
+		newBucket = s3test.VersionedBucket
+	}
+	cfg := newBucket(t, srv)
 	return &fixture{t: t, url: url, pool: pool, store: storage.New(pool), srv: srv, s3cfg: cfg,
 		blobs: s3test.Open(t, cfg), logs: &syncBuffer{}}
 }
@@ -1035,7 +1051,7 @@ func TestExpungeArchived(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := a.Expunge(ctx, "stripe", "evt_gdpr", privacyOfficer); err != nil {
+	if _, err := a.Expunge(ctx, "stripe", "evt_gdpr", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 
@@ -1085,10 +1101,10 @@ func TestExpungeArchived(t *testing.T) {
 	}
 
 	// Again: nothing to do, no error.
-	if err := a.Expunge(ctx, "stripe", "evt_gdpr", privacyOfficer); err != nil {
+	if _, err := a.Expunge(ctx, "stripe", "evt_gdpr", privacyOfficer); err != nil {
 		t.Fatalf("second expunge: %v", err)
 	}
-	if err := a.Expunge(ctx, "stripe", "evt_nope", privacyOfficer); inbox.CauseOf(err) != inbox.CauseEventNotFound {
+	if _, err := a.Expunge(ctx, "stripe", "evt_nope", privacyOfficer); inbox.CauseOf(err) != inbox.CauseEventNotFound {
 		t.Fatalf("expunge of a missing event: %v", err)
 	}
 	f.check()
@@ -1101,7 +1117,7 @@ func TestExpungeNotArchived(t *testing.T) {
 	f.insert("stripe", "evt_1", []byte(`{"secret":"x"}`))
 	f.process(2 * time.Hour)
 	a := f.archiver(nil)
-	if err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
+	if _, err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.ReadBody(ctx, "stripe", "evt_1"); !errors.Is(err, archive.ErrExpunged) {
@@ -1131,7 +1147,7 @@ func TestExpungeRemovesOrphanCopy(t *testing.T) {
 	if objs := f.objects(); len(objs) != 1 {
 		t.Fatalf("after a crash: %v", objs)
 	}
-	if err := f.archiver(nil).Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
+	if _, err := f.archiver(nil).Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 	if objs := f.objects(); len(objs) != 0 {
@@ -1154,7 +1170,8 @@ func TestConcurrentExpungesInOneObject(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- a.Expunge(ctx, "stripe", fmt.Sprintf("evt_%d", i), privacyOfficer)
+			_, err := a.Expunge(ctx, "stripe", fmt.Sprintf("evt_%d", i), privacyOfficer)
+			errs <- err
 		}()
 	}
 	wg.Wait()
@@ -1208,7 +1225,7 @@ func TestCorruptArchiveIsRefused(t *testing.T) {
 		t.Fatalf("read of a corrupt archive: %v", err)
 	}
 	// An expunge must not overwrite what is not its event.
-	if err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
+	if _, err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
 		t.Fatalf("expunge in a corrupt archive: %v", err)
 	}
 	if ev, _ := f.store.EventGetByKey(ctx, "stripe", "evt_1"); f.int(`SELECT count(*) FROM webhook_events WHERE expunged_at IS NOT NULL`) != 0 {
@@ -1255,7 +1272,7 @@ func TestExpungeBeforeProcessing(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	f.insert("stripe", "evt_early", []byte(`{"secret":"x"}`))
-	if err := f.archiver(nil).Expunge(ctx, "stripe", "evt_early", privacyOfficer); err != nil {
+	if _, err := f.archiver(nil).Expunge(ctx, "stripe", "evt_early", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
 	var outcome string

@@ -9,13 +9,58 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-// Expunge erases the body of (source, eventID) everywhere, on request (a
-// privacy erasure), and keeps the event row: its id, type, timestamps and
-// hash stay, so a redelivery is still a duplicate and the audit trail still
-// says the event existed.
+// Unreachable lists, for an expunge's summary, the copies of a body that
+// Expunge cannot erase: an operator must see to them.
+var Unreachable = []string{
+	"logs: the functions never log a body or an error text quoting one, but a handler's own log lines may quote it: search its log group for the event id",
+	"handlers' own tables: what a handler wrote from the body (its effects) is the handler's to erase",
+	"database backups and snapshots: they keep the body until they expire (the stack's DatabaseBackupRetentionDays)",
+	"copies of the bucket made outside the stack (replication, backups, downloads)",
+}
+
+// ExpungeReport says what an expunge found and erased.
+type ExpungeReport struct {
+	// Event is the event as it was before the expunge.
+	Event *inbox.Event
+	// AlreadyExpunged: an earlier expunge had erased the row; this one
+	// only looked for copies left in the bucket.
+	AlreadyExpunged bool
+	// In the event's row: payload, body, metadata and last error text.
+	Payload, Body, Metadata, LastError bool
+	// AttemptErrors is how many of its attempts' error texts were erased
+	// (webhook_attempts), DeadLetters how many of its dead letters held a
+	// copy (payload, body, error texts).
+	AttemptErrors, DeadLetters int
+	// ArchiveKey is the object that held the archived body, rewritten
+	// without it ("" when the event was not archived or already erased).
+	ArchiveKey string
+	// Orphans are objects no committed batch owned whose id range held
+	// the event, deleted with every version; Versions counts the object
+	// versions deleted for good (the rewritten object's old bytes, an
+	// earlier upload's, the orphans').
+	Orphans  []string
+	Versions int
+}
+
+// scrubbed is what the report records in the operator action.
+func (r ExpungeReport) scrubbed() map[string]any {
+	return map[string]any{
+		"payload": r.Payload, "body": r.Body, "metadata": r.Metadata, "last_error": r.LastError,
+		"attempt_errors": r.AttemptErrors, "dead_letters": r.DeadLetters, "archive_key": r.ArchiveKey,
+	}
+}
+
+// Expunge erases the body of (source, eventID) everywhere it can reach, on
+// request (a privacy erasure), and keeps the event row: its id, type,
+// timestamps and hash stay, so a redelivery is still a duplicate and the
+// audit trail still says the event existed.
 //
-//   - Postgres: payload and body are cleared (also the dead-letter copy) and
-//     expunged_at is set, in one transaction.
+//   - Postgres, in one transaction: the event's payload, body and metadata
+//     are cleared and expunged_at set; every error text that may quote the
+//     body (the event's last_error, each attempt's error in
+//     webhook_attempts, the dead letters' errors and last_error) becomes
+//     storage.Redacted; the dead letters' payload and body are cleared.
+//     Payload mismatches hold hashes and a size only.
 //   - S3, when the event is archived: the object is rewritten with the
 //     event's gzip member replaced by empty gzip members of the same length
 //     (see paddingMembers). The object stays a valid .jsonl.gz without the
@@ -23,78 +68,94 @@ import (
 //     changes and readers of other events are never disturbed. The rewrite
 //     happens with the event and the object's manifest row locked, so
 //     expunges in one object take turns and never undo each other.
-//   - Orphan objects (uploads whose batch never committed) may hold a copy
-//     of a body that is not archived; Expunge sweeps them.
+//   - S3, other copies (sweepCopies): the noncurrent versions of every
+//     object whose key's id range holds the event (the rewritten one's old
+//     bytes above all), and every version of such objects no committed
+//     batch owns (orphans of batches that never committed), deleted for
+//     good: a versioned bucket would otherwise keep the body until its
+//     lifecycle expires the old versions.
 //
-// The expunge is recorded as by's action (webhook_operator_actions), in
-// the transaction that erases the body.
+// The expunge is recorded as by's action (webhook_operator_actions, its
+// filter holding what was scrubbed in Postgres and the archive key), in
+// the transaction that erases the rows. What it cannot reach is listed in
+// Unreachable.
 //
-// It is idempotent: calling it again after any failure finishes the job.
-// The archive bucket must not keep object versions (or must expire
-// noncurrent versions quickly): a rewrite does not delete the previous
-// version of an object. See docs/archiver.md.
-func (a *Archiver) Expunge(ctx context.Context, source, eventID string, by inbox.Actor) error {
+// It is idempotent: calling it again after any failure finishes the job
+// (an expunged event's copies in the bucket are looked for again).
+func (a *Archiver) Expunge(ctx context.Context, source, eventID string, by inbox.Actor) (ExpungeReport, error) {
 	if by.Name == "" {
-		return inbox.WrapError(inbox.CauseInvalidRequest, storage.ErrNoActor, "no actor")
+		return ExpungeReport{}, inbox.WrapError(inbox.CauseInvalidRequest, storage.ErrNoActor, "no actor")
 	}
-	ev, err := a.expunge(ctx, source, eventID, by)
+	rep, err := a.expunge(ctx, source, eventID, by)
 	if err != nil {
-		return err
+		return rep, err
 	}
-	if _, err := a.SweepOrphans(ctx); err != nil {
-		return fmt.Errorf("expunge %s/%s: erased from Postgres and its archive object, but orphan objects remain to be checked: %w", source, eventID, err)
+	swept, err := a.sweepCopies(ctx, source, rep.Event.ID)
+	rep.Orphans, rep.Versions = swept.orphans, swept.versions
+	if err != nil {
+		return rep, fmt.Errorf("expunge %s/%s: erased from Postgres and its archive object, but copies may remain in the bucket: %w", source, eventID, err)
 	}
 	a.log.Info("archive: event expunged", "source", source, "event_id", eventID, "actor", by.Name,
-		"archived", ev.ArchiveKey != "", "already_expunged", ev.ExpungedAt != nil)
-	return nil
+		"archived", rep.ArchiveKey != "", "already_expunged", rep.AlreadyExpunged,
+		"attempt_errors", rep.AttemptErrors, "dead_letters", rep.DeadLetters,
+		"orphans_deleted", len(rep.Orphans), "versions_deleted", rep.Versions)
+	return rep, nil
 }
 
-// expunge erases the event in one transaction and returns it as it was.
+// expunge erases the event in one transaction and reports what it erased.
 // The event row is locked first (expunges of one event take turns, and an
 // expunge waits for an archive batch holding it), then, when it is archived
 // and not yet expunged, its object's manifest row while the object is
 // rewritten without it, so expunges in one object take turns and never
 // undo each other. If the rewrite fails nothing changes in Postgres, and
 // calling Expunge again redoes it.
-func (a *Archiver) expunge(ctx context.Context, source, eventID string, by inbox.Actor) (*inbox.Event, error) {
+func (a *Archiver) expunge(ctx context.Context, source, eventID string, by inbox.Actor) (ExpungeReport, error) {
+	var rep ExpungeReport
 	tx, err := a.store.Begin(ctx)
 	if err != nil {
-		return nil, dbError(err, "expunge event")
+		return rep, dbError(err, "expunge event")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	ev, err := tx.EventGetByKeyForUpdate(ctx, source, eventID)
 	switch {
 	case errors.Is(err, storage.ErrEventNotFound):
-		return nil, inbox.WrapError(inbox.CauseEventNotFound, err, "no such event")
+		return rep, inbox.WrapError(inbox.CauseEventNotFound, err, "no such event")
 	case err != nil:
-		return nil, dbError(err, "expunge event")
+		return rep, dbError(err, "expunge event")
 	}
+	rep.Event, rep.AlreadyExpunged = ev, ev.ExpungedAt != nil
 	if ev.ArchiveKey != "" && ev.ExpungedAt == nil {
 		if err := tx.ArchiveObjectLock(ctx, ev.ArchiveKey); err != nil {
-			return nil, dbError(err, "expunge event")
+			return rep, dbError(err, "expunge event")
 		}
 		data, err := a.rewriteWithout(ctx, ev)
 		if err != nil {
-			return nil, err
+			return rep, err
 		}
 		if err := tx.ArchiveObjectMarkRewritten(ctx, ev.ArchiveKey, int64(len(data)), sha256Sum(data)); err != nil {
-			return nil, dbError(err, "expunge event")
+			return rep, dbError(err, "expunge event")
 		}
+		rep.ArchiveKey = ev.ArchiveKey
 	}
-	if err := tx.EventExpunge(ctx, ev.ID); err != nil {
-		return nil, dbError(err, "expunge event")
+	sc, err := tx.EventExpunge(ctx, ev.ID)
+	if err != nil {
+		return rep, dbError(err, "expunge event")
 	}
-	if err := tx.DeadLetterExpunge(ctx, ev.ID); err != nil {
-		return nil, dbError(err, "expunge event")
+	rep.Payload, rep.Body, rep.Metadata, rep.LastError = sc.Payload, sc.Body, sc.Metadata, sc.LastError
+	if rep.AttemptErrors, err = tx.AttemptExpunge(ctx, ev.ID); err != nil {
+		return rep, dbError(err, "expunge event")
 	}
-	selection := map[string]any{"id": ev.ID, "source": source, "event_id": eventID}
+	if rep.DeadLetters, err = tx.DeadLetterExpunge(ctx, ev.ID); err != nil {
+		return rep, dbError(err, "expunge event")
+	}
+	selection := map[string]any{"id": ev.ID, "source": source, "event_id": eventID, "scrubbed": rep.scrubbed()}
 	if _, err := tx.OperatorActionRecord(ctx, inbox.ActionExpunge, by, selection, []int64{ev.ID}); err != nil {
-		return nil, dbError(err, "expunge event")
+		return rep, dbError(err, "expunge event")
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, dbError(err, "expunge event")
+		return rep, dbError(err, "expunge event")
 	}
-	return ev, nil
+	return rep, nil
 }
 
 // rewriteWithout rewrites the object holding ev without ev's line and
@@ -136,10 +197,7 @@ func (a *Archiver) rewriteWithout(ctx context.Context, ev *inbox.Event) ([]byte,
 	if err := a.confirm(ctx, key, put.SHA256, int64(len(data))); err != nil {
 		return nil, err
 	}
-	if put.VersionID != "" {
-		// The previous version, with the body, is still in the bucket.
-		a.log.Warn("archive: the archive bucket keeps versions; the expunged body remains in the object's previous version until it expires",
-			"cause", "archive_bucket_versioned", "key", key, "source", ev.Source, "event_id", ev.EventID)
-	}
+	// In a versioned bucket the previous version, with the body, is still
+	// there: Expunge's sweepCopies deletes it.
 	return data, nil
 }

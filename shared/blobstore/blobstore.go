@@ -18,7 +18,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -143,6 +145,19 @@ type Object struct {
 	ETag   string
 	// VersionID is set when the bucket has versioning enabled.
 	VersionID string
+	// LastModified is when the object was stored (List, Versions).
+	LastModified time.Time
+}
+
+// Version is one version of an object in a versioned bucket: an object's
+// bytes, or a delete marker (which holds none).
+type Version struct {
+	Key          string
+	VersionID    string
+	Size         int64
+	IsLatest     bool
+	DeleteMarker bool
+	LastModified time.Time
 }
 
 // ErrNotFound is returned (wrapped) when the object or bucket does not exist.
@@ -261,10 +276,76 @@ func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
 			return nil, s.wrap("list", prefix, err)
 		}
 		for _, o := range page.Contents {
-			objs = append(objs, Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)})
+			objs = append(objs, Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag), LastModified: aws.ToTime(o.LastModified)})
 		}
 	}
 	return objs, nil
+}
+
+// Versions returns every version and delete marker of exactly key (not of
+// other keys it prefixes), newest first.
+func (s *Store) Versions(ctx context.Context, key string) ([]Version, error) {
+	all, err := s.ListVersions(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(v Version) bool { return v.Key != key }), nil
+}
+
+// ListVersions returns every version and delete marker of every key that
+// starts with prefix, by key, newest first within a key. An unversioned
+// bucket answers one version per object, with the id "null" (AWS) or none.
+func (s *Store) ListVersions(ctx context.Context, prefix string) ([]Version, error) {
+	var vs []Version
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.wrap("list versions", prefix, err)
+		}
+		for _, v := range page.Versions {
+			vs = append(vs, Version{Key: aws.ToString(v.Key), VersionID: aws.ToString(v.VersionId), Size: aws.ToInt64(v.Size),
+				IsLatest: aws.ToBool(v.IsLatest), LastModified: aws.ToTime(v.LastModified)})
+		}
+		for _, m := range page.DeleteMarkers {
+			vs = append(vs, Version{Key: aws.ToString(m.Key), VersionID: aws.ToString(m.VersionId), IsLatest: aws.ToBool(m.IsLatest),
+				DeleteMarker: true, LastModified: aws.ToTime(m.LastModified)})
+		}
+	}
+	slices.SortStableFunc(vs, func(a, b Version) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return b.LastModified.Compare(a.LastModified)
+	})
+	return vs, nil
+}
+
+// DeleteVersion deletes one version of key for ever (s3:DeleteObjectVersion):
+// unlike Delete in a versioned bucket, which only adds a delete marker, the
+// version's bytes are gone. Deleting a version already gone succeeds.
+func (s *Store) DeleteVersion(ctx context.Context, key, versionID string) error {
+	if versionID == "" {
+		return fmt.Errorf("s3 delete version %s/%s: no version id", s.bucket, key)
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), VersionId: aws.String(versionID)})
+	if err != nil && !isNotFound(err) {
+		return s.wrap("delete version "+versionID, key, err)
+	}
+	return nil
+}
+
+// EnableVersioning turns the bucket's versioning on: for local servers
+// and tests (in AWS the deployment template does it).
+func (s *Store) EnableVersioning(ctx context.Context) error {
+	_, err := s.client.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
+		Bucket:                  aws.String(s.bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled},
+	})
+	if err != nil {
+		return s.wrap("enable versioning", "", err)
+	}
+	return nil
 }
 
 // CreateBucket creates the bucket, or does nothing if this account owns it

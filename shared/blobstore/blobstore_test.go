@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 )
@@ -185,5 +186,87 @@ func TestCreateBucketIsIdempotent(t *testing.T) {
 	store := s3test.Open(t, s3test.Bucket(t, srv))
 	if err := store.CreateBucket(context.Background()); err != nil {
 		t.Fatalf("second create: %v", err)
+	}
+}
+
+// TestVersions runs against versitygw with versioning on, as the deployed
+// archive bucket is: a replaced object keeps its old version until that
+// version is deleted, a plain Delete leaves only a delete marker, and
+// DeleteVersion removes a version's bytes for good.
+func TestVersions(t *testing.T) {
+	t.Parallel()
+	srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
+	store := s3test.Open(t, s3test.VersionedBucket(t, srv))
+	ctx := context.Background()
+	const key = "archive/one.jsonl.gz"
+	v1, err := store.Put(ctx, key, []byte("first"), "application/gzip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := store.Put(ctx, key, []byte("second"), "application/gzip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1.VersionID == "" || v2.VersionID == "" || v1.VersionID == v2.VersionID {
+		t.Fatalf("version ids %q, %q", v1.VersionID, v2.VersionID)
+	}
+	// A key that merely starts with key is not one of its versions.
+	if _, err := store.Put(ctx, key+".other", []byte("x"), "application/gzip"); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := store.Versions(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, v := range vs {
+		if v.Key != key || v.DeleteMarker {
+			t.Fatalf("versions: %+v", vs)
+		}
+		ids[v.VersionID] = v.IsLatest
+	}
+	if len(vs) != 2 || !ids[v2.VersionID] || ids[v1.VersionID] {
+		t.Fatalf("versions: %+v", vs)
+	}
+
+	if err := store.DeleteVersion(ctx, key, v1.VersionID); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err = store.Versions(ctx, key); err != nil || len(vs) != 1 || vs[0].VersionID != v2.VersionID {
+		t.Fatalf("after deleting the old version: %+v, %v", vs, err)
+	}
+	if got, err := store.Get(ctx, key); err != nil || string(got) != "second" {
+		t.Fatalf("current after deleting the old version: %q, %v", got, err)
+	}
+
+	// A plain delete only hides the object behind a delete marker.
+	if err := store.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Get(ctx, key); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	vs, err = store.Versions(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var markers, kept int
+	for _, v := range vs {
+		if v.DeleteMarker {
+			markers++
+		} else if v.VersionID == v2.VersionID {
+			kept++
+		}
+	}
+	if markers != 1 || kept != 1 {
+		t.Fatalf("after a plain delete: %+v", vs)
+	}
+	for _, v := range vs {
+		if err := store.DeleteVersion(ctx, key, v.VersionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vs, err = store.Versions(ctx, key); err != nil || len(vs) != 0 {
+		t.Fatalf("after deleting every version: %+v, %v", vs, err)
 	}
 }

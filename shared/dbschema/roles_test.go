@@ -267,6 +267,20 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	if !bytes.Contains(logs.Bytes(), []byte(`"`+archive.MetricTableBloat+`"`)) || bytes.Contains(logs.Bytes(), []byte("bloat_err")) {
 		t.Fatalf("the bloat was not estimated:\n%s", logs.String())
 	}
+	// An upload no manifest row names (it landed after its batch died),
+	// swept once older than the guard: recorded, locked, deleted.
+	late := "archive/provider=stripe/dt=2026-01-02/900-901.jsonl.gz"
+	if _, err := blobs.Put(ctx, late, []byte("late"), archive.ContentType); err != nil {
+		t.Fatal(err)
+	}
+	later, err := archive.New(archive.Config{Store: asArchiver, Blobs: blobs, Prefix: "archive",
+		Now: func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept, err := later.SweepOrphans(ctx); err != nil || len(swept) != 1 || swept[0] != late {
+		t.Fatalf("sweep of an unrecorded upload = %v, %v", swept, err)
+	}
 	// Analyzed, and more than a page (a single page has nothing to
 	// estimate), the tables the archiver gauges have an estimate as its
 	// role, not "no_privilege".

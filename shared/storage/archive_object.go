@@ -141,3 +141,27 @@ func (e executor) ArchiveObjectGetStats(ctx context.Context) (ArchiveObjectStats
 	}
 	return ArchiveObjectStats(r), nil
 }
+
+// ArchiveObjectListCommitted returns which of keys are committed objects.
+func (e executor) ArchiveObjectListCommitted(ctx context.Context, keys []string) ([]string, error) {
+	out, err := queries.ArchiveObjectListCommitted(ctx, e.db, keys)
+	if err != nil {
+		return nil, fmt.Errorf("list committed archive objects: %w", err)
+	}
+	return out, nil
+}
+
+// ArchiveObjectLockUnrecorded locks the pending row of key without
+// waiting; ok=false when a batch holds it or it is committed. The orphan
+// sweep of listed objects records the key first (ArchiveObjectPrepare) in
+// the same transaction.
+func (e executor) ArchiveObjectLockUnrecorded(ctx context.Context, key string) (bool, error) {
+	_, err := queries.ArchiveObjectLockUnrecorded(ctx, e.db, key)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("lock listed archive object %s: %w", key, err)
+	}
+	return true, nil
+}

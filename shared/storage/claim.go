@@ -338,6 +338,17 @@ func (e executor) EventRecordInterrupted(ctx context.Context, p EventRecordInter
 	return out, nil
 }
 
+// AttemptExpunge replaces the error text of each of an event's attempts
+// with Redacted (an expunge: a handler's error may quote the body) and
+// returns how many it replaced.
+func (e executor) AttemptExpunge(ctx context.Context, eventPK int64) (int, error) {
+	n, err := queries.AttemptExpunge(ctx, e.db, dbsqlc.AttemptExpungeParams{EventPK: eventPK, Redacted: Redacted})
+	if err != nil {
+		return 0, fmt.Errorf("expunge attempt errors of event %d: %w", eventPK, err)
+	}
+	return int(n), nil
+}
+
 // AttemptListByEvent returns an event's attempts, in order.
 func (e executor) AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error) {
 	rows, err := queries.AttemptListByEvent(ctx, e.db, eventPK)

@@ -790,9 +790,21 @@ func testDeadLetters(t *testing.T, e *env) {
 	if len(history) != 1 || history[0].RequeuedAt == nil {
 		t.Fatalf("history = %+v", history)
 	}
-	check(t, s.DeadLetterExpunge(e.ctx, dead[0].ID))
-	if h := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID)); h[0].Body != nil || h[0].Payload != nil || len(h[0].Errors) == 0 {
+	if n := must[int](t)(s.DeadLetterExpunge(e.ctx, dead[0].ID)); n != 1 {
+		t.Fatalf("dead letters expunged: %d, want 1", n)
+	}
+	h := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID))
+	if h[0].Body != nil || h[0].Payload != nil || len(h[0].Errors) == 0 || h[0].LastError != storage.Redacted {
 		t.Fatalf("after expunge: %+v", h[0])
+	}
+	for _, x := range h[0].Errors {
+		if x.Error != storage.Redacted || x.Cause == "" || x.Attempt == 0 {
+			t.Fatalf("history after expunge: %+v", h[0].Errors)
+		}
+	}
+	// Again: nothing left to erase.
+	if n := must[int](t)(s.DeadLetterExpunge(e.ctx, dead[0].ID)); n != 0 {
+		t.Fatalf("dead letters expunged again: %d, want 0", n)
 	}
 }
 
@@ -952,6 +964,32 @@ func testArchiveOrphans(t *testing.T, e *env) {
 	if _, ok := must2(t)(s.ArchiveObjectLockOrphan(e.ctx)); ok {
 		t.Fatal("an orphan left")
 	}
+
+	// Objects found by listing: a committed one is never taken, one a
+	// batch holds is skipped, one no row records is recorded and locked.
+	check(t, s.ArchiveObjectPrepare(e.ctx, "done", "a"))
+	check(t, s.ArchiveObjectCommit(e.ctx, inbox.ArchiveObject{Key: "done", EventCount: 1, Size: 1, SHA256: make([]byte, 32)}))
+	check(t, s.ArchiveObjectPrepare(e.ctx, "held", "a"))
+	holder = must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer holder.Rollback(e.ctx)
+	if ok := must[bool](t)(holder.ArchiveObjectLockPending(e.ctx, "held")); !ok {
+		t.Fatal("held not locked")
+	}
+	if c := must[[]string](t)(s.ArchiveObjectListCommitted(e.ctx, []string{"done", "held", "none"})); len(c) != 1 || c[0] != "done" {
+		t.Fatalf("committed = %v", c)
+	}
+	sweep = must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer sweep.Rollback(e.ctx)
+	for key, want := range map[string]bool{"held": false, "done": false, "none": true} {
+		if err := sweep.ArchiveObjectPrepare(e.ctx, key, "a"); err != nil && !errors.Is(err, storage.ErrArchiveObjectCommitted) {
+			t.Fatal(err)
+		}
+		if ok := must[bool](t)(sweep.ArchiveObjectLockUnrecorded(e.ctx, key)); ok != want {
+			t.Fatalf("lock listed %s = %v, want %v", key, ok, want)
+		}
+	}
+	check(t, sweep.ArchiveObjectDelete(e.ctx, "none"))
+	check(t, sweep.Commit(e.ctx))
 }
 
 // The expunge's statements: lock the event and its object, record the
@@ -962,7 +1000,8 @@ func testArchiveExpunge(t *testing.T, e *env) {
 	check(t, s.ArchiveObjectPrepare(e.ctx, "obj", "a"))
 	sum := sha256.Sum256([]byte("v1"))
 	check(t, s.ArchiveObjectCommit(e.ctx, inbox.ArchiveObject{Key: "obj", EventCount: 1, Size: 2, SHA256: sum[:]}))
-	pending := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", Now: e.now})
+	pending := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", Now: e.now, State: inbox.StateRetrying, Attempts: 2,
+		LastError: "bad amount in {secret}", Metadata: map[string]string{"hook": "secret"}})
 
 	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
 	defer tx.Rollback(e.ctx)
@@ -970,9 +1009,24 @@ func testArchiveExpunge(t *testing.T, e *env) {
 	check(t, tx.ArchiveObjectLock(e.ctx, locked.ArchiveKey))
 	sum2 := sha256.Sum256([]byte("v2"))
 	check(t, tx.ArchiveObjectMarkRewritten(e.ctx, locked.ArchiveKey, 3, sum2[:]))
-	check(t, tx.EventExpunge(e.ctx, locked.ID))
-	check(t, tx.DeadLetterExpunge(e.ctx, locked.ID))
-	check(t, tx.EventExpunge(e.ctx, pending.ID))
+	if sc := must[storage.EventScrub](t)(tx.EventExpunge(e.ctx, locked.ID)); sc.Body || sc.Payload || sc.Metadata || sc.LastError {
+		t.Fatalf("archived event held %+v", sc)
+	}
+	if n := must[int](t)(tx.DeadLetterExpunge(e.ctx, locked.ID)); n != 0 {
+		t.Fatalf("dead letters of an event never dead: %d", n)
+	}
+	if sc := must[storage.EventScrub](t)(tx.EventExpunge(e.ctx, pending.ID)); !sc.Body || !sc.Payload || !sc.Metadata || !sc.LastError {
+		t.Fatalf("retrying event held %+v", sc)
+	}
+	if n := must[int](t)(tx.AttemptExpunge(e.ctx, pending.ID)); n != 2 {
+		t.Fatalf("attempt errors expunged: %d, want 2", n)
+	}
+	if n := must[int](t)(tx.AttemptExpunge(e.ctx, pending.ID)); n != 0 {
+		t.Fatalf("attempt errors expunged again: %d, want 0", n)
+	}
+	if _, err := tx.EventExpunge(e.ctx, -1); !errors.Is(err, storage.ErrEventNotFound) {
+		t.Fatalf("expunge of no event: %v", err)
+	}
 	check(t, tx.Commit(e.ctx))
 
 	o := must[*inbox.ArchiveObject](t)(s.ArchiveObjectGet(e.ctx, "obj"))
@@ -985,8 +1039,14 @@ func testArchiveExpunge(t *testing.T, e *env) {
 	}
 	// An event erased before it was processed leaves the drain.
 	got = must[*inbox.Event](t)(s.EventGetByID(e.ctx, pending.ID))
-	if got.Body != nil || got.Payload != nil || got.ProcessedAt == nil || got.Outcome != inbox.OutcomeExpunged {
+	if got.Body != nil || got.Payload != nil || got.ProcessedAt == nil || got.Outcome != inbox.OutcomeExpunged ||
+		got.Metadata != nil || got.LastError != storage.Redacted {
 		t.Fatalf("expunged pending event %+v", got)
+	}
+	for _, a := range must[[]inbox.Attempt](t)(s.AttemptListByEvent(e.ctx, pending.ID)) {
+		if a.Error != storage.Redacted || a.Cause == "" {
+			t.Fatalf("attempt after expunge: %+v", a)
+		}
 	}
 	if b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, e.now.Add(time.Hour))); b.Count != 0 {
 		t.Fatalf("an expunged event is in the backlog: %+v", b)

@@ -158,11 +158,13 @@ func (e executor) DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*
 	return deadLettersFromRows(rows)
 }
 
-// DeadLetterExpunge erases the payload and body copies of one event's dead
-// letters.
-func (e executor) DeadLetterExpunge(ctx context.Context, eventPK int64) error {
-	if err := queries.DeadLetterExpunge(ctx, e.db, eventPK); err != nil {
-		return fmt.Errorf("expunge dead letters of event %d: %w", eventPK, err)
+// DeadLetterExpunge erases what one event's dead letters copied of it:
+// payload, body, and the error texts of their history (Redacted). It
+// returns how many dead letters held anything to erase.
+func (e executor) DeadLetterExpunge(ctx context.Context, eventPK int64) (int, error) {
+	n, err := queries.DeadLetterExpunge(ctx, e.db, dbsqlc.DeadLetterExpungeParams{EventPK: eventPK, Redacted: Redacted})
+	if err != nil {
+		return 0, fmt.Errorf("expunge dead letters of event %d: %w", eventPK, err)
 	}
-	return nil
+	return int(n), nil
 }

@@ -600,12 +600,28 @@ func (e executor) EventMarkArchived(ctx context.Context, key string, locs []Arch
 	return nil
 }
 
-// EventExpunge erases the event's payload and body, keeping the row with
-// expunged_at set; an unprocessed event leaves the drain (outcome
-// expunged).
-func (e executor) EventExpunge(ctx context.Context, id int64) error {
-	if err := queries.EventExpunge(ctx, e.db, id); err != nil {
-		return fmt.Errorf("expunge event %d: %w", id, err)
+// Redacted replaces, in an expunged event's history, each error text that
+// may have quoted its body (webhook_events.last_error, webhook_attempts.error,
+// the dead letters' errors and last_error): the record of an error stays,
+// its text goes.
+const Redacted = "[expunged]"
+
+// EventScrub says what an expunge found in the event's row and erased.
+type EventScrub struct {
+	Payload, Body, Metadata, LastError bool
+}
+
+// EventExpunge erases the event's payload, body, metadata and last error
+// text (Redacted), keeping the row with expunged_at set; an unprocessed
+// event leaves the drain (outcome expunged). It returns what the row held;
+// the caller should hold the row locked (EventGetByKeyForUpdate).
+func (e executor) EventExpunge(ctx context.Context, id int64) (EventScrub, error) {
+	r, err := queries.EventExpunge(ctx, e.db, dbsqlc.EventExpungeParams{ID: id, Redacted: Redacted})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EventScrub{}, fmt.Errorf("expunge event %d: %w", id, ErrEventNotFound)
 	}
-	return nil
+	if err != nil {
+		return EventScrub{}, fmt.Errorf("expunge event %d: %w", id, err)
+	}
+	return EventScrub{Payload: r.HadPayload, Body: r.HadBody, Metadata: r.HadMetadata, LastError: r.HadLastError}, nil
 }

@@ -43,10 +43,11 @@ type Executor interface {
 	EventListArchiveCandidates(ctx context.Context, p EventArchiveParams) (ArchiveCandidates, error)
 	EventLockForArchive(ctx context.Context, ids []int64) ([]*inbox.Event, error)
 	EventMarkArchived(ctx context.Context, key string, locs []ArchiveLocation) error
-	EventExpunge(ctx context.Context, id int64) error
+	EventExpunge(ctx context.Context, id int64) (EventScrub, error)
 
 	// webhook_attempts
 	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
+	AttemptExpunge(ctx context.Context, eventPK int64) (int, error)
 
 	// webhook_claims
 	ClaimSet(ctx context.Context, c Claim) error
@@ -62,7 +63,7 @@ type Executor interface {
 	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time, by inbox.Actor) (int, error)
 	DeadLetterCountByType(ctx context.Context) ([]DeadLetterCount, error)
 	DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error)
-	DeadLetterExpunge(ctx context.Context, eventPK int64) error
+	DeadLetterExpunge(ctx context.Context, eventPK int64) (int, error)
 	DeadLetterGetOpenStats(ctx context.Context) (DeadLetterStats, error)
 
 	// webhook_operator_actions
@@ -84,6 +85,8 @@ type Executor interface {
 	// webhook_archive_objects
 	ArchiveObjectPrepare(ctx context.Context, key, source string) error
 	ArchiveObjectLockPending(ctx context.Context, key string) (ok bool, err error)
+	ArchiveObjectListCommitted(ctx context.Context, keys []string) ([]string, error)
+	ArchiveObjectLockUnrecorded(ctx context.Context, key string) (ok bool, err error)
 	ArchiveObjectCommit(ctx context.Context, o inbox.ArchiveObject) error
 	ArchiveObjectGet(ctx context.Context, key string) (*inbox.ArchiveObject, error)
 	ArchiveObjectLockOrphan(ctx context.Context) (key string, ok bool, err error)

@@ -65,17 +65,23 @@ type Options struct {
 	// S3_SECRET_ACCESS_KEY and AWS_REGION when set, so that they are
 	// honoured rather than ignored.
 	Region, AccessKeyID, SecretAccessKey string
+	// Versioning lets buckets turn versioning on (PutBucketVersioning):
+	// versitygw keeps older versions in a folder of its own (the posix
+	// backend's --versioning-dir), beside the buckets. Off, a request to
+	// turn it on is refused.
+	Versioning bool
 }
 
 // Server is a running (or stopped) versitygw. Its methods are safe for
 // concurrent use.
 type Server struct {
-	bin     string
-	dir     string // the folder of this server: buckets/ and versitygw.log
-	root    string // the POSIX backend's root: one folder per bucket
-	logPath string
-	owned   bool
-	port    int
+	bin      string
+	dir      string // the folder of this server: buckets/ and versitygw.log
+	root     string // the POSIX backend's root: one folder per bucket
+	versions string // the posix backend's versioning folder; "" without Options.Versioning
+	logPath  string
+	owned    bool
+	port     int
 	// region, access and secret are what the server accepts.
 	region, access, secret string
 
@@ -135,6 +141,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.removeDir()
 		return nil, fmt.Errorf("locals3: create bucket folder: %w", err)
 	}
+	if opts.Versioning {
+		s.versions = filepath.Join(s.dir, "versions")
+		if err := os.MkdirAll(s.versions, 0o755); err != nil {
+			s.removeDir()
+			return nil, fmt.Errorf("locals3: create versions folder: %w", err)
+		}
+	}
 	const attempts = 5
 	for i := 0; ; i++ {
 		if opts.Port == 0 {
@@ -177,13 +190,17 @@ func (s *Server) start(ctx context.Context) error {
 	// Flags come from versitygw's own CLI (cmd/versitygw/main.go and
 	// cmd/internal/gwcli/posix.go at v1.8.0): global flags, then the posix
 	// subcommand and its root folder. --quiet drops the per-request log.
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", fmt.Sprintf("127.0.0.1:%d", s.port),
 		"--access", s.access,
 		"--secret", s.secret,
 		"--region", s.region,
 		"--quiet",
-		"posix", s.root)
+		"posix"}
+	if s.versions != "" {
+		args = append(args, "--versioning-dir", s.versions)
+	}
+	cmd := exec.Command(s.bin, append(args, s.root)...)
 	// The environment is cleared of versitygw's own variables (ROOT_*,
 	// VGW_*), which would otherwise override or add to the flags above.
 	cmd.Env = cleanEnv(os.Environ())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,9 +212,6 @@ func TestArchiveBucketIsLockedDown(t *testing.T) {
 			t.Errorf("public access block %s = %v", k, pab[k])
 		}
 	}
-	if _, versioned := b["VersioningConfiguration"]; versioned {
-		t.Error("versioning would keep expunged bytes in old versions")
-	}
 	lc, _ := b["LifecycleConfiguration"].(map[string]any)
 	if lc == nil || !strings.Contains(mustJSON(lc), "TransitionInDays") {
 		t.Error("no lifecycle transition to a colder class")
@@ -221,6 +219,67 @@ func TestArchiveBucketIsLockedDown(t *testing.T) {
 	pol := mustJSON(props(t, res, "ArchiveBucketPolicy"))
 	if !strings.Contains(pol, `"aws:SecureTransport":"false"`) || !strings.Contains(pol, `"Effect":"Deny"`) {
 		t.Errorf("no TLS-only bucket policy: %s", pol)
+	}
+}
+
+// TestArchiveKeepsASafetyNet: archived bodies exist only in the bucket, so
+// it keeps versions: what a bad write or delete replaced stays a
+// noncurrent version for ArchiveNoncurrentVersionDays (default 7), then
+// expires. The archiver may delete only current objects under archive/
+// (the orphan sweep: a delete marker in a versioned bucket) and is denied
+// deleting versions or changing versioning, the lifecycle or the bucket
+// policy.
+func TestArchiveKeepsASafetyNet(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		params map[string]any
+		days   float64
+	}{{nil, 7}, {map[string]any{"ArchiveNoncurrentVersionDays": 2}, 2}} {
+		_, res := load(t, c.params)
+		b := props(t, res, "ArchiveBucket")
+		if v, _ := b["VersioningConfiguration"].(map[string]any); v["Status"] != "Enabled" {
+			t.Errorf("versioning = %v, want Enabled", b["VersioningConfiguration"])
+		}
+		var expiry map[string]any
+		var markers bool
+		for _, r := range b["LifecycleConfiguration"].(map[string]any)["Rules"].([]any) {
+			rule := r.(map[string]any)
+			if e, ok := rule["NoncurrentVersionExpiration"].(map[string]any); ok && rule["Status"] == "Enabled" {
+				expiry, markers = e, rule["ExpiredObjectDeleteMarker"] == true
+			}
+		}
+		if days := fmt.Sprint(expiry["NoncurrentDays"]); days != fmt.Sprint(c.days) || !markers {
+			t.Errorf("%v: noncurrent versions expire by %v (delete markers cleaned: %v), want after %v days", c.params, expiry, markers, c.days)
+		}
+	}
+	_, res := load(t, nil)
+	role := props(t, res, "ArchiverRole")
+	var allowed, denied []string
+	for _, p := range role["Policies"].([]any) {
+		for _, st := range p.(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			acts, _ := st["Action"].([]any)
+			for _, a := range acts {
+				a := a.(string)
+				if !strings.HasPrefix(a, "s3:") {
+					continue
+				}
+				switch st["Effect"] {
+				case "Allow":
+					allowed = append(allowed, a)
+					if a == "s3:DeleteObject" && !strings.Contains(mustJSON(st["Resource"]), `.Arn}/archive/*"`) {
+						t.Errorf("the archiver may delete %s, want archive/* only", mustJSON(st["Resource"]))
+					}
+				case "Deny":
+					denied = append(denied, a)
+				}
+			}
+		}
+	}
+	for _, a := range []string{"s3:DeleteObjectVersion", "s3:PutBucketVersioning", "s3:PutLifecycleConfiguration"} {
+		if slices.Contains(allowed, a) || !slices.Contains(denied, a) {
+			t.Errorf("the archiver's %s: allowed %v, denied %v; want it denied", a, allowed, denied)
+		}
 	}
 }
 

@@ -32,9 +32,16 @@ const startTimeout = 10 * time.Minute
 // and removes its objects.
 func Server(t testing.TB) *locals3.Server {
 	t.Helper()
+	return ServerWith(t, locals3.Options{})
+}
+
+// ServerWith is Server with opts (Versioning: a server whose buckets may
+// keep versions, see VersionedBucket).
+func ServerWith(t testing.TB, opts locals3.Options) *locals3.Server {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	srv, err := locals3.Start(ctx, locals3.Options{})
+	srv, err := locals3.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("s3test: %v", err)
 	}
@@ -65,6 +72,19 @@ func Bucket(t testing.TB, srv *locals3.Server) blobstore.Config {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := store.CreateBucket(ctx); err != nil {
+		t.Fatalf("s3test: %v", err)
+	}
+	return cfg
+}
+
+// VersionedBucket is Bucket with versioning enabled, as the deployed
+// archive bucket has it; srv must be started with Options.Versioning.
+func VersionedBucket(t testing.TB, srv *locals3.Server) blobstore.Config {
+	t.Helper()
+	cfg := Bucket(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Open(t, cfg).EnableVersioning(ctx); err != nil {
 		t.Fatalf("s3test: %v", err)
 	}
 	return cfg

@@ -63,3 +63,16 @@ SELECT count(*) FILTER (WHERE committed_at IS NOT NULL) AS objects,
        coalesce(sum(event_count) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS archived_events,
        count(*) FILTER (WHERE committed_at IS NULL) AS pending_objects
   FROM webhook_archive_objects;
+
+-- name: ArchiveObjectListCommitted :many
+-- Which of @keys are committed objects: the sweep of objects found by
+-- listing the bucket never touches those.
+SELECT key FROM webhook_archive_objects WHERE key = ANY(@keys::text[]) AND committed_at IS NOT NULL;
+
+-- name: ArchiveObjectLockUnrecorded :one
+-- Locks the pending row of an object found by listing the bucket, for the
+-- sweep's transaction, which has just recorded it (ArchiveObjectPrepare)
+-- if no row held the key: while the sweep holds it, no batch can lock the
+-- key, upload to it or commit it. No row: a batch holds it (SKIP LOCKED),
+-- or it is committed.
+SELECT key FROM webhook_archive_objects WHERE key = @key::text AND committed_at IS NULL FOR UPDATE SKIP LOCKED;

@@ -77,9 +77,21 @@ SELECT provider, event_type, count(*) AS count, min(dead_at) AS oldest_dead_at
 -- history of its deaths.
 SELECT * FROM webhook_dead_letters WHERE event_pk = @event_pk::bigint ORDER BY dead_at, id;
 
--- name: DeadLetterExpunge :exec
--- Erases the copies of an expunged event's payload and body.
-UPDATE webhook_dead_letters SET payload = NULL, body = NULL WHERE event_pk = @event_pk::bigint;
+-- name: DeadLetterExpunge :execrows
+-- Erases what an expunged event's dead letters copied of it: payload and
+-- body, and the error texts of their history (errors, last_error), which
+-- a handler may have written quoting the body; each text becomes
+-- @redacted, and the history's attempts, times and causes stay. Returns
+-- how many dead letters held anything to erase.
+UPDATE webhook_dead_letters d
+   SET payload = NULL, body = NULL,
+       last_error = CASE WHEN coalesce(d.last_error, '') = '' THEN d.last_error ELSE @redacted::text END,
+       errors = (SELECT coalesce(jsonb_agg(CASE WHEN coalesce(x->>'error', '') = '' THEN x
+                                               ELSE jsonb_set(x, '{error}', to_jsonb(@redacted::text)) END ORDER BY n), '[]'::jsonb)
+                   FROM jsonb_array_elements(d.errors) WITH ORDINALITY AS h(x, n))
+ WHERE d.event_pk = @event_pk::bigint
+   AND (d.payload IS NOT NULL OR d.body IS NOT NULL OR coalesce(d.last_error, '') NOT IN ('', @redacted::text)
+        OR EXISTS (SELECT 1 FROM jsonb_array_elements(d.errors) AS x WHERE coalesce(x->>'error', '') NOT IN ('', @redacted::text)));
 
 -- name: DeadLetterGetOpenStats :one
 -- The open dead letters (not requeued) as a gauge: how many, and when the

@@ -406,12 +406,26 @@ UPDATE webhook_events e
   FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@offsets::bigint[]) AS off, unnest(@lengths::bigint[]) AS len) AS u
  WHERE e.id = u.id AND e.archived_at IS NULL AND e.body IS NOT NULL;
 
--- name: EventExpunge :exec
--- Erases the event's payload and body, keeping the row (the dedup memory
--- and audit trail). An event erased before it was processed leaves the
--- drain: there is nothing left to apply, and it must not reach a handler
--- bodiless.
-UPDATE webhook_events SET payload = NULL, body = NULL, expunged_at = coalesce(expunged_at, now()),
-       outcome = CASE WHEN processed_at IS NULL THEN 'expunged' ELSE outcome END,
-       processed_at = coalesce(processed_at, now())
- WHERE id = @id::bigint;
+-- name: EventExpunge :one
+-- Erases every copy of the body the event's row holds, keeping the row
+-- (the dedup memory and audit trail): payload and body, metadata (sender
+-- identifiers beside the dedup key, which a kind may take from the body)
+-- and last_error, which a handler may have written quoting the body; a
+-- last error becomes @redacted, so the row still says one was recorded.
+-- An event erased before it was processed leaves the drain: there is
+-- nothing left to apply, and it must not reach a handler bodiless.
+-- Returns what the row held before (the caller holds the row locked).
+WITH old AS (
+    SELECT id, payload IS NOT NULL AS had_payload, body IS NOT NULL AS had_body, metadata IS NOT NULL AS had_metadata,
+           coalesce(last_error, '') NOT IN ('', @redacted::text) AS had_last_error
+      FROM webhook_events WHERE id = @id::bigint
+)
+UPDATE webhook_events e SET payload = NULL, body = NULL, metadata = NULL,
+       last_error = CASE WHEN coalesce(e.last_error, '') = '' THEN e.last_error ELSE @redacted::text END,
+       expunged_at = coalesce(e.expunged_at, now()),
+       outcome = CASE WHEN e.processed_at IS NULL THEN 'expunged' ELSE e.outcome END,
+       processed_at = coalesce(e.processed_at, now())
+  FROM old
+ WHERE e.id = old.id
+RETURNING old.had_payload::boolean AS had_payload, old.had_body::boolean AS had_body,
+          old.had_metadata::boolean AS had_metadata, old.had_last_error::boolean AS had_last_error;

@@ -94,6 +94,32 @@ func (q *Queries) ArchiveObjectGetStats(ctx context.Context, db DBTX) (ArchiveOb
 	return i, err
 }
 
+const archiveObjectListCommitted = `-- name: ArchiveObjectListCommitted :many
+SELECT key FROM webhook_archive_objects WHERE key = ANY($1::text[]) AND committed_at IS NOT NULL
+`
+
+// Which of @keys are committed objects: the sweep of objects found by
+// listing the bucket never touches those.
+func (q *Queries) ArchiveObjectListCommitted(ctx context.Context, db DBTX, keys []string) ([]string, error) {
+	rows, err := db.Query(ctx, archiveObjectListCommitted, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return nil, err
+		}
+		items = append(items, key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const archiveObjectLock = `-- name: ArchiveObjectLock :exec
 SELECT key FROM webhook_archive_objects WHERE key = $1::text FOR UPDATE
 `
@@ -130,6 +156,22 @@ SELECT key FROM webhook_archive_objects WHERE key = $1::text AND committed_at IS
 // swept or committed meanwhile.
 func (q *Queries) ArchiveObjectLockPending(ctx context.Context, db DBTX, key string) (string, error) {
 	row := db.QueryRow(ctx, archiveObjectLockPending, key)
+	var key_2 string
+	err := row.Scan(&key_2)
+	return key_2, err
+}
+
+const archiveObjectLockUnrecorded = `-- name: ArchiveObjectLockUnrecorded :one
+SELECT key FROM webhook_archive_objects WHERE key = $1::text AND committed_at IS NULL FOR UPDATE SKIP LOCKED
+`
+
+// Locks the pending row of an object found by listing the bucket, for the
+// sweep's transaction, which has just recorded it (ArchiveObjectPrepare)
+// if no row held the key: while the sweep holds it, no batch can lock the
+// key, upload to it or commit it. No row: a batch holds it (SKIP LOCKED),
+// or it is committed.
+func (q *Queries) ArchiveObjectLockUnrecorded(ctx context.Context, db DBTX, key string) (string, error) {
+	row := db.QueryRow(ctx, archiveObjectLockUnrecorded, key)
 	var key_2 string
 	err := row.Scan(&key_2)
 	return key_2, err

@@ -9,6 +9,28 @@ import (
 	"context"
 )
 
+const attemptExpunge = `-- name: AttemptExpunge :execrows
+UPDATE webhook_attempts SET error = $1::text
+ WHERE event_pk = $2::bigint AND error NOT IN ('', $1::text)
+`
+
+type AttemptExpungeParams struct {
+	Redacted string
+	EventPK  int64
+}
+
+// An expunge's erasure of an event's attempt history: each error text
+// (which a handler may have written quoting the body) becomes @redacted;
+// the attempt's number, times, outcome and cause code stay. Returns how
+// many texts it erased.
+func (q *Queries) AttemptExpunge(ctx context.Context, db DBTX, arg AttemptExpungeParams) (int64, error) {
+	result, err := db.Exec(ctx, attemptExpunge, arg.Redacted, arg.EventPK)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const attemptListByEvent = `-- name: AttemptListByEvent :many
 SELECT event_pk, attempt, started_at, finished_at, outcome, cause, error, dead, processor, batch_size FROM webhook_attempts WHERE event_pk = $1::bigint ORDER BY attempt
 `

@@ -85,14 +85,34 @@ func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg D
 	return count, err
 }
 
-const deadLetterExpunge = `-- name: DeadLetterExpunge :exec
-UPDATE webhook_dead_letters SET payload = NULL, body = NULL WHERE event_pk = $1::bigint
+const deadLetterExpunge = `-- name: DeadLetterExpunge :execrows
+UPDATE webhook_dead_letters d
+   SET payload = NULL, body = NULL,
+       last_error = CASE WHEN coalesce(d.last_error, '') = '' THEN d.last_error ELSE $1::text END,
+       errors = (SELECT coalesce(jsonb_agg(CASE WHEN coalesce(x->>'error', '') = '' THEN x
+                                               ELSE jsonb_set(x, '{error}', to_jsonb($1::text)) END ORDER BY n), '[]'::jsonb)
+                   FROM jsonb_array_elements(d.errors) WITH ORDINALITY AS h(x, n))
+ WHERE d.event_pk = $2::bigint
+   AND (d.payload IS NOT NULL OR d.body IS NOT NULL OR coalesce(d.last_error, '') NOT IN ('', $1::text)
+        OR EXISTS (SELECT 1 FROM jsonb_array_elements(d.errors) AS x WHERE coalesce(x->>'error', '') NOT IN ('', $1::text)))
 `
 
-// Erases the copies of an expunged event's payload and body.
-func (q *Queries) DeadLetterExpunge(ctx context.Context, db DBTX, eventPk int64) error {
-	_, err := db.Exec(ctx, deadLetterExpunge, eventPk)
-	return err
+type DeadLetterExpungeParams struct {
+	Redacted string
+	EventPK  int64
+}
+
+// Erases what an expunged event's dead letters copied of it: payload and
+// body, and the error texts of their history (errors, last_error), which
+// a handler may have written quoting the body; each text becomes
+// @redacted, and the history's attempts, times and causes stay. Returns
+// how many dead letters held anything to erase.
+func (q *Queries) DeadLetterExpunge(ctx context.Context, db DBTX, arg DeadLetterExpungeParams) (int64, error) {
+	result, err := db.Exec(ctx, deadLetterExpunge, arg.Redacted, arg.EventPK)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deadLetterGetOpenStats = `-- name: DeadLetterGetOpenStats :one

@@ -313,20 +313,53 @@ func (q *Queries) EventDeadLetter(ctx context.Context, db DBTX, ids []int64) ([]
 	return items, nil
 }
 
-const eventExpunge = `-- name: EventExpunge :exec
-UPDATE webhook_events SET payload = NULL, body = NULL, expunged_at = coalesce(expunged_at, now()),
-       outcome = CASE WHEN processed_at IS NULL THEN 'expunged' ELSE outcome END,
-       processed_at = coalesce(processed_at, now())
- WHERE id = $1::bigint
+const eventExpunge = `-- name: EventExpunge :one
+WITH old AS (
+    SELECT id, payload IS NOT NULL AS had_payload, body IS NOT NULL AS had_body, metadata IS NOT NULL AS had_metadata,
+           coalesce(last_error, '') NOT IN ('', $1::text) AS had_last_error
+      FROM webhook_events WHERE id = $2::bigint
+)
+UPDATE webhook_events e SET payload = NULL, body = NULL, metadata = NULL,
+       last_error = CASE WHEN coalesce(e.last_error, '') = '' THEN e.last_error ELSE $1::text END,
+       expunged_at = coalesce(e.expunged_at, now()),
+       outcome = CASE WHEN e.processed_at IS NULL THEN 'expunged' ELSE e.outcome END,
+       processed_at = coalesce(e.processed_at, now())
+  FROM old
+ WHERE e.id = old.id
+RETURNING old.had_payload::boolean AS had_payload, old.had_body::boolean AS had_body,
+          old.had_metadata::boolean AS had_metadata, old.had_last_error::boolean AS had_last_error
 `
 
-// Erases the event's payload and body, keeping the row (the dedup memory
-// and audit trail). An event erased before it was processed leaves the
-// drain: there is nothing left to apply, and it must not reach a handler
-// bodiless.
-func (q *Queries) EventExpunge(ctx context.Context, db DBTX, id int64) error {
-	_, err := db.Exec(ctx, eventExpunge, id)
-	return err
+type EventExpungeParams struct {
+	Redacted string
+	ID       int64
+}
+
+type EventExpungeRow struct {
+	HadPayload   bool
+	HadBody      bool
+	HadMetadata  bool
+	HadLastError bool
+}
+
+// Erases every copy of the body the event's row holds, keeping the row
+// (the dedup memory and audit trail): payload and body, metadata (sender
+// identifiers beside the dedup key, which a kind may take from the body)
+// and last_error, which a handler may have written quoting the body; a
+// last error becomes @redacted, so the row still says one was recorded.
+// An event erased before it was processed leaves the drain: there is
+// nothing left to apply, and it must not reach a handler bodiless.
+// Returns what the row held before (the caller holds the row locked).
+func (q *Queries) EventExpunge(ctx context.Context, db DBTX, arg EventExpungeParams) (EventExpungeRow, error) {
+	row := db.QueryRow(ctx, eventExpunge, arg.Redacted, arg.ID)
+	var i EventExpungeRow
+	err := row.Scan(
+		&i.HadPayload,
+		&i.HadBody,
+		&i.HadMetadata,
+		&i.HadLastError,
+	)
+	return i, err
 }
 
 const eventFinish = `-- name: EventFinish :many
