@@ -332,7 +332,11 @@ func TestBodiesBeyondTheBudget(t *testing.T) {
 		peak = max(peak, ms.HeapAlloc)
 		return writeLedger(ctx, tx, ev)
 	})
-	p := f.processor(processor.Config{BodyBudget: budget})
+	// A long lease: this test is about memory, and on a loaded machine
+	// (with -race, a GC per handler over 25 × 4 MiB) the default lease's
+	// safety margin would rightly stop the batch early, leaving the rest
+	// for the next drain.
+	p := f.processor(processor.Config{BodyBudget: budget, Lease: 30 * time.Minute})
 	st := f.drain(p)
 	if st.Handled != n || st.Batches != 1 || wrong.Load() != 0 {
 		t.Fatalf("stats = %+v, %d handlers given the wrong body", st, wrong.Load())
