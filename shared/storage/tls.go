@@ -140,11 +140,16 @@ func withSSLMode(connString, minMode string) (string, string, error) {
 		if q := u.Query(); q.Has("sslmode") {
 			return connString, q.Get("sslmode"), nil
 		}
-		if u.RawQuery != "" {
-			u.RawQuery += "&"
+		// Appended to the string as written, so the rest (a password's
+		// escapes, a list of hosts) stays byte for byte as it was.
+		sep := "?"
+		switch {
+		case strings.HasSuffix(connString, "?"):
+			sep = ""
+		case strings.Contains(connString, "?"):
+			sep = "&"
 		}
-		u.RawQuery += "sslmode=" + url.QueryEscape(minMode)
-		return u.String(), "", nil
+		return connString + sep + "sslmode=" + url.QueryEscape(minMode), "", nil
 	}
 	// keyword=value: the last sslmode wins in pgx, so a missed one only
 	// makes the check below see pgx's weaker mode and refuse it.

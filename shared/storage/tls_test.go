@@ -41,6 +41,7 @@ func TestSSLModePolicy(t *testing.T) {
 	}{
 		{"postgres://u:hunter2@db.example.internal/x", "", nil},
 		{"postgres://u:hunter2@db.example.internal/x?sslmode=verify-full", "", nil},
+		{"postgres://u:p%40ss@db.example.internal/x?", "", nil},
 		{"postgres://u:hunter2@db.example.internal/x?sslmode=require", "", []string{"DATABASE_URL: the connection asks for sslmode=require", "DATABASE_SSLMODE (default verify-full)", "set DATABASE_SSLMODE=require"}},
 		{"postgres://u:hunter2@db.example.internal/x?sslmode=require", "require", nil},
 		{"postgres://u:hunter2@db.example.internal/x?sslmode=verify-ca", "", []string{"sslmode=verify-ca", "set DATABASE_SSLMODE=verify-ca"}},
