@@ -30,7 +30,7 @@ import (
 // The operator commands (stats, events, dead-letters, replay, expunge,
 // archive) read the functions' own configuration: DATABASE_URL (or
 // DATABASE_SECRET_ARN, DATABASE_HOST/PORT/NAME, DATABASE_IAM_AUTH with
-// DATABASE_USER, DATABASE_QUERY_MODE, resolved by secrets.Environment
+// DATABASE_USER, DATABASE_QUERY_MODE, DATABASE_SSLMODE, resolved by secrets.Environment
 // exactly as a Lambda resolves them at init) and, for
 // what touches the archive, the archiver's ARCHIVE_* and S3_* settings.
 // Without database settings they use the running make dev's (devstack.go).

@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -62,6 +63,7 @@ func samples(t *testing.T) map[string]sample {
 		"LOG_LEVEL":                 {value: "debug"},
 		"DATABASE_URL":              {value: "postgres://someone@db.example:5432/other"},
 		"DATABASE_QUERY_MODE":       {value: "exec"},
+		"DATABASE_SSLMODE":          {value: "require"},
 		"WEBHOOK_SOURCES":           {value: `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]}}}`},
 		"WEBHOOK_SOURCES_FILE":      {value: other},
 		"WEBHOOK_MAX_BODY_BYTES":    {value: "2048"},
@@ -327,5 +329,33 @@ func walk(b *strings.Builder, v reflect.Value, seen map[uintptr]bool, depth int)
 		fmt.Fprint(b, v.Float())
 	default:
 		fmt.Fprintf(b, "<%s>", v.Kind())
+	}
+}
+
+// TestEveryFunctionRefusesWeakTLS: the Lambdas and the migration function
+// read the database's TLS floor through storage.PoolConfigFromEnv, so a
+// URL asking for less than DATABASE_SSLMODE (default verify-full) stops
+// each of them at start-up, naming the setting that would accept it, and
+// that setting does.
+func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":    "postgres://app:hunter2@db.example.internal:5432/inbox?sslmode=require",
+		"WEBHOOK_SOURCES": `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x"]}}}`,
+		"ARCHIVE_BUCKET":  "b",
+	}
+	getenv := func(k string) string { return env[k] }
+	configs := append(lambdaConfigs[1:], func(g func(string) string) error { _, err := schemaresource.ConfigFromEnv(g); return err })
+	for i, config := range configs {
+		err := config(getenv)
+		if err == nil || !strings.Contains(err.Error(), "sslmode=require") || !strings.Contains(err.Error(), "set DATABASE_SSLMODE=require") {
+			t.Errorf("configuration %d: %v, want sslmode=require refused", i, err)
+		}
+	}
+	env["DATABASE_SSLMODE"] = "require"
+	for i, config := range configs {
+		if err := config(getenv); err != nil {
+			t.Errorf("configuration %d with DATABASE_SSLMODE=require: %v", i, err)
+		}
 	}
 }

@@ -35,10 +35,12 @@ const (
 	// EnvDatabaseUser is the role to log in as with IAM authentication;
 	// with a secret, the secret names it.
 	EnvDatabaseUser = "DATABASE_USER"
-	// EnvDatabaseSSLMode is the sslmode of a connection built from a JSON
-	// secret or for IAM authentication; default require (TLS on, as RDS
-	// Proxy insists). A URL secret keeps its own.
-	EnvDatabaseSSLMode = "DATABASE_SSLMODE"
+	// EnvDatabaseSSLMode is the weakest TLS accepted (storage.SSLModes;
+	// default verify-full) and the sslmode of a connection built from a
+	// JSON secret, for IAM authentication, or from a URL secret that names
+	// none. A URL secret's own sslmode is kept only when it is at least as
+	// strong: a weaker one fails at init (storage.CheckTLS).
+	EnvDatabaseSSLMode = storage.EnvDatabaseSSLMode
 	// EnvDatabaseIAMAuth, when "true", makes every new connection log in
 	// with an RDS IAM authentication token minted from the function's role
 	// instead of a password.
@@ -50,7 +52,7 @@ const (
 	DefaultDatabasePort = 5432
 	// DefaultDatabaseName is the database every PostgreSQL server has.
 	DefaultDatabaseName = "postgres"
-	DefaultSSLMode      = "require"
+	DefaultSSLMode      = storage.DefaultSSLMode
 )
 
 // DatabaseSecret is what a database secret holds.
@@ -152,6 +154,7 @@ func databaseFromEnv(getenv func(string) string) (database, error) {
 	d.secretARN = getenv(EnvDatabaseSecretARN)
 	d.host, d.name, d.user = getenv(EnvDatabaseHost), getenv(EnvDatabaseName), getenv(EnvDatabaseUser)
 	d.sslmode = e.String(EnvDatabaseSSLMode, DefaultSSLMode)
+	e.Add(storage.CheckSSLMode(d.sslmode))
 	if v := getenv(EnvDatabasePort); v != "" {
 		if d.port = portNumber(v); d.port == 0 {
 			e.Errorf("%s must be a port number from 1 to 65535, got %q", EnvDatabasePort, v)
@@ -222,7 +225,13 @@ func (d database) connection(s DatabaseSecret) (string, string, error) {
 	}
 	query := url.Values{"sslmode": {d.sslmode}}.Encode()
 	if s.URL {
-		query = s.Query // as before: a URL secret's settings are its own
+		// A URL secret's settings are its own, but for an sslmode it
+		// does not give, which is DATABASE_SSLMODE's rather than pgx's
+		// prefer (plaintext when TLS fails).
+		query = s.Query
+		if q, err := url.ParseQuery(s.Query); err == nil && !q.Has("sslmode") {
+			query = strings.TrimPrefix(s.Query+"&"+url.Values{"sslmode": {d.sslmode}}.Encode(), "&")
+		}
 	}
 	u := url.URL{Scheme: "postgres", User: url.User(user), Host: hostport, Path: "/" + name, RawQuery: query}
 	// The URL holds no password, so pgx's error, which may quote it, can
@@ -230,6 +239,11 @@ func (d database) connection(s DatabaseSecret) (string, string, error) {
 	if _, err := pgconn.ParseConfig(u.String()); err != nil {
 		return "", "", fmt.Errorf("the database connection from %s and %s/%s/%s is not valid: %w",
 			from, EnvDatabaseHost, EnvDatabasePort, EnvDatabaseName, err)
+	}
+	// A URL secret that asks for less than DATABASE_SSLMODE allows fails
+	// here, naming the secret, rather than connecting with less.
+	if err := storage.CheckTLS(u.String(), d.sslmode); err != nil {
+		return "", "", fmt.Errorf("%s: %w", from, err)
 	}
 	return u.String(), user, nil
 }

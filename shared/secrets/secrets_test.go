@@ -84,22 +84,34 @@ func TestDatabaseConnection(t *testing.T) {
 		user, password string
 	}{
 		{"RDS credentials JSON", `{"username":"app","password":"p@ss/w:rd","host":"db.example.internal","port":5432,"dbname":"inbox","engine":"postgres"}`, nil,
-			"postgres://app@db.example.internal:5432/inbox?sslmode=require", "app", "p@ss/w:rd"},
+			"postgres://app@db.example.internal:5432/inbox?sslmode=verify-full", "app", "p@ss/w:rd"},
 		{"RDS-managed secret: username and password only", `{"username":"postgres","password":"managed"}`,
 			map[string]string{"DATABASE_HOST": "cluster.example.internal", "DATABASE_PORT": "5433", "DATABASE_NAME": "inbox"},
-			"postgres://postgres@cluster.example.internal:5433/inbox?sslmode=require", "postgres", "managed"},
+			"postgres://postgres@cluster.example.internal:5433/inbox?sslmode=verify-full", "postgres", "managed"},
 		{"RDS-managed secret, default port and database", `{"username":"postgres","password":"managed"}`,
 			map[string]string{"DATABASE_HOST": "cluster.example.internal"},
-			"postgres://postgres@cluster.example.internal:5432/postgres?sslmode=require", "postgres", "managed"},
+			"postgres://postgres@cluster.example.internal:5432/postgres?sslmode=verify-full", "postgres", "managed"},
 		{"the environment wins: the role through the proxy", `{"username":"webhook_receiver","password":"x","host":"cluster.example.internal","port":5432,"dbname":"inbox"}`,
 			map[string]string{"DATABASE_HOST": proxy, "DATABASE_SSLMODE": "verify-full"},
 			"postgres://webhook_receiver@" + proxy + ":5432/inbox?sslmode=verify-full", "webhook_receiver", "x"},
 		{"a port written as a string", `{"username":"app","password":"x","host":"h","port":"6432"}`, nil,
-			"postgres://app@h:6432/postgres?sslmode=require", "app", "x"},
+			"postgres://app@h:6432/postgres?sslmode=verify-full", "app", "x"},
 		{"a URL secret keeps its settings", "postgres://u:p%40ss@h:6432/d?sslmode=verify-full&application_name=x", nil,
 			"postgres://u@h:6432/d?sslmode=verify-full&application_name=x", "u", "p@ss"},
 		{"a URL secret with host and database from the environment", "postgresql://u:pw@old.example:5432/old", map[string]string{"DATABASE_HOST": "new.example", "DATABASE_NAME": "inbox"},
-			"postgres://u@new.example:5432/inbox", "u", "pw"},
+			"postgres://u@new.example:5432/inbox?sslmode=verify-full", "u", "pw"},
+		// DATABASE_SSLMODE is the sslmode written when none is, and the
+		// floor a URL secret's own must reach.
+		{"a JSON secret under DATABASE_SSLMODE=require", `{"username":"app","password":"x","host":"h"}`, map[string]string{"DATABASE_SSLMODE": "require"},
+			"postgres://app@h:5432/postgres?sslmode=require", "app", "x"},
+		{"a URL secret without sslmode takes DATABASE_SSLMODE's", "postgres://u:pw@h/d?application_name=x", map[string]string{"DATABASE_SSLMODE": "verify-ca"},
+			"postgres://u@h:5432/d?application_name=x&sslmode=verify-ca", "u", "pw"},
+		{"a URL secret's require, accepted by DATABASE_SSLMODE=require", "postgres://u:pw@h/d?sslmode=require", map[string]string{"DATABASE_SSLMODE": "require"},
+			"postgres://u@h:5432/d?sslmode=require", "u", "pw"},
+		{"a URL secret's verify-full above DATABASE_SSLMODE=require", "postgres://u:pw@h/d?sslmode=verify-full", map[string]string{"DATABASE_SSLMODE": "require"},
+			"postgres://u@h:5432/d?sslmode=verify-full", "u", "pw"},
+		{"a URL secret's plaintext, accepted by DATABASE_SSLMODE=disable", "postgres://u:pw@h/d?sslmode=disable", map[string]string{"DATABASE_SSLMODE": "disable"},
+			"postgres://u@h:5432/d?sslmode=disable", "u", "pw"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -148,7 +160,7 @@ func TestIAMAuthentication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "postgres://webhook_receiver@" + proxy + ":5432/inbox?sslmode=require"
+	want := "postgres://webhook_receiver@" + proxy + ":5432/inbox?sslmode=verify-full"
 	if got := getenv("DATABASE_URL"); got != want {
 		t.Fatalf("DATABASE_URL = %s, want %s", got, want)
 	}
@@ -168,7 +180,7 @@ func TestIAMAuthentication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := getenv("DATABASE_URL"); got != "postgres://from_secret@cluster.example.internal:5432/inbox?sslmode=require" {
+	if got := getenv("DATABASE_URL"); got != "postgres://from_secret@cluster.example.internal:5432/inbox?sslmode=verify-full" {
 		t.Fatalf("DATABASE_URL = %s", got)
 	}
 	if user, _ := login(t, creds, getenv("DATABASE_URL")); user != "from_secret" {
@@ -234,6 +246,25 @@ func TestDatabaseFailures(t *testing.T) {
 		{"DATABASE_IAM_AUTH not a boolean", "", map[string]string{"DATABASE_IAM_AUTH": "yes please", "DATABASE_USER": "app", "DATABASE_HOST": "h"},
 			[]string{`DATABASE_IAM_AUTH must be true or false, got "yes please"`}},
 		{"a host but no way to log in", "", map[string]string{"DATABASE_HOST": proxy}, []string{"DATABASE_HOST is set, but neither DATABASE_SECRET_ARN nor DATABASE_IAM_AUTH=true"}},
+		// A URL secret cannot lower TLS below DATABASE_SSLMODE (default
+		// verify-full): each weaker sslmode fails at init, naming the
+		// secret and the setting that would accept it.
+		{"a URL secret's sslmode=require", "postgres://app:hunter2@db.example.internal/x?sslmode=require", nil,
+			[]string{"DATABASE_SECRET_ARN", "sslmode=require", "without checking the server's certificate", "DATABASE_SSLMODE (default verify-full)", "set DATABASE_SSLMODE=require"}},
+		{"a URL secret's sslmode=disable", "postgres://app:hunter2@db.example.internal/x?sslmode=disable", nil,
+			[]string{"DATABASE_SECRET_ARN", "sslmode=disable", "plaintext", "set DATABASE_SSLMODE=disable"}},
+		{"a URL secret's sslmode=prefer", "postgres://app:hunter2@db.example.internal/x?sslmode=prefer", nil,
+			[]string{"DATABASE_SECRET_ARN", "sslmode=prefer", "fall back to plaintext", "set DATABASE_SSLMODE=disable"}},
+		{"a URL secret's sslmode=allow", "postgres://app:hunter2@db.example.internal/x?sslmode=allow", nil,
+			[]string{"DATABASE_SECRET_ARN", "sslmode=allow", "set DATABASE_SSLMODE=disable"}},
+		{"a URL secret's sslmode=verify-ca", "postgres://app:hunter2@db.example.internal/x?sslmode=verify-ca", nil,
+			[]string{"DATABASE_SECRET_ARN", "sslmode=verify-ca", "not that it names the host", "set DATABASE_SSLMODE=verify-ca"}},
+		{"a URL secret's prefer over several hosts", "postgres://app:hunter2@a.example:5432,b.example:5432/x?sslmode=prefer", map[string]string{"DATABASE_SSLMODE": "require"},
+			[]string{"DATABASE_SECRET_ARN", "sslmode=prefer", "DATABASE_SSLMODE=require accepts nothing weaker than require", "set DATABASE_SSLMODE=disable"}},
+		{"a URL secret's require under DATABASE_SSLMODE=verify-ca", "postgres://app:hunter2@h/x?sslmode=require", map[string]string{"DATABASE_SSLMODE": "verify-ca"},
+			[]string{"DATABASE_SECRET_ARN", "DATABASE_SSLMODE=verify-ca accepts nothing weaker", "set DATABASE_SSLMODE=require"}},
+		{"DATABASE_SSLMODE=prefer", `{"username":"app","password":"hunter2","host":"h"}`, map[string]string{"DATABASE_SSLMODE": "prefer"},
+			[]string{`DATABASE_SSLMODE must be one of disable, require, verify-ca, verify-full; got "prefer"`}},
 		{"every problem at once", "", map[string]string{"DATABASE_IAM_AUTH": "true", "DATABASE_PORT": "0"},
 			[]string{"DATABASE_PORT must be", "needs DATABASE_USER", "needs DATABASE_HOST"}},
 	}

@@ -22,6 +22,7 @@ const (
 	// EnvDatabaseQueryMode is how statements are sent (QueryModes); "exec"
 	// behind RDS Proxy or PgBouncer.
 	EnvDatabaseQueryMode = "DATABASE_QUERY_MODE"
+	// EnvDatabaseSSLMode (tls.go) is the weakest TLS accepted.
 )
 
 // Defaults of PoolConfigFromEnv, for a process that is not a Lambda (the
@@ -34,8 +35,8 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 )
 
-// PoolConfig is how one component connects to the database. URL and
-// QueryMode come from the environment (PoolConfigFromEnv); the rest is the
+// PoolConfig is how one component connects to the database. URL,
+// QueryMode and SSLMode come from the environment (PoolConfigFromEnv); the rest is the
 // pool's shape, which is the component's choice: each component's
 // ConfigFromEnv sets its own, so every entry point (Lambda, operator CLI,
 // dev stack) opens the same pool for the same component.
@@ -43,6 +44,13 @@ type PoolConfig struct {
 	// URL is the PostgreSQL URL. It may hold a password: never log it
 	// (String redacts it).
 	URL string
+	// SSLMode is the weakest TLS the pool accepts, one of SSLModes, and
+	// the sslmode of a URL that names none; "" is DefaultSSLMode
+	// (verify-full). Open refuses a URL whose own sslmode, or any host's
+	// fallback, is weaker (a *TLSError), but for the local servers
+	// secureTLS lets through, and checks certificates against rdsca.Pool
+	// unless the URL names its own sslrootcert.
+	SSLMode string
 	// QueryMode is how statements are sent (see QueryModes). The default,
 	// "cache_statement", prepares each statement once per connection: the
 	// fastest, but RDS Proxy pins a client to its connection when it sees
@@ -114,14 +122,17 @@ var QueryModes = map[string]pgx.QueryExecMode{
 }
 
 // PoolConfigFromEnv reads DATABASE_URL (already resolved from a secret by
-// secrets.Environment when one is used) and DATABASE_QUERY_MODE, reporting
-// both problems at once, each naming its variable. The pool's shape gets
+// secrets.Environment when one is used), DATABASE_QUERY_MODE and
+// DATABASE_SSLMODE, reporting every problem at once, each naming its
+// variable: a URL whose TLS DATABASE_SSLMODE does not accept fails here,
+// at start-up, rather than at the first query. The pool's shape gets
 // the defaults of a process that is not a Lambda; components replace it.
 func PoolConfigFromEnv(getenv func(string) string) (PoolConfig, error) {
 	var errs []error
 	c := PoolConfig{
 		URL:             getenv(EnvDatabaseURL),
 		QueryMode:       getenv(EnvDatabaseQueryMode),
+		SSLMode:         getenv(EnvDatabaseSSLMode),
 		ApplicationName: DefaultApplicationName,
 		ConnectTimeout:  DefaultConnectTimeout,
 	}
@@ -131,14 +142,24 @@ func PoolConfigFromEnv(getenv func(string) string) (PoolConfig, error) {
 	if _, ok := QueryModes[c.QueryMode]; c.QueryMode != "" && !ok {
 		errs = append(errs, fmt.Errorf("%s must be one of cache_statement, cache_describe, describe_exec, exec, simple_protocol; got %q", EnvDatabaseQueryMode, c.QueryMode))
 	}
+	if err := CheckSSLMode(c.SSLMode); err != nil {
+		errs = append(errs, err)
+	} else if c.URL != "" {
+		// Only the TLS verdict: a URL that does not parse fails in Open,
+		// as it always has.
+		var tlsErr *TLSError
+		if err := CheckTLS(c.URL, c.SSLMode); errors.As(err, &tlsErr) {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvDatabaseURL, err))
+		}
+	}
 	return c, errors.Join(errs...)
 }
 
 // String describes the configuration with the URL's password redacted, so
 // that printing a configuration (a log line, a test failure) leaks nothing.
 func (c PoolConfig) String() string {
-	return fmt.Sprintf("storage.PoolConfig{URL: %s, QueryMode: %q, ApplicationName: %q, MaxConns: %d, ConnectTimeout: %s, Credentials: %v, RuntimeParams: %v, CancelOnContext: %v}",
-		RedactURL(c.URL), c.QueryMode, c.ApplicationName, c.MaxConns, c.ConnectTimeout, c.Credentials != nil, c.RuntimeParams, c.CancelOnContext)
+	return fmt.Sprintf("storage.PoolConfig{URL: %s, QueryMode: %q, SSLMode: %q, ApplicationName: %q, MaxConns: %d, ConnectTimeout: %s, Credentials: %v, RuntimeParams: %v, CancelOnContext: %v}",
+		RedactURL(c.URL), c.QueryMode, c.SSLMode, c.ApplicationName, c.MaxConns, c.ConnectTimeout, c.Credentials != nil, c.RuntimeParams, c.CancelOnContext)
 }
 
 // RedactURL returns a database URL with its password replaced by "xxxxx",
@@ -157,12 +178,23 @@ func RedactURL(raw string) string {
 
 // Open parses the URL, applies the configuration and returns the pool. It
 // does not wait for the database: the first query does, so a Lambda can
-// start while it is down.
+// start while it is down. It refuses a URL whose TLS SSLMode does not
+// accept (a *TLSError), and gives every TLS host the embedded RDS roots.
 func (c PoolConfig) Open(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(c.URL)
+	if err := CheckSSLMode(c.SSLMode); err != nil {
+		return nil, err
+	}
+	connString, written, err := withSSLMode(c.URL, c.SSLMode)
+	if err != nil {
+		return nil, fmt.Errorf("database URL is not valid (check %s): %w", EnvDatabaseURL, err)
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		// pgx's parse errors can echo the URL, password included.
 		return nil, fmt.Errorf("database URL is not valid (check %s)", EnvDatabaseURL)
+	}
+	if err := secureTLS(&cfg.ConnConfig.Config, c.SSLMode, written); err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvDatabaseURL, err)
 	}
 	if c.ApplicationName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = c.ApplicationName

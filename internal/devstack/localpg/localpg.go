@@ -70,6 +70,16 @@ type Options struct {
 	// waits for its WAL flush to reach the disk. The benchmarks measure
 	// that case beside the fast one.
 	Durable bool
+	// TLS, when set, makes the server offer TLS (ssl=on) with this
+	// certificate, as RDS does, for tests of how clients check it. The
+	// server still takes plaintext from a client that asks for no TLS.
+	TLS *ServerCert
+}
+
+// ServerCert is a server's certificate and private key, PEM-encoded; the
+// certificate may be followed by its intermediates.
+type ServerCert struct {
+	CertPEM, KeyPEM []byte
 }
 
 // Cluster is a PostgreSQL server started by Start. Its methods are safe for
@@ -85,6 +95,7 @@ type Cluster struct {
 
 	port    int  // fixed once Start returns, so URLs handed out stay valid
 	durable bool // Options.Durable
+	tls     bool // Options.TLS: server.crt and server.key are in dir
 
 	mu      sync.Mutex // serialises Start, Stop, Kill and Close
 	running bool
@@ -212,6 +223,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	if opts.TLS != nil {
+		if err := c.writeCert(*opts.TLS); err != nil {
+			c.removeDir()
+			return nil, err
+		}
+	}
 	if err := c.startPicking(ctx, opts.Port == 0); err != nil {
 		// A server that missed pg_ctl's deadline may still come up.
 		c.Close()
@@ -271,6 +288,24 @@ func (c *Cluster) requirePasswords() error {
 	return nil
 }
 
+// writeCert puts the server's certificate and key in the cluster folder,
+// the key readable by the server's user alone, as the server insists.
+func (c *Cluster) writeCert(cert ServerCert) error {
+	for name, data := range map[string][]byte{"server.crt": cert.CertPEM, "server.key": cert.KeyPEM} {
+		path := filepath.Join(c.dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return fmt.Errorf("localpg: write %s: %w", path, err)
+		}
+		if c.cred != nil {
+			if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+				return fmt.Errorf("localpg: hand %s to user %s: %w", path, serverUser, err)
+			}
+		}
+	}
+	c.tls = true
+	return nil
+}
+
 // startPicking starts the server, and when the port is ours to choose,
 // retries on a fresh port if another process took the one picked between
 // probing it and the server binding it.
@@ -303,6 +338,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		"-k", shellQuote(c.sockDir), // '' disables the Unix socket
 		"-c", "max_connections=200",
 	}, " ")
+	if c.tls {
+		serverOpts += " -c ssl=on -c ssl_cert_file=" + shellQuote(filepath.Join(c.dir, "server.crt")) +
+			" -c ssl_key_file=" + shellQuote(filepath.Join(c.dir, "server.key"))
+	}
 	if c.durable {
 		// PostgreSQL's defaults for these (fsync, full_page_writes and
 		// max_wal_size 1GB), said outright.

@@ -374,6 +374,13 @@ func Passwords() ClusterOption {
 	return func(o *localpg.Options) { o.Passwords = true }
 }
 
+// TLS makes the cluster offer TLS with cert (localpg.Options.TLS), for
+// tests of how a client checks the server's certificate. Its URL still
+// says sslmode=disable: a test writes the sslmode it means.
+func TLS(cert localpg.ServerCert) ClusterOption {
+	return func(o *localpg.Options) { o.TLS = &cert }
+}
+
 // LoginRole creates, on the server of dbURL (a database of Cluster's, as
 // MigratedURL returns), a role of its own that logs in with password and
 // may read and write every table and sequence of that database, as a
