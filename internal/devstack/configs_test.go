@@ -341,7 +341,7 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
 		"DATABASE_URL":    "postgres://app:hunter2@db.example.internal:5432/inbox?sslmode=require",
-		"WEBHOOK_SOURCES": `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x"]}}}`,
+		"WEBHOOK_SOURCES": `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]}}}`,
 		"ARCHIVE_BUCKET":  "b",
 	}
 	getenv := func(k string) string { return env[k] }
