@@ -169,10 +169,13 @@ func checkIdentity(id inbox.Identity) (inbox.Identity, error) {
 	return id, nil
 }
 
-// printable reports whether s is valid UTF-8 with no control characters.
+// printable reports whether s is valid UTF-8 with no control characters:
+// C0, DEL and C1 (U+0080 to U+009F, which some terminals read as escape
+// sequences, CSI among them). An id or type is shown to operators; the CLI
+// escapes what it prints anyway, but no sender has a reason to send these.
 func printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
-	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) })
 }

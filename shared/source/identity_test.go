@@ -103,3 +103,26 @@ func TestNewKindsParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// An id or type with a C0, DEL or C1 control character is refused at
+// receipt, with the cause a sender can search for.
+func TestIdentityRefusesControls(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		id    inbox.Identity
+		cause inbox.Cause
+	}{
+		{"ESC in id", inbox.Identity{EventID: "evt_\x1b[2J"}, inbox.CauseMissingEventID},
+		{"DEL in id", inbox.Identity{EventID: "evt_\x7f"}, inbox.CauseMissingEventID},
+		{"C1 CSI in id", inbox.Identity{EventID: "evt_\u009b2J"}, inbox.CauseMissingEventID},
+		{"C1 OSC in type", inbox.Identity{EventID: "evt_1", EventType: "push\u009d52;c;aGk=\u009c"}, inbox.CauseInvalidEventType},
+	} {
+		if _, err := checkIdentity(tt.id); inbox.CauseOf(err) != tt.cause {
+			t.Errorf("%s: err = %v, want cause %s", tt.name, err, tt.cause)
+		}
+	}
+	if _, err := checkIdentity(inbox.Identity{EventID: "évt_ü_1", EventType: "commande.créée"}); err != nil {
+		t.Fatalf("accented text refused: %v", err)
+	}
+}
