@@ -85,6 +85,7 @@ func samples(t *testing.T) map[string]sample {
 		"ARCHIVE_MIN_AGE":           {value: "2h"},
 		"ARCHIVE_BATCH_SIZE":        {value: "50"},
 		"ARCHIVE_MAX_BATCH_BYTES":   {value: "1048576"},
+		"ARCHIVE_ORPHAN_MIN_AGE":    {value: "3h"},
 		"ARCHIVE_SSE":               {value: "aws:kms"},
 		"ARCHIVE_KMS_KEY_ID":        {value: "alias/k", with: map[string]string{"ARCHIVE_SSE": "aws:kms"}},
 		"AWS_REGION":                {value: "eu-west-1"},

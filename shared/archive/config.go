@@ -22,7 +22,15 @@ const (
 	EnvBatchSize = "ARCHIVE_BATCH_SIZE"
 	// EnvMaxBatchBytes is Config.MaxBatchBytes.
 	EnvMaxBatchBytes = "ARCHIVE_MAX_BATCH_BYTES"
+	// EnvOrphanMinAge is Config.OrphanMinAge, the orphan sweep's age guard.
+	EnvOrphanMinAge = "ARCHIVE_ORPHAN_MIN_AGE"
 )
+
+// MinOrphanMinAge is the least age guard accepted: Lambda's longest
+// timeout, so that no upload still in flight is ever old enough to sweep,
+// whatever the function's timeout. (A live batch's key is also locked, so
+// the guard is the second line of defence, not the only one.)
+const MinOrphanMinAge = 15 * time.Minute
 
 // MaxBatchSize keeps one batch's ids in a sane bound for one statement and
 // one object.
@@ -54,6 +62,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MinAge:        e.Age(EnvMinAge, DefaultMinAge),
 		BatchSize:     e.IntIn(EnvBatchSize, DefaultBatchSize, 1, MaxBatchSize, "events"),
 		MaxBatchBytes: e.Bytes(EnvMaxBatchBytes, DefaultMaxBatchBytes),
+		OrphanMinAge:  e.DurationIn(EnvOrphanMinAge, DefaultOrphanMinAge, MinOrphanMinAge, 30*24*time.Hour),
 		Metrics:       metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 		S3:            s3,
 		Database:      db,

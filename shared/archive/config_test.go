@@ -36,7 +36,7 @@ func TestConfigFromEnvLocalS3(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
 		"DATABASE_URL": "postgres://x/y", "ARCHIVE_BUCKET": "b", "ARCHIVE_MIN_AGE": "30d", "ARCHIVE_BATCH_SIZE": "250",
-		"ARCHIVE_MAX_BATCH_BYTES": "1048576", "METRICS_NAMESPACE": "Acme",
+		"ARCHIVE_MAX_BATCH_BYTES": "1048576", "METRICS_NAMESPACE": "Acme", "ARCHIVE_ORPHAN_MIN_AGE": "3h",
 		"S3_ENDPOINT": "http://127.0.0.1:7070", "S3_ACCESS_KEY_ID": "k", "S3_SECRET_ACCESS_KEY": "s",
 	}
 	get := getenvOf(env)
@@ -44,7 +44,7 @@ func TestConfigFromEnvLocalS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MinAge != 30*24*time.Hour || cfg.BatchSize != 250 || cfg.MaxBatchBytes != 1<<20 || cfg.Metrics.Namespace != "Acme" ||
+	if cfg.MinAge != 30*24*time.Hour || cfg.BatchSize != 250 || cfg.MaxBatchBytes != 1<<20 || cfg.Metrics.Namespace != "Acme" || cfg.OrphanMinAge != 3*time.Hour ||
 		!cfg.S3.PathStyle || cfg.S3.AccessKeyID != "k" {
 		t.Fatalf("config %+v", cfg)
 	}
@@ -56,12 +56,12 @@ func TestConfigFromEnvLocalS3(t *testing.T) {
 
 func TestConfigFromEnvNamesEveryBadVariable(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"ARCHIVE_MIN_AGE": "soon", "ARCHIVE_BATCH_SIZE": "-3", "ARCHIVE_SSE": "rot13", "ARCHIVE_MAX_BATCH_BYTES": "lots"}
+	env := map[string]string{"ARCHIVE_MIN_AGE": "soon", "ARCHIVE_BATCH_SIZE": "-3", "ARCHIVE_SSE": "rot13", "ARCHIVE_MAX_BATCH_BYTES": "lots", "ARCHIVE_ORPHAN_MIN_AGE": "1m"}
 	_, err := archive.ConfigFromEnv(getenvOf(env))
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, name := range []string{"DATABASE_URL", "ARCHIVE_BUCKET", "ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "ARCHIVE_SSE", "ARCHIVE_MAX_BATCH_BYTES"} {
+	for _, name := range []string{"DATABASE_URL", "ARCHIVE_BUCKET", "ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "ARCHIVE_SSE", "ARCHIVE_MAX_BATCH_BYTES", "ARCHIVE_ORPHAN_MIN_AGE"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
