@@ -327,7 +327,7 @@ func TestOperations(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable",
+	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable", "SuspectedReplay",
 		archive.MetricTableBloat, archive.MetricIndexBloat} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
@@ -359,7 +359,7 @@ func TestOperations(t *testing.T) {
 		t.Error("no alarm on the HTTP API's 5xx answers")
 	}
 	dash := mustJSON(props(t, res, "Dashboard"))
-	for _, want := range []string{"Throttles", `\"5xx\"`, "Errors", "BacklogOldestAgeSeconds", "DeadLettersOpen", "ReceiptToProcessedP99Ms"} {
+	for _, want := range []string{"Throttles", `\"5xx\"`, "Errors", "BacklogOldestAgeSeconds", "DeadLettersOpen", "ReceiptToProcessedP99Ms", "SuspectedReplay"} {
 		if !strings.Contains(dash, want) {
 			t.Errorf("the dashboard does not show %s", want)
 		}
