@@ -361,6 +361,15 @@ func TestHostileInput(t *testing.T) {
 		{"nesting past the JSON parser's limit", `{"id":"evt_deeper","d":` + nested(20000) + `}`, 400, inbox.CauseUnparsableBody, false},
 		{"duplicate keys", `{"id":"evt_dupkeys","a":1,"a":2}`, 200, "", false},
 		{"control characters", "{\"id\":\"evt_ctl\",\"s\":\"\x01\"}", 400, inbox.CauseUnparsableBody, false},
+		// Terminal escapes aimed at the operator's screen (issue 14): an
+		// ESC, a C1 CSI and an OSC 52 clipboard write in the id or type
+		// are refused at receipt; in the body they are only data.
+		{"ESC sequence in the id", `{"id":"evt_\u001b[2J","type":"x"}`, 400, inbox.CauseMissingEventID, false},
+		{"C1 CSI in the id", `{"id":"evt_\u009b2J","type":"x"}`, 400, inbox.CauseMissingEventID, false},
+		{"OSC 52 in the type", `{"id":"evt_osc","type":"x\u001b]52;c;aGk=\u0007"}`, 400, inbox.CauseInvalidEventType, false},
+		{"C1 OSC in the type", `{"id":"evt_c1osc","type":"x\u009d52;c;aGk=\u009c"}`, 400, inbox.CauseInvalidEventType, false},
+		{"bidi override in the id", `{"id":"evt_\u202egnp.exe","type":"x"}`, 200, "", false},
+		{"escapes in the body only", `{"id":"evt_esc_body","note":"\u001b]52;c;aGk=\u0007\u009b"}`, 200, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -160,5 +161,71 @@ func FuzzBodyFields(f *testing.F) {
 		// passes a storable id.
 		ident, cerr := checkIdentity(inbox.Identity{EventID: got, EventType: fields["type"]})
 		checkOutcome(t, "extracted", ident, cerr)
+	})
+}
+
+// FuzzParseSources drives the sources document's parsing with the options
+// issue 14 added (endpoint token, untokened path, secret minimums,
+// tolerance bound) in any combination: it never panics; an error never
+// quotes the secret or the token; a secret shorter than MinSecretBytes or
+// a tolerance above MaxTolerance is never accepted; and an accepted source
+// is reachable exactly where its options say.
+func FuzzParseSources(f *testing.F) {
+	for _, kind := range []string{"github", "shopify", "stripe", "standard", "hmac", "square", ""} {
+		f.Add(kind, "s3cr3t-0123456789abcdef", "tok_0123456789abcdefghijklmnopqrstuv", true, false, 300, "")
+		f.Add(kind, "short", "", false, true, 0, `"x":1`)
+	}
+	f.Add("stripe", "whsec_0123456789abcdefghijklmnop", "tok_0123456789abcdefghijklmnopqrstuv", false, false, 3601, "")
+	f.Add("hmac", "base64:AAAAAAAAAAAAAAAAAAAAAAAA", "\x1b]52;c;aGk=\x07", true, true, -1, `"event_id_header":"X-Id"`)
+	f.Fuzz(func(t *testing.T, kind, secret, token string, withToken, untokened bool, tolerance int, extra string) {
+		opts := map[string]any{"kind": kind, "secrets": []string{secret}}
+		if withToken {
+			opts["endpoint_token"] = token
+		}
+		if !untokened {
+			opts["untokened_path"] = false
+		}
+		if tolerance != 0 {
+			opts["tolerance_seconds"] = tolerance
+		}
+		if kind == "square" {
+			opts["notification_url"] = "https://example.com/webhooks/q"
+		}
+		raw, err := json.Marshal(opts)
+		if err != nil {
+			return
+		}
+		if extra != "" {
+			raw = append(append(raw[:len(raw)-1], ','), append([]byte(extra), '}')...)
+		}
+		doc := append(append([]byte(`{"sources":{"s":`), raw...), '}', '}')
+		set, err := Parse(doc)
+		if err != nil {
+			for _, s := range []string{secret, token} {
+				if len(s) >= 12 && strings.Contains(err.Error(), s) {
+					t.Fatalf("the error quotes a secret or token: %v", err)
+				}
+			}
+			return
+		}
+		src, ok := set.Lookup("s")
+		if !ok {
+			t.Fatal("accepted without the source")
+		}
+		if len(secret) < MinSecretBytes {
+			t.Fatalf("a %d-byte secret was accepted for kind %q", len(secret), kind)
+		}
+		if tolerance > int(MaxTolerance/time.Second) {
+			t.Fatalf("tolerance %d s accepted", tolerance)
+		}
+		if src.AllowsEndpoint("", false) != untokened {
+			t.Fatalf("untokened path open = %v, want %v", src.AllowsEndpoint("", false), untokened)
+		}
+		if withToken && (!src.AllowsEndpoint(token, true) || src.AllowsEndpoint(token+"x", true)) {
+			t.Fatal("the tokened path does not take exactly its token")
+		}
+		if !withToken && src.AllowsEndpoint(token, true) {
+			t.Fatal("a source without a token is reachable at a tokened path")
+		}
 	})
 }
