@@ -102,6 +102,12 @@ type Config struct {
 	// this, by Now, so never an upload whose commit may still be pending.
 	// Default DefaultOrphanMinAge.
 	OrphanMinAge time.Duration
+	// PendingGrace: the sweep of the manifest takes a pending row no
+	// transaction holds for an orphan only once it was recorded longer ago
+	// than this, by Now. A live batch records its row and then locks it;
+	// between the two (milliseconds, longer if the process stalls) the row
+	// is unlocked but not orphaned. Default DefaultPendingGrace.
+	PendingGrace time.Duration
 	// IdleTimeout bounds how long a batch's transaction may sit idle (it
 	// is idle while the object uploads). Past it Postgres ends the session
 	// and so releases the batch's locks. Default DefaultIdleTimeout.
@@ -168,7 +174,7 @@ func New(cfg Config) (*Archiver, error) {
 	if cfg.Store == nil || cfg.Blobs == nil {
 		return nil, errors.New("archive: Store and Blobs are required")
 	}
-	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 {
+	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 || cfg.PendingGrace < 0 {
 		return nil, errors.New("archive: negative setting")
 	}
 	if cfg.MinAge == 0 {
@@ -188,6 +194,9 @@ func New(cfg Config) (*Archiver, error) {
 	}
 	if cfg.OrphanMinAge == 0 {
 		cfg.OrphanMinAge = DefaultOrphanMinAge
+	}
+	if cfg.PendingGrace == 0 {
+		cfg.PendingGrace = DefaultPendingGrace
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -244,6 +253,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	cutoff := a.now().Add(-a.cfg.MinAge)
 	var res Result
 	var runErr error
+	var abandoned string // the key of a batch that failed after recording it
 	for {
 		if a.cfg.MaxBatches > 0 && res.Batches >= a.cfg.MaxBatches {
 			res.Truncated = true
@@ -254,8 +264,12 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 			break
 		}
 		b, err := a.archiveBatch(ctx, cutoff)
+		if errors.Is(err, errContended) {
+			res.Truncated = true
+			break
+		}
 		if err != nil {
-			runErr = err
+			runErr, abandoned = err, b.key
 			break
 		}
 		if b.events == 0 {
@@ -269,7 +283,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	}
 	// A failed batch may have left an orphan: sweep, unless S3 is out.
 	if !a.noSweep && inbox.CauseOf(runErr) != inbox.CauseArchiveStoreUnavailable {
-		swept, err := a.SweepOrphans(ctx)
+		swept, err := a.sweepOrphans(ctx, abandoned)
 		res.Swept = len(swept)
 		if runErr == nil {
 			runErr = err
@@ -339,7 +353,7 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	var bodyBytes int64
 	for _, e := range events {
 		if err := ob.add(e); err != nil {
-			return batch{}, inbox.WrapError(inbox.CauseInternal, err, "build archive object")
+			return batch{key: key}, inbox.WrapError(inbox.CauseInternal, err, "build archive object")
 		}
 		bodyBytes += int64(len(e.Body))
 	}
@@ -350,25 +364,25 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 
 	if _, err := a.blobs.Put(ctx, key, data, ContentType); err != nil {
 		log.Warn("archive: upload failed; nothing cleared", "cause", string(storeCause(err)), "err", err)
-		return batch{}, storeError(err, "upload archive object")
+		return batch{key: key}, storeError(err, "upload archive object")
 	}
 	if err := a.confirm(ctx, key, sum[:], int64(len(data))); err != nil {
 		log.Warn("archive: upload not confirmed; nothing cleared", "cause", string(inbox.CauseOf(err)), "err", err)
-		return batch{}, err
+		return batch{key: key}, err
 	}
 	if a.afterConfirm != nil {
 		if err := a.afterConfirm(ctx, key); err != nil {
-			return batch{}, err
+			return batch{key: key}, err
 		}
 	}
 	if err := tx.EventMarkArchived(ctx, key, ob.locs); err != nil {
-		return batch{}, dbError(err, "mark events archived")
+		return batch{key: key}, dbError(err, "mark events archived")
 	}
 	if err := tx.ArchiveObjectCommit(ctx, obj); err != nil {
-		return batch{}, dbError(err, "commit archive object")
+		return batch{key: key}, dbError(err, "commit archive object")
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return batch{}, dbError(err, "commit archive batch")
+		return batch{key: key}, dbError(err, "commit archive batch")
 	}
 	log.Info("archive: batch archived", "object_bytes", len(data), "body_bytes", bodyBytes)
 	if a.afterCommit != nil {
@@ -388,6 +402,11 @@ const lockBatchAttempts = 10
 // errBatchChanged says that a chosen batch could not be locked as chosen:
 // another archiver took some of its events, or a sweep its pending row.
 var errBatchChanged = errors.New("archive batch changed since it was chosen")
+
+// errContended: every one of lockBatchAttempts choices in a row was taken
+// by other archivers before it could be locked. It is contention, not a
+// failure: the run ends as truncated, and the next one goes on.
+var errContended = errors.New("archive batches kept being taken by other archivers")
 
 // lockBatch chooses the next batch, records its object as pending in the
 // manifest, and opens the batch's transaction holding both, with the
@@ -431,6 +450,10 @@ func (a *Archiver) lockBatch(ctx context.Context, cutoff time.Time) (*storage.Tx
 		if errors.Is(err, errBatchChanged) && attempt < lockBatchAttempts {
 			a.log.Debug("archive: batch changed before it was locked; choosing again", "key", key, "err", err)
 			continue
+		}
+		if errors.Is(err, errBatchChanged) {
+			a.log.Info("archive: other archivers took every batch chosen; ending the run, the next one goes on", "attempts", attempt)
+			return nil, "", nil, errContended
 		}
 		if err != nil {
 			return nil, "", nil, dbError(err, "lock archive batch")
@@ -517,7 +540,8 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 // their keys, at most SweepLimit, in two passes:
 //
 //   - The manifest's: an orphan is a pending manifest row no transaction
-//     holds. It is locked (so two sweeps never take the same one, and no
+//     holds, recorded more than PendingGrace ago (a younger one may be a
+//     live batch's, between recording and locking it). It is locked (so two sweeps never take the same one, and no
 //     batch can lock it meanwhile), its object deleted, then its row, and
 //     the transaction committed; a delete that fails stops the sweep and
 //     leaves the row for the next one.
@@ -532,7 +556,24 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 // (the archiver may not delete versions). RunOnce calls it; an operator
 // may too.
 func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
+	return a.sweepOrphans(ctx, "")
+}
+
+// sweepOrphans is SweepOrphans that first removes the object of the batch
+// this archiver abandoned in its run (abandoned, "" for none): its own
+// orphan for sure, so at once, where another archiver's pending row waits
+// out PendingGrace.
+func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string, error) {
 	var swept []string
+	if abandoned != "" {
+		ok, err := a.sweepAbandoned(ctx, abandoned)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			swept = append(swept, abandoned)
+		}
+	}
 	for len(swept) < a.cfg.SweepLimit {
 		key, err := a.sweepOne(ctx)
 		if err != nil {
@@ -547,6 +588,32 @@ func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
 	return append(swept, listed...), err
 }
 
+// sweepAbandoned removes the object and the pending row of key, a batch
+// this archiver abandoned; false when another archiver holds the row (it
+// chose the same batch and may still commit it) or it is gone.
+func (a *Archiver) sweepAbandoned(ctx context.Context, key string) (bool, error) {
+	tx, err := a.store.Begin(ctx)
+	if err != nil {
+		return false, dbError(err, "sweep abandoned archive object")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	ok, err := tx.ArchiveObjectLockAbandoned(ctx, key)
+	if err != nil || !ok {
+		return false, dbErrorOrNil(err, "sweep abandoned archive object")
+	}
+	if err := a.blobs.Delete(ctx, key); err != nil {
+		return false, storeError(err, "delete abandoned archive object")
+	}
+	if err := tx.ArchiveObjectDelete(ctx, key); err != nil {
+		return false, dbError(err, "sweep abandoned archive object")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, dbError(err, "sweep abandoned archive object")
+	}
+	a.log.Info("archive: abandoned batch's object deleted", "key", key)
+	return true, nil
+}
+
 // sweepOne removes the oldest orphan; "" when there is none.
 func (a *Archiver) sweepOne(ctx context.Context) (string, error) {
 	tx, err := a.store.Begin(ctx)
@@ -554,7 +621,7 @@ func (a *Archiver) sweepOne(ctx context.Context) (string, error) {
 		return "", dbError(err, "sweep orphan archive objects")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	key, ok, err := tx.ArchiveObjectLockOrphan(ctx)
+	key, ok, err := tx.ArchiveObjectLockOrphan(ctx, a.now().Add(-a.cfg.PendingGrace))
 	if err != nil || !ok {
 		return "", dbErrorOrNil(err, "sweep orphan archive objects")
 	}

@@ -18,6 +18,11 @@ import (
 // commit.
 const DefaultOrphanMinAge = time.Hour
 
+// DefaultPendingGrace is Config.PendingGrace: far longer than the
+// milliseconds between a batch's recording its pending row and locking
+// it, far shorter than the next run.
+const DefaultPendingGrace = 30 * time.Second
+
 // keyRange parses a key the archiver writes (see objectKey): its source
 // and the range of event ids its batch spanned. ok=false for any other key
 // under the prefix, which the sweeps never touch.

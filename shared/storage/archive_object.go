@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,6 +39,20 @@ func (e executor) ArchiveObjectPrepare(ctx context.Context, key, source string) 
 		return fmt.Errorf("prepare archive object %s: %w", key, ErrArchiveObjectCommitted)
 	}
 	return nil
+}
+
+// ArchiveObjectLockAbandoned locks the pending row of key, which its own
+// archiver abandoned, unless another transaction holds it; ok=false when
+// it is held, committed or gone.
+func (e executor) ArchiveObjectLockAbandoned(ctx context.Context, key string) (bool, error) {
+	_, err := queries.ArchiveObjectLockAbandoned(ctx, e.db, key)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("lock abandoned archive object: %w", err)
+	}
+	return true, nil
 }
 
 // ArchiveObjectLockPending locks the pending row of key for the
@@ -82,10 +97,11 @@ func (e executor) ArchiveObjectGet(ctx context.Context, key string) (*inbox.Arch
 }
 
 // ArchiveObjectLockOrphan locks the oldest orphan (a pending object no
-// transaction holds: its batch never committed) for the transaction it
-// runs in; ok=false when there is none.
-func (e executor) ArchiveObjectLockOrphan(ctx context.Context) (string, bool, error) {
-	key, err := queries.ArchiveObjectLockOrphan(ctx, e.db)
+// transaction holds: its batch never committed) recorded before
+// createdBefore, for the transaction it runs in; ok=false when there is
+// none.
+func (e executor) ArchiveObjectLockOrphan(ctx context.Context, createdBefore time.Time) (string, bool, error) {
+	key, err := queries.ArchiveObjectLockOrphan(ctx, e.db, createdBefore)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", false, nil

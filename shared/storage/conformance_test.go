@@ -890,6 +890,9 @@ func testArchiveBatch(t *testing.T, e *env) {
 // of its events or took its pending row.
 func testArchiveBatchChanged(t *testing.T, e *env) {
 	s := e.store
+	// The sweep takes pending rows recorded before this (the archiver
+	// passes its Now less its PendingGrace).
+	later := time.Now().Add(time.Hour)
 	evs := archiveReady(t, e, 3)
 	c := must[storage.ArchiveCandidates](t)(s.EventListArchiveCandidates(e.ctx, archiveParams(e)))
 	check(t, s.ArchiveObjectPrepare(e.ctx, "k1", "a"))
@@ -910,7 +913,7 @@ func testArchiveBatchChanged(t *testing.T, e *env) {
 	check(t, other.Rollback(e.ctx))
 	// A sweep took the pending row between Prepare and the lock.
 	sweep := must[*storage.Tx](t)(s.Begin(e.ctx))
-	key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx))
+	key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx, later))
 	if !ok || key != "k1" {
 		t.Fatalf("orphan = %q %v", key, ok)
 	}
@@ -935,6 +938,9 @@ func must2(t *testing.T) func(string, bool, error) (string, bool) {
 // is not.
 func testArchiveOrphans(t *testing.T, e *env) {
 	s := e.store
+	// The sweep takes pending rows recorded before this (the archiver
+	// passes its Now less its PendingGrace).
+	later := time.Now().Add(time.Hour)
 	for _, k := range []string{"x", "y"} {
 		check(t, s.ArchiveObjectPrepare(e.ctx, k, "a"))
 	}
@@ -945,7 +951,12 @@ func testArchiveOrphans(t *testing.T, e *env) {
 	}
 	sweep := must[*storage.Tx](t)(s.Begin(e.ctx))
 	defer sweep.Rollback(e.ctx)
-	key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx))
+	// A row recorded since createdBefore is no orphan yet: its batch may
+	// be about to lock it.
+	if key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx, time.Now().Add(-time.Hour))); ok {
+		t.Fatalf("a pending row younger than the grace was taken: %q", key)
+	}
+	key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx, later))
 	if !ok || key != "y" {
 		t.Fatalf("orphan = %q %v, want y (x is held)", key, ok)
 	}
@@ -956,13 +967,36 @@ func testArchiveOrphans(t *testing.T, e *env) {
 		t.Fatalf("pending = %d", st.PendingObjects)
 	}
 	sweep = must[*storage.Tx](t)(s.Begin(e.ctx))
-	if key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx)); !ok || key != "x" {
+	if key, ok := must2(t)(sweep.ArchiveObjectLockOrphan(e.ctx, later)); !ok || key != "x" {
 		t.Fatalf("orphan = %q %v", key, ok)
 	}
 	check(t, sweep.ArchiveObjectDelete(e.ctx, "x"))
 	check(t, sweep.Commit(e.ctx))
-	if _, ok := must2(t)(s.ArchiveObjectLockOrphan(e.ctx)); ok {
+	if _, ok := must2(t)(s.ArchiveObjectLockOrphan(e.ctx, later)); ok {
 		t.Fatal("an orphan left")
+	}
+
+	// A batch's own abandoned row: skipped while another transaction holds
+	// it (an archiver that chose the same batch), taken once free.
+	check(t, s.ArchiveObjectPrepare(e.ctx, "z", "a"))
+	holder2 := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer holder2.Rollback(e.ctx)
+	if ok := must[bool](t)(holder2.ArchiveObjectLockPending(e.ctx, "z")); !ok {
+		t.Fatal("z not locked")
+	}
+	own := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer own.Rollback(e.ctx)
+	if ok := must[bool](t)(own.ArchiveObjectLockAbandoned(e.ctx, "z")); ok {
+		t.Fatal("a row another transaction holds was taken")
+	}
+	check(t, holder2.Rollback(e.ctx))
+	if ok := must[bool](t)(own.ArchiveObjectLockAbandoned(e.ctx, "z")); !ok {
+		t.Fatal("the free abandoned row was not taken")
+	}
+	check(t, own.ArchiveObjectDelete(e.ctx, "z"))
+	check(t, own.Commit(e.ctx))
+	if ok := must[bool](t)(s.ArchiveObjectLockAbandoned(e.ctx, "z")); ok {
+		t.Fatal("a deleted row was taken")
 	}
 
 	// Objects found by listing: a committed one is never taken, one a

@@ -85,11 +85,12 @@ type Executor interface {
 	// webhook_archive_objects
 	ArchiveObjectPrepare(ctx context.Context, key, source string) error
 	ArchiveObjectLockPending(ctx context.Context, key string) (ok bool, err error)
+	ArchiveObjectLockAbandoned(ctx context.Context, key string) (ok bool, err error)
 	ArchiveObjectListCommitted(ctx context.Context, keys []string) ([]string, error)
 	ArchiveObjectLockUnrecorded(ctx context.Context, key string) (ok bool, err error)
 	ArchiveObjectCommit(ctx context.Context, o inbox.ArchiveObject) error
 	ArchiveObjectGet(ctx context.Context, key string) (*inbox.ArchiveObject, error)
-	ArchiveObjectLockOrphan(ctx context.Context) (key string, ok bool, err error)
+	ArchiveObjectLockOrphan(ctx context.Context, createdBefore time.Time) (key string, ok bool, err error)
 	ArchiveObjectDelete(ctx context.Context, key string) error
 	ArchiveObjectLock(ctx context.Context, key string) error
 	ArchiveObjectMarkRewritten(ctx context.Context, key string, size int64, sha256 []byte) error

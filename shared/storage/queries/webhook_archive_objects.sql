@@ -26,6 +26,13 @@ SELECT committed_at IS NOT NULL FROM webhook_archive_objects WHERE key = @key::t
 -- swept or committed meanwhile.
 SELECT key FROM webhook_archive_objects WHERE key = @key::text AND committed_at IS NULL FOR UPDATE;
 
+-- name: ArchiveObjectLockAbandoned :one
+-- Locks the pending row of a batch its archiver abandoned (it failed after
+-- recording the row, in a live process), so that the archiver's own sweep
+-- removes its object at once; a row another archiver holds (it chose the
+-- same batch) is skipped.
+SELECT key FROM webhook_archive_objects WHERE key = @key::text AND committed_at IS NULL FOR UPDATE SKIP LOCKED;
+
 -- name: ArchiveObjectCommit :execrows
 -- Marks a pending object committed with its size and hash, in the
 -- transaction that points its events at it.
@@ -36,10 +43,13 @@ UPDATE webhook_archive_objects SET committed_at = now(), event_count = @event_co
 SELECT * FROM webhook_archive_objects WHERE key = @key::text;
 
 -- name: ArchiveObjectLockOrphan :one
--- The oldest pending object no transaction holds: an upload whose batch
--- never committed. Locked, so that two sweeps never take the same one.
+-- The oldest pending object no transaction holds, recorded before
+-- @created_before: an upload whose batch never committed. Locked, so that
+-- two sweeps never take the same one. A row recorded since is left alone:
+-- a live batch records its row, then locks it in its transaction, and a
+-- sweep between the two would take it from under the batch.
 SELECT key FROM webhook_archive_objects
- WHERE committed_at IS NULL
+ WHERE committed_at IS NULL AND created_at < @created_before::timestamptz
  ORDER BY created_at
  LIMIT 1
  FOR UPDATE SKIP LOCKED;

@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const archiveObjectCommit = `-- name: ArchiveObjectCommit :execrows
@@ -131,18 +132,36 @@ func (q *Queries) ArchiveObjectLock(ctx context.Context, db DBTX, key string) er
 	return err
 }
 
+const archiveObjectLockAbandoned = `-- name: ArchiveObjectLockAbandoned :one
+SELECT key FROM webhook_archive_objects WHERE key = $1::text AND committed_at IS NULL FOR UPDATE SKIP LOCKED
+`
+
+// Locks the pending row of a batch its archiver abandoned (it failed after
+// recording the row, in a live process), so that the archiver's own sweep
+// removes its object at once; a row another archiver holds (it chose the
+// same batch) is skipped.
+func (q *Queries) ArchiveObjectLockAbandoned(ctx context.Context, db DBTX, key string) (string, error) {
+	row := db.QueryRow(ctx, archiveObjectLockAbandoned, key)
+	var key_2 string
+	err := row.Scan(&key_2)
+	return key_2, err
+}
+
 const archiveObjectLockOrphan = `-- name: ArchiveObjectLockOrphan :one
 SELECT key FROM webhook_archive_objects
- WHERE committed_at IS NULL
+ WHERE committed_at IS NULL AND created_at < $1::timestamptz
  ORDER BY created_at
  LIMIT 1
  FOR UPDATE SKIP LOCKED
 `
 
-// The oldest pending object no transaction holds: an upload whose batch
-// never committed. Locked, so that two sweeps never take the same one.
-func (q *Queries) ArchiveObjectLockOrphan(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRow(ctx, archiveObjectLockOrphan)
+// The oldest pending object no transaction holds, recorded before
+// @created_before: an upload whose batch never committed. Locked, so that
+// two sweeps never take the same one. A row recorded since is left alone:
+// a live batch records its row, then locks it in its transaction, and a
+// sweep between the two would take it from under the batch.
+func (q *Queries) ArchiveObjectLockOrphan(ctx context.Context, db DBTX, createdBefore time.Time) (string, error) {
+	row := db.QueryRow(ctx, archiveObjectLockOrphan, createdBefore)
 	var key string
 	err := row.Scan(&key)
 	return key, err
