@@ -224,4 +224,3 @@ func TestActionsRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-

@@ -53,7 +53,7 @@ var funcs = template.FuncMap{
 		}
 		return "-"
 	},
-	"ago": ago,
+	"ago":   ago,
 	"deref": func(t *time.Time) time.Time { return *t },
 	"took": func(a inbox.Attempt) string {
 		if a.FinishedAt == nil {
