@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
@@ -218,9 +219,135 @@ func TestActionsRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 	if strings.Contains(page, "Requeue") || strings.Contains(page, `method="post"`) {
 		t.Errorf("a read-only console shows actions:\n%s", page)
 	}
-	if code, _ := ro.post("/dead-letters/requeue", url.Values{"all": {"1"}, "confirm": {"yes"}, "count": {"1"}}, nil); code != http.StatusForbidden {
-		t.Errorf("read-only requeue = %d, want 403", code)
+	if code, body := ro.post("/dead-letters/requeue", url.Values{"all": {"1"}, "confirm": {"yes"}, "count": {"1"}}, nil); code != http.StatusForbidden ||
+		!strings.Contains(body, "read-only") {
+		t.Errorf("read-only requeue = %d %q, want 403 saying read-only", code, body)
 	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestRequeueCountsThenConfirms: the first POST shows how many events the
+// requeue touches and changes nothing; the second, with the count seen,
+// requeues them, recorded as an operator action by the console's actor;
+// a count that changed in between asks again.
+func TestRequeueCountsThenConfirms(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(c *console.Config) { c.Actor = inbox.Actor{Name: "alice@ops", Reason: "INC-7"} })
+	ev1, _ := f.deadLetter("stripe", "invoice.paid")
+	ev2, _ := f.deadLetter("stripe", "invoice.paid")
+	f.deadLetter("github", "push")
+	f.login()
+	_, page := f.get("/dead-letters?source=stripe")
+	csrf := f.csrf(page)
+
+	code, body := f.post("/dead-letters/requeue", url.Values{"csrf": {csrf}, "source": {"stripe"}}, nil)
+	if code != http.StatusOK || !strings.Contains(body, "This requeues <strong>2</strong> events") {
+		t.Fatalf("first POST = %d, want the count to confirm\n%s", code, body)
+	}
+	if n, _ := f.store.DeadLetterCountRequeueable(f.ctx, storage.DeadLetterFilter{All: true}); n != 3 {
+		t.Fatalf("the first POST changed something: %d open, want 3", n)
+	}
+
+	// A third stripe dead letter since: the count the operator saw is stale.
+	ev3, _ := f.deadLetter("stripe", "invoice.paid")
+	confirm := url.Values{"csrf": {csrf}, "source": {"stripe"}, "confirm": {"yes"}, "count": {"2"}}
+	if code, body := f.post("/dead-letters/requeue", confirm, nil); code != http.StatusConflict || !strings.Contains(body, "changed since you looked") ||
+		!strings.Contains(body, "<strong>3</strong>") {
+		t.Fatalf("stale confirmation = %d, want 409 asking again\n%s", code, body)
+	}
+	confirm.Set("count", "3")
+	if code, body := f.post("/dead-letters/requeue", confirm, nil); code != http.StatusOK || !strings.Contains(body, "Requeued 3 events") {
+		t.Fatalf("confirmed requeue = %d\n%s", code, body)
+	}
+	now, _ := f.store.PGNow(f.ctx)
+	for _, id := range []int64{ev1, ev2, ev3} {
+		e, err := f.store.EventGetByID(f.ctx, id)
+		if err != nil || e.State(now) != inbox.StatePending {
+			t.Errorf("event %d after the requeue: %v, %v; want pending (due)", id, e.State(now), err)
+		}
+	}
+	if n, _ := f.store.DeadLetterCountRequeueable(f.ctx, storage.DeadLetterFilter{All: true}); n != 1 {
+		t.Errorf("open dead letters = %d, want github's 1", n)
+	}
+	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
+	if err != nil || len(acts) != 1 || acts[0].Actor != "alice@ops" || acts[0].Reason != "INC-7" || acts[0].Events != 3 ||
+		!strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`) {
+		t.Fatalf("operator actions = %+v, %v", acts, err)
+	}
+	if _, page := f.get("/actions"); !strings.Contains(page, "alice@ops") || !strings.Contains(page, "INC-7") {
+		t.Errorf("the actions page does not show the requeue:\n%s", page)
+	}
+}
+
+// TestDatabaseTextIsEscaped: what senders chose (event ids, types, bodies,
+// errors) is shown as text, never as markup, and bidi overrides are
+// escaped.
+func TestDatabaseTextIsEscaped(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	body := []byte(`{"note":"<script>alert(1)</script>","rlo":"a` + "\u202e" + `b"}`)
+	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{EventID: `evt_<img src=x onerror=alert(1)>`, Type: `<b>bold</b>`, Body: body})
+	f.login()
+	for _, p := range []string{"/events", "/events/" + itoa(e.ID)} {
+		_, page := f.get(p)
+		for _, bad := range []string{"<script>", "<img", "<b>bold", "\u202e"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("%s contains %q unescaped", p, bad)
+			}
+		}
+		if !strings.Contains(page, "&lt;b&gt;bold&lt;/b&gt;") {
+			t.Errorf("%s does not show the type as text", p)
+		}
+	}
+	if _, page := f.get("/events/" + itoa(e.ID)); !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(page, `\u202e`) {
+		t.Errorf("the body is not shown escaped:\n%s", page)
+	}
+}
+
+// TestEventsFilterFindAndPage: the list filters by source, type and state,
+// pages by id (keyset), finds an event by id or by source and sender's id,
+// and says what is wrong with a bad filter.
+func TestEventsFilterFindAndPage(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	many := factory.Events(f.ctx, f.t, f.store, 55, &factory.EventOpts{Source: "stripe", Type: "invoice.paid"})
+	gh := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "github", SourceKind: "github", EventID: "delivery-1", Type: "push"})
+	dead := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "github", SourceKind: "github", Type: "push", State: inbox.StateDead})
+	f.login()
+
+	_, page := f.get("/events?source=github&state=dead")
+	if !strings.Contains(page, `href="/events/`+itoa(dead.ID)+`"`) || strings.Contains(page, `href="/events/`+itoa(gh.ID)+`"`) {
+		t.Errorf("source=github&state=dead does not list exactly the dead event:\n%s", page)
+	}
+	_, page = f.get("/events?source=stripe")
+	if strings.Count(page, `<tr><td class="num"><a href="/events/`) != 50 || !strings.Contains(page, `id="next"`) {
+		t.Fatalf("first page: want 50 rows and a next link\n%s", page)
+	}
+	next := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(page)[1]
+	_, page = f.get(strings.ReplaceAll(next, "&amp;", "&"))
+	if strings.Count(page, `<tr><td class="num"><a href="/events/`) != 5 || !strings.Contains(page, `href="/events/`+itoa(many[0].ID)+`"`) ||
+		strings.Contains(page, `id="next"`) {
+		t.Errorf("second page: want the 5 oldest and no next link\n%s", page)
+	}
+
+	noRedirect := &http.Client{Jar: f.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for q, want := range map[string]string{"find=delivery-1&source=github": itoa(gh.ID), "find=" + itoa(dead.ID): itoa(dead.ID)} {
+		resp, err := noRedirect.Get(f.srv.URL + "/events?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/events/"+want {
+			t.Errorf("find %s = %d %q, want /events/%s", q, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+	for q, want := range map[string]string{
+		"find=nope&source=github": "no such event", "find=delivery-1": "choose its source",
+		"state=due-ish": "state:", "since=-1h": "since:", "from=yesterday": "from:",
+	} {
+		if code, page := f.get("/events?" + q); code < 400 || !strings.Contains(page, want) {
+			t.Errorf("events?%s = %d, want an error saying %q", q, code, want)
+		}
+	}
+}

@@ -198,8 +198,9 @@ type eventsData struct {
 	Query  eventsQuery
 	States []inbox.EventState
 	Events []*inbox.Event
-	// Next is the query string of the next (older) page, "" on the last.
-	Next  string
+	// Next is the address of the next (older) page, "" on the last:
+	// url.Values encoded, so safe as a URL.
+	Next  template.URL
 	Error string
 }
 
@@ -248,7 +249,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if len(d.Events) == pageLimit {
 		v := q.values()
 		v.Set("before", strconv.FormatInt(d.Events[len(d.Events)-1].ID, 10))
-		d.Next = v.Encode()
+		d.Next = template.URL("/events?" + v.Encode())
 	}
 	s.render(w, r, http.StatusOK, "events", "Events", d)
 }
