@@ -54,6 +54,7 @@ var funcs = template.FuncMap{
 		return "-"
 	},
 	"ago":   ago,
+	"span":  span,
 	"deref": func(t *time.Time) time.Time { return *t },
 	"took": func(a inbox.Attempt) string {
 		if a.FinishedAt == nil {
@@ -129,6 +130,18 @@ func ago(now, t time.Time) string {
 		d = d.Round(100 * time.Millisecond)
 	}
 	return d.String() + suffix
+}
+
+// span renders a window: "1h", "30m", "1h30m".
+func span(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // --- Overview ---
