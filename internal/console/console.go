@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -99,8 +100,17 @@ type Server struct {
 	handler http.Handler
 }
 
-// sessionCookie holds the session: its id and the id's signature.
-const sessionCookie = "webhookctl_console"
+// sessionCookie names the cookie that holds the session (its id and the
+// id's signature). Browsers share a host's cookies among its ports, so the
+// name carries the port: two consoles (one per environment, say) keep
+// their own sessions.
+func sessionCookie(r *http.Request) string {
+	_, port, err := net.SplitHostPort(r.Host)
+	if err != nil || port == "" {
+		port = "80"
+	}
+	return "webhookctl_console_" + port
+}
 
 // New checks cfg and returns the console.
 func New(cfg Config) (*Server, error) {
@@ -177,7 +187,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			sid := NewToken()
 			http.SetCookie(w, &http.Cookie{
-				Name: sessionCookie, Value: sid + "." + s.sign("session", sid), Path: "/",
+				Name: sessionCookie(r), Value: sid + "." + s.sign("session", sid), Path: "/",
 				HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 			})
 			q := r.URL.Query()
@@ -201,7 +211,7 @@ type sessionKey struct{}
 // session returns the request's session id, if its cookie is signed by
 // this process.
 func (s *Server) session(r *http.Request) (string, bool) {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(sessionCookie(r))
 	if err != nil {
 		return "", false
 	}

@@ -136,7 +136,7 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 	}
 	// A forged cookie is no session.
 	u, _ := url.Parse(f.srv.URL)
-	f.client.Jar.SetCookies(u, []*http.Cookie{{Name: "webhookctl_console", Value: "abc.def"}})
+	f.client.Jar.SetCookies(u, []*http.Cookie{{Name: "webhookctl_console_" + u.Port(), Value: "abc.def"}})
 	if code, _ := f.get("/"); code != http.StatusUnauthorized {
 		t.Errorf("GET with a forged cookie = %d, want 401", code)
 	}
@@ -151,7 +151,7 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 		t.Errorf("login = %d to %q, want 303 to the page without the token", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	cookie := resp.Header.Get("Set-Cookie")
-	if !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
+	if !strings.HasPrefix(cookie, "webhookctl_console_"+u.Port()+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
 		t.Errorf("session cookie %q: want HttpOnly and SameSite=Strict", cookie)
 	}
 
