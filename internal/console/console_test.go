@@ -351,3 +351,47 @@ func TestEventsFilterFindAndPage(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewAndBodies: the overview counts the backlog, the open dead
+// letters and the refusals of the window by cause; an event's body is
+// shown from Postgres (JSON indented), and an archived one without the
+// archive's settings says how to give them, as an expunged one says it
+// was erased.
+func TestOverviewAndBodies(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	factory.Events(f.ctx, f.t, f.store, 2, nil)
+	f.deadLetter("stripe", "invoice.paid")
+	for range 3 {
+		factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
+	}
+	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch, ReceivedAt: time.Now().Add(-2 * time.Hour)})
+	inPG := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Body: []byte(`{"a":{"b":1}}`), State: inbox.StateProcessed})
+	archived := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateArchived})
+	expunged := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateExpunged})
+	f.login()
+
+	_, page := f.get("/")
+	for _, want := range []string{
+		`<div class="card" id="backlog"><h2>Backlog</h2><p class="big">2</p>`,
+		`<div class="card" id="dead-letters"><h2>Open dead letters</h2><p class="big">1</p>`,
+		`<h2>Refused, last 1h</h2><p class="big">3</p>`,
+		`<td><code>signature_mismatch</code></td><td class="num">3</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("overview lacks %s\n%s", want, page)
+		}
+	}
+	for id, want := range map[int64]string{
+		inPG.ID:     "<pre id=\"body\">{\n  &#34;a&#34;: {\n    &#34;b&#34;: 1\n  }\n}</pre>",
+		archived.ID: "the console has no archive settings",
+		expunged.ID: "the body was expunged",
+	} {
+		if code, page := f.get("/events/" + itoa(id)); code != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("event %d = %d, want %q\n%s", id, code, want, page)
+		}
+	}
+	if code, _ := f.get("/events/999999"); code != http.StatusNotFound {
+		t.Errorf("an unknown event = %d, want 404", code)
+	}
+}
