@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -192,8 +193,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			})
 			q := r.URL.Query()
 			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
+			// One leading slash: "//host" would leave for another site.
+			u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
 		}

@@ -150,6 +150,17 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/events?state=dead" {
 		t.Errorf("login = %d to %q, want 303 to the page without the token", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// The redirect stays on the console, whatever the path.
+	for _, p := range []string{"//evil.example/", "/\\evil.example/"} {
+		resp, err := noRedirect.Get(f.srv.URL + p + "?token=" + testToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			t.Errorf("login at %q redirects to %q", p, loc)
+		}
+	}
 	cookie := resp.Header.Get("Set-Cookie")
 	if !strings.HasPrefix(cookie, "webhookctl_console_"+u.Port()+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
 		t.Errorf("session cookie %q: want HttpOnly and SameSite=Strict", cookie)
