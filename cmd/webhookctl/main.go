@@ -47,6 +47,6 @@ func newRootCmd() *cobra.Command {
 		PersistentPostRun: func(cmd *cobra.Command, _ []string) { flushSafeOutput(cmd) },
 	}
 	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(),
-		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd())
+		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd(), newConsoleCmd())
 	return root
 }

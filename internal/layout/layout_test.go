@@ -141,13 +141,14 @@ func TestSettingsIsALeaf(t *testing.T) {
 }
 
 // TestOperatorCLILinksNoDevStack: webhookctl is the operator's tool; the
-// dev stack's servers, emulator and template reader stay out of it.
+// dev stack's servers, emulator and template reader stay out of it, and so
+// does the browser driver of the console's tests.
 func TestOperatorCLILinksNoDevStack(t *testing.T) {
 	t.Parallel()
 	cli := module + "/cmd/webhookctl"
 	ds := deps(t, nil, "", cli)[cli]
 	dev := module + "/internal/devstack"
-	bad := forbidden(ds, dev+"/localpg", dev+"/locals3", dev+"/lambdalocal", dev+"/samtemplate", "github.com/awslabs/goformation")
+	bad := forbidden(ds, dev+"/localpg", dev+"/locals3", dev+"/lambdalocal", dev+"/samtemplate", "github.com/awslabs/goformation", "github.com/chromedp")
 	for _, d := range ds {
 		if d == dev {
 			bad = append(bad, d)

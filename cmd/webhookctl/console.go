@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/console"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+)
+
+// defaultConsoleAddr is loopback only: the console acts with the
+// operator's database rights.
+const defaultConsoleAddr = "127.0.0.1:8089"
+
+func newConsoleCmd() *cobra.Command {
+	var (
+		addr, token string
+		readOnly    bool
+		window      time.Duration
+		by          actorFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Serve the operator console in the browser (127.0.0.1; a token protects it)",
+		Long: `console serves a web console on --addr (127.0.0.1:8089): the overview
+(backlog, open dead letters, refusals by cause), the events (filtered by
+source, type, state and time, found by id; each with its body, from
+Postgres or the archive, and its attempt history), the dead letters, which
+it requeues after showing how many and asking to confirm, and the operator
+actions. It reads the database with this command's settings (as 'events
+list' does; with none, the running make dev's) and archived bodies with the
+archiver's (ARCHIVE_BUCKET, S3_*).
+
+It prints the address to open, with an access token (--token, else $` + console.EnvToken + `,
+else a random one): every request without it is refused. Actions are
+recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
+--read-only hides and refuses them. Stop it with Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := openOps(cmd)
+			if err != nil {
+				return err
+			}
+			defer o.close()
+			tok, _, err := console.TokenFromEnv(token, o.getenv)
+			if err != nil {
+				return err
+			}
+			cfg := console.Config{Store: o.store, Token: tok, ReadOnly: readOnly, Window: window, Logger: o.logger()}
+			if !readOnly {
+				cfg.Actor = by.resolve(o.getenv)
+			}
+			// Archived bodies are read with the archiver's settings; the
+			// event page says what is wrong with them, if anything.
+			switch acfg, aerr := o.archiveConfig(); {
+			case aerr == nil:
+				open := sync.OnceValues(func() (*archive.Archiver, error) { return o.archiver(acfg) })
+				cfg.Archiver = func(context.Context) (*archive.Archiver, error) { return open() }
+			case o.getenv(blobstore.EnvBucket) != "":
+				cfg.Archiver = func(context.Context) (*archive.Archiver, error) { return nil, aerr }
+			}
+			srv, err := console.New(cfg)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("--addr: %w", err)
+			}
+			return serveConsole(cmd, ln, srv, tok)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", defaultConsoleAddr, "the address to listen on (keep it on loopback)")
+	cmd.Flags().StringVar(&token, "token", "", "the access token (default $"+console.EnvToken+", else a random one)")
+	cmd.Flags().BoolVar(&readOnly, "read-only", false, "hide and refuse every action")
+	cmd.Flags().DurationVar(&window, "window", console.DefaultWindow, "the overview's window of refusals")
+	by.register(cmd)
+	return cmd
+}
+
+// serveConsole prints the address to open and serves until the command's
+// context ends (Ctrl-C), then shuts down.
+func serveConsole(cmd *cobra.Command, ln net.Listener, h http.Handler, token string) error {
+	ctx := cmd.Context()
+	if ip, ok := ln.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "webhookctl console: warning: listening on %s, not on loopback: anyone who can reach it and has the token acts with your database rights\n", ln.Addr())
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "webhook-inbox console: open http://%s/?token=%s\n(Ctrl-C stops it)\n", ln.Addr(), token)
+	flushSafeOutput(cmd)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,408 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/console"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const testToken = "test-token-0123456789abcdef"
+
+// fixture is a console over a database of its own, and a browser-like
+// client (a cookie jar) that has not logged in yet.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	store  *storage.Store
+	srv    *httptest.Server
+	client *http.Client
+}
+
+func setup(t *testing.T, edit func(*console.Config)) *fixture {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	store := storage.New(pool)
+	cfg := console.Config{Store: store, Token: testToken, Actor: inbox.Actor{Name: "alice@ops"}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	c, err := console.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	return &fixture{t: t, ctx: t.Context(), store: store, srv: srv, client: &http.Client{Jar: jar}}
+}
+
+// do sends req and returns the status and body.
+func (f *fixture) do(req *http.Request) (int, string) {
+	f.t.Helper()
+	resp, err := f.client.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (f *fixture) get(path string) (int, string) {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(f.ctx, http.MethodGet, f.srv.URL+path, nil)
+	return f.do(req)
+}
+
+// login opens the address webhookctl prints.
+func (f *fixture) login() {
+	f.t.Helper()
+	if code, body := f.get("/?token=" + testToken); code != http.StatusOK {
+		f.t.Fatalf("login = %d\n%s", code, body)
+	}
+}
+
+// post sends a form as the console's own page does (same origin), with
+// headers overriding.
+func (f *fixture) post(path string, form url.Values, headers map[string]string) (int, string) {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", f.srv.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	return f.do(req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf reads the CSRF token from a page with a form.
+func (f *fixture) csrf(page string) string {
+	f.t.Helper()
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		f.t.Fatalf("no CSRF token in the page:\n%s", page)
+	}
+	return m[1]
+}
+
+// deadLetter stores a dead event and returns its open dead letter's id.
+func (f *fixture) deadLetter(source, typ string) (eventPK, dlID int64) {
+	f.t.Helper()
+	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: source, Type: typ, State: inbox.StateDead, LastError: "the downstream API answered 503"})
+	dls, err := f.store.DeadLetterListByEvent(f.ctx, e.ID)
+	if err != nil || len(dls) != 1 {
+		f.t.Fatalf("dead letters of %d: %v %v", e.ID, dls, err)
+	}
+	return e.ID, dls[0].ID
+}
+
+// TestEveryPageNeedsTheToken: without the session the token starts, every
+// page, the style sheet and every action answer 401; a wrong token starts
+// none; the right one starts a session (HttpOnly, SameSite=Strict) and
+// leaves the address without it.
+func TestEveryPageNeedsTheToken(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	for _, p := range []string{"/", "/events", "/events/1", "/dead-letters", "/actions", "/static/console.css", "/?token=wrong-token-0123456789"} {
+		if code, _ := f.get(p); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a session = %d, want 401", p, code)
+		}
+	}
+	if code, _ := f.post("/dead-letters/requeue", url.Values{"all": {"1"}}, nil); code != http.StatusUnauthorized {
+		t.Errorf("POST without a session = %d, want 401", code)
+	}
+	// A forged cookie is no session.
+	u, _ := url.Parse(f.srv.URL)
+	f.client.Jar.SetCookies(u, []*http.Cookie{{Name: "webhookctl_console_" + u.Port(), Value: "abc.def"}})
+	if code, _ := f.get("/"); code != http.StatusUnauthorized {
+		t.Errorf("GET with a forged cookie = %d, want 401", code)
+	}
+
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(f.srv.URL + "/events?state=dead&token=" + testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/events?state=dead" {
+		t.Errorf("login = %d to %q, want 303 to the page without the token", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The redirect stays on the console, whatever the path.
+	for _, p := range []string{"//evil.example/", "/\\evil.example/"} {
+		resp, err := noRedirect.Get(f.srv.URL + p + "?token=" + testToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			t.Errorf("login at %q redirects to %q", p, loc)
+		}
+	}
+	cookie := resp.Header.Get("Set-Cookie")
+	if !strings.HasPrefix(cookie, "webhookctl_console_"+u.Port()+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
+		t.Errorf("session cookie %q: want HttpOnly and SameSite=Strict", cookie)
+	}
+
+	f.login()
+	req, _ := http.NewRequestWithContext(f.ctx, http.MethodGet, f.srv.URL+"/", nil)
+	resp, err = f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for h, want := range map[string]string{
+		"Content-Security-Policy": "default-src 'self'", "X-Content-Type-Options": "nosniff",
+		"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+	} {
+		if got := resp.Header.Get(h); !strings.Contains(got, want) {
+			t.Errorf("%s = %q, want %q", h, got, want)
+		}
+	}
+	if !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("CSP %q lets a page frame the console", resp.Header.Get("Content-Security-Policy"))
+	}
+}
+
+// TestActionsRefusedCrossSiteOrWithoutCSRF: a requeue from another origin
+// (Origin or Sec-Fetch-Site), or without the session's CSRF token, or on a
+// read-only console, is refused and changes nothing.
+func TestActionsRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	_, dl := f.deadLetter("stripe", "invoice.paid")
+	f.login()
+	_, page := f.get("/dead-letters")
+	csrf := f.csrf(page)
+	form := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "id": {itoa(dl)}, "confirm": {"yes"}, "count": {"1"}}
+	}
+	for name, c := range map[string]struct {
+		form    url.Values
+		headers map[string]string
+	}{
+		"another site's Origin":   {form(csrf), map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": ""}},
+		"cross-site fetch":        {form(csrf), map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		"same-site, other origin": {form(csrf), map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:1"}},
+		"no CSRF token":           {url.Values{"id": {itoa(dl)}, "confirm": {"yes"}, "count": {"1"}}, nil},
+		"another session's token": {form("bm90LXRoaXMtc2Vzc2lvbg"), nil},
+	} {
+		if code, body := f.post("/dead-letters/requeue", c.form, c.headers); code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403\n%s", name, code, body)
+		}
+	}
+	if n, err := f.store.DeadLetterCountRequeueable(f.ctx, storage.DeadLetterFilter{All: true}); err != nil || n != 1 {
+		t.Fatalf("open dead letters after the refused requeues = %d, %v; want 1", n, err)
+	}
+
+	// The same request with the token does it: the refusals above were
+	// the checks, not a broken form.
+	if code, body := f.post("/dead-letters/requeue", form(csrf), nil); code != http.StatusOK || !strings.Contains(body, "Requeued 1 events") {
+		t.Fatalf("the requeue with its token = %d\n%s", code, body)
+	}
+
+	ro := setup(t, func(c *console.Config) { c.ReadOnly = true; c.Actor = inbox.Actor{} })
+	ro.deadLetter("stripe", "invoice.paid")
+	ro.login()
+	_, page = ro.get("/dead-letters")
+	if strings.Contains(page, "Requeue") || strings.Contains(page, `method="post"`) {
+		t.Errorf("a read-only console shows actions:\n%s", page)
+	}
+	if code, body := ro.post("/dead-letters/requeue", url.Values{"all": {"1"}, "confirm": {"yes"}, "count": {"1"}}, nil); code != http.StatusForbidden ||
+		!strings.Contains(body, "read-only") {
+		t.Errorf("read-only requeue = %d %q, want 403 saying read-only", code, body)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestRequeueCountsThenConfirms: the first POST shows how many events the
+// requeue touches and changes nothing; the second, with the count seen,
+// requeues them, recorded as an operator action by the console's actor;
+// a count that changed in between asks again.
+func TestRequeueCountsThenConfirms(t *testing.T) {
+	t.Parallel()
+	f := setup(t, func(c *console.Config) { c.Actor = inbox.Actor{Name: "alice@ops", Reason: "INC-7"} })
+	ev1, _ := f.deadLetter("stripe", "invoice.paid")
+	ev2, _ := f.deadLetter("stripe", "invoice.paid")
+	f.deadLetter("github", "push")
+	f.login()
+	_, page := f.get("/dead-letters?source=stripe")
+	csrf := f.csrf(page)
+
+	code, body := f.post("/dead-letters/requeue", url.Values{"csrf": {csrf}, "source": {"stripe"}}, nil)
+	if code != http.StatusOK || !strings.Contains(body, "This requeues <strong>2</strong> events") {
+		t.Fatalf("first POST = %d, want the count to confirm\n%s", code, body)
+	}
+	if n, _ := f.store.DeadLetterCountRequeueable(f.ctx, storage.DeadLetterFilter{All: true}); n != 3 {
+		t.Fatalf("the first POST changed something: %d open, want 3", n)
+	}
+
+	// A third stripe dead letter since: the count the operator saw is stale.
+	ev3, _ := f.deadLetter("stripe", "invoice.paid")
+	confirm := url.Values{"csrf": {csrf}, "source": {"stripe"}, "confirm": {"yes"}, "count": {"2"}}
+	if code, body := f.post("/dead-letters/requeue", confirm, nil); code != http.StatusConflict || !strings.Contains(body, "changed since you looked") ||
+		!strings.Contains(body, "<strong>3</strong>") {
+		t.Fatalf("stale confirmation = %d, want 409 asking again\n%s", code, body)
+	}
+	confirm.Set("count", "3")
+	if code, body := f.post("/dead-letters/requeue", confirm, nil); code != http.StatusOK || !strings.Contains(body, "Requeued 3 events") {
+		t.Fatalf("confirmed requeue = %d\n%s", code, body)
+	}
+	now, _ := f.store.PGNow(f.ctx)
+	for _, id := range []int64{ev1, ev2, ev3} {
+		e, err := f.store.EventGetByID(f.ctx, id)
+		if err != nil || e.State(now) != inbox.StatePending {
+			t.Errorf("event %d after the requeue: %v, %v; want pending (due)", id, e.State(now), err)
+		}
+	}
+	if n, _ := f.store.DeadLetterCountRequeueable(f.ctx, storage.DeadLetterFilter{All: true}); n != 1 {
+		t.Errorf("open dead letters = %d, want github's 1", n)
+	}
+	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
+	if err != nil || len(acts) != 1 || acts[0].Actor != "alice@ops" || acts[0].Reason != "INC-7" || acts[0].Events != 3 ||
+		!strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`) {
+		t.Fatalf("operator actions = %+v, %v", acts, err)
+	}
+	if _, page := f.get("/actions"); !strings.Contains(page, "alice@ops") || !strings.Contains(page, "INC-7") {
+		t.Errorf("the actions page does not show the requeue:\n%s", page)
+	}
+}
+
+// TestDatabaseTextIsEscaped: what senders chose (event ids, types, bodies,
+// errors) is shown as text, never as markup, and bidi overrides are
+// escaped.
+func TestDatabaseTextIsEscaped(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	body := []byte(`{"note":"<script>alert(1)</script>","rlo":"a` + "\u202e" + `b"}`)
+	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{EventID: `evt_<img src=x onerror=alert(1)>`, Type: `<b>bold</b>`, Body: body})
+	f.login()
+	for _, p := range []string{"/events", "/events/" + itoa(e.ID)} {
+		_, page := f.get(p)
+		for _, bad := range []string{"<script>", "<img", "<b>bold", "\u202e"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("%s contains %q unescaped", p, bad)
+			}
+		}
+		if !strings.Contains(page, "&lt;b&gt;bold&lt;/b&gt;") {
+			t.Errorf("%s does not show the type as text", p)
+		}
+	}
+	if _, page := f.get("/events/" + itoa(e.ID)); !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(page, `\u202e`) {
+		t.Errorf("the body is not shown escaped:\n%s", page)
+	}
+}
+
+// TestEventsFilterFindAndPage: the list filters by source, type and state,
+// pages by id (keyset), finds an event by id or by source and sender's id,
+// and says what is wrong with a bad filter.
+func TestEventsFilterFindAndPage(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	many := factory.Events(f.ctx, f.t, f.store, 55, &factory.EventOpts{Source: "stripe", Type: "invoice.paid"})
+	gh := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "github", SourceKind: "github", EventID: "delivery-1", Type: "push"})
+	dead := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "github", SourceKind: "github", Type: "push", State: inbox.StateDead})
+	f.login()
+
+	_, page := f.get("/events?source=github&state=dead")
+	if !strings.Contains(page, `href="/events/`+itoa(dead.ID)+`"`) || strings.Contains(page, `href="/events/`+itoa(gh.ID)+`"`) {
+		t.Errorf("source=github&state=dead does not list exactly the dead event:\n%s", page)
+	}
+	_, page = f.get("/events?source=stripe")
+	if strings.Count(page, `<tr><td class="num"><a href="/events/`) != 50 || !strings.Contains(page, `id="next"`) {
+		t.Fatalf("first page: want 50 rows and a next link\n%s", page)
+	}
+	next := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(page)[1]
+	_, page = f.get(strings.ReplaceAll(next, "&amp;", "&"))
+	if strings.Count(page, `<tr><td class="num"><a href="/events/`) != 5 || !strings.Contains(page, `href="/events/`+itoa(many[0].ID)+`"`) ||
+		strings.Contains(page, `id="next"`) {
+		t.Errorf("second page: want the 5 oldest and no next link\n%s", page)
+	}
+
+	noRedirect := &http.Client{Jar: f.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for q, want := range map[string]string{"find=delivery-1&source=github": itoa(gh.ID), "find=" + itoa(dead.ID): itoa(dead.ID)} {
+		resp, err := noRedirect.Get(f.srv.URL + "/events?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/events/"+want {
+			t.Errorf("find %s = %d %q, want /events/%s", q, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
+	}
+	for q, want := range map[string]string{
+		"find=nope&source=github": "no such event", "find=delivery-1": "choose its source",
+		"state=due-ish": "state:", "since=-1h": "since:", "from=yesterday": "from:",
+	} {
+		if code, page := f.get("/events?" + q); code < 400 || !strings.Contains(page, want) {
+			t.Errorf("events?%s = %d, want an error saying %q", q, code, want)
+		}
+	}
+}
+
+// TestOverviewAndBodies: the overview counts the backlog, the open dead
+// letters and the refusals of the window by cause; an event's body is
+// shown from Postgres (JSON indented), and an archived one without the
+// archive's settings says how to give them, as an expunged one says it
+// was erased.
+func TestOverviewAndBodies(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	factory.Events(f.ctx, f.t, f.store, 2, nil)
+	f.deadLetter("stripe", "invoice.paid")
+	for range 3 {
+		factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
+	}
+	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch, ReceivedAt: time.Now().Add(-2 * time.Hour)})
+	inPG := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Body: []byte(`{"a":{"b":1}}`), State: inbox.StateProcessed})
+	archived := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateArchived})
+	expunged := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateExpunged})
+	f.login()
+
+	_, page := f.get("/")
+	for _, want := range []string{
+		`<div class="card" id="backlog"><h2>Backlog</h2><p class="big">2</p>`,
+		`<div class="card" id="dead-letters"><h2>Open dead letters</h2><p class="big">1</p>`,
+		`<h2>Refused, last 1h</h2><p class="big">3</p>`,
+		`<td><code>signature_mismatch</code></td><td class="num">3</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("overview lacks %s\n%s", want, page)
+		}
+	}
+	for id, want := range map[int64]string{
+		inPG.ID:     "<pre id=\"body\">{\n  &#34;a&#34;: {\n    &#34;b&#34;: 1\n  }\n}</pre>",
+		archived.ID: "the console has no archive settings",
+		expunged.ID: "the body was expunged",
+	} {
+		if code, page := f.get("/events/" + itoa(id)); code != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("event %d = %d, want %q\n%s", id, code, want, page)
+		}
+	}
+	if code, _ := f.get("/events/999999"); code != http.StatusNotFound {
+		t.Errorf("an unknown event = %d, want 404", code)
+	}
+}
