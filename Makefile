@@ -23,11 +23,8 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-24s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: ## install what the tests and the dev stack need (PostgreSQL server, Chromium, pinned Go tools, cfn-lint)
+setup: ## install what the tests and the dev stack need (PostgreSQL server, pinned Go tools, cfn-lint)
 	@./scripts/setup-postgres.sh
-	@# Chromium for the console's browser tests; make dev does not need it,
-	@# so a failure here only warns (the tests skip, or fail under CI).
-	@./scripts/setup-chromium.sh || echo "setup: without Chromium, the console's browser tests skip (and fail under CI)" >&2
 	@# cfn-lint and the SAM translator: make lint and the template checks need
 	@# them, make dev does not, so a failure here only warns (lint fails).
 	@./scripts/setup-cfn-lint.sh >/dev/null || echo "setup: without cfn-lint, make lint and make test fail (make dev does not need it)" >&2
@@ -68,7 +65,13 @@ lint: ## gofmt, go vet, and cfn-lint over template.yaml (no errors, no warnings)
 	@cfnlint=$$(./scripts/setup-cfn-lint.sh | tail -n1) && echo "$$cfnlint template.yaml" && "$$cfnlint" template.yaml
 
 .PHONY: test
-test: setup build lint generate-check ## everything: install, build, vet, generated code fresh, fuzz smoke, all tests against a real Postgres
+# Chromium only for the tests (the console's browser tests): make dev
+# needs no browser, and must not ask for sudo to install one.
+.PHONY: setup-browser
+setup-browser: ## install Chromium for the console's browser tests (make test does)
+	@./scripts/setup-chromium.sh || echo "setup: without Chromium, the console's browser tests skip (and fail under CI)" >&2
+
+test: setup setup-browser build lint generate-check ## everything: install, build, vet, generated code fresh, fuzz smoke, all tests against a real Postgres
 	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
 
