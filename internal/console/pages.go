@@ -66,7 +66,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
-	for _, name := range []string{"overview", "events", "event", "dead_letters", "confirm", "actions", "message"} {
+	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
@@ -142,50 +142,6 @@ func span(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
-}
-
-// --- Overview ---
-
-type overviewData struct {
-	Now          time.Time
-	Window       time.Duration
-	Backlog      storage.BacklogStats
-	DeadLetters  storage.DeadLetterStats
-	DeadByType   []storage.DeadLetterCount
-	Rejections   []storage.RejectionCount
-	RejectionSum int64
-}
-
-func (d overviewData) at() time.Time { return d.Now }
-
-func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	d := overviewData{Window: s.cfg.Window}
-	var err error
-	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.Backlog, err = s.cfg.Store.EventGetBacklogStats(ctx, d.Now); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.DeadLetters, err = s.cfg.Store.DeadLetterGetOpenStats(ctx); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.DeadByType, err = s.cfg.Store.DeadLetterCountByType(ctx); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.Rejections, err = s.cfg.Store.RejectionCountByCause(ctx, d.Now.Add(-d.Window)); err != nil {
-		s.fail(w, err)
-		return
-	}
-	for _, c := range d.Rejections {
-		d.RejectionSum += c.Count
-	}
-	s.render(w, r, http.StatusOK, "overview", "Overview", d)
 }
 
 // --- Events ---
