@@ -132,8 +132,12 @@ func ago(now, t time.Time) string {
 	return d.String() + suffix
 }
 
-// span renders a window: "1h", "30m", "1h30m".
+// span renders a window: "1h", "30m", "1h30m", "24h", "7d" (whole days
+// from two on).
 func span(d time.Duration) string {
+	if day := 24 * time.Hour; d >= 2*day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
