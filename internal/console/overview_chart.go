@@ -95,10 +95,11 @@ func (c chart) SVG() template.HTML {
 	fmt.Fprintf(&b, `<svg class="chart" id="%s" viewBox="0 0 %g %g" role="img" aria-labelledby="%s-title">`, esc(c.ID), chartW, chartH, esc(c.ID))
 	fmt.Fprintf(&b, `<title id="%s-title">%s</title>`, esc(c.ID), esc(c.Title))
 	// The y axis: 0, half and the top, with grid lines.
-	for _, v := range []int64{0, yMax / 2, yMax} {
-		if v == yMax/2 && (yMax < 2 || yMax%2 != 0) {
-			continue
-		}
+	ticks := []int64{0, yMax}
+	if yMax >= 2 && yMax%2 == 0 {
+		ticks = []int64{0, yMax / 2, yMax}
+	}
+	for _, v := range ticks {
 		fmt.Fprintf(&b, `<line class="grid" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/>`, padL, y(v), chartW-padR, y(v))
 		fmt.Fprintf(&b, `<text class="tick" x="%g" y="%.1f" text-anchor="end">%s</text>`, padL-6, y(v)+4, esc(short(v)))
 	}

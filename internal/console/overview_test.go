@@ -109,6 +109,13 @@ func TestOverviewEmptyWindow(t *testing.T) {
 	if n := strings.Count(page, "<rect "); n != 0 {
 		t.Errorf("%d bars in an empty window", n)
 	}
+	// Both charts have their axes: 0 and 1 on the y axis, six times on
+	// the x axis.
+	for want, n := range map[string]int{`text-anchor="end">0</text>`: 2, `text-anchor="end">1</text>`: 2, `text-anchor="middle">`: 12} {
+		if got := strings.Count(page, want); got != n {
+			t.Errorf("the empty charts have %d %s, want %d", got, want, n)
+		}
+	}
 }
 
 // TestOverviewArchiveProgress: the archive card counts the committed
