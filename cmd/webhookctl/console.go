@@ -31,9 +31,12 @@ func newConsoleCmd() *cobra.Command {
 		Use:   "console",
 		Short: "Serve the operator console in the browser (127.0.0.1; a token protects it)",
 		Long: `console serves a web console on --addr (127.0.0.1:8089): the overview
-(backlog, open dead letters, refusals by cause), the events (filtered by
-source, type, state and time, found by id; each with its body, from
-Postgres or the archive, and its attempt history), the dead letters, which
+(received, accepted, refused by cause, processed, failed and dead-lettered
+over --window as charts; backlog, open dead letters, archive progress), the
+refusals (by source and cause, with what each means and what to do), the
+events (filtered by source, type, state and time, found by id; each with
+its body, from Postgres or the archive, and its attempt history), the dead
+letters, which
 it requeues after showing how many and asking to confirm, and the operator
 actions. It reads the database with this command's settings (as 'events
 list' does; with none, the running make dev's) and archived bodies with the
@@ -54,7 +57,7 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 			if err != nil {
 				return err
 			}
-			cfg := console.Config{Store: o.store, Token: tok, ReadOnly: readOnly, Window: window, Logger: o.logger()}
+			cfg := console.Config{Store: o.store, Token: tok, ReadOnly: readOnly, Window: window, ArchiveMinAge: archiveMinAge(o.getenv), Logger: o.logger()}
 			if !readOnly {
 				cfg.Actor = by.resolve(o.getenv)
 			}
@@ -81,7 +84,7 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 	cmd.Flags().StringVar(&addr, "addr", defaultConsoleAddr, "the address to listen on (keep it on loopback)")
 	cmd.Flags().StringVar(&token, "token", "", "the access token (default $"+console.EnvToken+", else a random one)")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "hide and refuse every action")
-	cmd.Flags().DurationVar(&window, "window", console.DefaultWindow, "the overview's window of refusals")
+	cmd.Flags().DurationVar(&window, "window", console.DefaultWindow, "the window of the overview's charts and of the refusals page")
 	by.register(cmd)
 	return cmd
 }

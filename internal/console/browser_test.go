@@ -157,6 +157,7 @@ func browserSetup(t *testing.T) *browserFixture {
 		factory.Rejection(ctx, t, store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
 	}
 	factory.Rejection(ctx, t, store, &factory.RejectionOpts{Source: "github", Cause: inbox.CauseUnknownSource})
+	history(ctx, t, store)
 
 	// The fix is deployed: github's events are handled now.
 	reg := processor.NewRegistry()
@@ -201,7 +202,9 @@ func TestBrowser(t *testing.T) {
 	if strings.Contains(loc, "token") {
 		t.Errorf("the token stays in the address bar: %s", loc)
 	}
+	checkOverviewCharts(t, ctx)
 	screenshot(t, ctx, "overview")
+	checkRefusalsPage(t, ctx)
 
 	// Events, filtered through the form.
 	run(t, ctx, "filter the events",

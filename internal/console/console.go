@@ -43,8 +43,9 @@ const EnvToken = "WEBHOOKCTL_CONSOLE_TOKEN"
 // password to the operator's database rights.
 const MinTokenLength = 16
 
-// DefaultWindow is the overview's window of rejections.
-const DefaultWindow = time.Hour
+// DefaultWindow is the window of the overview's charts and of the
+// refusals.
+const DefaultWindow = 24 * time.Hour
 
 // Config is what the console serves and how.
 type Config struct {
@@ -61,8 +62,13 @@ type Config struct {
 	// Actor is who the actions are recorded as (webhookctl's --actor,
 	// $WEBHOOKCTL_ACTOR, else user@host); required unless ReadOnly.
 	Actor inbox.Actor
-	// Window is the overview's window of rejections (DefaultWindow).
+	// Window is the window of the overview's charts and of the refusals
+	// (DefaultWindow).
 	Window time.Duration
+	// ArchiveMinAge is the archiver's ARCHIVE_MIN_AGE: the overview counts
+	// the events processed before it and not archived as due
+	// (archive.DefaultMinAge when zero).
+	ArchiveMinAge time.Duration
 	// Logger logs each action (never a body or the token).
 	Logger *slog.Logger
 }
@@ -127,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
+	if cfg.ArchiveMinAge <= 0 {
+		cfg.ArchiveMinAge = archive.DefaultMinAge
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
@@ -140,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.FileServerFS(staticFS))
 	mux.HandleFunc("GET /{$}", s.overview)
+	mux.HandleFunc("GET /refusals", s.refusals)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /events/{id}", s.event)
 	mux.HandleFunc("GET /dead-letters", s.deadLetters)

@@ -370,7 +370,7 @@ func TestEventsFilterFindAndPage(t *testing.T) {
 // was erased.
 func TestOverviewAndBodies(t *testing.T) {
 	t.Parallel()
-	f := setup(t, nil)
+	f := setup(t, func(c *console.Config) { c.Window = time.Hour })
 	factory.Events(f.ctx, f.t, f.store, 2, nil)
 	f.deadLetter("stripe", "invoice.paid")
 	for range 3 {
@@ -387,7 +387,7 @@ func TestOverviewAndBodies(t *testing.T) {
 		`<div class="card" id="backlog"><h2>Backlog</h2><p class="big">2</p>`,
 		`<div class="card" id="dead-letters"><h2>Open dead letters</h2><p class="big">1</p>`,
 		`<h2>Refused, last 1h</h2><p class="big">3</p>`,
-		`<td><code>signature_mismatch</code></td><td class="num">3</td>`,
+		`<td><a href="/refusals#cause-signature_mismatch"><code>signature_mismatch</code></a></td><td class="num">3</td>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("overview lacks %s\n%s", want, page)

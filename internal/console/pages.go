@@ -66,7 +66,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
-	for _, name := range []string{"overview", "events", "event", "dead_letters", "confirm", "actions", "message"} {
+	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
@@ -132,8 +132,12 @@ func ago(now, t time.Time) string {
 	return d.String() + suffix
 }
 
-// span renders a window: "1h", "30m", "1h30m".
+// span renders a window: "1h", "30m", "1h30m", "24h", "7d" (whole days
+// from two on).
 func span(d time.Duration) string {
+	if day := 24 * time.Hour; d >= 2*day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -142,50 +146,6 @@ func span(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
-}
-
-// --- Overview ---
-
-type overviewData struct {
-	Now          time.Time
-	Window       time.Duration
-	Backlog      storage.BacklogStats
-	DeadLetters  storage.DeadLetterStats
-	DeadByType   []storage.DeadLetterCount
-	Rejections   []storage.RejectionCount
-	RejectionSum int64
-}
-
-func (d overviewData) at() time.Time { return d.Now }
-
-func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	d := overviewData{Window: s.cfg.Window}
-	var err error
-	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.Backlog, err = s.cfg.Store.EventGetBacklogStats(ctx, d.Now); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.DeadLetters, err = s.cfg.Store.DeadLetterGetOpenStats(ctx); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.DeadByType, err = s.cfg.Store.DeadLetterCountByType(ctx); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.Rejections, err = s.cfg.Store.RejectionCountByCause(ctx, d.Now.Add(-d.Window)); err != nil {
-		s.fail(w, err)
-		return
-	}
-	for _, c := range d.Rejections {
-		d.RejectionSum += c.Count
-	}
-	s.render(w, r, http.StatusOK, "overview", "Overview", d)
 }
 
 // --- Events ---

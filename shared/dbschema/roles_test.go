@@ -297,7 +297,7 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	for _, r := range rels {
 		if r.Table == "webhook_events" || r.Table == "webhook_archive_objects" {
 			seen++
-			if !r.Known() {
+			if !r.Known() && r.Unknown != storage.BloatNotBtree { // the BRIN indexes of 00010 are not estimated
 				t.Errorf("%s as %s: %s", r.Name, migrate.RoleArchiver, r.Unknown)
 			}
 		}

@@ -365,3 +365,20 @@ func (e executor) AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbo
 	}
 	return out, nil
 }
+
+// AttemptCountByBucket counts the attempts that finished in each bucket
+// of b, by outcome; buckets without attempts are absent.
+func (e executor) AttemptCountByBucket(ctx context.Context, b Buckets) ([]AttemptBucket, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	rows, err := queries.AttemptCountByBucket(ctx, e.db, dbsqlc.AttemptCountByBucketParams{BucketSeconds: b.Width.Seconds(), Since: b.Since, Until: b.Until})
+	if err != nil {
+		return nil, fmt.Errorf("count attempts by time: %w", err)
+	}
+	out := make([]AttemptBucket, len(rows))
+	for i, r := range rows {
+		out[i] = AttemptBucket{At: r.Bucket, Processed: r.Processed, Failed: r.Failed, Dead: r.Dead}
+	}
+	return out, nil
+}

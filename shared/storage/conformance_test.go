@@ -210,6 +210,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_archive_objects/orphans", testArchiveOrphans},
 	{"webhook_archive_objects/expunge", testArchiveExpunge},
 	{"webhook_rejections", testRejections},
+	{"time_buckets", testTimeBuckets},
 	{"webhook_payload_mismatches", testPayloadMismatches},
 	{"pg_misc", testPGMisc},
 	{"handlers", testHandlerQueries},
@@ -1122,6 +1123,60 @@ func testRejections(t *testing.T, e *env) {
 	}
 }
 
+// The counts over time of the console's charts: events by created_at,
+// attempts by finished_at and outcome, rejections by received_at and cause
+// (suppressed ones included), each in its bucket of the window and
+// nothing outside it.
+func testTimeBuckets(t *testing.T, e *env) {
+	s := e.store
+	base := e.now.Truncate(time.Hour).Add(-3 * time.Hour)
+	at := func(m int) time.Time { return base.Add(time.Duration(m) * time.Minute) }
+	b := storage.Buckets{Since: base, Until: at(180), Width: time.Hour}
+	if b.Len() != 3 || b.Index(at(61)) != 1 || b.Index(at(-1)) != -1 || b.Index(at(180)) != -1 {
+		t.Fatalf("buckets: len %d, index %d %d %d", b.Len(), b.Index(at(61)), b.Index(at(-1)), b.Index(at(180)))
+	}
+	// Outside the window on both sides: counted nowhere.
+	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(-1), Now: at(-1), State: inbox.StateProcessed, ProcessedAt: new(at(-1))})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(180), Now: at(180), State: inbox.StateRetrying})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(10)})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(12), State: inbox.StateProcessed, ProcessedAt: new(at(20))})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(70), Now: at(80), State: inbox.StateRetrying})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(75), Now: at(130), State: inbox.StateDead, DeadAt: new(at(130))})
+	evs := must[[]storage.EventBucket](t)(s.EventCountByBucket(e.ctx, b))
+	wantEv := []storage.EventBucket{{At: at(0), Count: 2}, {At: at(60), Count: 2}}
+	if len(evs) != 2 || !evs[0].At.Equal(wantEv[0].At) || evs[0].Count != 2 || !evs[1].At.Equal(wantEv[1].At) || evs[1].Count != 2 {
+		t.Fatalf("events by bucket = %+v, want %+v", evs, wantEv)
+	}
+	att := must[[]storage.AttemptBucket](t)(s.AttemptCountByBucket(e.ctx, b))
+	// The dead event's three failed attempts finish at 130 minutes, the
+	// last one dead-lettering it.
+	want := []storage.AttemptBucket{{At: at(0), Processed: 1}, {At: at(60), Failed: 1}, {At: at(120), Failed: 3, Dead: 1}}
+	if len(att) != len(want) {
+		t.Fatalf("attempts by bucket = %+v, want %+v", att, want)
+	}
+	for i := range want {
+		if !att[i].At.Equal(want[i].At) || att[i].Processed != want[i].Processed || att[i].Failed != want[i].Failed || att[i].Dead != want[i].Dead {
+			t.Fatalf("attempts by bucket = %+v, want %+v", att, want)
+		}
+	}
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseSignatureMismatch, ReceivedAt: at(5), Suppressed: 2})
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseSignatureMismatch, ReceivedAt: at(6)})
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseUnknownSource, ReceivedAt: at(125)})
+	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseUnknownSource, ReceivedAt: at(-5)})
+	rej := must[[]storage.RejectionBucket](t)(s.RejectionCountByBucket(e.ctx, b))
+	if len(rej) != 2 || !rej[0].At.Equal(at(0)) || rej[0].Cause != string(inbox.CauseSignatureMismatch) || rej[0].Count != 4 ||
+		!rej[1].At.Equal(at(120)) || rej[1].Cause != string(inbox.CauseUnknownSource) || rej[1].Count != 1 {
+		t.Fatalf("rejections by bucket = %+v", rej)
+	}
+	// An empty window or a width under a second is refused before it
+	// reaches the database.
+	for _, bad := range []storage.Buckets{{Since: base, Until: base, Width: time.Hour}, {Since: base, Until: at(60), Width: time.Millisecond}} {
+		if _, err := s.EventCountByBucket(e.ctx, bad); err == nil {
+			t.Fatalf("buckets %+v accepted", bad)
+		}
+	}
+}
+
 func testPayloadMismatches(t *testing.T, e *env) {
 	s := e.store
 	stored, received := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
@@ -1183,6 +1238,9 @@ func testPGMisc(t *testing.T, e *env) {
 	bloat := map[string]storage.RelationBloat{}
 	for _, r := range must[[]storage.RelationBloat](t)(s.PGBloatEstimate(e.ctx, storage.InboxTables)) {
 		bloat[r.Name] = r
+		if r.Unknown == storage.BloatNotBtree && strings.HasSuffix(r.Name, "_brin") {
+			continue // the BRIN indexes of 00010: only btrees are estimated
+		}
 		if !r.Known() || r.Ratio() != 0 {
 			t.Errorf("bloat of %s, empty: %+v", r.Name, r)
 		}

@@ -625,3 +625,20 @@ func (e executor) EventExpunge(ctx context.Context, id int64) (EventScrub, error
 	}
 	return EventScrub{Payload: r.HadPayload, Body: r.HadBody, Metadata: r.HadMetadata, LastError: r.HadLastError}, nil
 }
+
+// EventCountByBucket counts the events stored in each bucket of b, by
+// created_at; buckets without events are absent.
+func (e executor) EventCountByBucket(ctx context.Context, b Buckets) ([]EventBucket, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	rows, err := queries.EventCountByBucket(ctx, e.db, dbsqlc.EventCountByBucketParams{BucketSeconds: b.Width.Seconds(), Since: b.Since, Until: b.Until})
+	if err != nil {
+		return nil, fmt.Errorf("count events by time: %w", err)
+	}
+	out := make([]EventBucket, len(rows))
+	for i, r := range rows {
+		out[i] = EventBucket{At: r.Bucket, Count: r.Count}
+	}
+	return out, nil
+}

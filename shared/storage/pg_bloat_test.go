@@ -194,6 +194,9 @@ func TestBloatEstimateWebhookEvents(t *testing.T) {
 
 	// Empty tables have nothing to estimate: known, and no bloat.
 	for n, r := range bloatOf(ctx, t, store, storage.InboxTables) {
+		if r.Unknown == storage.BloatNotBtree {
+			continue // the BRIN indexes of 00010: only btrees are estimated
+		}
 		if !r.Known() || r.Ratio() != 0 {
 			t.Errorf("%s, empty: %+v", n, r)
 		}

@@ -71,3 +71,20 @@ func (e executor) RejectionCountByCause(ctx context.Context, since time.Time) ([
 	}
 	return out, nil
 }
+
+// RejectionCountByBucket counts the rejections in each bucket of b per
+// cause, the suppressed ones included; empty buckets are absent.
+func (e executor) RejectionCountByBucket(ctx context.Context, b Buckets) ([]RejectionBucket, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	rows, err := queries.RejectionCountByBucket(ctx, e.db, dbsqlc.RejectionCountByBucketParams{BucketSeconds: b.Width.Seconds(), Since: b.Since, Until: b.Until})
+	if err != nil {
+		return nil, fmt.Errorf("count rejections by time: %w", err)
+	}
+	out := make([]RejectionBucket, len(rows))
+	for i, r := range rows {
+		out[i] = RejectionBucket{At: r.Bucket, Cause: r.Cause, Count: r.Count}
+	}
+	return out, nil
+}

@@ -40,6 +40,7 @@ type Executor interface {
 	EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOptions) (ReplayResult, error)
 	EventCountArchivable(ctx context.Context, processedBefore time.Time) (int64, error)
 	EventGetArchiveProgress(ctx context.Context, cutoff time.Time) (ArchiveProgress, error)
+	EventCountByBucket(ctx context.Context, b Buckets) ([]EventBucket, error)
 	EventListArchiveCandidates(ctx context.Context, p EventArchiveParams) (ArchiveCandidates, error)
 	EventLockForArchive(ctx context.Context, ids []int64) ([]*inbox.Event, error)
 	EventMarkArchived(ctx context.Context, key string, locs []ArchiveLocation) error
@@ -48,6 +49,7 @@ type Executor interface {
 	// webhook_attempts
 	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
 	AttemptExpunge(ctx context.Context, eventPK int64) (int, error)
+	AttemptCountByBucket(ctx context.Context, b Buckets) ([]AttemptBucket, error)
 
 	// webhook_claims
 	ClaimSet(ctx context.Context, c Claim) error
@@ -75,6 +77,7 @@ type Executor interface {
 	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error
 	RejectionList(ctx context.Context, since time.Time, limit int) ([]inbox.Rejection, error)
 	RejectionCountByCause(ctx context.Context, since time.Time) ([]RejectionCount, error)
+	RejectionCountByBucket(ctx context.Context, b Buckets) ([]RejectionBucket, error)
 
 	// webhook_payload_mismatches
 	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error)

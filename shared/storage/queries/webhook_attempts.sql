@@ -16,3 +16,17 @@ SELECT * FROM webhook_attempts WHERE event_pk = @event_pk::bigint ORDER BY attem
 -- many texts it erased.
 UPDATE webhook_attempts SET error = @redacted::text
  WHERE event_pk = @event_pk::bigint AND error NOT IN ('', @redacted::text);
+
+-- name: AttemptCountByBucket :many
+-- Finished attempts per time bucket of bucket_seconds from since up to
+-- until, by finished_at: processed (handled or unhandled), failed, and the
+-- failed ones that dead-lettered their event. The window bounds the scan
+-- through webhook_attempts_finished_at_brin (00010); interrupted attempts
+-- (no finished_at) are not counted; buckets without attempts are absent.
+SELECT date_bin(make_interval(secs => @bucket_seconds::float8), finished_at, @since::timestamptz)::timestamptz AS bucket,
+       count(*) FILTER (WHERE outcome IN ('handled', 'unhandled')) AS processed,
+       count(*) FILTER (WHERE outcome = 'failed') AS failed,
+       count(*) FILTER (WHERE dead) AS dead
+  FROM webhook_attempts
+ WHERE finished_at >= @since::timestamptz AND finished_at < @until::timestamptz
+ GROUP BY 1 ORDER BY 1;

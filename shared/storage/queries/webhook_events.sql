@@ -429,3 +429,14 @@ UPDATE webhook_events e SET payload = NULL, body = NULL, metadata = NULL,
  WHERE e.id = old.id
 RETURNING old.had_payload::boolean AS had_payload, old.had_body::boolean AS had_body,
           old.had_metadata::boolean AS had_metadata, old.had_last_error::boolean AS had_last_error;
+
+-- name: EventCountByBucket :many
+-- Events stored (accepted) per time bucket of bucket_seconds from since
+-- up to until, by created_at: the console's chart. The window bounds the
+-- scan to its pages through webhook_events_created_at_brin (00010);
+-- buckets without events are absent.
+SELECT date_bin(make_interval(secs => @bucket_seconds::float8), created_at, @since::timestamptz)::timestamptz AS bucket,
+       count(*) AS count
+  FROM webhook_events
+ WHERE created_at >= @since::timestamptz AND created_at < @until::timestamptz
+ GROUP BY 1 ORDER BY 1;

@@ -27,3 +27,15 @@ SELECT provider, cause, message, request_id, remote_addr, body_size, suppressed,
 SELECT provider, cause, sum(1 + suppressed)::bigint AS count
   FROM webhook_rejections WHERE received_at >= @since::timestamptz
  GROUP BY provider, cause ORDER BY count DESC, provider, cause;
+
+-- name: RejectionCountByBucket :many
+-- Rejections per time bucket of bucket_seconds from since up to until and
+-- cause, counting the suppressed ones each record stands for (they were
+-- refused before it, since the previous record of its source and cause,
+-- and are counted in the record's bucket). The ring buffer is small and
+-- indexed by received_at.
+SELECT date_bin(make_interval(secs => @bucket_seconds::float8), received_at, @since::timestamptz)::timestamptz AS bucket,
+       cause, sum(1 + suppressed)::bigint AS count
+  FROM webhook_rejections
+ WHERE received_at >= @since::timestamptz AND received_at < @until::timestamptz
+ GROUP BY 1, 2 ORDER BY 1, 2;

@@ -7,7 +7,61 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
+
+const attemptCountByBucket = `-- name: AttemptCountByBucket :many
+SELECT date_bin(make_interval(secs => $1::float8), finished_at, $2::timestamptz)::timestamptz AS bucket,
+       count(*) FILTER (WHERE outcome IN ('handled', 'unhandled')) AS processed,
+       count(*) FILTER (WHERE outcome = 'failed') AS failed,
+       count(*) FILTER (WHERE dead) AS dead
+  FROM webhook_attempts
+ WHERE finished_at >= $2::timestamptz AND finished_at < $3::timestamptz
+ GROUP BY 1 ORDER BY 1
+`
+
+type AttemptCountByBucketParams struct {
+	BucketSeconds float64
+	Since         time.Time
+	Until         time.Time
+}
+
+type AttemptCountByBucketRow struct {
+	Bucket    time.Time
+	Processed int64
+	Failed    int64
+	Dead      int64
+}
+
+// Finished attempts per time bucket of bucket_seconds from since up to
+// until, by finished_at: processed (handled or unhandled), failed, and the
+// failed ones that dead-lettered their event. The window bounds the scan
+// through webhook_attempts_finished_at_brin (00010); interrupted attempts
+// (no finished_at) are not counted; buckets without attempts are absent.
+func (q *Queries) AttemptCountByBucket(ctx context.Context, db DBTX, arg AttemptCountByBucketParams) ([]AttemptCountByBucketRow, error) {
+	rows, err := db.Query(ctx, attemptCountByBucket, arg.BucketSeconds, arg.Since, arg.Until)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AttemptCountByBucketRow
+	for rows.Next() {
+		var i AttemptCountByBucketRow
+		if err := rows.Scan(
+			&i.Bucket,
+			&i.Processed,
+			&i.Failed,
+			&i.Dead,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const attemptExpunge = `-- name: AttemptExpunge :execrows
 UPDATE webhook_attempts SET error = $1::text

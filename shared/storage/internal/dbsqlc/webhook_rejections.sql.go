@@ -10,6 +10,51 @@ import (
 	"time"
 )
 
+const rejectionCountByBucket = `-- name: RejectionCountByBucket :many
+SELECT date_bin(make_interval(secs => $1::float8), received_at, $2::timestamptz)::timestamptz AS bucket,
+       cause, sum(1 + suppressed)::bigint AS count
+  FROM webhook_rejections
+ WHERE received_at >= $2::timestamptz AND received_at < $3::timestamptz
+ GROUP BY 1, 2 ORDER BY 1, 2
+`
+
+type RejectionCountByBucketParams struct {
+	BucketSeconds float64
+	Since         time.Time
+	Until         time.Time
+}
+
+type RejectionCountByBucketRow struct {
+	Bucket time.Time
+	Cause  string
+	Count  int64
+}
+
+// Rejections per time bucket of bucket_seconds from since up to until and
+// cause, counting the suppressed ones each record stands for (they were
+// refused before it, since the previous record of its source and cause,
+// and are counted in the record's bucket). The ring buffer is small and
+// indexed by received_at.
+func (q *Queries) RejectionCountByBucket(ctx context.Context, db DBTX, arg RejectionCountByBucketParams) ([]RejectionCountByBucketRow, error) {
+	rows, err := db.Query(ctx, rejectionCountByBucket, arg.BucketSeconds, arg.Since, arg.Until)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RejectionCountByBucketRow
+	for rows.Next() {
+		var i RejectionCountByBucketRow
+		if err := rows.Scan(&i.Bucket, &i.Cause, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rejectionCountByCause = `-- name: RejectionCountByCause :many
 SELECT provider, cause, sum(1 + suppressed)::bigint AS count
   FROM webhook_rejections WHERE received_at >= $1::timestamptz
