@@ -131,8 +131,10 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 			t.Errorf("GET %s without a session = %d, want 401", p, code)
 		}
 	}
-	if code, _ := f.post("/dead-letters/requeue", url.Values{"all": {"1"}}, nil); code != http.StatusUnauthorized {
-		t.Errorf("POST without a session = %d, want 401", code)
+	for _, p := range []string{"/dead-letters/requeue", "/events/replay", "/events/1/expunge"} {
+		if code, _ := f.post(p, url.Values{"all": {"1"}, "confirm": {"yes"}}, nil); code != http.StatusUnauthorized {
+			t.Errorf("POST %s without a session = %d, want 401", p, code)
+		}
 	}
 	// A forged cookie is no session.
 	u, _ := url.Parse(f.srv.URL)

@@ -66,7 +66,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
-	for _, name := range []string{"overview", "events", "event", "dead_letters", "confirm", "actions", "message"} {
+	for _, name := range []string{"overview", "events", "event", "dead_letters", "confirm", "actions", "message", "replay", "expunge"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
@@ -215,6 +215,8 @@ type eventsData struct {
 	// url.Values encoded, so safe as a URL.
 	Next  template.URL
 	Error string
+	// Replayed is the notice after a replay of the filter (actions.go).
+	Replayed string
 }
 
 func (d eventsData) at() time.Time { return d.Now }
@@ -226,7 +228,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		Source: strings.TrimSpace(qs.Get("source")), Type: strings.TrimSpace(qs.Get("type")), State: qs.Get("state"),
 		Since: strings.TrimSpace(qs.Get("since")), From: strings.TrimSpace(qs.Get("from")), To: strings.TrimSpace(qs.Get("to")),
 	}
-	d := eventsData{Query: q, States: inbox.EventStates()}
+	d := eventsData{Query: q, States: inbox.EventStates(), Replayed: replayedNote(qs)}
 	var err error
 	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
 		s.fail(w, err)
@@ -350,6 +352,8 @@ type eventData struct {
 	Body, BodyFrom, BodyNote string
 	// OpenDeadLetter is the event's open dead letter (0: none).
 	OpenDeadLetter int64
+	// Replayed is the notice after a replay of the event (actions.go).
+	Replayed string
 }
 
 func (d eventData) at() time.Time { return d.Now }
@@ -361,7 +365,7 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "No such event", "not an event id")
 		return
 	}
-	var d eventData
+	d := eventData{Replayed: replayedNote(r.URL.Query())}
 	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
 		s.fail(w, err)
 		return
