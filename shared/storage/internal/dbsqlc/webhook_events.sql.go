@@ -1030,6 +1030,75 @@ func (q *Queries) EventListBodies(ctx context.Context, db DBTX, ids []int64) ([]
 	return items, nil
 }
 
+const eventListByEventID = `-- name: EventListByEventID :many
+WITH RECURSIVE p AS (
+    (SELECT provider FROM webhook_events ORDER BY provider LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.provider FROM webhook_events w WHERE w.provider > p.provider ORDER BY w.provider LIMIT 1)
+      FROM p WHERE p.provider IS NOT NULL
+)
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = $1::text
+ ORDER BY e.id
+ LIMIT $2::int
+`
+
+type EventListByEventIDParams struct {
+	EventID string
+	Max     int32
+}
+
+// The events whose sender's id is @event_id, whatever their source (the
+// console's "find" without a source), oldest first. The unique key leads
+// with provider, so this walks the few distinct providers (a loose index
+// scan: one probe each) and probes (provider, event_id) for each, instead
+// of scanning the table or keeping an index on event_id alone.
+func (q *Queries) EventListByEventID(ctx context.Context, db DBTX, arg EventListByEventIDParams) ([]WebhookEvent, error) {
+	rows, err := db.Query(ctx, eventListByEventID, arg.EventID, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEvent
+	for rows.Next() {
+		var i WebhookEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Source,
+			&i.EventID,
+			&i.EventType,
+			&i.Payload,
+			&i.Body,
+			&i.BodySHA256,
+			&i.BodySize,
+			&i.ProcessedAt,
+			&i.CreatedAt,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LastError,
+			&i.Outcome,
+			&i.DeadAt,
+			&i.ArchiveKey,
+			&i.ArchiveOffset,
+			&i.ArchiveLength,
+			&i.ArchivedAt,
+			&i.ExpungedAt,
+			&i.Metadata,
+			&i.SourceKind,
+			&i.LastAttemptAt,
+			&i.FailedAttempts,
+			&i.Solo,
+			&i.BodyGuard,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventListReplayableIDs = `-- name: EventListReplayableIDs :many
 SELECT e.id FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
