@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // TestReplayCountsThenConfirms: replaying the events list's filter first
@@ -266,5 +270,91 @@ func TestReplayAndExpungeRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 	}
 	if got, _ := ro.store.EventGetByID(ro.ctx, re.ID); got.ProcessedAt == nil || got.ExpungedAt != nil {
 		t.Errorf("a read-only console changed the event: %+v", got)
+	}
+}
+
+var rowRE = regexp.MustCompile(`<tr><td class="num">(\d+)</td>`)
+
+// rows returns the first column (the id) of a list page's rows.
+func rows(page string) []string {
+	var ids []string
+	for _, m := range rowRE.FindAllStringSubmatch(page, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+// nextPage follows the page's next link; "" when there is none.
+func (f *fixture) nextPage(page string) string {
+	f.t.Helper()
+	m := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		return ""
+	}
+	code, next := f.get(strings.ReplaceAll(m[1], "&amp;", "&"))
+	if code != http.StatusOK {
+		f.t.Fatalf("next page %s = %d\n%s", m[1], code, next)
+	}
+	return next
+}
+
+// TestDeadLettersAndActionsPage: both lists page by cursor, 50 a page;
+// rows that arrive, or leave, between pages neither repeat nor hide one.
+func TestDeadLettersAndActionsPage(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	var dls []int64
+	for range 53 {
+		_, dl := f.deadLetter("stripe", "invoice.paid")
+		dls = append(dls, dl)
+	}
+	f.login()
+	_, page := f.get("/dead-letters")
+	first := rows(page)
+	if len(first) != 50 || first[0] != itoa(dls[0]) || first[49] != itoa(dls[49]) {
+		t.Fatalf("first page of dead letters: %v", first)
+	}
+	// Between pages: one of the next page is requeued, a new one dies.
+	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dls[51]}, time.Now(), inbox.Actor{Name: "bob"}); err != nil || n != 1 {
+		t.Fatalf("requeue = %d, %v", n, err)
+	}
+	_, late := f.deadLetter("stripe", "invoice.paid")
+	second := rows(f.nextPage(page))
+	if want := []string{itoa(dls[50]), itoa(dls[52]), itoa(late)}; !slices.Equal(second, want) {
+		t.Errorf("second page of dead letters = %v, want %v", second, want)
+	}
+	// The filter stays on the next page's address.
+	f.deadLetter("github", "push")
+	_, page = f.get("/dead-letters?source=stripe")
+	if next := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(page); next == nil || !strings.Contains(next[1], "source=stripe") {
+		t.Errorf("filtered next link: %v", next)
+	}
+	if code, _ := f.get("/dead-letters?after=x"); code != http.StatusBadRequest {
+		t.Errorf("after=x = %d, want 400", code)
+	}
+
+	var acts []int64
+	for i := range 52 {
+		id, err := f.store.OperatorActionRecord(f.ctx, inbox.ActionExpunge, inbox.Actor{Name: "ops" + strconv.Itoa(i)}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acts = append(acts, id)
+	}
+	_, page = f.get("/actions")
+	first = rows(page)
+	// The newest first: the 52 recorded here, after the requeue above.
+	if len(first) != 50 || first[0] != itoa(acts[51]) || first[49] != itoa(acts[2]) {
+		t.Fatalf("first page of actions: %v", first)
+	}
+	if _, err := f.store.OperatorActionRecord(f.ctx, inbox.ActionExpunge, inbox.Actor{Name: "late"}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	next := f.nextPage(page)
+	if second := rows(next); len(second) != 3 || second[0] != itoa(acts[1]) || second[1] != itoa(acts[0]) || f.nextPage(next) != "" {
+		t.Errorf("second page of actions = %v, want %d, %d and the requeue, the last page", second, acts[1], acts[0])
+	}
+	if code, _ := f.get("/actions?before=0"); code != http.StatusBadRequest {
+		t.Errorf("before=0 = %d, want 400", code)
 	}
 }
