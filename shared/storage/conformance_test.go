@@ -208,6 +208,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_dead_letters/page", testDeadLetterPage},
 	{"webhook_operator_actions/page", testOperatorActionPage},
 	{"webhook_events/by_event_id", testEventListByEventID},
+	{"webhook_events/list_window", testEventListWindow},
 	{"webhook_archive_objects/batch", testArchiveBatch},
 	{"webhook_archive_objects/batch_changed", testArchiveBatchChanged},
 	{"webhook_archive_objects/orphans", testArchiveOrphans},
@@ -1326,5 +1327,46 @@ func testEventListByEventID(t *testing.T, e *env) {
 	}
 	if got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "nope", 10)); len(got) != 0 {
 		t.Fatalf("unknown id = %+v", got)
+	}
+}
+
+// A window bounded on both ends: far in the past (the rows after it
+// outnumber its own: read by receipt time and sorted) or recent (the id
+// walk), the same rows come back, newest first, paged by id.
+func testEventListWindow(t *testing.T, e *env) {
+	s := e.store
+	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{CreatedFrom: e.now.Add(-time.Hour), CreatedTo: e.now}, e.now, 10)); len(got) != 0 {
+		t.Fatalf("on an empty table = %+v", got)
+	}
+	day := 24 * time.Hour
+	var old, recent []*inbox.Event
+	for i := range 4 {
+		old = append(old, factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "w", CreatedAt: e.now.Add(-30*day + time.Duration(i)*time.Minute)}))
+	}
+	for i := range 20 {
+		factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "w", CreatedAt: e.now.Add(-20*day + time.Duration(i)*time.Hour)})
+	}
+	for i := range 3 {
+		recent = append(recent, factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "w", CreatedAt: e.now.Add(-time.Duration(3-i) * time.Minute)}))
+	}
+	ids := func(evs []*inbox.Event) []int64 {
+		var out []int64
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	past := storage.EventFilter{CreatedFrom: e.now.Add(-31 * day), CreatedTo: e.now.Add(-29 * day)}
+	got := must[[]*inbox.Event](t)(s.EventList(e.ctx, past, e.now, 3))
+	if want := []int64{old[3].ID, old[2].ID, old[1].ID}; !slices.Equal(ids(got), want) {
+		t.Fatalf("a past window = %v, want %v", ids(got), want)
+	}
+	past.BeforeID = got[2].ID
+	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, past, e.now, 3)); !slices.Equal(ids(got), []int64{old[0].ID}) {
+		t.Fatalf("its next page = %v, want %d", ids(got), old[0].ID)
+	}
+	now := storage.EventFilter{CreatedFrom: e.now.Add(-time.Hour), CreatedTo: e.now.Add(time.Hour)}
+	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, now, e.now, 10)); !slices.Equal(ids(got), []int64{recent[2].ID, recent[1].ID, recent[0].ID}) {
+		t.Fatalf("a recent window = %v", ids(got))
 	}
 }

@@ -99,6 +99,11 @@ SELECT e.* FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_i
  ORDER BY e.id
  LIMIT @max::int;
 
+-- name: EventGetNewestCreatedAt :one
+-- When the newest event (by id) was received: one probe of the primary
+-- key. EventList weighs a bounded time window with it.
+SELECT created_at FROM webhook_events ORDER BY id DESC LIMIT 1;
+
 -- name: EventGetByKeyForUpdate :one
 -- Locks the event for an expunge: expunges of one event take turns, and an
 -- expunge waits for an archive batch, or a processor's transaction,

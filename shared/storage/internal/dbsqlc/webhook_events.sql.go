@@ -767,6 +767,19 @@ func (q *Queries) EventGetHashByKey(ctx context.Context, db DBTX, arg EventGetHa
 	return i, err
 }
 
+const eventGetNewestCreatedAt = `-- name: EventGetNewestCreatedAt :one
+SELECT created_at FROM webhook_events ORDER BY id DESC LIMIT 1
+`
+
+// When the newest event (by id) was received: one probe of the primary
+// key. EventList weighs a bounded time window with it.
+func (q *Queries) EventGetNewestCreatedAt(ctx context.Context, db DBTX) (time.Time, error) {
+	row := db.QueryRow(ctx, eventGetNewestCreatedAt)
+	var created_at time.Time
+	err := row.Scan(&created_at)
+	return created_at, err
+}
+
 const eventInsert = `-- name: EventInsert :one
 WITH ins AS (
     INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind, body_guard)
