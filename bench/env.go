@@ -37,6 +37,7 @@ const (
 	dbLatency   = "latency"       // the receiver and a real-time processor at a fixed rate
 	dbHistory   = "history"       // millions of processed, archived events, then ingest and drain
 	dbRiverHist = "river_history" // River's, with as many completed jobs
+	dbConsole   = "console"       // a million events behind the console's pages
 	// dbHistoryEmpty is the history stage's empty tables, measured in
 	// turns with the history.
 	dbHistoryEmpty = "history_empty"

@@ -23,6 +23,9 @@
 //     event's receipt-to-processed time read from the table;
 //   - history: ten million processed, archived events loaded, then ingest
 //     and drain again over them, beside the empty-table figures;
+//   - console: a million stored events (and dead letters, operator
+//     actions), then each page of the operator console timed server-side,
+//     its handler called in process, against the issue's 100 ms bound;
 //   - archive: the archiver moving the drained events' payloads to versitygw;
 //   - lambda: the bootstrap binaries' sizes and init durations under the
 //     Lambda Runtime Interface Emulator.
@@ -89,13 +92,17 @@ type Settings struct {
 	ReceiverConns   int           `json:"latency_receiver_conns"`
 	// HistoryEvents is the history stage's preloaded events; HistoryRiver
 	// loads as many completed jobs for River.
-	HistoryEvents int      `json:"history_events"`
-	HistoryRiver  bool     `json:"history_river"`
-	Stages        []string `json:"stages"`
+	HistoryEvents int  `json:"history_events"`
+	HistoryRiver  bool `json:"history_river"`
+	// ConsoleEvents is the console stage's stored events, ConsoleRequests
+	// how many times it times each page.
+	ConsoleEvents   int      `json:"console_events"`
+	ConsoleRequests int      `json:"console_requests"`
+	Stages          []string `json:"stages"`
 }
 
 // allStages is every stage, in the order they run.
-var allStages = []string{"ingest", "drain", "latency", "history", "archive", "lambda"}
+var allStages = []string{"ingest", "drain", "latency", "history", "console", "archive", "lambda"}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -126,6 +133,8 @@ func run(args []string) error {
 		latDurable  = fs.Bool("latency-durable", true, "measure the latency on the durable cluster too (with -durable)")
 		histEvents  = fs.Int("history", 10_000_000, "processed, archived events loaded before the history stage's ingest and drain")
 		histRiver   = fs.Bool("history-river", true, "give River as many completed jobs in the history stage")
+		conEvents   = fs.Int("console-events", 1_000_000, "events stored before the console stage times its pages")
+		conRequests = fs.Int("console-requests", 200, "timed requests per console page")
 		stages      = fs.String("stages", strings.Join(allStages, ","), "stages to run (comma-separated): "+strings.Join(allStages, ", "))
 		profileDir  = fs.String("profiles", "", "folder for the CPU profiles (default: a temporary folder, printed at the end)")
 		render      = fs.String("render", "", "only write the page and the JSON again from this benchmarks.json (after editing the templates); "+
@@ -153,6 +162,7 @@ func run(args []string) error {
 		LatencyDurable: *latDurable && *durable, PollMs: float64(realtimePoll) / float64(time.Millisecond),
 		ReceiverConns: latencyReceiverConns,
 		HistoryEvents: *histEvents, HistoryRiver: *histRiver,
+		ConsoleEvents: *conEvents, ConsoleRequests: *conRequests,
 	}
 	for _, f := range strings.Split(*latRates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -163,6 +173,9 @@ func run(args []string) error {
 	}
 	if s.LatencyDuration < time.Second || s.LatencyWarmup < 0 || s.LatencyGrace < 0 || s.HistoryEvents < 0 {
 		return errors.New("-latency-duration must be at least 1s, -latency-warmup, -latency-grace and -history not negative")
+	}
+	if s.ConsoleEvents < 1000 || s.ConsoleRequests < 1 {
+		return errors.New("-console-events must be at least 1000 (one dead event in a thousand), -console-requests positive")
 	}
 	for _, f := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -248,6 +261,8 @@ func run(args []string) error {
 			err = b.latency(ctx)
 		case "history":
 			err = b.history(ctx)
+		case "console":
+			err = b.console(ctx)
 		case "archive":
 			err = b.archive(ctx)
 		case "lambda":
@@ -294,6 +309,8 @@ func stageDatabases(s Settings) (fast, durable []string) {
 			if s.HistoryRiver {
 				fast = append(fast, dbRiverHist, dbRiver)
 			}
+		case "console":
+			fast = append(fast, dbConsole)
 		case "archive":
 			fast = append(fast, dbDrain)
 		case "lambda":

@@ -24,6 +24,7 @@ type Report struct {
 	DrainDurable *DrainFigure    `json:"drain_durable,omitempty"`
 	Latency      []LatencyFigure `json:"latency,omitempty"`
 	History      *HistoryFigure  `json:"history,omitempty"`
+	Console      *ConsoleFigure  `json:"console,omitempty"`
 	Archive      *ArchiveFigure  `json:"archive,omitempty"`
 	Lambda       []LambdaFigure  `json:"lambda,omitempty"`
 	Stages       []StageTime     `json:"stages"`
@@ -383,6 +384,11 @@ func (r *Report) Summary() string {
 	if h := r.History; h != nil {
 		for _, v := range h.Versus {
 			fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "history "+v.System+" "+v.Figure, thousands(v.History), thousands(v.Empty), v.Ratio, v.CPURatio)
+		}
+	}
+	if c := r.Console; c != nil {
+		for _, p := range c.Pages {
+			fmt.Fprintf(&sb, "%-42s %9.2f ms p50 %9.2f ms p99 (bound %.0f ms)\n", "console "+p.Name, p.P50Ms, p.P99Ms, c.BoundMs)
 		}
 	}
 	if a := r.Archive; a != nil {

@@ -121,3 +121,42 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleSmoke runs the console stage at a toy size and checks that
+// every page was timed and the page and the JSON carry the figures. It
+// starts a Postgres cluster: skipped with -short.
+func TestConsoleSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Postgres cluster")
+	}
+	out := t.TempDir()
+	if err := run([]string{"-out", out, "-stages", "console", "-console-events", "5000", "-console-requests", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(out, "benchmarks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Console
+	if c == nil || c.Events != 5000 || c.DeadLetters != 5 || c.Actions != 10000 || len(c.Pages) < 10 {
+		t.Fatalf("console figure: %+v", c)
+	}
+	for _, p := range c.Pages {
+		if p.P50Ms <= 0 || p.P99Ms < p.P50Ms || p.Bytes == 0 {
+			t.Errorf("page %s: %+v", p.Name, p)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Console", "over 5 000\nstored events", "| dead letters, a deep page |", "slowest console page over 5 000 events"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}

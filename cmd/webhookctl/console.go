@@ -36,11 +36,12 @@ over --window as charts; backlog, open dead letters, archive progress), the
 refusals (by source and cause, with what each means and what to do), the
 events (filtered by source, type, state and time, found by id; each with
 its body, from Postgres or the archive, and its attempt history), the dead
-letters, which
-it requeues after showing how many and asking to confirm, and the operator
-actions. It reads the database with this command's settings (as 'events
-list' does; with none, the running make dev's) and archived bodies with the
-archiver's (ARCHIVE_BUCKET, S3_*).
+letters, and the operator actions. It requeues dead letters and replays
+events after showing how many and asking to confirm, and expunges one
+event's body once its id is typed again. It reads the database with this
+command's settings (as 'events list' does; with none, the running make
+dev's), and archived bodies, and expunges, with the archiver's
+(ARCHIVE_BUCKET, ARCHIVE_PREFIX, S3_*).
 
 It prints the address to open, with an access token (--token, else $` + console.EnvToken + `,
 else a random one): every request without it is refused. Actions are

@@ -178,8 +178,9 @@ func browserSetup(t *testing.T) *browserFixture {
 
 // TestBrowser drives the console in Chromium as an operator does: the
 // overview, a filtered events list, an archived event's body, a dead
-// letter requeued after confirming (due, then processed by a drain), and
-// the refusals: no token, a form posted from another origin, a form
+// letter requeued after confirming (due, then processed by a drain), that
+// event replayed after confirming (processed again), an expunge's
+// confirmation, and the refusals: no token, a form posted from another origin, a form
 // without its CSRF token.
 func TestBrowser(t *testing.T) {
 	tier.Heavy(t, "starts Chromium")
@@ -263,9 +264,46 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after the drain the event is %q, want processed", text)
 	}
 	screenshot(t, ctx, "event-requeued")
+
+	// The processed event, replayed after confirming: due, then processed
+	// again by the next drain.
+	run(t, ctx, "ask to replay",
+		chromedp.Click(`#replay button[type="submit"]`),
+		chromedp.WaitVisible("#confirm-count"))
+	text = value(t, ctx, "replay confirmation", chromedp.Text("#confirm-count"))
+	if !strings.Contains(text, "This replays 1 event") {
+		t.Errorf("replay confirmation: %q", text)
+	}
+	if e, _ := f.store.EventGetByID(f.ctx, f.deadEvent); e.ProcessedAt == nil {
+		t.Fatal("asking to confirm the replay changed the event")
+	}
+	screenshot(t, ctx, "replay-confirm")
+	run(t, ctx, "confirm the replay",
+		chromedp.Click(`#confirm button[type="submit"]`),
+		chromedp.WaitVisible("#replayed"))
+	text = value(t, ctx, "replayed", chromedp.Text("#replayed"))
+	state := value(t, ctx, "state", chromedp.Text("#state"))
+	if !strings.Contains(text, "Replayed 1 event") || state != string(inbox.StatePending) {
+		t.Errorf("after the replay: %q, state %q; want it said and the event pending", text, state)
+	}
+	if st, err := f.proc.Drain(f.ctx); err != nil || st.Handled != 1 {
+		t.Fatalf("drain = %+v, %v; want the replayed event handled", st, err)
+	}
+	run(t, ctx, "reload the replayed event", chromedp.Navigate(fmt.Sprintf("%s/events/%d", f.srv.URL, f.deadEvent)), chromedp.WaitVisible("#timeline"))
+	if text = value(t, ctx, "state", chromedp.Text("#state")); text != string(inbox.StateProcessed) {
+		t.Errorf("after the replay's drain the event is %q, want processed", text)
+	}
+
+	// An expunge asks for the event's id typed again (not confirmed here).
+	run(t, ctx, "ask to expunge",
+		chromedp.Navigate(fmt.Sprintf("%s/events/%d", f.srv.URL, f.archived.ID)),
+		chromedp.WaitVisible("#expunge"),
+		chromedp.Click(`#expunge button[type="submit"]`),
+		chromedp.WaitVisible(`#confirm input[name="confirm_event_id"]`))
+	screenshot(t, ctx, "expunge-confirm")
 	run(t, ctx, "open the actions", chromedp.Navigate(f.srv.URL+"/actions"), chromedp.WaitVisible("#actions"))
 	text = value(t, ctx, "actions", chromedp.Text("#actions"))
-	if !strings.Contains(text, "alice@ops") || !strings.Contains(text, "INC-42") || !strings.Contains(text, "requeue") {
+	if !strings.Contains(text, "alice@ops") || !strings.Contains(text, "INC-42") || !strings.Contains(text, "requeue") || !strings.Contains(text, "replay") {
 		t.Errorf("actions page:\n%s", text)
 	}
 	screenshot(t, ctx, "actions")

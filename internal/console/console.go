@@ -3,7 +3,8 @@
 // with the operator's own credentials, as River UI serves a queue. It shows
 // the backlog, the events (filtered, paginated, each with its body and
 // attempt history), the dead letters, and the operator actions, and it
-// requeues dead letters after a confirmation, recording who did it.
+// requeues dead letters, replays events and expunges one, each after a
+// confirmation, recording who did it.
 //
 // It is served on a loopback address by `webhookctl console` and never by
 // the template. Every request needs the access token: given once as
@@ -152,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /refusals", s.refusals)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /events/{id}", s.event)
+	mux.HandleFunc("POST /events/replay", s.action(s.replay))
+	mux.HandleFunc("POST /events/{id}/expunge", s.action(s.expunge))
 	mux.HandleFunc("GET /dead-letters", s.deadLetters)
 	mux.HandleFunc("POST /dead-letters/requeue", s.action(s.requeue))
 	mux.HandleFunc("GET /actions", s.actions)

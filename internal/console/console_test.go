@@ -131,8 +131,10 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 			t.Errorf("GET %s without a session = %d, want 401", p, code)
 		}
 	}
-	if code, _ := f.post("/dead-letters/requeue", url.Values{"all": {"1"}}, nil); code != http.StatusUnauthorized {
-		t.Errorf("POST without a session = %d, want 401", code)
+	for _, p := range []string{"/dead-letters/requeue", "/events/replay", "/events/1/expunge"} {
+		if code, _ := f.post(p, url.Values{"all": {"1"}, "confirm": {"yes"}}, nil); code != http.StatusUnauthorized {
+			t.Errorf("POST %s without a session = %d, want 401", p, code)
+		}
 	}
 	// A forged cookie is no session.
 	u, _ := url.Parse(f.srv.URL)
@@ -343,7 +345,11 @@ func TestEventsFilterFindAndPage(t *testing.T) {
 	}
 
 	noRedirect := &http.Client{Jar: f.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for q, want := range map[string]string{"find=delivery-1&source=github": itoa(gh.ID), "find=" + itoa(dead.ID): itoa(dead.ID)} {
+	for q, want := range map[string]string{
+		"find=delivery-1&source=github": itoa(gh.ID), "find=" + itoa(dead.ID): itoa(dead.ID),
+		// Without a source, a sender's id that one source has.
+		"find=delivery-1": itoa(gh.ID), "find=" + url.QueryEscape(many[3].EventID): itoa(many[3].ID),
+	} {
 		resp, err := noRedirect.Get(f.srv.URL + "/events?" + q)
 		if err != nil {
 			t.Fatal(err)
@@ -354,12 +360,19 @@ func TestEventsFilterFindAndPage(t *testing.T) {
 		}
 	}
 	for q, want := range map[string]string{
-		"find=nope&source=github": "no such event", "find=delivery-1": "choose its source",
+		"find=nope&source=github": "no such event", "find=nope": "no such event",
 		"state=due-ish": "state:", "since=-1h": "since:", "from=yesterday": "from:",
 	} {
 		if code, page := f.get("/events?" + q); code < 400 || !strings.Contains(page, want) {
 			t.Errorf("events?%s = %d, want an error saying %q", q, code, want)
 		}
+	}
+	// A sender's id two sources have: both are listed, to choose.
+	other := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "shopify", SourceKind: "shopify", EventID: "delivery-1", Type: "orders/create"})
+	code, page := f.get("/events?find=delivery-1")
+	if code != http.StatusOK || !strings.Contains(page, `id="found"`) || strings.Count(page, `<tr><td class="num"><a href="/events/`) != 2 ||
+		!strings.Contains(page, `href="/events/`+itoa(gh.ID)+`"`) || !strings.Contains(page, `href="/events/`+itoa(other.ID)+`"`) {
+		t.Errorf("find=delivery-1 of two sources = %d, want both listed\n%s", code, page)
 	}
 }
 

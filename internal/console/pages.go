@@ -66,7 +66,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
-	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message"} {
+	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message", "replay", "expunge"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
@@ -175,6 +175,10 @@ type eventsData struct {
 	// url.Values encoded, so safe as a URL.
 	Next  template.URL
 	Error string
+	// Replayed is the notice after a replay of the filter (actions.go).
+	Replayed string
+	// Found is the sender's id several sources have (the events listed).
+	Found string
 }
 
 func (d eventsData) at() time.Time { return d.Now }
@@ -186,7 +190,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		Source: strings.TrimSpace(qs.Get("source")), Type: strings.TrimSpace(qs.Get("type")), State: qs.Get("state"),
 		Since: strings.TrimSpace(qs.Get("since")), From: strings.TrimSpace(qs.Get("from")), To: strings.TrimSpace(qs.Get("to")),
 	}
-	d := eventsData{Query: q, States: inbox.EventStates()}
+	d := eventsData{Query: q, States: inbox.EventStates(), Replayed: replayedNote(qs)}
 	var err error
 	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
 		s.fail(w, err)
@@ -228,19 +232,36 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // find redirects to the event named by find: its id, or the sender's event
-// id within the filter's source.
+// id within the filter's source. Without a source, the sender's id is
+// looked for in every source: one match opens it, several are listed.
 func (s *Server) find(w http.ResponseWriter, r *http.Request, d eventsData, find string) {
 	ctx := r.Context()
 	var e *inbox.Event
 	var err error
-	if id, perr := strconv.ParseInt(find, 10, 64); perr == nil && id > 0 && d.Query.Source == "" {
-		e, err = s.cfg.Store.EventGetByID(ctx, id)
-	} else if d.Query.Source == "" {
-		d.Error = "to find an event by the sender's id, choose its source too"
-		s.render(w, r, http.StatusBadRequest, "events", "Events", d)
-		return
-	} else {
+	if d.Query.Source != "" {
 		e, err = s.cfg.Store.EventGetByKey(ctx, d.Query.Source, find)
+	} else {
+		err = storage.ErrEventNotFound
+		if id, perr := strconv.ParseInt(find, 10, 64); perr == nil && id > 0 {
+			e, err = s.cfg.Store.EventGetByID(ctx, id)
+		}
+		if errors.Is(err, storage.ErrEventNotFound) {
+			var found []*inbox.Event
+			if found, err = s.cfg.Store.EventListByEventID(ctx, find, pageLimit); err != nil {
+				s.fail(w, err)
+				return
+			}
+			switch len(found) {
+			case 0:
+				err = storage.ErrEventNotFound
+			case 1:
+				e = found[0]
+			default:
+				d.Events, d.Found = found, inbox.EscapeControls(find, "")
+				s.render(w, r, http.StatusOK, "events", "Events", d)
+				return
+			}
+		}
 	}
 	if errors.Is(err, storage.ErrEventNotFound) {
 		d.Error = "no such event: " + inbox.EscapeControls(find, "")
@@ -310,6 +331,8 @@ type eventData struct {
 	Body, BodyFrom, BodyNote string
 	// OpenDeadLetter is the event's open dead letter (0: none).
 	OpenDeadLetter int64
+	// Replayed is the notice after a replay of the event (actions.go).
+	Replayed string
 }
 
 func (d eventData) at() time.Time { return d.Now }
@@ -321,7 +344,7 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusNotFound, "No such event", "not an event id")
 		return
 	}
-	var d eventData
+	d := eventData{Replayed: replayedNote(r.URL.Query())}
 	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
 		s.fail(w, err)
 		return
@@ -432,8 +455,11 @@ type deadLettersData struct {
 	Source      string
 	Type        string
 	DeadLetters []*inbox.DeadLetter
-	More        bool
-	Requeued    string
+	// Next is the address of the next page (keyset: after the last dead
+	// letter shown), "" on the last.
+	Next     template.URL
+	Requeued string
+	Error    string
 }
 
 func (d deadLettersData) at() time.Time { return d.Now }
@@ -450,14 +476,28 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	var after int64
+	if a := qs.Get("after"); a != "" {
+		if after, err = strconv.ParseInt(a, 10, 64); err != nil || after < 0 {
+			d.Error = "after: not a dead letter's id"
+			s.render(w, r, http.StatusBadRequest, "dead_letters", "Dead letters", d)
+			return
+		}
+	}
 	f := storage.DeadLetterFilter{Source: d.Source, EventType: d.Type}
-	f.All = f.Source == "" && f.EventType == "" // listing everything is harmless
-	if d.DeadLetters, err = s.cfg.Store.DeadLetterList(ctx, f, pageLimit+1); err != nil {
+	if d.DeadLetters, err = s.cfg.Store.DeadLetterListPage(ctx, f, after, pageLimit+1); err != nil {
 		s.fail(w, err)
 		return
 	}
 	if len(d.DeadLetters) > pageLimit {
-		d.DeadLetters, d.More = d.DeadLetters[:pageLimit], true
+		d.DeadLetters = d.DeadLetters[:pageLimit]
+		v := url.Values{"after": {strconv.FormatInt(d.DeadLetters[pageLimit-1].ID, 10)}}
+		for k, s := range map[string]string{"source": d.Source, "type": d.Type} {
+			if s != "" {
+				v.Set(k, s)
+			}
+		}
+		d.Next = template.URL("/dead-letters?" + v.Encode())
 	}
 	s.render(w, r, http.StatusOK, "dead_letters", "Dead letters", d)
 }
@@ -537,6 +577,9 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 type actionsData struct {
 	Now     time.Time
 	Actions []inbox.OperatorAction
+	// Next is the address of the next (older) page, "" on the last.
+	Next  template.URL
+	Error string
 }
 
 func (d actionsData) at() time.Time { return d.Now }
@@ -549,9 +592,21 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if d.Actions, err = s.cfg.Store.OperatorActionList(ctx, time.Time{}, 200); err != nil {
+	var before int64
+	if b := r.URL.Query().Get("before"); b != "" {
+		if before, err = strconv.ParseInt(b, 10, 64); err != nil || before <= 0 {
+			d.Error = "before: not an action's id"
+			s.render(w, r, http.StatusBadRequest, "actions", "Operator actions", d)
+			return
+		}
+	}
+	if d.Actions, err = s.cfg.Store.OperatorActionListPage(ctx, before, pageLimit+1); err != nil {
 		s.fail(w, err)
 		return
+	}
+	if len(d.Actions) > pageLimit {
+		d.Actions = d.Actions[:pageLimit]
+		d.Next = template.URL("/actions?before=" + strconv.FormatInt(d.Actions[pageLimit-1].ID, 10))
 	}
 	s.render(w, r, http.StatusOK, "actions", "Operator actions", d)
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -221,7 +222,13 @@ func latest(t *testing.T) int {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("migrations: %v %v", files, err)
 	}
-	return len(files)
+	// The highest version, not the count: versions may leave gaps (a
+	// branch's migration numbered after another branch's).
+	v, err := strconv.Atoi(strings.SplitN(files[len(files)-1], "_", 2)[0])
+	if err != nil {
+		t.Fatalf("migration %s: %v", files[len(files)-1], err)
+	}
+	return v
 }
 
 // answer is the exact body CloudFormation must get.

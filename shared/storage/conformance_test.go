@@ -205,6 +205,10 @@ var conformanceCases = []conformanceCase{
 	{"webhook_events/replay", testEventReplay},
 	{"webhook_dead_letters", testDeadLetters},
 	{"webhook_dead_letters/open_stats", testDeadLetterOpenStats},
+	{"webhook_dead_letters/page", testDeadLetterPage},
+	{"webhook_operator_actions/page", testOperatorActionPage},
+	{"webhook_events/by_event_id", testEventListByEventID},
+	{"webhook_events/list_window", testEventListWindow},
 	{"webhook_archive_objects/batch", testArchiveBatch},
 	{"webhook_archive_objects/batch_changed", testArchiveBatchChanged},
 	{"webhook_archive_objects/orphans", testArchiveOrphans},
@@ -1296,5 +1300,131 @@ func testHandlerQueries(t *testing.T, e *env) {
 	}
 	if o := must[squareorders.Order](t)(squareorders.Get(e.ctx, e.pool, "square", "eA3vssLHKJrv9H0IdJCM3gNqfdcZY")); o.Version < 1 || o.State == "" {
 		t.Fatalf("order = %+v", o)
+	}
+}
+
+// The dead letters' keyset pages: in the order they died, filtered, and
+// walking the pages visits every open dead letter once, even when some die
+// or are requeued between pages.
+func testDeadLetterPage(t *testing.T, e *env) {
+	s := e.store
+	dead := factory.Events(e.ctx, t, s, 5, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: e.now})
+	other := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "other", Type: "x", State: inbox.StateDead, Now: e.now})
+	page := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{}, 0, 2))
+	if len(page) != 2 || page[0].EventPK != dead[0].ID || page[1].EventPK != dead[1].ID || page[0].Body == nil {
+		t.Fatalf("first page = %+v", page)
+	}
+	// Between pages: the third is requeued, and a new one dies.
+	third := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[2].ID))
+	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{ID: third[0].ID}, e.now, inbox.Actor{Name: "ops@test"})); n != 1 {
+		t.Fatalf("requeue = %d", n)
+	}
+	late := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: e.now})
+	var seen []int64
+	for after := page[1].ID; ; {
+		p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{}, after, 2))
+		if len(p) == 0 {
+			break
+		}
+		for _, d := range p {
+			seen = append(seen, d.EventPK)
+		}
+		after = p[len(p)-1].ID
+	}
+	if want := []int64{dead[3].ID, dead[4].ID, other.ID, late.ID}; !slices.Equal(seen, want) {
+		t.Fatalf("the following pages hold events %v, want %v", seen, want)
+	}
+	f := storage.DeadLetterFilter{Source: "shop", EventType: "order"}
+	if p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, f, 0, 10)); len(p) != 5 || p[4].EventPK != late.ID {
+		t.Fatalf("filtered page = %+v", p)
+	}
+	if p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{EventType: "x"}, 0, 10)); len(p) != 1 || p[0].EventPK != other.ID {
+		t.Fatalf("page of type x = %+v", p)
+	}
+}
+
+// The operator actions' keyset pages: newest first, and an action recorded
+// between pages neither shifts nor repeats a row.
+func testOperatorActionPage(t *testing.T, e *env) {
+	s := e.store
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: fmt.Sprintf("ops%d@test", i)}, nil, nil)))
+	}
+	first := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, 0, 2))
+	if len(first) != 2 || first[0].ID != ids[4] || first[1].ID != ids[3] || first[0].Actor != "ops4@test" {
+		t.Fatalf("first page = %+v", first)
+	}
+	newer := must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: "late@test"}, nil, nil))
+	rest := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, first[1].ID, 10))
+	if len(rest) != 3 || rest[0].ID != ids[2] || rest[2].ID != ids[0] {
+		t.Fatalf("next page = %+v", rest)
+	}
+	if top := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, 0, 1)); len(top) != 1 || top[0].ID != newer {
+		t.Fatalf("the newest = %+v", top)
+	}
+}
+
+// Finding events by the sender's id alone: one per source that has it,
+// oldest first, none for an unknown id or an empty table.
+func testEventListByEventID(t *testing.T, e *env) {
+	s := e.store
+	if got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "evt_1", 10)); len(got) != 0 {
+		t.Fatalf("on an empty table = %+v", got)
+	}
+	a := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "b", EventID: "evt_1"})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "c", EventID: "evt_2"})
+	b := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", EventID: "evt_1"})
+	factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "d"})
+	got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "evt_1", 10))
+	if len(got) != 2 || got[0].ID != a.ID || got[1].ID != b.ID || got[1].Source != "a" {
+		t.Fatalf("evt_1 = %+v", got)
+	}
+	if got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "evt_1", 1)); len(got) != 1 {
+		t.Fatalf("limited to 1 = %d", len(got))
+	}
+	if got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "nope", 10)); len(got) != 0 {
+		t.Fatalf("unknown id = %+v", got)
+	}
+}
+
+// A window bounded on both ends: far in the past (the rows after it
+// outnumber its own: read by receipt time and sorted) or recent (the id
+// walk), the same rows come back, newest first, paged by id.
+func testEventListWindow(t *testing.T, e *env) {
+	s := e.store
+	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{CreatedFrom: e.now.Add(-time.Hour), CreatedTo: e.now}, e.now, 10)); len(got) != 0 {
+		t.Fatalf("on an empty table = %+v", got)
+	}
+	day := 24 * time.Hour
+	var old, recent []*inbox.Event
+	for i := range 4 {
+		old = append(old, factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "w", CreatedAt: e.now.Add(-30*day + time.Duration(i)*time.Minute)}))
+	}
+	for i := range 20 {
+		factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "w", CreatedAt: e.now.Add(-20*day + time.Duration(i)*time.Hour)})
+	}
+	for i := range 3 {
+		recent = append(recent, factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "w", CreatedAt: e.now.Add(-time.Duration(3-i) * time.Minute)}))
+	}
+	ids := func(evs []*inbox.Event) []int64 {
+		var out []int64
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	past := storage.EventFilter{CreatedFrom: e.now.Add(-31 * day), CreatedTo: e.now.Add(-29 * day)}
+	got := must[[]*inbox.Event](t)(s.EventList(e.ctx, past, e.now, 3))
+	if want := []int64{old[3].ID, old[2].ID, old[1].ID}; !slices.Equal(ids(got), want) {
+		t.Fatalf("a past window = %v, want %v", ids(got), want)
+	}
+	past.BeforeID = got[2].ID
+	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, past, e.now, 3)); !slices.Equal(ids(got), []int64{old[0].ID}) {
+		t.Fatalf("its next page = %v, want %d", ids(got), old[0].ID)
+	}
+	now := storage.EventFilter{CreatedFrom: e.now.Add(-time.Hour), CreatedTo: e.now.Add(time.Hour)}
+	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, now, e.now, 10)); !slices.Equal(ids(got), []int64{recent[2].ID, recent[1].ID, recent[0].ID}) {
+		t.Fatalf("a recent window = %v", ids(got))
 	}
 }

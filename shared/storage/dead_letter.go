@@ -87,6 +87,21 @@ func (e executor) DeadLetterList(ctx context.Context, f DeadLetterFilter, limit 
 	return deadLettersFromRows(rows)
 }
 
+// DeadLetterListPage returns a page of the open dead letters matching f
+// (its source and type; an empty filter is every one), in the order they
+// died, after the cursor after (the last id of the previous page; 0 for
+// the first), at most limit. Keyset paging: pages never repeat or skip a
+// dead letter, whatever dies or is requeued in between.
+func (e executor) DeadLetterListPage(ctx context.Context, f DeadLetterFilter, after int64, limit int) ([]*inbox.DeadLetter, error) {
+	rows, err := queries.DeadLetterListPage(ctx, e.db, dbsqlc.DeadLetterListPageParams{
+		After: after, Source: ptr(f.Source), EventType: ptr(f.EventType), Max: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", err)
+	}
+	return deadLettersFromRows(rows)
+}
+
 // DeadLetterCountRequeueable returns how many events DeadLetterRequeue
 // would send back for f now: the dry run of a requeue.
 func (e executor) DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFilter) (int, error) {

@@ -286,6 +286,17 @@ func (e executor) EventGetByKey(ctx context.Context, source, eventID string) (*i
 	return claimedEventFromRow(r.WebhookEvent, r.ClaimedBy, r.ClaimedUntil)
 }
 
+// EventListByEventID returns the events whose sender's id is eventID, of
+// any source, oldest first, at most limit: finding an event when its
+// source is not known (ids of different senders may collide).
+func (e executor) EventListByEventID(ctx context.Context, eventID string, limit int) ([]*inbox.Event, error) {
+	rows, err := queries.EventListByEventID(ctx, e.db, dbsqlc.EventListByEventIDParams{EventID: eventID, Max: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("find events %q: %w", eventID, err)
+	}
+	return eventsFromRows(rows)
+}
+
 // EventGetByKeyForUpdate is EventGetByKey with the row locked until the
 // transaction ends (use it on a *Tx).
 func (e executor) EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error) {

@@ -25,6 +25,7 @@ type Executor interface {
 	EventInsertFull(ctx context.Context, e *inbox.Event) (*inbox.Event, error)
 	EventGetByID(ctx context.Context, id int64) (*inbox.Event, error)
 	EventGetByKey(ctx context.Context, source, eventID string) (*inbox.Event, error)
+	EventListByEventID(ctx context.Context, eventID string, limit int) ([]*inbox.Event, error)
 	EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error)
 	EventList(ctx context.Context, f EventFilter, now time.Time, limit int) ([]*inbox.Event, error)
 	EventGetDue(ctx context.Context, now time.Time) (Due, error)
@@ -61,6 +62,7 @@ type Executor interface {
 
 	// webhook_dead_letters
 	DeadLetterList(ctx context.Context, f DeadLetterFilter, limit int) ([]*inbox.DeadLetter, error)
+	DeadLetterListPage(ctx context.Context, f DeadLetterFilter, after int64, limit int) ([]*inbox.DeadLetter, error)
 	DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFilter) (int, error)
 	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time, by inbox.Actor) (int, error)
 	DeadLetterCountByType(ctx context.Context) ([]DeadLetterCount, error)
@@ -71,6 +73,7 @@ type Executor interface {
 	// webhook_operator_actions
 	OperatorActionRecord(ctx context.Context, action string, by inbox.Actor, selection any, eventIDs []int64) (int64, error)
 	OperatorActionList(ctx context.Context, since time.Time, limit int) ([]inbox.OperatorAction, error)
+	OperatorActionListPage(ctx context.Context, before int64, limit int) ([]inbox.OperatorAction, error)
 	OperatorActionListByEvent(ctx context.Context, eventPK int64) ([]inbox.OperatorAction, error)
 
 	// webhook_rejections

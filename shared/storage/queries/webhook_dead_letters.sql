@@ -18,6 +18,20 @@ SELECT * FROM webhook_dead_letters d
  ORDER BY d.dead_at, d.id
  LIMIT @max::int;
 
+-- name: DeadLetterListPage :many
+-- A page of the open dead letters a filter selects, in the order they
+-- died (id), after the cursor @after (the last id of the page before; 0
+-- for the first). Keyset paging on webhook_dead_letters_open_id_idx: a
+-- page never repeats or skips a row, whatever dies or is requeued between
+-- pages (new dead letters come last).
+SELECT * FROM webhook_dead_letters d
+ WHERE d.requeued_at IS NULL
+   AND d.id > @after::bigint
+   AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
+   AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+ ORDER BY d.id
+ LIMIT @max::int;
+
 -- name: DeadLetterCountRequeueable :one
 -- How many events DeadLetterRequeue would send back now: the open dead
 -- letters a filter selects whose event is still dead, once per event. The

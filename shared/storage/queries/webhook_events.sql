@@ -83,6 +83,27 @@ SELECT sqlc.embed(e), coalesce(c.processor, '')::text AS claimed_by, c.locked_un
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.provider = @source::text AND e.event_id = @event_id::text;
 
+-- name: EventListByEventID :many
+-- The events whose sender's id is @event_id, whatever their source (the
+-- console's "find" without a source), oldest first. The unique key leads
+-- with provider, so this walks the few distinct providers (a loose index
+-- scan: one probe each) and probes (provider, event_id) for each, instead
+-- of scanning the table or keeping an index on event_id alone.
+WITH RECURSIVE p AS (
+    (SELECT provider FROM webhook_events ORDER BY provider LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.provider FROM webhook_events w WHERE w.provider > p.provider ORDER BY w.provider LIMIT 1)
+      FROM p WHERE p.provider IS NOT NULL
+)
+SELECT e.* FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = @event_id::text
+ ORDER BY e.id
+ LIMIT @max::int;
+
+-- name: EventGetNewestCreatedAt :one
+-- When the newest event (by id) was received: one probe of the primary
+-- key. EventList weighs a bounded time window with it.
+SELECT created_at FROM webhook_events ORDER BY id DESC LIMIT 1;
+
 -- name: EventGetByKeyForUpdate :one
 -- Locks the event for an expunge: expunges of one event take turns, and an
 -- expunge waits for an archive batch, or a processor's transaction,

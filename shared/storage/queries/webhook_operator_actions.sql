@@ -32,6 +32,15 @@ SELECT * FROM webhook_operator_actions
  ORDER BY id DESC
  LIMIT @max::int;
 
+-- name: OperatorActionListPage :many
+-- A page of the actions, newest first, before the cursor @before (the
+-- last id of the page before; NULL for the first): keyset paging on the
+-- primary key, so new actions never shift a page.
+SELECT * FROM webhook_operator_actions
+ WHERE (sqlc.narg('before')::bigint IS NULL OR id < sqlc.narg('before')::bigint)
+ ORDER BY id DESC
+ LIMIT @max::int;
+
 -- name: OperatorActionListByEvent :many
 -- The actions that changed an event, oldest first.
 SELECT a.* FROM webhook_operator_actions a

@@ -237,6 +237,66 @@ func (q *Queries) DeadLetterListByEvent(ctx context.Context, db DBTX, eventPk in
 	return items, nil
 }
 
+const deadLetterListPage = `-- name: DeadLetterListPage :many
+SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at FROM webhook_dead_letters d
+ WHERE d.requeued_at IS NULL
+   AND d.id > $1::bigint
+   AND ($2::text IS NULL OR d.provider = $2::text)
+   AND ($3::text IS NULL OR d.event_type = $3::text)
+ ORDER BY d.id
+ LIMIT $4::int
+`
+
+type DeadLetterListPageParams struct {
+	After     int64
+	Source    *string
+	EventType *string
+	Max       int32
+}
+
+// A page of the open dead letters a filter selects, in the order they
+// died (id), after the cursor @after (the last id of the page before; 0
+// for the first). Keyset paging on webhook_dead_letters_open_id_idx: a
+// page never repeats or skips a row, whatever dies or is requeued between
+// pages (new dead letters come last).
+func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLetterListPageParams) ([]WebhookDeadLetter, error) {
+	rows, err := db.Query(ctx, deadLetterListPage,
+		arg.After,
+		arg.Source,
+		arg.EventType,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookDeadLetter
+	for rows.Next() {
+		var i WebhookDeadLetter
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventPK,
+			&i.Source,
+			&i.EventID,
+			&i.EventType,
+			&i.Payload,
+			&i.Body,
+			&i.Attempts,
+			&i.Errors,
+			&i.LastError,
+			&i.DeadAt,
+			&i.RequeuedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterRequeue = `-- name: DeadLetterRequeue :one
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = $1::timestamptz

@@ -810,6 +810,19 @@ func (q *Queries) EventGetHashByKey(ctx context.Context, db DBTX, arg EventGetHa
 	return i, err
 }
 
+const eventGetNewestCreatedAt = `-- name: EventGetNewestCreatedAt :one
+SELECT created_at FROM webhook_events ORDER BY id DESC LIMIT 1
+`
+
+// When the newest event (by id) was received: one probe of the primary
+// key. EventList weighs a bounded time window with it.
+func (q *Queries) EventGetNewestCreatedAt(ctx context.Context, db DBTX) (time.Time, error) {
+	row := db.QueryRow(ctx, eventGetNewestCreatedAt)
+	var created_at time.Time
+	err := row.Scan(&created_at)
+	return created_at, err
+}
+
 const eventInsert = `-- name: EventInsert :one
 WITH ins AS (
     INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind, body_guard)
@@ -1063,6 +1076,75 @@ func (q *Queries) EventListBodies(ctx context.Context, db DBTX, ids []int64) ([]
 	for rows.Next() {
 		var i EventListBodiesRow
 		if err := rows.Scan(&i.ID, &i.Body); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventListByEventID = `-- name: EventListByEventID :many
+WITH RECURSIVE p AS (
+    (SELECT provider FROM webhook_events ORDER BY provider LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.provider FROM webhook_events w WHERE w.provider > p.provider ORDER BY w.provider LIMIT 1)
+      FROM p WHERE p.provider IS NOT NULL
+)
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = $1::text
+ ORDER BY e.id
+ LIMIT $2::int
+`
+
+type EventListByEventIDParams struct {
+	EventID string
+	Max     int32
+}
+
+// The events whose sender's id is @event_id, whatever their source (the
+// console's "find" without a source), oldest first. The unique key leads
+// with provider, so this walks the few distinct providers (a loose index
+// scan: one probe each) and probes (provider, event_id) for each, instead
+// of scanning the table or keeping an index on event_id alone.
+func (q *Queries) EventListByEventID(ctx context.Context, db DBTX, arg EventListByEventIDParams) ([]WebhookEvent, error) {
+	rows, err := db.Query(ctx, eventListByEventID, arg.EventID, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEvent
+	for rows.Next() {
+		var i WebhookEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Source,
+			&i.EventID,
+			&i.EventType,
+			&i.Payload,
+			&i.Body,
+			&i.BodySHA256,
+			&i.BodySize,
+			&i.ProcessedAt,
+			&i.CreatedAt,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LastError,
+			&i.Outcome,
+			&i.DeadAt,
+			&i.ArchiveKey,
+			&i.ArchiveOffset,
+			&i.ArchiveLength,
+			&i.ArchivedAt,
+			&i.ExpungedAt,
+			&i.Metadata,
+			&i.SourceKind,
+			&i.LastAttemptAt,
+			&i.FailedAttempts,
+			&i.Solo,
+			&i.BodyGuard,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -116,6 +116,50 @@ func (q *Queries) OperatorActionListByEvent(ctx context.Context, db DBTX, eventP
 	return items, nil
 }
 
+const operatorActionListPage = `-- name: OperatorActionListPage :many
+SELECT id, action, actor, db_user, at, filter, events, reason FROM webhook_operator_actions
+ WHERE ($1::bigint IS NULL OR id < $1::bigint)
+ ORDER BY id DESC
+ LIMIT $2::int
+`
+
+type OperatorActionListPageParams struct {
+	Before *int64
+	Max    int32
+}
+
+// A page of the actions, newest first, before the cursor @before (the
+// last id of the page before; NULL for the first): keyset paging on the
+// primary key, so new actions never shift a page.
+func (q *Queries) OperatorActionListPage(ctx context.Context, db DBTX, arg OperatorActionListPageParams) ([]WebhookOperatorAction, error) {
+	rows, err := db.Query(ctx, operatorActionListPage, arg.Before, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookOperatorAction
+	for rows.Next() {
+		var i WebhookOperatorAction
+		if err := rows.Scan(
+			&i.ID,
+			&i.Action,
+			&i.Actor,
+			&i.DBUser,
+			&i.At,
+			&i.Filter,
+			&i.Events,
+			&i.Reason,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const operatorActionRecord = `-- name: OperatorActionRecord :one
 WITH act AS (
     INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
