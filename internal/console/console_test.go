@@ -333,6 +333,13 @@ func TestEventsFilterFindAndPage(t *testing.T) {
 	if !strings.Contains(page, `href="/events/`+itoa(dead.ID)+`"`) || strings.Contains(page, `href="/events/`+itoa(gh.ID)+`"`) {
 		t.Errorf("source=github&state=dead does not list exactly the dead event:\n%s", page)
 	}
+	unhandled := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "github", SourceKind: "github", Type: "star",
+		State: inbox.StateProcessed, Outcome: inbox.OutcomeUnhandled})
+	_, page = f.get("/events?state=unhandled")
+	if !strings.Contains(page, `href="/events/`+itoa(unhandled.ID)+`"`) || strings.Count(page, `<tr><td class="num"><a href="/events/`) != 1 ||
+		!strings.Contains(page, `<option selected>unhandled</option>`) {
+		t.Errorf("state=unhandled does not list exactly the unhandled event:\n%s", page)
+	}
 	_, page = f.get("/events?source=stripe")
 	if strings.Count(page, `<tr><td class="num"><a href="/events/`) != 50 || !strings.Contains(page, `id="next"`) {
 		t.Fatalf("first page: want 50 rows and a next link\n%s", page)

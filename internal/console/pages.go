@@ -169,7 +169,7 @@ func (q eventsQuery) values() url.Values {
 type eventsData struct {
 	Now    time.Time
 	Query  eventsQuery
-	States []inbox.EventState
+	States []string
 	Events []*inbox.Event
 	// Next is the address of the next (older) page, "" on the last:
 	// url.Values encoded, so safe as a URL.
@@ -190,7 +190,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		Source: strings.TrimSpace(qs.Get("source")), Type: strings.TrimSpace(qs.Get("type")), State: qs.Get("state"),
 		Since: strings.TrimSpace(qs.Get("since")), From: strings.TrimSpace(qs.Get("from")), To: strings.TrimSpace(qs.Get("to")),
 	}
-	d := eventsData{Query: q, States: inbox.EventStates(), Replayed: replayedNote(qs)}
+	d := eventsData{Query: q, States: stateChoices(), Replayed: replayedNote(qs)}
 	var err error
 	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
 		s.fail(w, err)
@@ -207,7 +207,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			d.Error = "before: not an event id"
 		}
 	}
-	if f.State, err = inbox.ParseEventState(q.State); err != nil {
+	// "unhandled" is a state to an operator (processed, no handler took
+	// it: the list of states), an outcome to storage.
+	if q.State == string(inbox.OutcomeUnhandled) {
+		f.Outcome = inbox.OutcomeUnhandled
+	} else if f.State, err = inbox.ParseEventState(q.State); err != nil {
 		d.Error = "state: " + err.Error()
 	}
 	if from, to, werr := window(d.Now, q.Since, q.From, q.To); werr != nil {
@@ -609,4 +613,17 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
 		d.Next = template.URL("/actions?before=" + strconv.FormatInt(d.Actions[pageLimit-1].ID, 10))
 	}
 	s.render(w, r, http.StatusOK, "actions", "Operator actions", d)
+}
+
+// stateChoices are the events list's state filter's options: the event
+// states, and "unhandled" (processed without a handler) after processed.
+func stateChoices() []string {
+	var out []string
+	for _, st := range inbox.EventStates() {
+		out = append(out, string(st))
+		if st == inbox.StateProcessed {
+			out = append(out, string(inbox.OutcomeUnhandled))
+		}
+	}
+	return out
 }

@@ -682,6 +682,21 @@ func testEventList(t *testing.T, e *env) {
 	if _, err := s.EventList(e.ctx, storage.EventFilter{State: "bogus"}, e.now, 10); err == nil {
 		t.Fatal("unknown state accepted")
 	}
+	// Processed without a handler: only those, archived or not.
+	unhandled := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "shop", State: inbox.StateProcessed, Outcome: inbox.OutcomeUnhandled, Now: e.now})
+	got := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", Outcome: inbox.OutcomeUnhandled}, e.now, 10))
+	if len(got) != 1 || got[0].ID != unhandled.ID {
+		t.Fatalf("outcome unhandled: %d events", len(got))
+	}
+	handled := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", Outcome: inbox.OutcomeHandled}, e.now, 10))
+	for _, ev := range handled {
+		if ev.ID == unhandled.ID || ev.ProcessedAt == nil {
+			t.Fatalf("outcome handled lists event %d", ev.ID)
+		}
+	}
+	if _, err := s.EventList(e.ctx, storage.EventFilter{Outcome: "bogus"}, e.now, 10); err == nil {
+		t.Fatal("unknown outcome accepted")
+	}
 }
 
 // The real run resets, in chunks, exactly what the dry run counted, each

@@ -24,6 +24,10 @@ type EventFilter struct {
 	Source    string
 	EventType string
 	State     inbox.EventState
+	// Outcome, when set, keeps the processed events (archived included)
+	// that ended so: OutcomeUnhandled lists those no handler took
+	// (webhook_events_unhandled_idx, 00012).
+	Outcome inbox.Outcome
 	// CreatedFrom and CreatedTo bound created_at (the receipt): From
 	// inclusive, To exclusive.
 	CreatedFrom time.Time
@@ -39,6 +43,14 @@ type EventFilter struct {
 // event (webhook_claims) at now; they alone compare with now ($7),
 // which is passed only to them: every mode refuses an unused parameter.
 // "" matches every state.
+// eventOutcomeWhere holds one constant predicate per outcome filter; ""
+// matches every event.
+var eventOutcomeWhere = map[inbox.Outcome]string{
+	"":                     "",
+	inbox.OutcomeHandled:   ` AND e.outcome = 'handled'`,
+	inbox.OutcomeUnhandled: ` AND e.outcome = 'unhandled'`,
+}
+
 var eventStateWhere = map[inbox.EventState]string{
 	"":                   ``,
 	inbox.StatePending:   ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.failed_attempts = 0` + notRunning,
@@ -107,6 +119,11 @@ func (e executor) EventList(ctx context.Context, f EventFilter, now time.Time, l
 	if !ok {
 		return nil, fmt.Errorf("list events: unknown state %q", f.State)
 	}
+	outcomeWhere, ok := eventOutcomeWhere[f.Outcome]
+	if !ok {
+		return nil, fmt.Errorf("list events: unknown outcome %q", f.Outcome)
+	}
+	stateWhere += outcomeWhere
 	args := []any{ptr(f.Source), ptr(f.EventType), timePtr(f.CreatedFrom), timePtr(f.CreatedTo), ptr(f.BeforeID), limit}
 	if strings.Contains(stateWhere, "$7") {
 		args = append(args, now)
