@@ -89,7 +89,8 @@ SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.body_sha256,
 // middle). Ids grow with the receipt time, so the rows after the window
 // and in it are about proportional to those spans of time: when more
 // were received after the window than in it, the window's rows are read
-// from webhook_events_created_idx and sorted instead (ordering by id + 0
+// from webhook_events_created_at_brin (00010: a bitmap scan of the
+// window's block ranges) and sorted instead (ordering by id + 0
 // keeps the planner off the primary key). Both give the same rows.
 func (e executor) eventListOrder(ctx context.Context, f EventFilter) (string, error) {
 	const walk, sort = `
@@ -129,7 +130,7 @@ func (e executor) EventList(ctx context.Context, f EventFilter, now time.Time, l
 		args = append(args, now)
 	}
 	// A time window is restated without its "IS NULL OR", so that even a
-	// generic plan can read it from webhook_events_created_idx (00011)
+	// generic plan can read it through webhook_events_created_at_brin (00010)
 	// instead of walking the ids down to the window.
 	var window string
 	if !f.CreatedFrom.IsZero() {
