@@ -64,8 +64,8 @@ type EventClaimBatchRow struct {
 // due first, for the transaction that runs them: FOR NO KEY UPDATE SKIP
 // LOCKED locks them until it ends, so concurrent processors take disjoint
 // events without waiting on each other, and nobody else changes them
-// meanwhile (the receiver's ON CONFLICT DO NOTHING takes no row lock; the
-// attempt history's foreign key needs only a KEY SHARE lock). The events
+// meanwhile (the receiver's ON CONFLICT DO NOTHING takes no row lock,
+// so it is never held up by a claim). The events
 // of any claim in webhook_claims are left out: those of a running
 // fallback, and those of a processor that died, whose locks went with its
 // session but whose attempts are still to be recorded as interrupted.
