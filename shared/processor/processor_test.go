@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -647,5 +648,63 @@ func TestPoisonThatKillsItsProcessorAloneIsDeadLettered(t *testing.T) {
 	}
 	if interrupted != maxAttempts {
 		t.Fatalf("%d interrupted attempts in the history, want %d", interrupted, maxAttempts)
+	}
+}
+
+// TestBacklogClaimsWithoutLookingEachTime: while claims come back full, the
+// drain claims the next batch straight away; it asks whether anything is
+// due (EventGetDue) only to start, and once a claim comes back short.
+func TestBacklogClaimsWithoutLookingEachTime(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	f := setupOn(t, newPool(t, url))
+	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
+	f.insert("ledger", "t", "evt_", 50)
+	var looks atomic.Int64
+	traced := tracedPool(t, url, func(sql string) {
+		if strings.Contains(sql, "name: EventGetDue") {
+			looks.Add(1)
+		}
+	})
+	st := f.drain(f.processor(processor.Config{Pool: traced, BatchSize: 5}))
+	if st.Handled != 50 || st.Batches != 10 {
+		t.Fatalf("stats = %+v, want 50 events handled in 10 batches", st)
+	}
+	if n := looks.Load(); n != 2 {
+		t.Fatalf("%d looks for due events in a drain of 10 full batches, want 2 (the first, and after the empty claim)", n)
+	}
+	if rows, events := f.ledger(); rows != 50 || events != 50 {
+		t.Fatalf("ledger = %d/%d", rows, events)
+	}
+}
+
+// TestSoloEventRunsDuringABacklog: an event that must run alone, due while
+// a backlog of batches is being worked, gets its turn within about a
+// second of the processor's clock, not after the whole backlog.
+func TestSoloEventRunsDuringABacklog(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var mu sync.Mutex
+	var order []string
+	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+		mu.Lock()
+		order = append(order, ev.EventID)
+		mu.Unlock()
+		f.clock.Advance(300 * time.Millisecond) // each handler takes 0.3 s of the processor's clock
+		return writeLedger(ctx, tx, ev)
+	})
+	f.insert("ledger", "t", "evt_", 50)
+	// Due 2 s after the drain starts: after its first look.
+	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "ledger", EventID: "solo", Type: "t",
+		State: inbox.StateRetrying, Now: f.clock.Now(), NextAttemptAt: f.clock.Now().Add(2 * time.Second)})
+	st := f.drain(f.processor(processor.Config{BatchSize: 5}))
+	if st.Handled != 51 || st.Solo != 1 {
+		t.Fatalf("stats = %+v, want 51 handled, one of them alone", st)
+	}
+	at := slices.Index(order, "solo")
+	// Batches take 1.5 s each: it is due during the second, and looked
+	// for at its end.
+	if at < 5 || at > 15 {
+		t.Fatalf("the solo event ran %dth of 51 (%v), want right after the batch during which it fell due", at+1, order)
 	}
 }
