@@ -436,7 +436,7 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 	worker, done := p.worker()
 	defer done()
 	// full: the last batch claim came back full, so more are likely due;
-	// looked: when the drain last asked whether anything was due.
+	// looked: when the drain last looked for due events.
 	var full bool
 	var looked time.Time
 	for {
@@ -448,40 +448,33 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 			st.Stopped = StopDeadline
 			return st, nil
 		}
-		if now := p.cfg.Now(); full && now.Sub(looked) < lookEvery && !now.Before(looked) {
-			// A backlog: claim the next batch straight away. An empty
-			// claim ends the run of batches, and solo events and claims
-			// past their lease are looked for at least every lookEvery.
-			n, err := p.runClaim(ctx, worker, false, &st)
-			if err != nil {
-				return p.stopped(ctx, st, err)
-			}
-			if st.Stopped != "" {
-				return st, ctx.Err()
-			}
-			full = n >= p.cfg.BatchSize
-			continue
-		}
-		// One statement says whether there is anything to claim or to
-		// recover: an idle poll costs that alone, no transaction.
-		looked = p.cfg.Now()
-		due, err := p.store.EventGetDue(ctx, looked)
-		if err != nil {
-			return p.stopped(ctx, st, p.bookkeepingFailed(err, p.log))
-		}
-		if due.Expired && p.recoveryDue() {
-			if err := p.recoverClaims(ctx, &st); err != nil {
-				return p.stopped(ctx, st, err)
-			}
-			// Recovered events are due now, to run alone.
-			if due, err = p.store.EventGetDue(ctx, p.cfg.Now()); err != nil {
+		// Under a backlog (the last batch claim came back full, and the
+		// last look is less than lookEvery old) the next batch is claimed
+		// without looking: an empty claim ends the run of batches, and
+		// solo events and claims past their lease wait at most lookEvery.
+		due := storage.Due{Batch: true}
+		if now := p.cfg.Now(); !full || now.Sub(looked) >= lookEvery || now.Before(looked) {
+			// One statement says whether there is anything to claim or to
+			// recover: an idle poll costs that alone, no transaction.
+			looked = now
+			var err error
+			if due, err = p.store.EventGetDue(ctx, now); err != nil {
 				return p.stopped(ctx, st, p.bookkeepingFailed(err, p.log))
 			}
-		}
-		if !due.Solo && !due.Batch {
-			p.sweepClaims(ctx, p.cfg.Now()) // at most hourly: housekeeping while idle
-			st.Stopped = StopDrained
-			return st, nil
+			if due.Expired && p.recoveryDue() {
+				if err := p.recoverClaims(ctx, &st); err != nil {
+					return p.stopped(ctx, st, err)
+				}
+				// Recovered events are due now, to run alone.
+				if due, err = p.store.EventGetDue(ctx, p.cfg.Now()); err != nil {
+					return p.stopped(ctx, st, p.bookkeepingFailed(err, p.log))
+				}
+			}
+			if !due.Solo && !due.Batch {
+				p.sweepClaims(ctx, p.cfg.Now()) // at most hourly: housekeeping while idle
+				st.Stopped = StopDrained
+				return st, nil
+			}
 		}
 		// An event that must run alone (it failed or was interrupted
 		// before), then a batch: each claim is a transaction.
