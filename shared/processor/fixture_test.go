@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,6 +259,17 @@ func tracedPool(t testing.TB, url string, seen func(sql string)) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// countingPool is tracedPool counting the statements that match.
+func countingPool(t testing.TB, url string, match func(sql string) bool) (*pgxpool.Pool, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	return tracedPool(t, url, func(sql string) {
+		if match(sql) {
+			n.Add(1)
+		}
+	}), &n
 }
 
 // sqlTracer is a pgx.QueryTracer passing each statement's text on.

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -506,7 +505,6 @@ func TestHandlerCannotCommit(t *testing.T) {
 func TestHandlerWithoutStatementsCostsNoSavepoint(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
-	var savepoints atomic.Int64
 	f := setupOn(t, newPool(t, url))
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
 		if ev.EventID == "evt_00002" {
@@ -515,10 +513,8 @@ func TestHandlerWithoutStatementsCostsNoSavepoint(t *testing.T) {
 		return nil
 	})
 	f.insert("ledger", "t", "evt_", 3)
-	traced := tracedPool(t, url, func(sql string) {
-		if strings.HasPrefix(strings.ToLower(sql), "savepoint") {
-			savepoints.Add(1)
-		}
+	traced, savepoints := countingPool(t, url, func(sql string) bool {
+		return strings.HasPrefix(strings.ToLower(sql), "savepoint")
 	})
 	if st := f.drain(f.processor(processor.Config{Pool: traced})); st.Handled != 3 {
 		t.Fatalf("stats = %+v", st)
@@ -660,11 +656,8 @@ func TestBacklogClaimsWithoutLookingEachTime(t *testing.T) {
 	f := setupOn(t, newPool(t, url))
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	f.insert("ledger", "t", "evt_", 50)
-	var looks atomic.Int64
-	traced := tracedPool(t, url, func(sql string) {
-		if strings.Contains(sql, "name: EventGetDue") {
-			looks.Add(1)
-		}
+	traced, looks := countingPool(t, url, func(sql string) bool {
+		return strings.Contains(sql, "name: EventGetDue")
 	})
 	st := f.drain(f.processor(processor.Config{Pool: traced, BatchSize: 5}))
 	if st.Handled != 50 || st.Batches != 10 {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -39,17 +37,17 @@ func TestStorageLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for rows.Next() {
-		var name, storage string
-		if err := rows.Scan(&name, &storage); err != nil {
+		var name, kind string
+		if err := rows.Scan(&name, &kind); err != nil {
 			t.Fatal(err)
 		}
 		want := "m"
 		if name == "body" || name == "payload" {
 			want = "x"
 		}
-		if storage != want {
+		if kind != want {
 			t.Errorf("webhook_events.%s has storage %q, want %q: a new variable-width column needs ALTER COLUMN ... SET STORAGE MAIN (see migration 00014)",
-				name, storage, want)
+				name, kind, want)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -63,7 +61,7 @@ func TestStorageLayout(t *testing.T) {
 	_, _ = rand.NewChaCha8([32]byte{1}).Read(random)
 	body := []byte(`{"type":"invoice.paid","data":"` + hex.EncodeToString(random) + `"}`)
 	factory.Events(ctx, t, store, n, &factory.EventOpts{Body: body})
-	heap, toast := relationSizes(ctx, t, pool)
+	heap, toast := eventSizes(ctx, t, store)
 	t.Logf("received: heap %d B, toast %d B", heap, toast)
 	if perRow := heap / n; perRow > 600 {
 		t.Errorf("received: %d bytes of heap per event of a %d-byte body, want at most 600 (bodies out of line)", perRow, len(body))
@@ -72,7 +70,7 @@ func TestStorageLayout(t *testing.T) {
 		t.Errorf("received: a toast table of %d bytes for %d bodies and payloads of %d bytes", toast, n, len(body))
 	}
 	factory.ProcessDue(ctx, t, store, time.Now())
-	heap2, toast2 := relationSizes(ctx, t, pool)
+	heap2, toast2 := eventSizes(ctx, t, store)
 	if perRow := (heap2 - heap) / n; perRow > 600 {
 		t.Errorf("processed: the heap grew by %d bytes per event, want at most 600 (a new row version copies pointers)", perRow)
 	}
@@ -81,13 +79,19 @@ func TestStorageLayout(t *testing.T) {
 	}
 }
 
-// relationSizes returns the sizes of webhook_events' heap and of its
-// toast table.
-func relationSizes(ctx context.Context, t *testing.T, pool *pgxpool.Pool) (heap, toast int64) {
+// eventSizes returns the sizes of webhook_events' heap and of its toast
+// storage, as webhookctl stats reports them.
+func eventSizes(ctx context.Context, t *testing.T, store *storage.Store) (heap, toast int64) {
 	t.Helper()
-	if err := pool.QueryRow(ctx, `SELECT pg_relation_size(oid), pg_relation_size(reltoastrelid) FROM pg_class
-		WHERE oid = 'webhook_events'::regclass`).Scan(&heap, &toast); err != nil {
+	sizes, err := store.PGTableSizes(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return heap, toast
+	for _, s := range sizes {
+		if s.Name == "webhook_events" {
+			return s.Table, s.TOAST
+		}
+	}
+	t.Fatalf("no size for webhook_events in %+v", sizes)
+	return 0, 0
 }
