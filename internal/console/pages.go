@@ -604,7 +604,7 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if d.Actions, err = s.cfg.Store.OperatorActionListPage(ctx, before, pageLimit+1); err != nil {
+	if d.Actions, err = s.cfg.Store.OperatorActionListPage(ctx, time.Time{}, before, pageLimit+1); err != nil {
 		s.fail(w, err)
 		return
 	}

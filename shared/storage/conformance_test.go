@@ -203,6 +203,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_events/interrupted", testEventInterrupted},
 	{"webhook_events/list", testEventList},
 	{"webhook_events/replay", testEventReplay},
+	{"webhook_events/replay in calls", testEventReplayInCalls},
 	{"webhook_dead_letters", testDeadLetters},
 	{"webhook_dead_letters/open_stats", testDeadLetterOpenStats},
 	{"webhook_dead_letters/page", testDeadLetterPage},
@@ -756,8 +757,53 @@ func testEventReplay(t *testing.T, e *env) {
 	}
 	// By id, one event.
 	one := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, storage.ReplayFilter{ID: processed("c", 1, now)[0].ID}, storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}))
-	if one.Replayed != 1 {
+	if one.Replayed != 1 || one.Next != nil {
 		t.Fatalf("by id = %+v", one)
+	}
+}
+
+// A replay done in several calls (Max): each call resets at most Max
+// events, in id order, under the first call's record; the cursor never
+// goes back, so an event reset and processed again meanwhile is not
+// replayed twice, and an event processed after the first call's selection
+// with a higher id is not taken.
+func testEventReplayInCalls(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	by := inbox.Actor{Name: "ops@test", Reason: "in calls"}
+	evs := factory.Events(e.ctx, t, s, 5, &factory.EventOpts{Source: "d", State: inbox.StateProcessed, Now: now})
+	f := storage.ReplayFilter{Source: "d"}
+	first := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, By: by, Max: 2}))
+	if first.Matched != 5 || first.Replayed != 2 || first.ActionID == 0 || first.Next == nil ||
+		*first.Next != (storage.ReplayCursor{ActionID: first.ActionID, After: evs[1].ID, Through: evs[4].ID}) {
+		t.Fatalf("first call = %+v (next %+v)", first, first.Next)
+	}
+	// Meanwhile the processor applies the first two again, and a new
+	// event of the source is processed: neither belongs to the rest.
+	if again := factory.ProcessDue(e.ctx, t, s, now); len(again) != 2 {
+		t.Fatalf("processed again = %d events", len(again))
+	}
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "d", State: inbox.StateProcessed, Now: now})
+	if _, err := s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, By: by, Max: 2, Continue: first.Next, DryRun: true}); err == nil {
+		t.Fatal("a dry continuation was accepted")
+	}
+	total, next := first.Replayed, first.Next
+	for next != nil {
+		r := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, By: by, Max: 2, Continue: next}))
+		if r.ActionID != first.ActionID || r.Matched != 0 {
+			t.Fatalf("continuation = %+v", r)
+		}
+		total, next = total+r.Replayed, r.Next
+	}
+	if total != 5 {
+		t.Fatalf("replayed %d in all, want 5", total)
+	}
+	acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, evs[4].ID))
+	if len(acts) != 1 || acts[0].ID != first.ActionID || acts[0].Events != 5 {
+		t.Fatalf("the record = %+v", acts)
+	}
+	if again := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, evs[0].ID)); len(again) != 1 {
+		t.Fatalf("the first event was replayed %d times", len(again))
 	}
 }
 
@@ -1356,6 +1402,16 @@ func testDeadLetterPage(t *testing.T, e *env) {
 	if p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{EventType: "x"}, 0, 10)); len(p) != 1 || p[0].EventPK != other.ID {
 		t.Fatalf("page of type x = %+v", p)
 	}
+	// By id, and by the time they died.
+	if p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{ID: page[1].ID}, 0, 10)); len(p) != 1 || p[0].ID != page[1].ID {
+		t.Fatalf("page of one id = %+v", p)
+	}
+	if p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{DeadFrom: page[0].DeadAt, DeadTo: page[0].DeadAt.Add(time.Microsecond)}, 0, 10)); len(p) == 0 || !p[0].DeadAt.Equal(page[0].DeadAt) {
+		t.Fatalf("page of one instant = %+v", p)
+	}
+	if p := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{DeadTo: page[0].DeadAt}, 0, 10)); len(p) != 0 {
+		t.Fatalf("page before the first death = %+v", p)
+	}
 }
 
 // The operator actions' keyset pages: newest first, and an action recorded
@@ -1366,17 +1422,28 @@ func testOperatorActionPage(t *testing.T, e *env) {
 	for i := range 5 {
 		ids = append(ids, must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: fmt.Sprintf("ops%d@test", i)}, nil, nil)))
 	}
-	first := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, 0, 2))
+	first := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, time.Time{}, 0, 2))
 	if len(first) != 2 || first[0].ID != ids[4] || first[1].ID != ids[3] || first[0].Actor != "ops4@test" {
 		t.Fatalf("first page = %+v", first)
 	}
 	newer := must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: "late@test"}, nil, nil))
-	rest := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, first[1].ID, 10))
+	rest := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, time.Time{}, first[1].ID, 10))
 	if len(rest) != 3 || rest[0].ID != ids[2] || rest[2].ID != ids[0] {
 		t.Fatalf("next page = %+v", rest)
 	}
-	if top := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, 0, 1)); len(top) != 1 || top[0].ID != newer {
+	if top := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, time.Time{}, 0, 1)); len(top) != 1 || top[0].ID != newer {
 		t.Fatalf("the newest = %+v", top)
+	}
+	// Since bounds the time: every action here is this test's, none is
+	// from the future.
+	if got := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, rest[2].At, 0, 10)); len(got) != 6 {
+		t.Fatalf("since the first = %d actions", len(got))
+	}
+	if got := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, rest[2].At, rest[1].ID, 10)); len(got) != 1 || got[0].ID != ids[0] {
+		t.Fatalf("since the first, before the second = %+v", got)
+	}
+	if got := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, time.Now().Add(time.Hour), 0, 10)); len(got) != 0 {
+		t.Fatalf("since an hour from now = %+v", got)
 	}
 }
 

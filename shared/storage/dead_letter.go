@@ -88,13 +88,14 @@ func (e executor) DeadLetterList(ctx context.Context, f DeadLetterFilter, limit 
 }
 
 // DeadLetterListPage returns a page of the open dead letters matching f
-// (its source and type; an empty filter is every one), in the order they
-// died, after the cursor after (the last id of the previous page; 0 for
-// the first), at most limit. Keyset paging: pages never repeat or skip a
-// dead letter, whatever dies or is requeued in between.
+// (an empty filter is every one: All is not needed to list), in the order
+// they died, after the cursor after (the last id of the previous page; 0
+// for the first), at most limit. Keyset paging: pages never repeat or skip
+// a dead letter, whatever dies or is requeued in between.
 func (e executor) DeadLetterListPage(ctx context.Context, f DeadLetterFilter, after int64, limit int) ([]*inbox.DeadLetter, error) {
+	p := f.params()
 	rows, err := queries.DeadLetterListPage(ctx, e.db, dbsqlc.DeadLetterListPageParams{
-		After: after, Source: ptr(f.Source), EventType: ptr(f.EventType), Max: int32(limit),
+		After: after, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo, Max: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)

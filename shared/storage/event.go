@@ -413,6 +413,22 @@ type ReplayOptions struct {
 	// By is who replays, and why: required unless DryRun, since every
 	// replay is recorded (webhook_operator_actions), its events with it.
 	By inbox.Actor
+	// Max bounds how many events this call resets (0: every one): a
+	// replay too large for one request is done in several calls, each
+	// continuing the one before (Continue), all under one record.
+	Max int
+	// Continue resumes the replay an earlier call left unfinished (its
+	// result's Next), with the same filter: the events it selected then,
+	// after the last one reset, recorded under the same action.
+	Continue *ReplayCursor
+}
+
+// ReplayCursor is where a replay done in several calls stands: its record,
+// the last event reset, and the last one the first call selected.
+type ReplayCursor struct {
+	ActionID int64 `json:"action_id"`
+	After    int64 `json:"after"`
+	Through  int64 `json:"through"`
 }
 
 // ErrNoActor is returned for an operator action that does not say who
@@ -422,7 +438,9 @@ var ErrNoActor = errors.New("an operator action must say who performs it (inbox.
 // ReplayResult is what a replay matched and did.
 type ReplayResult struct {
 	// Matched is the replayable events the filter selected (what a dry
-	// run reports, and what the real run goes through).
+	// run reports, and what the real run goes through, in one call or,
+	// with Max, in several); 0 for a continuation, whose selection is the
+	// first call's.
 	Matched int
 	// Replayed is how many were reset (0 for a dry run). It is below
 	// Matched only if some changed between the selection and their chunk.
@@ -434,6 +452,9 @@ type ReplayResult struct {
 	// ActionID is the replay's record (webhook_operator_actions); 0 for a
 	// dry run.
 	ActionID int64
+	// Next, when set, is where the next call continues a replay that Max
+	// cut short (ReplayOptions.Continue); nil when it is done.
+	Next *ReplayCursor
 }
 
 // EventReplay sends the processed events matching f through the processor
@@ -456,25 +477,56 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		opts.ChunkSize = 1000
 	}
 	arg := f.params()
-	counts, err := queries.EventCountReplay(ctx, e.db, arg)
-	if err != nil {
-		return res, fmt.Errorf("replay: count events: %w", err)
+	list := dbsqlc.EventListReplayableIDsParams{
+		ID: arg.ID, Source: arg.Source, EventType: arg.EventType, Outcome: arg.Outcome,
+		ProcessedFrom: arg.ProcessedFrom, ProcessedTo: arg.ProcessedTo,
 	}
-	res.Archived = int(counts.Archived)
-	if opts.DryRun {
-		res.Matched = int(counts.Replayable)
-		return res, nil
+	if opts.Max > 0 {
+		list.Max = new(int32(opts.Max))
 	}
-	if opts.By.Name == "" {
-		return res, ErrNoActor
+	if c := opts.Continue; c != nil {
+		if opts.DryRun || c.ActionID <= 0 || c.Through <= 0 {
+			return res, errors.New("replay: a continuation needs the cursor of an earlier call, and is no dry run")
+		}
+		if opts.By.Name == "" {
+			return res, ErrNoActor
+		}
+		res.ActionID = c.ActionID
+		list.AfterID, list.ThroughID = &c.After, &c.Through
+	} else {
+		counts, err := queries.EventCountReplay(ctx, e.db, arg)
+		if err != nil {
+			return res, fmt.Errorf("replay: count events: %w", err)
+		}
+		res.Archived = int(counts.Archived)
+		if opts.DryRun {
+			res.Matched = int(counts.Replayable)
+			return res, nil
+		}
+		if opts.By.Name == "" {
+			return res, ErrNoActor
+		}
+		if opts.Max > 0 {
+			// The whole selection's size and bound: later calls take the
+			// rest of it, nothing beyond.
+			res.Matched = int(counts.Replayable)
+			list.ThroughID = &counts.LastID
+		}
 	}
-	ids, err := queries.EventListReplayableIDs(ctx, e.db, dbsqlc.EventListReplayableIDsParams(arg))
+	ids, err := queries.EventListReplayableIDs(ctx, e.db, list)
 	if err != nil {
 		return res, fmt.Errorf("replay: select events: %w", err)
 	}
-	res.Matched = len(ids)
-	if res.ActionID, err = e.operatorActionStart(ctx, inbox.ActionReplay, opts.By, f); err != nil {
-		return res, fmt.Errorf("replay: %w", err)
+	if opts.Max <= 0 && opts.Continue == nil {
+		res.Matched = len(ids)
+	}
+	if opts.Continue == nil {
+		if res.ActionID, err = e.operatorActionStart(ctx, inbox.ActionReplay, opts.By, f); err != nil {
+			return res, fmt.Errorf("replay: %w", err)
+		}
+	}
+	if opts.Max > 0 && len(ids) == opts.Max && ids[len(ids)-1] < *list.ThroughID {
+		res.Next = &ReplayCursor{ActionID: res.ActionID, After: ids[len(ids)-1], Through: *list.ThroughID}
 	}
 	for len(ids) > 0 {
 		chunk := ids[:min(opts.ChunkSize, len(ids))]

@@ -80,12 +80,12 @@ func (e executor) OperatorActionList(ctx context.Context, since time.Time, limit
 	return actionsFromRows(rows), nil
 }
 
-// OperatorActionListPage returns a page of the actions, newest first,
-// before the cursor before (the last id of the previous page; 0 for the
-// first), at most limit. Keyset paging: actions recorded in between never
-// shift a page.
-func (e executor) OperatorActionListPage(ctx context.Context, before int64, limit int) ([]inbox.OperatorAction, error) {
-	rows, err := queries.OperatorActionListPage(ctx, e.db, dbsqlc.OperatorActionListPageParams{Before: ptr(before), Max: int32(limit)})
+// OperatorActionListPage returns a page of the actions since since (zero:
+// any time), newest first, before the cursor before (the last id of the
+// previous page; 0 for the first), at most limit. Keyset paging: actions
+// recorded in between never shift a page.
+func (e executor) OperatorActionListPage(ctx context.Context, since time.Time, before int64, limit int) ([]inbox.OperatorAction, error) {
+	rows, err := queries.OperatorActionListPage(ctx, e.db, dbsqlc.OperatorActionListPageParams{Before: ptr(before), Since: timePtr(since), Max: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list operator actions: %w", err)
 	}

@@ -73,7 +73,7 @@ type Executor interface {
 	// webhook_operator_actions
 	OperatorActionRecord(ctx context.Context, action string, by inbox.Actor, selection any, eventIDs []int64) (int64, error)
 	OperatorActionList(ctx context.Context, since time.Time, limit int) ([]inbox.OperatorAction, error)
-	OperatorActionListPage(ctx context.Context, before int64, limit int) ([]inbox.OperatorAction, error)
+	OperatorActionListPage(ctx context.Context, since time.Time, before int64, limit int) ([]inbox.OperatorAction, error)
 	OperatorActionListByEvent(ctx context.Context, eventPK int64) ([]inbox.OperatorAction, error)
 
 	// webhook_rejections
@@ -157,6 +157,19 @@ func (s *Store) Begin(ctx context.Context) (*Tx, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	return &Tx{executor: executor{db: tx, tx: tx}}, nil
+}
+
+// BeginReadOnly starts a read-only transaction that sees one snapshot
+// (REPEATABLE READ): the statements of a page or a report agree with each
+// other, whatever commits in between, and none of them can write. The
+// caller owns it, as for Begin; a read-only transaction at this level
+// never fails to serialize.
+func (s *Store) BeginReadOnly(ctx context.Context) (*Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("begin read-only transaction: %w", err)
 	}
 	return &Tx{executor: executor{db: tx, tx: tx}}, nil
 }

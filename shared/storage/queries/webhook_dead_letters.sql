@@ -19,16 +19,19 @@ SELECT * FROM webhook_dead_letters d
  LIMIT @max::int;
 
 -- name: DeadLetterListPage :many
--- A page of the open dead letters a filter selects, in the order they
--- died (id), after the cursor @after (the last id of the page before; 0
--- for the first). Keyset paging on webhook_dead_letters_open_id_idx: a
--- page never repeats or skips a row, whatever dies or is requeued between
--- pages (new dead letters come last).
+-- A page of the open dead letters a filter selects (NULL values match
+-- anything), in the order they died (id), after the cursor @after (the
+-- last id of the page before; 0 for the first). Keyset paging on
+-- webhook_dead_letters_open_id_idx: a page never repeats or skips a row,
+-- whatever dies or is requeued between pages (new dead letters come last).
 SELECT * FROM webhook_dead_letters d
  WHERE d.requeued_at IS NULL
    AND d.id > @after::bigint
+   AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
    AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
    AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
+   AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
+   AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz)
  ORDER BY d.id
  LIMIT @max::int;
 

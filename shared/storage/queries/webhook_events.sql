@@ -318,9 +318,11 @@ SELECT count(*) AS count,
 -- resets, and archived, the part of them whose body is in S3 (the
 -- processor reads it back from its archive object, hash verified). NULL
 -- filter values match anything. One statement for replay's dry run and
--- its report.
+-- its report; last_id, the highest id selected, bounds a replay done in
+-- several calls (EventReplay's Max).
 SELECT count(*) AS replayable,
-       count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived
+       count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived,
+       coalesce(max(e.id), 0)::bigint AS last_id
   FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
    AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
@@ -334,7 +336,11 @@ SELECT count(*) AS replayable,
 -- name: EventListReplayableIDs :many
 -- The ids EventReplay resets (the replayable of EventCountReplay),
 -- selected once so that each event is replayed at most once even if the
--- processor finishes an early chunk while later ones are being reset.
+-- processor finishes an early chunk while later ones are being reset. A
+-- replay done in several calls takes them in id order, at most @max at a
+-- time (NULL: all), after the last one reset (@after_id) and up to the
+-- last one the first call selected (@through_id): an event reset and
+-- processed again meanwhile is behind the cursor, never replayed twice.
 SELECT e.id FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
    AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
@@ -344,7 +350,10 @@ SELECT e.id FROM webhook_events e
    AND (sqlc.narg('outcome')::text IS NULL OR e.outcome = sqlc.narg('outcome')::text)
    AND (sqlc.narg('processed_from')::timestamptz IS NULL OR e.processed_at >= sqlc.narg('processed_from')::timestamptz)
    AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz)
- ORDER BY e.id;
+   AND (sqlc.narg('after_id')::bigint IS NULL OR e.id > sqlc.narg('after_id')::bigint)
+   AND (sqlc.narg('through_id')::bigint IS NULL OR e.id <= sqlc.narg('through_id')::bigint)
+ ORDER BY e.id
+ LIMIT sqlc.narg('max')::int;
 
 -- name: EventReplay :one
 -- Makes a chunk of replayable events unprocessed and due at @now: a new

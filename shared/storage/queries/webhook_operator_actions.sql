@@ -34,10 +34,12 @@ SELECT * FROM webhook_operator_actions
 
 -- name: OperatorActionListPage :many
 -- A page of the actions, newest first, before the cursor @before (the
--- last id of the page before; NULL for the first): keyset paging on the
--- primary key, so new actions never shift a page.
+-- last id of the page before; NULL for the first) and, with @since, at or
+-- after that time: keyset paging on the primary key, so new actions never
+-- shift a page.
 SELECT * FROM webhook_operator_actions
  WHERE (sqlc.narg('before')::bigint IS NULL OR id < sqlc.narg('before')::bigint)
+   AND (sqlc.narg('since')::timestamptz IS NULL OR at >= sqlc.narg('since')::timestamptz)
  ORDER BY id DESC
  LIMIT @max::int;
 

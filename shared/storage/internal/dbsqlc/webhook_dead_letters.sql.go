@@ -241,29 +241,38 @@ const deadLetterListPage = `-- name: DeadLetterListPage :many
 SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at FROM webhook_dead_letters d
  WHERE d.requeued_at IS NULL
    AND d.id > $1::bigint
-   AND ($2::text IS NULL OR d.provider = $2::text)
-   AND ($3::text IS NULL OR d.event_type = $3::text)
+   AND ($2::bigint IS NULL OR d.id = $2::bigint)
+   AND ($3::text IS NULL OR d.provider = $3::text)
+   AND ($4::text IS NULL OR d.event_type = $4::text)
+   AND ($5::timestamptz IS NULL OR d.dead_at >= $5::timestamptz)
+   AND ($6::timestamptz IS NULL OR d.dead_at < $6::timestamptz)
  ORDER BY d.id
- LIMIT $4::int
+ LIMIT $7::int
 `
 
 type DeadLetterListPageParams struct {
 	After     int64
+	ID        *int64
 	Source    *string
 	EventType *string
+	DeadFrom  *time.Time
+	DeadTo    *time.Time
 	Max       int32
 }
 
-// A page of the open dead letters a filter selects, in the order they
-// died (id), after the cursor @after (the last id of the page before; 0
-// for the first). Keyset paging on webhook_dead_letters_open_id_idx: a
-// page never repeats or skips a row, whatever dies or is requeued between
-// pages (new dead letters come last).
+// A page of the open dead letters a filter selects (NULL values match
+// anything), in the order they died (id), after the cursor @after (the
+// last id of the page before; 0 for the first). Keyset paging on
+// webhook_dead_letters_open_id_idx: a page never repeats or skips a row,
+// whatever dies or is requeued between pages (new dead letters come last).
 func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLetterListPageParams) ([]WebhookDeadLetter, error) {
 	rows, err := db.Query(ctx, deadLetterListPage,
 		arg.After,
+		arg.ID,
 		arg.Source,
 		arg.EventType,
+		arg.DeadFrom,
+		arg.DeadTo,
 		arg.Max,
 	)
 	if err != nil {

@@ -267,7 +267,8 @@ func (q *Queries) EventCountByBucket(ctx context.Context, db DBTX, arg EventCoun
 
 const eventCountReplay = `-- name: EventCountReplay :one
 SELECT count(*) AS replayable,
-       count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived
+       count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived,
+       coalesce(max(e.id), 0)::bigint AS last_id
   FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
    AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
@@ -291,6 +292,7 @@ type EventCountReplayParams struct {
 type EventCountReplayRow struct {
 	Replayable int64
 	Archived   int64
+	LastID     int64
 }
 
 // What a replay filter selects among processed, unexpunged, live events:
@@ -298,7 +300,8 @@ type EventCountReplayRow struct {
 // resets, and archived, the part of them whose body is in S3 (the
 // processor reads it back from its archive object, hash verified). NULL
 // filter values match anything. One statement for replay's dry run and
-// its report.
+// its report; last_id, the highest id selected, bounds a replay done in
+// several calls (EventReplay's Max).
 func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountReplayParams) (EventCountReplayRow, error) {
 	row := db.QueryRow(ctx, eventCountReplay,
 		arg.ID,
@@ -309,7 +312,7 @@ func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountR
 		arg.ProcessedTo,
 	)
 	var i EventCountReplayRow
-	err := row.Scan(&i.Replayable, &i.Archived)
+	err := row.Scan(&i.Replayable, &i.Archived, &i.LastID)
 	return i, err
 }
 
@@ -1165,7 +1168,10 @@ SELECT e.id FROM webhook_events e
    AND ($4::text IS NULL OR e.outcome = $4::text)
    AND ($5::timestamptz IS NULL OR e.processed_at >= $5::timestamptz)
    AND ($6::timestamptz IS NULL OR e.processed_at < $6::timestamptz)
+   AND ($7::bigint IS NULL OR e.id > $7::bigint)
+   AND ($8::bigint IS NULL OR e.id <= $8::bigint)
  ORDER BY e.id
+ LIMIT $9::int
 `
 
 type EventListReplayableIDsParams struct {
@@ -1175,11 +1181,18 @@ type EventListReplayableIDsParams struct {
 	Outcome       *string
 	ProcessedFrom *time.Time
 	ProcessedTo   *time.Time
+	AfterID       *int64
+	ThroughID     *int64
+	Max           *int32
 }
 
 // The ids EventReplay resets (the replayable of EventCountReplay),
 // selected once so that each event is replayed at most once even if the
-// processor finishes an early chunk while later ones are being reset.
+// processor finishes an early chunk while later ones are being reset. A
+// replay done in several calls takes them in id order, at most @max at a
+// time (NULL: all), after the last one reset (@after_id) and up to the
+// last one the first call selected (@through_id): an event reset and
+// processed again meanwhile is behind the cursor, never replayed twice.
 func (q *Queries) EventListReplayableIDs(ctx context.Context, db DBTX, arg EventListReplayableIDsParams) ([]int64, error) {
 	rows, err := db.Query(ctx, eventListReplayableIDs,
 		arg.ID,
@@ -1188,6 +1201,9 @@ func (q *Queries) EventListReplayableIDs(ctx context.Context, db DBTX, arg Event
 		arg.Outcome,
 		arg.ProcessedFrom,
 		arg.ProcessedTo,
+		arg.AfterID,
+		arg.ThroughID,
+		arg.Max,
 	)
 	if err != nil {
 		return nil, err

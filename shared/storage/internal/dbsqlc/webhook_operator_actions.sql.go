@@ -119,20 +119,23 @@ func (q *Queries) OperatorActionListByEvent(ctx context.Context, db DBTX, eventP
 const operatorActionListPage = `-- name: OperatorActionListPage :many
 SELECT id, action, actor, db_user, at, filter, events, reason FROM webhook_operator_actions
  WHERE ($1::bigint IS NULL OR id < $1::bigint)
+   AND ($2::timestamptz IS NULL OR at >= $2::timestamptz)
  ORDER BY id DESC
- LIMIT $2::int
+ LIMIT $3::int
 `
 
 type OperatorActionListPageParams struct {
 	Before *int64
+	Since  *time.Time
 	Max    int32
 }
 
 // A page of the actions, newest first, before the cursor @before (the
-// last id of the page before; NULL for the first): keyset paging on the
-// primary key, so new actions never shift a page.
+// last id of the page before; NULL for the first) and, with @since, at or
+// after that time: keyset paging on the primary key, so new actions never
+// shift a page.
 func (q *Queries) OperatorActionListPage(ctx context.Context, db DBTX, arg OperatorActionListPageParams) ([]WebhookOperatorAction, error) {
-	rows, err := db.Query(ctx, operatorActionListPage, arg.Before, arg.Max)
+	rows, err := db.Query(ctx, operatorActionListPage, arg.Before, arg.Since, arg.Max)
 	if err != nil {
 		return nil, err
 	}
