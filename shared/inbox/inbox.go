@@ -134,6 +134,34 @@ const (
 	CauseEventExpunged Cause = "event_expunged"
 )
 
+// Causes of the operator API (shared/operations, shared/operatorapi): what
+// an operator asked that was refused, and why.
+const (
+	// CauseInvalidArgument: a parameter of the request is not valid (an
+	// unknown state, a window that ends before it starts, a limit out of
+	// range, an empty selection for an action).
+	CauseInvalidArgument Cause = "invalid_argument"
+	// CauseReadOnly: an action asked of a read-only operator API or
+	// console; counting what it would change (a dry run) is allowed.
+	CauseReadOnly Cause = "read_only"
+	// CauseForbidden: the operator's AWS identity may not invoke the
+	// operator function asked (IAM refused it before the function ran):
+	// the identity lacks the stack's OperatorActPolicy (or
+	// OperatorReadPolicy).
+	CauseForbidden Cause = "forbidden"
+	// CauseCountChanged: an action confirmed for a count of events would
+	// now change another number of them (something died, was requeued or
+	// processed in between): nothing was changed; count again.
+	CauseCountChanged Cause = "count_changed"
+	// CauseArchiveNotConfigured: the archive's settings (its bucket) are
+	// not given where the request was served, so an archived body, an
+	// expunge or an archive run cannot be done there.
+	CauseArchiveNotConfigured Cause = "archive_not_configured"
+	// CauseBodyCorrupt: a body stored in Postgres does not match the hash
+	// recorded when it was received.
+	CauseBodyCorrupt Cause = "body_corrupt"
+)
+
 // Error is an error with a cause code. Message is safe to show to the
 // sender; Err (if any) is the underlying error, for logs only.
 type Error struct {

@@ -791,6 +791,40 @@ func TestRequestIDOutsideLambda(t *testing.T) {
 	}
 }
 
+// A function URL's IAM authorizer (which Lambda fills, never the client)
+// reaches the handler through IAMCaller; a header claiming an identity
+// does not, and an event without the authorizer has none.
+func TestIAMCallerComesFromTheRequestContextOnly(t *testing.T) {
+	t.Parallel()
+	iam := &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+		AccessKey: "ASIAEXAMPLE", AccountID: "123456789012", CallerID: "AROAEXAMPLE:alice",
+		UserARN: "arn:aws:sts::123456789012:assumed-role/Ops/alice", UserID: "AROAEXAMPLE:alice",
+	}
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: "/v1/whoami", Headers: map[string]string{"x-amzn-iam-userarn": "arn:aws:iam::1:root"}}
+	ev.RequestContext.HTTP.Method = http.MethodGet
+	r, err := NewRequest(t.Context(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := IAMCaller(r); ok {
+		t.Fatal("an event without an authorizer has a caller")
+	}
+	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: iam}
+	if r, err = NewRequest(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := IAMCaller(r)
+	if !ok || got.UserARN != iam.UserARN || got.AccessKey != iam.AccessKey {
+		t.Fatalf("IAMCaller = %+v, %v", got, ok)
+	}
+	if _, ok := IAMCaller(httptest.NewRequest(http.MethodGet, "/", nil)); ok {
+		t.Fatal("a request from outside Lambda has a caller")
+	}
+	if _, ok := IAMCaller(nil); ok {
+		t.Fatal("nil has a caller")
+	}
+}
+
 // FuzzHandler checks the adapter's promise: whatever the event holds,
 // Handler returns a response and no Lambda error, and an accepted body
 // reaches the handler and comes back byte for byte.

@@ -33,6 +33,23 @@ const defaultStage = "$default"
 
 type requestIDKey struct{}
 
+type iamKey struct{}
+
+// IAMCaller returns the caller's identity as AWS verified it, when the
+// event r was built from carries one: a Lambda function URL with AuthType
+// AWS_IAM (or an API Gateway IAM-authorized route) signs nothing into the
+// request itself; Lambda checks the SigV4 signature and puts the principal
+// in requestContext.authorizer.iam, which no client can write. It is
+// false for requests that did not come through NewRequest (make dev,
+// tests) and for events without an IAM authorizer.
+func IAMCaller(r *http.Request) (events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription, bool) {
+	if r == nil {
+		return events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{}, false
+	}
+	iam, ok := r.Context().Value(iamKey{}).(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription)
+	return iam, ok
+}
+
 // RequestID returns the API Gateway request id (requestContext.requestId) of
 // the event r was built from, or "" for requests that did not come through
 // NewRequest (make dev, tests). It lives in the context rather than in a
@@ -82,9 +99,11 @@ func NewRequest(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*http.R
 
 	// NewRequestWithContext validates the method token for us; an empty
 	// method becomes GET, as for any http.Request.
-	r, err := http.NewRequestWithContext(
-		context.WithValue(ctx, requestIDKey{}, ev.RequestContext.RequestID),
-		ev.RequestContext.HTTP.Method, "/", bytes.NewReader(body))
+	ctx = context.WithValue(ctx, requestIDKey{}, ev.RequestContext.RequestID)
+	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil && a.IAM.UserARN != "" {
+		ctx = context.WithValue(ctx, iamKey{}, *a.IAM)
+	}
+	r, err := http.NewRequestWithContext(ctx, ev.RequestContext.HTTP.Method, "/", bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}

@@ -139,7 +139,7 @@ func (e *Env) Age(name string, def time.Duration) time.Duration {
 	if v == "" {
 		return def
 	}
-	d, err := parseAge(v)
+	d, err := ParseAge(v)
 	if err != nil || d <= 0 {
 		e.Errorf("%s must be a positive duration such as 168h or 7d, got %q", name, v)
 		return def
@@ -147,8 +147,10 @@ func (e *Env) Age(name string, def time.Duration) time.Duration {
 	return d
 }
 
-// parseAge reads a Go duration, or a whole number of days ("30d").
-func parseAge(v string) (time.Duration, error) {
+// ParseAge reads a Go duration, or a whole number of days ("30d"): how
+// ages, retention and time windows are written everywhere (ARCHIVE_MIN_AGE,
+// webhookctl's --since, the console's windows).
+func ParseAge(v string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		n, err := strconv.Atoi(days)
 		if err != nil {

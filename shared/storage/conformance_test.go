@@ -1285,6 +1285,9 @@ func testPayloadMismatches(t *testing.T, e *env) {
 
 func testPGMisc(t *testing.T, e *env) {
 	s := e.store
+	if role := must[string](t)(s.PGCurrentUser(e.ctx)); role == "" {
+		t.Fatal("no current role")
+	}
 	if now := must[time.Time](t)(s.PGNow(e.ctx)); now.Before(e.now) {
 		t.Fatalf("the clock went back: %s < %s", now, e.now)
 	}
@@ -1427,6 +1430,12 @@ func testOperatorActionPage(t *testing.T, e *env) {
 		t.Fatalf("first page = %+v", first)
 	}
 	newer := must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: "late@test"}, nil, nil))
+	if one := must[inbox.OperatorAction](t)(s.OperatorActionGetByID(e.ctx, ids[1])); one.ID != ids[1] || one.Actor != "ops1@test" || one.Action != inbox.ActionExpunge {
+		t.Fatalf("by id = %+v", one)
+	}
+	if _, err := s.OperatorActionGetByID(e.ctx, ids[4]+1000); !errors.Is(err, storage.ErrActionNotFound) {
+		t.Fatalf("an unknown id: %v", err)
+	}
 	rest := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, time.Time{}, first[1].ID, 10))
 	if len(rest) != 3 || rest[0].ID != ids[2] || rest[2].ID != ids[0] {
 		t.Fatalf("next page = %+v", rest)

@@ -3,8 +3,11 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/internal/dbsqlc"
@@ -78,6 +81,21 @@ func (e executor) OperatorActionList(ctx context.Context, since time.Time, limit
 		return nil, fmt.Errorf("list operator actions: %w", err)
 	}
 	return actionsFromRows(rows), nil
+}
+
+// ErrActionNotFound is returned (wrapped) when no action has the id.
+var ErrActionNotFound = errors.New("operator action not found")
+
+// OperatorActionGetByID returns one action's record.
+func (e executor) OperatorActionGetByID(ctx context.Context, id int64) (inbox.OperatorAction, error) {
+	row, err := queries.OperatorActionGetByID(ctx, e.db, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inbox.OperatorAction{}, fmt.Errorf("operator action %d: %w", id, ErrActionNotFound)
+	}
+	if err != nil {
+		return inbox.OperatorAction{}, fmt.Errorf("read operator action %d: %w", id, err)
+	}
+	return actionsFromRows([]dbsqlc.WebhookOperatorAction{row})[0], nil
 }
 
 // OperatorActionListPage returns a page of the actions since since (zero:

@@ -21,6 +21,15 @@ func (e executor) PGNow(ctx context.Context) (time.Time, error) {
 	return now, nil
 }
 
+// PGCurrentUser returns the role the statements run as.
+func (e executor) PGCurrentUser(ctx context.Context) (string, error) {
+	role, err := queries.PGCurrentUser(ctx, e.db)
+	if err != nil {
+		return "", fmt.Errorf("read the current role: %w", err)
+	}
+	return role, nil
+}
+
 // PGSetIdleInTransactionTimeout bounds how long the transaction it runs in
 // may sit idle; past it Postgres ends the session, releasing its locks.
 func (e executor) PGSetIdleInTransactionTimeout(ctx context.Context, d time.Duration) error {

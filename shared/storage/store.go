@@ -73,6 +73,7 @@ type Executor interface {
 	// webhook_operator_actions
 	OperatorActionRecord(ctx context.Context, action string, by inbox.Actor, selection any, eventIDs []int64) (int64, error)
 	OperatorActionList(ctx context.Context, since time.Time, limit int) ([]inbox.OperatorAction, error)
+	OperatorActionGetByID(ctx context.Context, id int64) (inbox.OperatorAction, error)
 	OperatorActionListPage(ctx context.Context, since time.Time, before int64, limit int) ([]inbox.OperatorAction, error)
 	OperatorActionListByEvent(ctx context.Context, eventPK int64) ([]inbox.OperatorAction, error)
 
@@ -104,6 +105,7 @@ type Executor interface {
 
 	// the server
 	PGNow(ctx context.Context) (time.Time, error)
+	PGCurrentUser(ctx context.Context) (string, error)
 	PGSetIdleInTransactionTimeout(ctx context.Context, d time.Duration) error
 	PGTableSizes(ctx context.Context) ([]TableSize, error)
 	PGBloatEstimate(ctx context.Context, tablePattern string) ([]RelationBloat, error)

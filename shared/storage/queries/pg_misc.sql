@@ -6,6 +6,11 @@
 -- clock of the machine they run on, which may be a laptop's.
 SELECT statement_timestamp()::timestamptz AS now;
 
+-- name: PGCurrentUser :one
+-- The role the statements run as: what an operator action's record keeps
+-- (db_user), shown before an operator acts.
+SELECT current_user::text AS role;
+
 -- name: PGSetIdleInTransactionTimeout :exec
 -- Bounds how long the current transaction may sit idle (SET LOCAL with a
 -- parameter: it ends with the transaction). Past it Postgres ends the

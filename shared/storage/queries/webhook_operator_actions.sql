@@ -32,6 +32,11 @@ SELECT * FROM webhook_operator_actions
  ORDER BY id DESC
  LIMIT @max::int;
 
+-- name: OperatorActionGetByID :one
+-- One action's record: a replay done in several calls is continued only
+-- under its own record, by its own actor, with its own selection.
+SELECT * FROM webhook_operator_actions WHERE id = @id::bigint;
+
 -- name: OperatorActionListPage :many
 -- A page of the actions, newest first, before the cursor @before (the
 -- last id of the page before; NULL for the first) and, with @since, at or

@@ -201,6 +201,19 @@ func (q *Queries) PGBloatEstimate(ctx context.Context, db DBTX, tablePattern str
 	return items, nil
 }
 
+const pGCurrentUser = `-- name: PGCurrentUser :one
+SELECT current_user::text AS role
+`
+
+// The role the statements run as: what an operator action's record keeps
+// (db_user), shown before an operator acts.
+func (q *Queries) PGCurrentUser(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRow(ctx, pGCurrentUser)
+	var role string
+	err := row.Scan(&role)
+	return role, err
+}
+
 const pGNow = `-- name: PGNow :one
 SELECT statement_timestamp()::timestamptz AS now
 `

@@ -10,6 +10,28 @@ import (
 	"time"
 )
 
+const operatorActionGetByID = `-- name: OperatorActionGetByID :one
+SELECT id, action, actor, db_user, at, filter, events, reason FROM webhook_operator_actions WHERE id = $1::bigint
+`
+
+// One action's record: a replay done in several calls is continued only
+// under its own record, by its own actor, with its own selection.
+func (q *Queries) OperatorActionGetByID(ctx context.Context, db DBTX, id int64) (WebhookOperatorAction, error) {
+	row := db.QueryRow(ctx, operatorActionGetByID, id)
+	var i WebhookOperatorAction
+	err := row.Scan(
+		&i.ID,
+		&i.Action,
+		&i.Actor,
+		&i.DBUser,
+		&i.At,
+		&i.Filter,
+		&i.Events,
+		&i.Reason,
+	)
+	return i, err
+}
+
 const operatorActionInsert = `-- name: OperatorActionInsert :one
 INSERT INTO webhook_operator_actions (action, actor, filter, reason)
 VALUES ($1::text, $2::text, $3::text::jsonb, $4::text)

@@ -1,0 +1,96 @@
+// Command operator is the operator function: the operator API
+// (shared/operatorapi) over operations.Service, behind a Lambda function
+// URL with AuthType AWS_IAM, so that webhookctl and the console on an
+// operator's laptop reach a deployed stack with nothing but the operator's
+// AWS credentials. Lambda verifies each request's SigV4 signature and
+// hands the function the caller's principal (requestContext.authorizer.iam),
+// which every action records as its operator. The template deploys it
+// twice: OPERATOR_ACCESS=read, whose database role may only read, and
+// OPERATOR_ACCESS=act, for operators the stack's OperatorActPolicy admits.
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func main() {
+	// First, so that init already runs under the limit.
+	_, memErr := memlimit.Apply(os.Getenv)
+	h, closePool, err := setup(context.Background(), os.Getenv)
+	if err != nil {
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("operator: start-up failed", "err", err)
+		os.Exit(1)
+	}
+	if memErr != nil {
+		// Slog's default is the function's JSON logger once setup ran.
+		slog.Warn("operator: the memory limit is left to the runtime's default", "err", memErr)
+	}
+	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(closePool))
+}
+
+// setup reads the configuration and builds the Lambda handler. The pool is
+// made once per container, at init; the archive's client at its first use.
+func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
+	getenv, creds, err := secrets.Environment(ctx, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	log, logErr := settings.LoggerFromEnv(getenv)
+	cfg, cfgErr := operations.ConfigFromEnv(getenv)
+	if err := errors.Join(logErr, cfgErr); err != nil {
+		return nil, nil, err
+	}
+	// Every line is JSON, a library's through slog's default included.
+	slog.SetDefault(log)
+	cfg.Database.Credentials = creds
+	pool, err := cfg.Database.Open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Connect at init so the first request does not pay for it; a
+	// database down now answers 503 until it is back.
+	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		log.Warn("operator: database not reachable at init; requests will answer 503 until it is", "err", err)
+	}
+	cfg.Store, cfg.Logger = storage.New(pool), log
+	svc, err := operations.New(cfg)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	h, err := operatorapi.New(operatorapi.Config{API: svc, Caller: caller, RequestID: lambdahttp.RequestID, Logger: log})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	log.Info("operator: ready", "access", cfg.Access, "archive", cfg.Archive != nil)
+	return lambdahttp.Handler(h, h), pool.Close, nil
+}
+
+// caller is the principal Lambda verified for the request: the function
+// URL's AWS_IAM authorizer, which no client can write.
+func caller(r *http.Request) (operatorapi.Caller, bool) {
+	iam, ok := lambdahttp.IAMCaller(r)
+	if !ok {
+		return operatorapi.Caller{}, false
+	}
+	return operatorapi.Caller{UserARN: iam.UserARN, UserID: iam.UserID, AccountID: iam.AccountID, AccessKey: iam.AccessKey}, true
+}

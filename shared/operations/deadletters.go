@@ -1,0 +1,184 @@
+package operations
+
+import (
+	"context"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+// DeadLetterQuery asks for a page of the open dead letters, in the order
+// they died.
+type DeadLetterQuery struct {
+	// ID is one dead letter.
+	ID     int64  `json:"id,omitzero"`
+	Source string `json:"source,omitzero"`
+	Type   string `json:"type,omitzero"`
+	// Window bounds when they died.
+	Window Window `json:"window,omitzero"`
+	// After pages on (the previous page's NextAfter).
+	After int64 `json:"after,omitzero"`
+	Limit int   `json:"limit,omitzero"`
+}
+
+// DeadLetterPage is a page of open dead letters.
+type DeadLetterPage struct {
+	At          time.Time    `json:"at"`
+	DeadLetters []DeadLetter `json:"dead_letters"`
+	// NextAfter is the cursor of the next page; null on the last.
+	NextAfter *int64 `json:"next_after"`
+}
+
+// DeadLetters reads a page of the open dead letters in one snapshot.
+func (s *Service) DeadLetters(ctx context.Context, q DeadLetterQuery) (*DeadLetterPage, error) {
+	n, err := limit(q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window}.check()
+	if err != nil {
+		return nil, err
+	}
+	if q.After < 0 {
+		return nil, invalid("after must be a dead letter's id")
+	}
+	p := &DeadLetterPage{}
+	err = s.read(ctx, func(tx *storage.Tx, now time.Time) error {
+		p.At = now
+		dls, err := tx.DeadLetterListPage(ctx, sel.filter(now), q.After, n+1)
+		if err != nil {
+			return err
+		}
+		if len(dls) > n {
+			dls = dls[:n]
+			p.NextAfter = &dls[n-1].ID
+		}
+		p.DeadLetters = deadLettersOf(dls)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// DeadLetterSelection selects open dead letters for a requeue: one by its
+// id, or by source, type and when they died; All, explicitly, every one.
+type DeadLetterSelection struct {
+	ID     int64  `json:"id,omitzero"`
+	Source string `json:"source,omitzero"`
+	Type   string `json:"type,omitzero"`
+	Window Window `json:"window,omitzero"`
+	All    bool   `json:"all,omitzero"`
+}
+
+func (sel DeadLetterSelection) check() (DeadLetterSelection, error) {
+	var err error
+	if sel.ID < 0 {
+		return sel, invalid("not a dead letter's id: %d", sel.ID)
+	}
+	if sel.Source, err = text("source", sel.Source); err != nil {
+		return sel, err
+	}
+	if sel.Type, err = text("type", sel.Type); err != nil {
+		return sel, err
+	}
+	return sel, sel.Window.check()
+}
+
+// empty reports a selection that names nothing (and is not All).
+func (sel DeadLetterSelection) empty() bool {
+	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero()
+}
+
+func (sel DeadLetterSelection) filter(now time.Time) storage.DeadLetterFilter {
+	from, to := sel.Window.Bounds(now)
+	return storage.DeadLetterFilter{ID: sel.ID, Source: sel.Source, EventType: sel.Type, DeadFrom: from, DeadTo: to, All: sel.All}
+}
+
+// RequeueRequest asks to requeue the selected dead letters, or only to
+// count them.
+type RequeueRequest struct {
+	Select DeadLetterSelection `json:"select"`
+	// DryRun counts and changes nothing: what a read-only API answers.
+	DryRun bool `json:"dry_run,omitzero"`
+	// Expect is the count the operator confirmed: when set and the
+	// selection now counts otherwise, nothing is requeued (cause
+	// count_changed) and the new count is in the error's message.
+	Expect *int `json:"expect,omitempty"`
+	// Reason is recorded with the action.
+	Reason string `json:"reason,omitzero"`
+}
+
+// RequeueResult is how many events a requeue sent back (or would).
+type RequeueResult struct {
+	DryRun bool `json:"dry_run"`
+	Events int  `json:"events"`
+}
+
+// Requeue sends the selected open dead letters back to the processor, due
+// at once, each a new run with its failures reset (attempts and history
+// stay); each dead letter keeps its copy, marked requeued. It is recorded
+// with who and why, in the statement that changes the events.
+func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult, error) {
+	sel, err := r.Select.check()
+	if err != nil {
+		return nil, err
+	}
+	if sel.empty() {
+		return nil, invalid("choose a dead letter, a source, a type, a time window, or every open dead letter (all)")
+	}
+	res := &RequeueResult{DryRun: r.DryRun}
+	if r.DryRun {
+		err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {
+			var err error
+			res.Events, err = tx.DeadLetterCountRequeueable(ctx, sel.filter(now))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	by, err := s.actor(ctx, r.Reason)
+	if err != nil {
+		return nil, err
+	}
+	// The count the operator confirmed and the requeue are one
+	// transaction, so a confirmed count is the one that runs.
+	tx, err := s.cfg.Store.Begin(ctx)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer tx.Rollback(ctx)
+	now, err := tx.PGNow(ctx)
+	if err != nil {
+		return nil, classify(err)
+	}
+	f := sel.filter(now)
+	if r.Expect != nil {
+		n, err := tx.DeadLetterCountRequeueable(ctx, f)
+		if err != nil {
+			return nil, classify(err)
+		}
+		if n != *r.Expect {
+			return nil, countChanged(n, *r.Expect, "requeue")
+		}
+	}
+	if res.Events, err = tx.DeadLetterRequeue(ctx, f, now, by); err != nil {
+		return nil, classify(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, classify(err)
+	}
+	s.log.Info("operations: dead letters requeued", "operator", by.Name, "events", res.Events,
+		"dead_letter", sel.ID, "source", sel.Source, "event_type", sel.Type, "all", sel.All)
+	return res, nil
+}
+
+// countChanged refuses an action whose selection no longer counts what
+// the operator confirmed.
+func countChanged(now, confirmed int, what string) error {
+	return inbox.Errorf(inbox.CauseCountChanged, "the %s now selects %d events, not the %d confirmed: nothing was changed; count again", what, now, confirmed)
+}
