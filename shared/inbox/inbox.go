@@ -144,15 +144,20 @@ const (
 	// CauseReadOnly: an action asked of a read-only operator API or
 	// console; counting what it would change (a dry run) is allowed.
 	CauseReadOnly Cause = "read_only"
-	// CauseForbidden: the operator's AWS identity may not invoke the
-	// operator function asked (IAM refused it before the function ran):
-	// the identity lacks the stack's OperatorActPolicy (or
-	// OperatorReadPolicy).
+	// CauseForbidden: the caller may not make this request: the
+	// operator's AWS identity may not invoke the operator function asked
+	// (IAM refused it before the function ran: the identity lacks the
+	// stack's OperatorActPolicy, or OperatorReadPolicy), or a console
+	// form came without its session's CSRF token or from another origin.
 	CauseForbidden Cause = "forbidden"
 	// CauseCountChanged: an action confirmed for a count of events would
 	// now change another number of them (something died, was requeued or
 	// processed in between): nothing was changed; count again.
 	CauseCountChanged Cause = "count_changed"
+	// CauseConfirmationMismatch: what the operator typed to confirm an
+	// action (the console's expunge asks for the event's id again) does
+	// not name what the action would change: nothing was changed.
+	CauseConfirmationMismatch Cause = "confirmation_mismatch"
 	// CauseArchiveNotConfigured: the archive's settings (its bucket) are
 	// not given where the request was served, so an archived body, an
 	// expunge or an archive run cannot be done there.

@@ -45,6 +45,10 @@ type Config struct {
 	// it. Nil when the archive's settings are not given; those requests
 	// then fail with cause archive_not_configured.
 	Archive *archive.Config
+	// ArchiveMinAge is the archiver's ARCHIVE_MIN_AGE, for what Stats
+	// counts as due for archiving even where the archive itself is not
+	// configured; 0 is Archive's, else archive.DefaultMinAge.
+	ArchiveMinAge time.Duration
 	// Logger gets one line per action (never a body). Default: discard.
 	Logger *slog.Logger
 
@@ -58,7 +62,10 @@ type Config struct {
 // (ARCHIVE_*, S3_*). Every problem is reported at once.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
-	c := Config{Access: Access(e.OneOf(EnvAccess, string(AccessRead), string(AccessRead), string(AccessAct)))}
+	c := Config{
+		Access:        Access(e.OneOf(EnvAccess, string(AccessRead), string(AccessRead), string(AccessAct))),
+		ArchiveMinAge: e.Age(archive.EnvMinAge, archive.DefaultMinAge),
+	}
 	db, dbErr := storage.PoolConfigFromEnv(getenv)
 	db.ApplicationName, db.MaxConns = poolApplicationName, poolMaxConns
 	c.Database = db

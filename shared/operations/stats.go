@@ -194,9 +194,12 @@ func (s *Service) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 	case window < 0 || window > MaxWindow:
 		return nil, invalid("the window must be positive and at most %s", MaxWindow)
 	}
-	minAge := archive.DefaultMinAge
-	if s.cfg.Archive != nil && s.cfg.Archive.MinAge > 0 {
+	minAge := s.cfg.ArchiveMinAge
+	if minAge <= 0 && s.cfg.Archive != nil {
 		minAge = s.cfg.Archive.MinAge
+	}
+	if minAge <= 0 {
+		minAge = archive.DefaultMinAge
 	}
 	r := &Stats{Window: window, WindowSeconds: window.Duration().Seconds()}
 	err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {

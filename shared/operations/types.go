@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"time"
@@ -127,11 +128,14 @@ type Action struct {
 func actionsOf(acts []inbox.OperatorAction) []Action {
 	out := make([]Action, len(acts))
 	for i, a := range acts {
-		filter := a.Filter
-		if !json.Valid(filter) {
-			filter = json.RawMessage(`{}`)
+		// Compact, as JSON travels: the column is jsonb, which Postgres
+		// prints with spaces, and every front end shows the same text.
+		var filter bytes.Buffer
+		if json.Compact(&filter, a.Filter) != nil {
+			filter.Reset()
+			filter.WriteString(`{}`)
 		}
-		out[i] = Action{ID: a.ID, Action: a.Action, Actor: a.Actor, DBUser: a.DBUser, At: a.At, Filter: filter, Events: a.Events, Reason: orNull(a.Reason)}
+		out[i] = Action{ID: a.ID, Action: a.Action, Actor: a.Actor, DBUser: a.DBUser, At: a.At, Filter: json.RawMessage(filter.Bytes()), Events: a.Events, Reason: orNull(a.Reason)}
 	}
 	return out
 }

@@ -361,6 +361,7 @@ var statuses = map[inbox.Cause]int{
 	inbox.CauseEventNotFound:           http.StatusNotFound,
 	inbox.CauseMethodNotAllowed:        http.StatusMethodNotAllowed,
 	inbox.CauseCountChanged:            http.StatusConflict,
+	inbox.CauseConfirmationMismatch:    http.StatusConflict,
 	inbox.CauseEventExpunged:           http.StatusGone,
 	inbox.CausePayloadTooLarge:         http.StatusRequestEntityTooLarge,
 	inbox.CauseInternal:                http.StatusInternalServerError,

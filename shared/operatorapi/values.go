@@ -243,11 +243,16 @@ func number(v url.Values, k string) (int64, error) {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n == 0 && idKeys[k] {
 		return 0, invalidParam(k, "a positive whole number")
 	}
 	return n, nil
 }
+
+// idKeys are the keys that name a row (an id, a page's cursor): 0 names
+// none, so it is refused rather than read as "not given"; no writer of
+// these queries sends it.
+var idKeys = map[string]bool{"id": true, "before": true, "after": true}
 
 func flag(v url.Values, k string) (bool, error) {
 	switch get(v, k) {
