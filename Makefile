@@ -93,6 +93,14 @@ build-ProcessorFunction: ## SAM: build the processor's bootstrap into $(ARTIFACT
 build-ArchiverFunction: ## SAM: build the archiver's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/archiver
 
+.PHONY: build-OperatorFunction
+build-OperatorFunction: ## SAM: build the operator function's bootstrap (acting) into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/operator
+
+.PHONY: build-OperatorReadFunction
+build-OperatorReadFunction: ## SAM: build the operator function's bootstrap (read only) into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/operator
+
 .PHONY: build-MigrationFunction
 build-MigrationFunction: ## SAM: build the migration function's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/migrator

@@ -1,7 +1,6 @@
 // Command migrator is the migration function: CloudFormation invokes it for
 // the stack's custom resource DatabaseSchema (Custom::DatabaseSchema) on
-// create and on every deploy, before the three functions that depend on
-// it. It brings the database to this build's schema (the core and handler
+// create and on every deploy, before the functions that depend on it. It brings the database to this build's schema (the core and handler
 // migrations) and sets up the functions' database roles with exactly their
 // grants, then answers CloudFormation SUCCESS or FAILED (which rolls the
 // deploy back). It is the only code that changes the schema; it connects

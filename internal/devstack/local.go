@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -77,19 +81,37 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	if sourcesFile, err = filepath.Abs(sourcesFile); err != nil {
 		return err
 	}
+	// The operator function's two URLs admit two local principals, as
+	// the stack's two policies would (operatorlocal's targets).
+	operator, err := iamlocal.NewIdentity("operator", operatorlocal.TargetRead, operatorlocal.TargetAct)
+	if err != nil {
+		return err
+	}
+	viewer, err := iamlocal.NewIdentity("viewer", operatorlocal.TargetRead)
+	if err != nil {
+		return err
+	}
+	verifier, err := iamlocal.NewVerifier(operatorlocal.Region, operator, viewer)
+	if err != nil {
+		return err
+	}
+	archiveEnv := []string{
+		"ARCHIVE_BUCKET=" + Bucket, "ARCHIVE_MIN_AGE=" + o.ArchiveAge.String(),
+		"S3_ENDPOINT=" + s3.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
+		"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
+	}
 	fmt.Fprintln(out, "lambda: building the bootstraps (make build-<Function>), running the migration function, starting the runtime emulators ...")
 	dir := filepath.Join(root, ".local", "lambda")
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
 		Template: tpl, RepoRoot: root, Dir: dir, DatabaseURL: url,
 		Env: map[string][]string{
-			"*":                {"LOG_LEVEL=info"},
-			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
-			"ArchiverFunction": {
-				"ARCHIVE_BUCKET=" + Bucket, "ARCHIVE_MIN_AGE=" + o.ArchiveAge.String(),
-				"S3_ENDPOINT=" + s3.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
-				"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
-			},
+			"*":                    {"LOG_LEVEL=info"},
+			"ReceiverFunction":     {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
+			"ArchiverFunction":     archiveEnv,
+			"OperatorFunction":     archiveEnv,
+			"OperatorReadFunction": archiveEnv,
 		},
+		IAM: verifier, URLTargets: map[string]string{"OperatorFunction": operatorlocal.TargetAct, "OperatorReadFunction": operatorlocal.TargetRead},
 		Logger: settings.Logger(0),
 	})
 	if err != nil {
@@ -117,6 +139,22 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	if err == nil {
 		PrintSamples(out, sources, base)
 	}
+	// Each function URL on a loopback port of its own, as Lambda serves
+	// each on its own domain.
+	urls := map[string]string{}
+	for _, id := range []string{"OperatorFunction", "OperatorReadFunction"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: stack.URLs[id], ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		defer srv.Close()
+		urls[id] = "http://" + l.Addr().String()
+	}
+	fmt.Fprintf(out, "function URLs: %s -> OperatorFunction, %s -> OperatorReadFunction (AWS_IAM, stood in for); as the acting operator:\n", urls["OperatorFunction"], urls["OperatorReadFunction"])
+	fmt.Fprintf(out, "  env %s AWS_REGION=%s go run ./cmd/webhookctl --operator-url %s --operator-read-url %s stats\n",
+		strings.Join(operator.Env(), " "), operatorlocal.Region, urls["OperatorFunction"], urls["OperatorReadFunction"])
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 	go func() { _ = stack.RunSchedules(ctx, o.Every, settings.Logger(0)) }()
 	err = stack.Serve(ctx, ln)

@@ -86,8 +86,8 @@ var lambdaBuild = []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}
 func TestLambdasLinkNoToolingNorTests(t *testing.T) {
 	t.Parallel()
 	got := deps(t, lambdaBuild, "lambda.norpc", module+"/functions/...")
-	if len(got) != 4 {
-		t.Fatalf("want the four functions (receiver, processor, archiver, migrator), got %d: %v", len(got), got)
+	if len(got) != 5 {
+		t.Fatalf("want the five functions (receiver, processor, archiver, migrator, operator), got %d: %v", len(got), got)
 	}
 	for fn, ds := range got {
 		if bad := forbidden(ds, module+"/internal", "testing", "/test/", "/testkit", "/pgtest", "/s3test"); len(bad) > 0 {
@@ -108,7 +108,7 @@ func TestReceiverLinksOnlyTheReceiver(t *testing.T) {
 }
 
 // TestOnlyTheMigratorLinksTheMigrations: the schema changes in one place,
-// the migration function; the three functions that serve neither link the
+// the migration function; the functions that serve neither link the
 // migrations nor goose (their database roles could not run them anyway).
 func TestOnlyTheMigratorLinksTheMigrations(t *testing.T) {
 	t.Parallel()
@@ -142,13 +142,16 @@ func TestSettingsIsALeaf(t *testing.T) {
 
 // TestOperatorCLILinksNoDevStack: webhookctl is the operator's tool; the
 // dev stack's servers, emulator and template reader stay out of it, and so
-// does the browser driver of the console's tests.
+// do the stand-in for IAM and the local operator API (development only:
+// webhookctl signs its requests, it never verifies them) and the browser
+// driver of the console's tests.
 func TestOperatorCLILinksNoDevStack(t *testing.T) {
 	t.Parallel()
 	cli := module + "/cmd/webhookctl"
 	ds := deps(t, nil, "", cli)[cli]
 	dev := module + "/internal/devstack"
-	bad := forbidden(ds, dev+"/localpg", dev+"/locals3", dev+"/lambdalocal", dev+"/samtemplate", "github.com/awslabs/goformation", "github.com/chromedp")
+	bad := forbidden(ds, dev+"/localpg", dev+"/locals3", dev+"/lambdalocal", dev+"/samtemplate", dev+"/iamlocal", dev+"/operatorlocal",
+		"github.com/awslabs/goformation", "github.com/chromedp")
 	for _, d := range ds {
 		if d == dev {
 			bad = append(bad, d)

@@ -1,6 +1,6 @@
 // Package dbschema brings a database to the schema this build of
 // webhook-inbox needs: the core tables' migrations (shared/storage/migrate),
-// every handler package's own (handlers.Tables), and, with Apply, the three
+// every handler package's own (handlers.Tables), and, with Apply, the
 // functions' database roles holding exactly the privileges their statements
 // use.
 //

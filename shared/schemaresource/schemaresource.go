@@ -1,10 +1,10 @@
 // Package schemaresource is the migration function's logic: it answers
 // CloudFormation's requests for the stack's custom resource
-// Custom::DatabaseSchema (logical id DatabaseSchema), which the three
-// functions depend on, so that new code never serves before its schema.
+// Custom::DatabaseSchema (logical id DatabaseSchema), which the functions
+// depend on, so that new code never serves before its schema.
 //
 //   - Create and Update bring the database to this build's schema and
-//     roles (dbschema.Apply: the core and handler migrations, the three
+//     roles (dbschema.Apply: the core and handler migrations, the
 //     function roles, their authentication and exactly their grants) and
 //     answer SUCCESS with Data {"SchemaVersion": "<core version>"}. The
 //     stack sends Update at every deploy of new code (its Release property
@@ -74,13 +74,16 @@ const (
 const (
 	// PropAuth is "password" or "iam" (migrate.AuthPassword, AuthIAM).
 	PropAuth = "Auth"
-	// PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn
-	// name each role's own secret, {"username": "<role>", "password":
-	// "..."}, in password mode; the migrator sets each role's password from
-	// it. Ignored in IAM mode.
-	PropReceiverSecretArn  = "ReceiverSecretArn"
-	PropProcessorSecretArn = "ProcessorSecretArn"
-	PropArchiverSecretArn  = "ArchiverSecretArn"
+	// PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn,
+	// PropOperatorReadSecretArn and PropOperatorSecretArn name each role's
+	// own secret, {"username": "<role>", "password": "..."}, in password
+	// mode; the migrator sets each role's password from it. Ignored in IAM
+	// mode.
+	PropReceiverSecretArn     = "ReceiverSecretArn"
+	PropProcessorSecretArn    = "ProcessorSecretArn"
+	PropArchiverSecretArn     = "ArchiverSecretArn"
+	PropOperatorReadSecretArn = "OperatorReadSecretArn"
+	PropOperatorSecretArn     = "OperatorSecretArn"
 	// PropRelease changes with every deploy of new code, so that
 	// CloudFormation sends Update, and the migrations run, at each deploy.
 	// Its value means nothing here; it is logged.
@@ -89,9 +92,11 @@ const (
 
 // secretProps maps each role to the property naming its secret.
 var secretProps = map[string]string{
-	migrate.RoleReceiver:  PropReceiverSecretArn,
-	migrate.RoleProcessor: PropProcessorSecretArn,
-	migrate.RoleArchiver:  PropArchiverSecretArn,
+	migrate.RoleReceiver:     PropReceiverSecretArn,
+	migrate.RoleProcessor:    PropProcessorSecretArn,
+	migrate.RoleArchiver:     PropArchiverSecretArn,
+	migrate.RoleOperatorRead: PropOperatorReadSecretArn,
+	migrate.RoleOperator:     PropOperatorSecretArn,
 }
 
 // knownProps are the properties accepted; another is a typo in the
@@ -99,6 +104,7 @@ var secretProps = map[string]string{
 var knownProps = map[string]bool{
 	"ServiceToken": true, "ServiceTimeout": true, PropAuth: true, PropRelease: true,
 	PropReceiverSecretArn: true, PropProcessorSecretArn: true, PropArchiverSecretArn: true,
+	PropOperatorReadSecretArn: true, PropOperatorSecretArn: true,
 }
 
 // Properties lists the properties the resource accepts (ServiceToken and
@@ -313,8 +319,9 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 	}
 	for k := range props {
 		if !knownProps[k] {
-			return dbschema.Versions{}, values, fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s)", k,
-				PropAuth, PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn, PropRelease)
+			return dbschema.Versions{}, values, fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s, %s, %s)", k,
+				PropAuth, PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn,
+				PropOperatorReadSecretArn, PropOperatorSecretArn, PropRelease)
 		}
 	}
 	auth := migrate.Auth(prop(props, PropAuth))

@@ -39,6 +39,8 @@ const (
 	receiverARN  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-receiver-AbCdEf"
 	processorARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-processor-GhIjKl"
 	archiverARN  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-archiver-MnOpQr"
+	opReadARN    = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-operator-read-StUvWx"
+	operatorARN  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-operator-YzAbCd"
 	stackID      = "arn:aws:cloudformation:eu-west-1:123456789012:stack/inbox/5b6c9a80-0000-11ef-8d3e-0a1b2c3d4e5f"
 )
 
@@ -59,7 +61,7 @@ func (s *secretStore) GetSecretValue(_ context.Context, in *secretsmanager.GetSe
 	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v)}, nil
 }
 
-// roleSecrets are the three roles' secrets, with the shared test server's
+// roleSecrets are the roles' secrets, with the shared test server's
 // role password (roles belong to the whole server; the other tests connect
 // with it).
 func roleSecrets() *secretStore {
@@ -68,6 +70,7 @@ func roleSecrets() *secretStore {
 	}
 	return &secretStore{values: map[string]string{
 		receiverARN: doc(migrate.RoleReceiver), processorARN: doc(migrate.RoleProcessor), archiverARN: doc(migrate.RoleArchiver),
+		opReadARN: doc(migrate.RoleOperatorRead), operatorARN: doc(migrate.RoleOperator),
 	}}
 }
 
@@ -203,6 +206,7 @@ func passwordProps(release string) map[string]any {
 	return map[string]any{
 		"ServiceToken": "arn:aws:lambda:eu-west-1:123456789012:function:inbox-MigrationFunction-1a2b3c", "ServiceTimeout": "300",
 		"Auth": "password", "ReceiverSecretArn": receiverARN, "ProcessorSecretArn": processorARN, "ArchiverSecretArn": archiverARN,
+		"OperatorReadSecretArn": opReadARN, "OperatorSecretArn": operatorARN,
 		"Release": release,
 	}
 }
@@ -266,7 +270,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	v := latest(t)
-	reason := fmt.Sprintf("schema at version %d (squareorders 1, stripedunning 1); roles webhook_receiver, webhook_processor, webhook_archiver set up (password)", v)
+	reason := fmt.Sprintf("schema at version %d (squareorders 1, stripedunning 1); roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", v)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, v)
 
 	if _, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), time.Minute); err != nil {
@@ -383,11 +387,17 @@ func TestFailuresAnswerFailed(t *testing.T) {
 		{name: "no auth", typ: "Create", props: with(func(p map[string]any) { delete(p, "Auth") }), status: "FAILED",
 			reason: `Create failed: property Auth must be "password" or "iam", got ""`},
 		{name: "unknown property", typ: "Update", props: with(func(p map[string]any) { p["RecieverSecretArn"] = "x" }), status: "FAILED",
-			reason: `Update failed: unknown property "RecieverSecretArn" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, Release)`},
+			reason: `Update failed: unknown property "RecieverSecretArn" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, OperatorReadSecretArn, OperatorSecretArn, Release)`},
 		{name: "no secret", typ: "Create", props: with(func(p map[string]any) { p["ProcessorSecretArn"] = "" }), status: "FAILED",
 			reason: `Create failed: property ProcessorSecretArn is empty: password mode needs each role's secret`},
 		{name: "secret not found", typ: "Create", props: with(func(p map[string]any) { p["ArchiverSecretArn"] = archiverARN + "-gone" }), status: "FAILED",
 			contain: []string{"Create failed: ArchiverSecretArn: read secret " + archiverARN + "-gone", "ResourceNotFoundException"}},
+		{name: "no operator secret", typ: "Create", props: with(func(p map[string]any) { delete(p, "OperatorSecretArn") }), status: "FAILED",
+			reason: `Create failed: property OperatorSecretArn is empty: password mode needs each role's secret`},
+		// The acting role's secret given for the read-only one: the read
+		// function would log in as the role that may act.
+		{name: "operator secrets swapped", typ: "Create", props: with(func(p map[string]any) { p["OperatorReadSecretArn"], p["OperatorSecretArn"] = operatorARN, opReadARN }), status: "FAILED",
+			reason: `Create failed: OperatorReadSecretArn: the secret ` + operatorARN + ` is for user "webhook_operator", not webhook_operator_read`},
 		{name: "secret of another user", typ: "Create", props: passwordProps("1"), status: "FAILED",
 			secrets: map[string]string{receiverARN: `{"username":"postgres","password":"pw-of-another-user"}`},
 			reason:  `Create failed: ReceiverSecretArn: the secret ` + receiverARN + ` is for user "postgres", not webhook_receiver`},
@@ -402,7 +412,7 @@ func TestFailuresAnswerFailed(t *testing.T) {
 			contain: []string{"Create failed: ", "127.0.0.1"}},
 		{name: "a secret in an error", typ: "Create", props: with(func(p map[string]any) { p[adminPassword] = "x" }), status: "FAILED",
 			dbURL:  "postgres://postgres:" + adminPassword + "@127.0.0.1:1/inbox?sslmode=disable",
-			reason: `Create failed: unknown property "xxxxx" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, Release)`},
+			reason: `Create failed: unknown property "xxxxx" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, OperatorReadSecretArn, OperatorSecretArn, Release)`},
 		{name: "unknown request type", typ: "Replace", props: passwordProps("1"), status: "FAILED",
 			reason: `unknown request type "Replace"`},
 		{name: "delete without a database", typ: "Delete", props: passwordProps("1"), status: "SUCCESS",
@@ -557,7 +567,7 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 func TestProperties(t *testing.T) {
 	t.Parallel()
 	got := strings.Join(schemaresource.Properties(), " ")
-	if got != "ArchiverSecretArn Auth ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
+	if got != "ArchiverSecretArn Auth OperatorReadSecretArn OperatorSecretArn ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
 		t.Fatalf("Properties() = %s", got)
 	}
 }

@@ -2,9 +2,9 @@
 // this machine under the AWS Lambda Runtime Interface Emulator (RIE), as
 // template.yaml describes them: built by the same Makefile targets `sam
 // build` calls, fronted by a local HTTP API that turns requests into API
-// Gateway v2 events, and driven by the template's schedules. It is `sam
-// local` without Docker, so the artefacts that get deployed are the ones
-// tested.
+// Gateway v2 events and by local function URLs (AuthType AWS_IAM checked
+// by iamlocal), and driven by the template's schedules. It is `sam local`
+// without Docker, so the artefacts that get deployed are the ones tested.
 package lambdalocal
 
 import (

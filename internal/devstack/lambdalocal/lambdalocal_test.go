@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,10 +15,12 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
@@ -28,7 +31,15 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	// Started by the emulator as a Lambda bootstrap, the test binary is
+	// the tiny function of TestFunctionURLUnderTheEmulator.
+	if os.Getenv(echoEnv) == "echo" {
+		lambda.Start(echoFunction)
+		return
+	}
+	pgtest.Main(m)
+}
 
 // TestEndToEndUnderTheEmulator is the deployed artefacts' test: the real
 // bootstrap binaries, built by the Makefile targets SAM calls, run under
@@ -38,8 +49,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // function on an empty database (the schema and the three roles, each
 // role's password from its own secret); each function then connects as its
 // own role. Signed webhooks go through the local API front; the
-// processor's and the archiver's schedules are fired; rows, effects,
-// objects and who connected as whom are checked.
+// processor's and the archiver's schedules are fired; the operator
+// function answers through its two function URLs; rows, effects, objects
+// and who connected as whom are checked.
 func TestEndToEndUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the Lambda binaries and runs them under the emulator")
 	ctx := context.Background()
@@ -59,19 +71,37 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	bucket := s3test.Bucket(t, s3srv)
 	sourcesFile := filepath.Join(root, "dev", "sources.json")
 
+	// The operator function's URLs admit two local principals, as the
+	// stack's two policies would: one may act, one may only read.
+	operator, err := iamlocal.NewIdentity("operator", "read", "act")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer, err := iamlocal.NewIdentity("viewer", "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := iamlocal.NewVerifier("us-east-1", operator, viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archiveEnv := []string{
+		"ARCHIVE_BUCKET=" + bucket.Bucket, "ARCHIVE_MIN_AGE=1ms",
+		"S3_ENDPOINT=" + s3srv.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
+		"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
+	}
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
 		Template: tpl, RepoRoot: root, Dir: t.TempDir(), DatabaseURL: dbURL,
 		Env: map[string][]string{
 			"*":                {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
 			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
 			// A short run, so the test need not wait the template's 70 s.
-			"ProcessorFunction": {"PROCESSOR_RUN_FOR=10s", "PROCESSOR_POLL_INTERVAL=100ms"},
-			"ArchiverFunction": {
-				"ARCHIVE_BUCKET=" + bucket.Bucket, "ARCHIVE_MIN_AGE=1ms",
-				"S3_ENDPOINT=" + s3srv.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
-				"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
-			},
+			"ProcessorFunction":    {"PROCESSOR_RUN_FOR=10s", "PROCESSOR_POLL_INTERVAL=100ms"},
+			"ArchiverFunction":     archiveEnv,
+			"OperatorFunction":     archiveEnv,
+			"OperatorReadFunction": archiveEnv,
 		},
+		IAM: verifier, URLTargets: map[string]string{"OperatorFunction": "act", "OperatorReadFunction": "read"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +218,11 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 		t.Fatalf("objects = %d, %v; want one per source (%d)", len(objects), err, sources)
 	}
 
+	// The operator function, deployed twice as the template says, through
+	// its function URLs: function-URL-shaped events with the caller that
+	// the stand-in for IAM verified, what webhookctl --stack reaches.
+	checkOperatorAPI(t, ctx, stack, operator, viewer, len(ids))
+
 	// Each function connected as its own role, the migrator as the admin
 	// (their pools stay open between invocations), and no function's role
 	// may change the schema.
@@ -202,6 +237,7 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 		return app + "=" + user, err
 	})
 	want := []string{"webhook-inbox-archiver=webhook_archiver", "webhook-inbox-migrator=postgres",
+		"webhook-inbox-operator=webhook_operator", "webhook-inbox-operator=webhook_operator_read",
 		"webhook-inbox-processor=webhook_processor", "webhook-inbox-receiver=webhook_receiver"}
 	if err != nil || !slices.Equal(who, want) {
 		t.Fatalf("connections: %v (%v), want %v", who, err, want)
@@ -225,7 +261,7 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	for id, d := range stack.InitDurations() {
 		t.Logf("%s: init duration %v (the emulator's INIT REPORT line)", id, d)
 	}
-	if len(stack.InitDurations()) != 3 {
+	if len(stack.InitDurations()) != 5 {
 		t.Fatalf("init durations reported: %v", stack.InitDurations())
 	}
 }

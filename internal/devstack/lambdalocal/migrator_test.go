@@ -62,9 +62,11 @@ func request(typ cfn.RequestType, release string, props map[string]any) cfn.Even
 	p := map[string]any{
 		"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:inbox-MigrationFunction-AbC123",
 		"Auth":         "password", "Release": release,
-		"ReceiverSecretArn":  lambdalocal.SecretARN(migrate.RoleReceiver),
-		"ProcessorSecretArn": lambdalocal.SecretARN(migrate.RoleProcessor),
-		"ArchiverSecretArn":  lambdalocal.SecretARN(migrate.RoleArchiver),
+		"ReceiverSecretArn":     lambdalocal.SecretARN(migrate.RoleReceiver),
+		"ProcessorSecretArn":    lambdalocal.SecretARN(migrate.RoleProcessor),
+		"ArchiverSecretArn":     lambdalocal.SecretARN(migrate.RoleArchiver),
+		"OperatorReadSecretArn": lambdalocal.SecretARN(migrate.RoleOperatorRead),
+		"OperatorSecretArn":     lambdalocal.SecretARN(migrate.RoleOperator),
 	}
 	for k, v := range props {
 		p[k] = v
@@ -172,7 +174,7 @@ func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrations %v: %v", files, err)
 	}
-	ok := fmt.Sprintf("schema at version %d (squareorders 1, stripedunning 1); roles webhook_receiver, webhook_processor, webhook_archiver set up (password)", version)
+	ok := fmt.Sprintf("schema at version %d (squareorders 1, stripedunning 1); roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", version)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, version)
 	if got, want := invoke(t, em, request(cfn.RequestCreate, "1", nil)), body("SUCCESS", ok, "req-create", data); got != want {
 		t.Fatalf("Create answered\n%s\nwant\n%s\n%s", got, want, tailOf(em))

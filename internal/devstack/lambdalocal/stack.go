@@ -18,8 +18,10 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -48,6 +50,13 @@ type StackOptions struct {
 	// migrator set. Without it the functions get Env's DATABASE_URL and
 	// nothing is migrated.
 	DatabaseURL string
+	// IAM authorizes the requests to the functions' URLs as Lambda does
+	// for AuthType AWS_IAM; needed when a function has a function URL.
+	IAM *iamlocal.Verifier
+	// URLTargets names, by function logical id, the target each function
+	// URL stands for in IAM's identities (which may invoke it); every
+	// function with a function URL needs one.
+	URLTargets map[string]string
 }
 
 // Stack is every function of a template running under the emulator, with
@@ -55,6 +64,10 @@ type StackOptions struct {
 type Stack struct {
 	Functions map[string]*Emulator
 	Front     http.Handler
+	// URLs are the functions' function URLs, by logical id (those whose
+	// template declares FunctionUrlConfig), each an http.Handler to serve
+	// on its own listener as Lambda serves each on its own domain.
+	URLs map[string]http.Handler
 	// Migrator is the migration function, after the Create it answered
 	// SUCCESS (DatabaseURL set; nil otherwise); Schema is that answer.
 	Migrator *Emulator
@@ -79,6 +92,10 @@ var FunctionRoles = map[string]string{
 	"ReceiverFunction":  migrate.RoleReceiver,
 	"ProcessorFunction": migrate.RoleProcessor,
 	"ArchiverFunction":  migrate.RoleArchiver,
+	// The operator function's two deployments: the read-only one and the
+	// one that may act.
+	"OperatorReadFunction": migrate.RoleOperatorRead,
+	"OperatorFunction":     migrate.RoleOperator,
 }
 
 // SecretARN is the local ARN of role's secret.
@@ -90,6 +107,9 @@ func SecretARN(role string) string {
 // target and starts each under the Runtime Interface Emulator, after the
 // migration function when o.DatabaseURL is set.
 func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
+	if err := checkURLs(o); err != nil {
+		return nil, err
+	}
 	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		return nil, err
@@ -110,13 +130,17 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Functions: map[string]*Emulator{}, tpl: o.Template}
+	s := &Stack{Functions: map[string]*Emulator{}, URLs: map[string]http.Handler{}, tpl: o.Template}
 	roleEnv := map[string][]string{}
 	if o.DatabaseURL != "" {
 		if roleEnv, err = s.migrate(ctx, o, rie, bins[MigrationFunctionID]); err != nil {
 			s.Close()
 			return nil, err
 		}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	var routes []Route
 	for _, id := range ids {
@@ -134,13 +158,42 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		for _, r := range fn.Routes {
 			routes = append(routes, Route{Method: r.Method, Path: r.Path, Function: em})
 		}
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		if fn.URL != nil {
+			if s.URLs[id], err = NewFunctionURL(em, *fn.URL, o.URLTargets[id], o.IAM, log); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 	}
 	s.Front = NewFront(routes, log)
 	return s, nil
+}
+
+// checkURLs refuses, before anything is built, a function URL the local
+// stack cannot serve as Lambda would, and a target named for a function
+// that has none.
+func checkURLs(o StackOptions) error {
+	var errs []error
+	for _, id := range o.Template.FunctionIDs() {
+		u := o.Template.Functions[id].URL
+		switch {
+		case u == nil || id == MigrationFunctionID:
+		case u.AuthType != "AWS_IAM":
+			errs = append(errs, fmt.Errorf("lambdalocal: %s: function URL AuthType %s: only AWS_IAM is served locally", id, u.AuthType))
+		case u.InvokeMode != "BUFFERED":
+			errs = append(errs, fmt.Errorf("lambdalocal: %s: function URL InvokeMode %s: only BUFFERED is served locally", id, u.InvokeMode))
+		case o.IAM == nil:
+			errs = append(errs, fmt.Errorf("lambdalocal: %s has a function URL: StackOptions.IAM must verify its requests", id))
+		case o.URLTargets[id] == "":
+			errs = append(errs, fmt.Errorf("lambdalocal: %s has a function URL: StackOptions.URLTargets must name its target", id))
+		}
+	}
+	for id := range o.URLTargets {
+		if fn, ok := o.Template.Functions[id]; !ok || fn.URL == nil {
+			errs = append(errs, fmt.Errorf("lambdalocal: URLTargets names %s, which has no function URL in the template", id))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // migrate does what CloudFormation does before the functions that depend
@@ -161,7 +214,9 @@ func (s *Stack) migrate(ctx context.Context, o StackOptions, rie, bootstrap stri
 	}
 	passwords := map[string]string{}
 	for prop, role := range map[string]string{
-		"ReceiverSecretArn": migrate.RoleReceiver, "ProcessorSecretArn": migrate.RoleProcessor, "ArchiverSecretArn": migrate.RoleArchiver,
+		schemaresource.PropReceiverSecretArn: migrate.RoleReceiver, schemaresource.PropProcessorSecretArn: migrate.RoleProcessor,
+		schemaresource.PropArchiverSecretArn: migrate.RoleArchiver, schemaresource.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
+		schemaresource.PropOperatorSecretArn: migrate.RoleOperator,
 	} {
 		passwords[role] = randomID() // as GenerateSecretString would
 		doc, _ := json.Marshal(map[string]string{"username": role, "password": passwords[role]})

@@ -48,11 +48,12 @@ type Stack struct {
 }
 
 // Env returns the env.json document for the template's functions: for the
-// receiver, the processor and the archiver, the variables that point them
-// at st from inside a container (loopback hosts become HostName), and
-// that turn off what only works in AWS (secrets, IAM auth). sam local only
-// overrides variables the template declares for a function, so only those
-// are set; a function the template lacks is left out.
+// receiver, the processor, the archiver and the operator functions, the
+// variables that point them at st from inside a container (loopback hosts
+// become HostName), and that turn off what only works in AWS (secrets, IAM
+// auth). sam local only overrides variables the template declares for a
+// function, so only those are set; a function the template lacks is left
+// out.
 func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, error) {
 	dbURL, err := containerURL(st.DatabaseURL)
 	if err != nil {
@@ -79,19 +80,24 @@ func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, err
 	if err != nil {
 		return nil, fmt.Errorf("S3 endpoint: %w", err)
 	}
+	archive := map[string]string{
+		"ARCHIVE_BUCKET":       st.Bucket,
+		"ARCHIVE_MIN_AGE":      st.MinAge,
+		"S3_ENDPOINT":          s3,
+		"S3_ACCESS_KEY_ID":     st.S3AccessKeyID,
+		"S3_SECRET_ACCESS_KEY": st.S3SecretAccessKey,
+	}
 	perFunction := map[string]map[string]string{
 		"ReceiverFunction": {
 			"WEBHOOK_SOURCES_SECRET_ARN": "",
 			"WEBHOOK_SOURCES":            st.Sources,
 		},
 		"ProcessorFunction": {},
-		"ArchiverFunction": {
-			"ARCHIVE_BUCKET":       st.Bucket,
-			"ARCHIVE_MIN_AGE":      st.MinAge,
-			"S3_ENDPOINT":          s3,
-			"S3_ACCESS_KEY_ID":     st.S3AccessKeyID,
-			"S3_SECRET_ACCESS_KEY": st.S3SecretAccessKey,
-		},
+		"ArchiverFunction":  archive,
+		// The operator functions read archived bodies, and the acting one
+		// archives and expunges, in the same archive as the archiver.
+		"OperatorReadFunction": archive,
+		"OperatorFunction":     archive,
 	}
 	out := map[string]map[string]string{}
 	for id, own := range perFunction {

@@ -57,7 +57,7 @@ func TestEnvPointsContainersAtTheDevStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"ReceiverFunction", "ProcessorFunction", "ArchiverFunction"} {
+	for _, id := range []string{"ReceiverFunction", "ProcessorFunction", "ArchiverFunction", "OperatorReadFunction", "OperatorFunction"} {
 		vars := env[id]
 		want := map[string]string{
 			"DATABASE_URL":        "postgres://postgres@host.docker.internal:54321/webhook_inbox?sslmode=disable",
@@ -82,8 +82,10 @@ func TestEnvPointsContainersAtTheDevStack(t *testing.T) {
 	if r := env["ReceiverFunction"]; r["WEBHOOK_SOURCES"] != devStack.Sources || r["WEBHOOK_SOURCES_SECRET_ARN"] != "" {
 		t.Errorf("receiver's sources: %v", r)
 	}
-	if a := env["ArchiverFunction"]; a["S3_ENDPOINT"] != "http://host.docker.internal:7071" || a["S3_ACCESS_KEY_ID"] != "locals3" || a["ARCHIVE_BUCKET"] != "webhook-inbox-dev" {
-		t.Errorf("archiver's S3: %v", a)
+	for _, id := range []string{"ArchiverFunction", "OperatorReadFunction", "OperatorFunction"} {
+		if a := env[id]; a["S3_ENDPOINT"] != "http://host.docker.internal:7071" || a["S3_ACCESS_KEY_ID"] != "locals3" || a["ARCHIVE_BUCKET"] != "webhook-inbox-dev" {
+			t.Errorf("%s's S3: %v", id, a)
+		}
 	}
 	if _, ok := env["MigrationFunction"]; ok {
 		t.Error("the migration function runs for CloudFormation only; env.json has nothing for it")

@@ -1,12 +1,12 @@
 // Package samtemplate reads the project's AWS SAM template into what the
 // local Lambda runner and the template checks need: each function's build,
-// runtime and environment, its HTTP API routes and its schedules, with SAM's
-// Globals applied, for one set of parameter values (Open). It also
-// evaluates any CloudFormation template for given parameter values
-// (NewStack: conditions, Fn::If, parameters, rules) and produces the
-// template SAM hands CloudFormation (Translate), so the checks read what is
-// really deployed. Reading the template itself keeps the local run from
-// drifting into a second copy of it.
+// runtime and environment, its HTTP API routes, its schedules and its
+// function URL, with SAM's Globals applied, for one set of parameter
+// values (Open). It also evaluates any CloudFormation template for given
+// parameter values (NewStack: conditions, Fn::If, parameters, rules) and
+// produces the template SAM hands CloudFormation (Translate), so the
+// checks read what is really deployed. Reading the template itself keeps
+// the local run from drifting into a second copy of it.
 package samtemplate
 
 import (
@@ -45,6 +45,14 @@ type Function struct {
 	Environment map[string]string
 	Routes      []Route
 	Schedules   []Schedule
+	// URL is the function's FunctionUrlConfig; nil when it has none.
+	URL *FunctionURL
+}
+
+// FunctionURL is a function's Lambda function URL (FunctionUrlConfig).
+type FunctionURL struct {
+	AuthType   string // "AWS_IAM" or "NONE"
+	InvokeMode string // "BUFFERED" (the default) or "RESPONSE_STREAM"
 }
 
 // Route is an HttpApi event: METHOD PATH (a path may hold {params}).
@@ -188,6 +196,13 @@ func newFunction(id string, r Resource) (*Function, error) {
 		f.Environment[k], _ = scalar(v) // known once deployed: empty here
 	}
 	f.BuildMethod, _ = r.Metadata["BuildMethod"].(string)
+	if v, ok := p["FunctionUrlConfig"]; ok {
+		u, err := newFunctionURL(v)
+		if err != nil {
+			return nil, err
+		}
+		f.URL = u
+	}
 	events, _ := p["Events"].(map[string]any)
 	names := make([]string, 0, len(events))
 	for name := range events {
@@ -220,6 +235,27 @@ func newFunction(id string, r Resource) (*Function, error) {
 		}
 	}
 	return f, nil
+}
+
+// newFunctionURL reads a FunctionUrlConfig as SAM and Lambda accept it:
+// AuthType is required, InvokeMode defaults to BUFFERED.
+func newFunctionURL(v any) (*FunctionURL, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("FunctionUrlConfig is not a map: %v", v)
+	}
+	u := &FunctionURL{InvokeMode: "BUFFERED"}
+	u.AuthType, _ = scalar(m["AuthType"])
+	if u.AuthType != "AWS_IAM" && u.AuthType != "NONE" {
+		return nil, fmt.Errorf("FunctionUrlConfig.AuthType %v: want AWS_IAM or NONE", m["AuthType"])
+	}
+	if mode, ok := m["InvokeMode"]; ok {
+		u.InvokeMode, _ = scalar(mode)
+		if u.InvokeMode != "BUFFERED" && u.InvokeMode != "RESPONSE_STREAM" {
+			return nil, fmt.Errorf("FunctionUrlConfig.InvokeMode %v: want BUFFERED or RESPONSE_STREAM", mode)
+		}
+	}
+	return u, nil
 }
 
 // FunctionIDs returns the functions' logical ids, sorted.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -51,7 +52,7 @@ func props(t *testing.T, resources map[string]any, id string) map[string]any {
 	return p
 }
 
-var functionIDs = []string{"ArchiverFunction", "MigrationFunction", "ProcessorFunction", "ReceiverFunction"}
+var functionIDs = []string{"ArchiverFunction", "MigrationFunction", "OperatorFunction", "OperatorReadFunction", "ProcessorFunction", "ReceiverFunction"}
 
 // TestFunctionsBuildAndRun checks what `sam build` and the runtime need:
 // the Makefile target SAM's makefile build method calls, the bootstrap
@@ -116,6 +117,26 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 	if len(mig.Routes)+len(mig.Schedules) != 0 {
 		t.Errorf("the migration function runs for CloudFormation only: %+v %+v", mig.Routes, mig.Schedules)
 	}
+	// The operator function, twice: reached through its function URL only
+	// (checked on the translated template), its timeout that of a page
+	// (read) or of an action bounded per call (act).
+	for id, timeout := range map[string]time.Duration{"OperatorReadFunction": 2 * time.Minute, "OperatorFunction": 5 * time.Minute} {
+		f := tpl.Functions[id]
+		if len(f.Routes)+len(f.Schedules) != 0 {
+			t.Errorf("%s is reached through its function URL only: %+v %+v", id, f.Routes, f.Schedules)
+		}
+		if f.Timeout != timeout || f.MemorySize != 512 {
+			t.Errorf("%s: timeout %v, memory %d MB; want %v and 512", id, f.Timeout, f.MemorySize, timeout)
+		}
+		if f.URL == nil || f.URL.AuthType != "AWS_IAM" {
+			t.Errorf("%s: function URL %+v, want one with AWS_IAM auth", id, f.URL)
+		}
+	}
+	for _, id := range functionIDs {
+		if f := tpl.Functions[id]; f.URL != nil && id != "OperatorFunction" && id != "OperatorReadFunction" {
+			t.Errorf("%s has a function URL %+v", id, f.URL)
+		}
+	}
 	// Migrations may rewrite a large table; Lambda stops at 15 minutes.
 	if mig.Timeout < 10*time.Minute || mig.Timeout > 15*time.Minute {
 		t.Errorf("migration timeout %v", mig.Timeout)
@@ -166,6 +187,100 @@ func TestProcessorRunsInRealTime(t *testing.T) {
 		vars := props(t, res, "ProcessorFunction")["Environment"].(map[string]any)["Variables"].(map[string]any)
 		if bucket := mustJSON(vars["ARCHIVE_BUCKET"]); bucket != `{"Ref":"ArchiveBucket"}` {
 			t.Errorf("%s: the processor's ARCHIVE_BUCKET = %s, want the archive's bucket", realTime, bucket)
+		}
+	}
+}
+
+// TestFunctionURLConfig: a function's FunctionUrlConfig is read, with
+// Globals applied and InvokeMode defaulting to BUFFERED as Lambda's does;
+// a function without one has no URL; a config without AuthType, or with
+// an AuthType or InvokeMode Lambda does not know, is refused.
+func TestFunctionURLConfig(t *testing.T) {
+	t.Parallel()
+	const withGlobals = `
+Globals:
+  Function:
+    FunctionUrlConfig: {AuthType: AWS_IAM}
+Resources:
+  Inherits:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: bootstrap}
+  Streaming:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: bootstrap, FunctionUrlConfig: {AuthType: NONE, InvokeMode: RESPONSE_STREAM}}
+`
+	const plain = `
+Resources:
+  Signed:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: bootstrap, FunctionUrlConfig: {AuthType: AWS_IAM, InvokeMode: BUFFERED}}
+  Plain:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: bootstrap}
+`
+	open := func(doc string) (*samtemplate.Template, error) {
+		path := filepath.Join(t.TempDir(), "template.yaml")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return samtemplate.Open(path, nil)
+	}
+	tpl, err := open(withGlobals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]samtemplate.FunctionURL{
+		"Inherits":  {AuthType: "AWS_IAM", InvokeMode: "BUFFERED"},
+		"Streaming": {AuthType: "NONE", InvokeMode: "RESPONSE_STREAM"},
+	} {
+		if u := tpl.Functions[id].URL; u == nil || *u != want {
+			t.Errorf("%s: %+v, want %+v", id, u, want)
+		}
+	}
+	if tpl, err = open(plain); err != nil {
+		t.Fatal(err)
+	}
+	if u := tpl.Functions["Signed"].URL; u == nil || *u != (samtemplate.FunctionURL{AuthType: "AWS_IAM", InvokeMode: "BUFFERED"}) {
+		t.Errorf("Signed: %+v", u)
+	}
+	if u := tpl.Functions["Plain"].URL; u != nil {
+		t.Errorf("Plain: %+v, want no URL", u)
+	}
+	for name, doc := range map[string]string{
+		"no AuthType":           strings.Replace(plain, "AuthType: AWS_IAM, ", "", 1),
+		"an unknown AuthType":   strings.Replace(plain, "AuthType: AWS_IAM", "AuthType: COGNITO", 1),
+		"an unknown InvokeMode": strings.Replace(plain, "InvokeMode: BUFFERED", "InvokeMode: STREAMING", 1),
+		"not a map":             strings.Replace(plain, "{AuthType: AWS_IAM, InvokeMode: BUFFERED}", "AWS_IAM", 1),
+	} {
+		if _, err := open(doc); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestOperatorFunctionsReadTheirEnvironment: the operator function
+// accepts each deployment's environment, as it reads it (a Ref is known
+// once deployed: a value stands in for the bucket), with the access the
+// deployment says and the archive's settings the archiver has.
+func TestOperatorFunctionsReadTheirEnvironment(t *testing.T) {
+	t.Parallel()
+	tpl, _ := load(t, map[string]any{"ArchiveMinAge": "48h", "ArchiveBatchSize": 250})
+	arch := tpl.Functions["ArchiverFunction"].Environment
+	for id, access := range map[string]operations.Access{"OperatorReadFunction": operations.AccessRead, "OperatorFunction": operations.AccessAct} {
+		env := maps.Clone(tpl.Functions[id].Environment)
+		env["DATABASE_URL"] = "postgres://template-test@127.0.0.1:1/x" // the secret's, in AWS
+		env["ARCHIVE_BUCKET"] = "archive-bucket"                       // !Ref ArchiveBucket
+		c, err := operations.ConfigFromEnv(func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatalf("%s refuses the template's environment: %v", id, err)
+		}
+		if c.Access != access || c.Archive == nil || c.Archive.Prefix != "archive" || c.Archive.MinAge != 48*time.Hour || c.Archive.BatchSize != 250 {
+			t.Errorf("%s: access %q, archive %+v", id, c.Access, c.Archive)
+		}
+		for _, k := range []string{"ARCHIVE_PREFIX", "ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "S3_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"} {
+			if v, ok := tpl.Functions[id].Environment[k]; !ok || v != arch[k] {
+				t.Errorf("%s: %s=%q, the archiver's %q", id, k, v, arch[k])
+			}
 		}
 	}
 }
@@ -284,8 +399,10 @@ func TestArchiveKeepsASafetyNet(t *testing.T) {
 }
 
 // TestOperations: every function logs to its own log group with a
-// retention, and has an alarm on its errors and on its throttles; the API
-// has one on its 5xx answers; the dashboard shows them.
+// retention, and every function that runs unattended has an alarm on its
+// errors and on its throttles (the operator functions answer an operator
+// at a terminal, who sees each failure as it happens); the API has one on
+// its 5xx answers; the dashboard shows them.
 func TestOperations(t *testing.T) {
 	t.Parallel()
 	tpl, res := load(t, nil)
@@ -350,7 +467,7 @@ func TestOperations(t *testing.T) {
 	}
 	for _, m := range []string{"Errors", "Throttles"} {
 		for _, id := range tpl.FunctionIDs() {
-			if !perFunction[m][id] {
+			if !perFunction[m][id] && id != "OperatorFunction" && id != "OperatorReadFunction" {
 				t.Errorf("no alarm on %s's %s", id, m)
 			}
 		}

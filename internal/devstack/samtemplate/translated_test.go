@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,20 +120,28 @@ func deploy(t *testing.T, sc scenario) deployed {
 	return deployed{scenario: sc, st: st, res: res}
 }
 
-// The four functions, with their own database role (none for the
+// The six functions, with their own database role (none for the
 // migration function, which connects as the admin).
 var dbRoles = map[string]string{
-	"ReceiverFunction":  "webhook_receiver",
-	"ProcessorFunction": "webhook_processor",
-	"ArchiverFunction":  "webhook_archiver",
-	"MigrationFunction": "",
+	"ReceiverFunction":     "webhook_receiver",
+	"ProcessorFunction":    "webhook_processor",
+	"ArchiverFunction":     "webhook_archiver",
+	"OperatorReadFunction": "webhook_operator_read",
+	"OperatorFunction":     "webhook_operator",
+	"MigrationFunction":    "",
 }
 
 var roleSecrets = map[string]string{
-	"ReceiverFunction":  "ReceiverDatabaseSecret",
-	"ProcessorFunction": "ProcessorDatabaseSecret",
-	"ArchiverFunction":  "ArchiverDatabaseSecret",
+	"ReceiverFunction":     "ReceiverDatabaseSecret",
+	"ProcessorFunction":    "ProcessorDatabaseSecret",
+	"ArchiverFunction":     "ArchiverDatabaseSecret",
+	"OperatorReadFunction": "OperatorReadDatabaseSecret",
+	"OperatorFunction":     "OperatorDatabaseSecret",
 }
+
+// operatorFunctions are the operator function's two deployments, with
+// their OPERATOR_ACCESS.
+var operatorFunctions = map[string]string{"OperatorReadFunction": "read", "OperatorFunction": "act"}
 
 func TestTranslatedTemplate(t *testing.T) {
 	t.Parallel()
@@ -146,11 +155,14 @@ func TestTranslatedTemplate(t *testing.T) {
 			d.checkSchemaFirst(t)
 			d.checkOwnDatabaseRole(t)
 			d.checkDatabase(t)
+			d.checkOperatorFunctions(t)
+			d.checkOperatorPolicies(t)
+			d.checkOutputs(t)
 		})
 	}
 }
 
-// checkFunctions: the four functions, each with one role of its own.
+// checkFunctions: the six functions, each with one role of its own.
 func (d deployed) checkFunctions(t *testing.T) {
 	t.Helper()
 	seen := map[string]string{}
@@ -170,27 +182,61 @@ func (d deployed) checkFunctions(t *testing.T) {
 	if len(seen) != len(dbRoles) {
 		t.Errorf("functions = %v, want %d", seen, len(dbRoles))
 	}
+	// Every policy is a role's inline one (checkRoles) or one of the two
+	// managed policies for operators (checkOperatorPolicies): another
+	// would escape these checks.
+	var managed []string
 	for id, r := range d.res {
 		switch r.Type {
-		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy":
+		case "AWS::IAM::Policy", "AWS::IAM::RolePolicy", "AWS::IAM::UserPolicy", "AWS::IAM::GroupPolicy":
 			t.Errorf("%s (%s): a policy outside the roles escapes these checks", id, r.Type)
+		case "AWS::IAM::ManagedPolicy":
+			managed = append(managed, id)
 		}
+	}
+	sort.Strings(managed)
+	if !slices.Equal(managed, []string{"OperatorActPolicy", "OperatorReadPolicy"}) {
+		t.Errorf("managed policies %v, want only OperatorActPolicy and OperatorReadPolicy", managed)
 	}
 }
 
-// s3Access is every S3 action each function may take: only the archiver
-// writes, deletes and lists the archive; the processor reads archived
-// bodies back (replays), nothing else.
+// s3Access is every S3 action each function may take: the archiver and
+// the acting operator function write, delete and list the archive, and
+// only the latter deletes versions (an expunge's) and lists them; the
+// processor and the read-only operator function read archived bodies
+// back, nothing else.
 var s3Access = map[string][]string{
-	"ArchiverFunction":  {"s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject"},
-	"ProcessorFunction": {"s3:GetObject"},
+	"ArchiverFunction":     {"s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject"},
+	"ProcessorFunction":    {"s3:GetObject"},
+	"OperatorReadFunction": {"s3:GetObject"},
+	"OperatorFunction":     {"s3:DeleteObject", "s3:DeleteObjectVersion", "s3:GetObject", "s3:ListBucket", "s3:ListBucketVersions", "s3:PutObject"},
 }
+
+// s3Denied is what a function is explicitly denied, whatever else it is
+// allowed: the archive's safety net (versioning, lifecycle, the bucket
+// policy) stays on, and the archiver may not delete a version.
+var s3Denied = map[string][]string{
+	"ArchiverFunction": {"s3:DeleteBucketPolicy", "s3:DeleteObjectVersion", "s3:PutBucketPolicy", "s3:PutBucketVersioning", "s3:PutLifecycleConfiguration"},
+	"OperatorFunction": {"s3:DeleteBucketPolicy", "s3:PutBucketPolicy", "s3:PutBucketVersioning", "s3:PutLifecycleConfiguration"},
+}
+
+// s3Resource is the one resource each S3 action may be allowed on: an
+// object action on the archive's objects, a list on the bucket.
+func s3Resource(action string) string {
+	if strings.HasPrefix(action, "s3:ListBucket") {
+		return canon(map[string]any{"Fn::GetAtt": []any{"ArchiveBucket", "Arn"}})
+	}
+	return canon(sub("${ArchiveBucket.Arn}/archive/*"))
+}
+
+// sub is a Fn::Sub of s without variables, as NewStack gives it.
+func sub(s string) any { return map[string]any{"Fn::Sub": []any{s, map[string]any{}}} }
 
 // checkRoles: every function's role is the template's own AWS::IAM::Role
 // (SAM adds no managed policy to it), with the VPC-access managed policy
 // exactly when the function runs in a VPC, its logs in its own log group,
-// the S3 actions of s3Access and no others (the processor's on the
-// archive's objects only), and no wildcard action or resource.
+// the S3 actions of s3Access and no others, each on its s3Resource only,
+// the denials of s3Denied, and no wildcard action or resource.
 func (d deployed) checkRoles(t *testing.T) {
 	t.Helper()
 	for id := range dbRoles {
@@ -217,8 +263,16 @@ func (d deployed) checkRoles(t *testing.T) {
 		}
 		logGroup := target(fn.Properties["LoggingConfig"].(map[string]any)["LogGroup"])
 		logsOwn := false
-		var s3Actions []string
+		var s3Actions, s3Denials []string
 		for _, st := range statements(role) {
+			if st["Effect"] == "Deny" {
+				for _, a := range samtemplate.Strings(st["Action"]) {
+					s3Denials = append(s3Denials, a)
+				}
+				if want := canon([]any{map[string]any{"Fn::GetAtt": []any{"ArchiveBucket", "Arn"}}, sub("${ArchiveBucket.Arn}/*")}); canon(resources(st)) != want {
+					t.Errorf("%s is denied %v on %s, want the bucket and all its objects %s", id, st["Action"], canon(resources(st)), want)
+				}
+			}
 			if st["Effect"] != "Allow" {
 				continue
 			}
@@ -228,10 +282,8 @@ func (d deployed) checkRoles(t *testing.T) {
 				}
 				if strings.HasPrefix(a, "s3:") {
 					s3Actions = append(s3Actions, a)
-					if id == "ProcessorFunction" {
-						if r := resources(st); len(r) != 1 || !strings.Contains(canon(r[0]), "ArchiveBucket.Arn}/archive/*") {
-							t.Errorf("the processor may %s on %s, want the archive's objects only", a, canon(r))
-						}
+					if r := resources(st); len(r) != 1 || canon(r[0]) != s3Resource(a) {
+						t.Errorf("%s may %s on %s, want %s only", id, a, canon(r), s3Resource(a))
 					}
 				}
 			}
@@ -255,6 +307,10 @@ func (d deployed) checkRoles(t *testing.T) {
 		sort.Strings(s3Actions)
 		if !slices.Equal(s3Actions, s3Access[id]) {
 			t.Errorf("%s's S3 actions = %v, want %v", id, s3Actions, s3Access[id])
+		}
+		sort.Strings(s3Denials)
+		if !slices.Equal(s3Denials, s3Denied[id]) {
+			t.Errorf("%s is denied %v, want %v", id, s3Denials, s3Denied[id])
 		}
 	}
 }
@@ -368,7 +424,7 @@ func (d deployed) admits(groups any, sources []any, port int) bool {
 }
 
 // checkSchemaFirst: the migration custom resource has the contract's
-// shape, and the three functions (which need the schema) depend on it, so
+// shape, and the five functions (which need the schema) depend on it, so
 // CloudFormation creates or updates it first; it runs on each deploy of
 // new code (Release is a version of the migration function), and in create
 // mode it waits for the database instance.
@@ -557,7 +613,7 @@ func (d deployed) connectsAs(r any, user string) bool {
 
 // checkDatabase: in create mode, only the proxy and the migration function
 // reach the database, only the functions reach the proxy, which logs in with
-// the three role secrets (and requires IAM with DatabaseAuth=iam), and
+// the five role secrets (and requires IAM with DatabaseAuth=iam), and
 // deleting the stack keeps a snapshot. In existing mode nothing of it is
 // created.
 func (d deployed) checkDatabase(t *testing.T) {
@@ -618,7 +674,7 @@ func (d deployed) checkDatabase(t *testing.T) {
 		}
 	}
 	sort.Strings(registered)
-	if !slices.Equal(registered, []string{"ArchiverDatabaseSecret", "ProcessorDatabaseSecret", "ReceiverDatabaseSecret"}) {
+	if !slices.Equal(registered, []string{"ArchiverDatabaseSecret", "OperatorDatabaseSecret", "OperatorReadDatabaseSecret", "ProcessorDatabaseSecret", "ReceiverDatabaseSecret"}) {
 		t.Errorf("the proxy logs in with %v", registered)
 	}
 	if proxy["RequireTLS"] != true {
@@ -633,6 +689,188 @@ func (d deployed) checkDatabase(t *testing.T) {
 	sort.Strings(proxyReads)
 	if !slices.Equal(proxyReads, registered) {
 		t.Errorf("the proxy's role reads %v", proxyReads)
+	}
+}
+
+// checkOperatorFunctions: the operator function's two deployments are
+// reached only through their function URLs, with AWS_IAM auth and no
+// CORS, and no resource policy lets anyone invoke them (SAM adds none for
+// AWS_IAM; a public URL would need one); no Allow anywhere names the
+// principal "*" (the bucket policy's Deny of plain HTTP does, as it
+// should). Each says its access and knows the archive, and runs in the
+// VPC exactly as the receiver does.
+func (d deployed) checkOperatorFunctions(t *testing.T) {
+	t.Helper()
+	urls := map[string]bool{}
+	for id, r := range d.res {
+		switch r.Type {
+		case "AWS::Lambda::Url":
+			fn := target(r.Properties["TargetFunctionArn"])
+			if _, ok := operatorFunctions[fn]; !ok || id != fn+"Url" {
+				t.Errorf("function URL %s for %v", id, r.Properties["TargetFunctionArn"])
+				continue
+			}
+			urls[fn] = true
+			if canon(r.Properties) != canon(map[string]any{"AuthType": "AWS_IAM", "TargetFunctionArn": map[string]any{"Ref": fn}}) {
+				t.Errorf("%s: %s, want AWS_IAM on the function itself, no CORS", id, canon(r.Properties))
+			}
+		case "AWS::Lambda::Permission":
+			fn := target(r.Properties["FunctionName"])
+			if _, ok := operatorFunctions[fn]; ok || r.Properties["FunctionUrlAuthType"] != nil || r.Properties["Principal"] == "*" {
+				t.Errorf("%s lets %v invoke %s", id, r.Properties["Principal"], fn)
+			}
+		}
+		walk(r.Properties, func(m map[string]any) {
+			p := canon(m["Principal"])
+			if m["Effect"] == "Allow" && (p == `"*"` || p == `{"AWS":"*"}`) {
+				t.Errorf("%s allows the principal %s: %s", id, p, canon(m))
+			}
+		})
+	}
+	if len(urls) != len(operatorFunctions) {
+		t.Errorf("function URLs for %v, want one for each of %v", keys(urls), keys(operatorFunctions))
+	}
+	receiverVpc := canon(d.res["ReceiverFunction"].Properties["VpcConfig"])
+	for fn, access := range operatorFunctions {
+		p := d.res[fn].Properties
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if env["OPERATOR_ACCESS"] != access || canon(env["ARCHIVE_BUCKET"]) != canon(map[string]any{"Ref": "ArchiveBucket"}) || env["ARCHIVE_PREFIX"] != "archive" {
+			t.Errorf("%s: environment %v, want OPERATOR_ACCESS=%s and the archive", fn, env, access)
+		}
+		if got := canon(p["VpcConfig"]); got != receiverVpc {
+			t.Errorf("%s: VpcConfig %s, want the receiver's %s", fn, got, receiverVpc)
+		}
+		if _, ok := d.res[fn+"Url"]; !ok {
+			t.Errorf("%s has no function URL", fn)
+		}
+	}
+}
+
+// walk calls f on every object in v.
+func walk(v any, f func(map[string]any)) {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			walk(e, f)
+		}
+	case map[string]any:
+		f(x)
+		for _, e := range x {
+			walk(e, f)
+		}
+	}
+}
+
+// operatorPolicies are the statements (Sid aside) of the two managed
+// policies an admin attaches to operators: the function URL's action only
+// with AWS_IAM auth, the invoke it also needs only through the URL (never
+// a direct lambda:Invoke with a forged event), on the exact function ARNs,
+// and the stack's outputs, where webhookctl --stack finds the URLs.
+func operatorPolicies() map[string][]map[string]any {
+	fns := func(ids ...string) []any {
+		out := make([]any, len(ids))
+		for i, id := range ids {
+			out[i] = map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
+		}
+		if len(out) == 1 {
+			return []any{out[0]}
+		}
+		return out
+	}
+	policy := func(res []any) []map[string]any {
+		var r any = res
+		if len(res) == 1 {
+			r = res[0]
+		}
+		return []map[string]any{
+			{"Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": r,
+				"Condition": map[string]any{"StringEquals": map[string]any{"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+			{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": r,
+				"Condition": map[string]any{"Bool": map[string]any{"lambda:InvokedViaFunctionUrl": "true"}}},
+			{"Effect": "Allow", "Action": "cloudformation:DescribeStacks", "Resource": map[string]any{"Ref": "AWS::StackId"}},
+		}
+	}
+	return map[string][]map[string]any{
+		"OperatorReadPolicy": policy(fns("OperatorReadFunction")),
+		"OperatorActPolicy":  policy(fns("OperatorFunction", "OperatorReadFunction")),
+	}
+}
+
+// checkOperatorPolicies: the two managed policies hold exactly the
+// statements of operatorPolicies, and are attached to nobody by the stack
+// (an account's admin attaches them).
+func (d deployed) checkOperatorPolicies(t *testing.T) {
+	t.Helper()
+	for id, want := range operatorPolicies() {
+		r, ok := d.res[id]
+		if !ok || r.Type != "AWS::IAM::ManagedPolicy" {
+			t.Errorf("no managed policy %s", id)
+			continue
+		}
+		for _, k := range []string{"Users", "Groups", "Roles", "ManagedPolicyName"} {
+			if v, set := r.Properties[k]; set {
+				t.Errorf("%s sets %s: %v", id, k, v)
+			}
+		}
+		doc, _ := r.Properties["PolicyDocument"].(map[string]any)
+		sts, _ := doc["Statement"].([]any)
+		var got, wantJSON []string
+		for _, st := range sts {
+			m := maps.Clone(st.(map[string]any))
+			delete(m, "Sid")
+			if res, ok := m["Resource"].([]any); ok {
+				sorted := slices.Clone(res)
+				slices.SortFunc(sorted, func(a, b any) int { return strings.Compare(canon(a), canon(b)) })
+				m["Resource"] = sorted
+			}
+			got = append(got, canon(m))
+		}
+		for _, st := range want {
+			wantJSON = append(wantJSON, canon(st))
+		}
+		sort.Strings(got)
+		sort.Strings(wantJSON)
+		if !slices.Equal(got, wantJSON) {
+			t.Errorf("%s's statements\n%s\nwant\n%s", id, strings.Join(got, "\n"), strings.Join(wantJSON, "\n"))
+		}
+	}
+}
+
+// checkOutputs: the operators' URLs and policies are outputs (webhookctl
+// --stack reads the URLs; an admin attaches the policies), and so are the
+// operator roles' secrets whenever the stack makes them, as the others'.
+func (d deployed) checkOutputs(t *testing.T) {
+	t.Helper()
+	outs, err := d.st.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"OperatorReadUrl":       map[string]any{"Fn::GetAtt": []any{"OperatorReadFunctionUrl", "FunctionUrl"}},
+		"OperatorUrl":           map[string]any{"Fn::GetAtt": []any{"OperatorFunctionUrl", "FunctionUrl"}},
+		"OperatorReadPolicyArn": map[string]any{"Ref": "OperatorReadPolicy"},
+		"OperatorActPolicyArn":  map[string]any{"Ref": "OperatorActPolicy"},
+		"WebhookUrl":            nil,
+		"ArchiveBucketName":     map[string]any{"Ref": "ArchiveBucket"},
+	}
+	for fn, secret := range roleSecrets {
+		if d.roleSecrets {
+			want[secret+"Arn"] = map[string]any{"Ref": secret}
+		} else if _, ok := outs[secret+"Arn"]; ok {
+			t.Errorf("output %sArn without the secret (%s)", secret, fn)
+		}
+	}
+	for id, v := range want {
+		got, ok := outs[id]
+		if !ok || (v != nil && canon(got) != canon(v)) {
+			t.Errorf("output %s = %v (present %v), want %s", id, canon(got), ok, canon(v))
+		}
+	}
+	doc := translated(t)["Outputs"].(map[string]any)
+	for _, id := range []string{"OperatorReadUrl", "OperatorUrl", "OperatorReadPolicyArn", "OperatorActPolicyArn", "OperatorReadDatabaseSecretArn", "OperatorDatabaseSecretArn"} {
+		if desc, _ := doc[id].(map[string]any)["Description"].(string); desc == "" {
+			t.Errorf("output %s has no description", id)
+		}
 	}
 }
 

@@ -1,10 +1,11 @@
 package migrate
 
-// The database roles of the three functions, one each, so that each
-// connects with only the privileges its own statements use: code execution
-// in the internet-facing receiver can then neither read stored bodies nor
-// change or drop a table. Roles creates them and grants them; none of them
-// owns anything, so none can create, alter or drop a table.
+// The database roles of the functions, one each, so that each connects
+// with only the privileges its own statements use: code execution in the
+// internet-facing receiver can then neither read stored bodies nor change
+// or drop a table, and the read-only operator function cannot change
+// anything whatever its code does. Roles creates them and grants them; none
+// of them owns anything, so none can create, alter or drop a table.
 const (
 	// RoleReceiver is the receiver's role: it stores events, payload
 	// mismatches and rejections, and reads back only the dedup key and the
@@ -18,10 +19,21 @@ const (
 	// them at their S3 object and clears their bodies, and keeps the
 	// archive's manifest.
 	RoleArchiver = "webhook_archiver"
+	// RoleOperatorRead is the read-only operator function's role
+	// (OPERATOR_ACCESS=read): it reads every core table, bodies included,
+	// and writes nothing, so read-only holds in the database, not only in
+	// the function's code.
+	RoleOperatorRead = "webhook_operator_read"
+	// RoleOperator is the acting operator function's role
+	// (OPERATOR_ACCESS=act): the reads, plus the columns a requeue, a
+	// replay, an expunge and an archive run write, and their records.
+	RoleOperator = "webhook_operator"
 )
 
-// FunctionRoles lists the three roles, in the order Roles sets them up.
-func FunctionRoles() []string { return []string{RoleReceiver, RoleProcessor, RoleArchiver} }
+// FunctionRoles lists the roles, in the order Roles sets them up.
+func FunctionRoles() []string {
+	return []string{RoleReceiver, RoleProcessor, RoleArchiver, RoleOperatorRead, RoleOperator}
+}
 
 // Grant is a set of privileges of one function role on one table or
 // sequence of the current schema.
@@ -45,10 +57,11 @@ type Grant struct {
 // and webhook_events' bodies), the grant names the columns.
 //
 // A new query that needs more fails, as the function's role, in the tests
-// of shared/dbschema (TestEachFunctionRunsAsItsRole) before it fails a
-// deploy: add its privilege here.
+// of shared/dbschema (TestReceiverRunsAsItsRole, ...,
+// TestOperatorReadRunsAsItsRole, TestOperatorRunsAsItsRole) before it
+// fails a deploy: add its privilege here.
 func CoreGrants() []Grant {
-	return []Grant{
+	grants := []Grant{
 		// The receiver: EventInsert (and EventGetHashByKey after a lost
 		// race) inserts the delivery and, for a duplicate, reads the stored
 		// row's id and hash by its key; for a suspected replay
@@ -115,5 +128,72 @@ func CoreGrants() []Grant {
 		{Role: RoleArchiver, On: "webhook_archive_objects", Privileges: []string{"INSERT"}, Columns: []string{"key", "provider"}},
 		{Role: RoleArchiver, On: "webhook_archive_objects", Privileges: []string{"UPDATE"},
 			Columns: []string{"committed_at", "event_count", "size", "sha256"}},
+
+		// The acting operator: what its actions write, beyond the reads
+		// both operator roles share (below).
+		//
+		// webhook_events: DeadLetterRequeue makes the dead event live
+		// (dead_at, failed_attempts, last_error, next_attempt_at);
+		// EventReplay makes a processed one unprocessed (processed_at,
+		// outcome, failed_attempts, last_error, next_attempt_at);
+		// EventExpunge erases (payload, body, metadata, last_error) and
+		// stamps it (expunged_at, and outcome and processed_at of an
+		// unprocessed one); an archive run's EventMarkArchived writes the
+		// archive columns and clears payload and body. An expunge's
+		// EventGetByKeyForUpdate and the run's FOR NO KEY UPDATE locks need
+		// an UPDATE privilege too. Never the key, the hash, the type or the
+		// attempt counts.
+		{Role: RoleOperator, On: "webhook_events", Privileges: []string{"UPDATE"},
+			Columns: []string{"dead_at", "failed_attempts", "last_error", "next_attempt_at", "processed_at", "outcome",
+				"payload", "body", "metadata", "expunged_at", "archive_key", "archive_offset", "archive_length", "archived_at"}},
+		// AttemptExpunge redacts an expunged event's attempt errors; the
+		// history is otherwise never changed.
+		{Role: RoleOperator, On: "webhook_attempts", Privileges: []string{"UPDATE"}, Columns: []string{"error"}},
+		// DeadLetterRequeue marks the dead letters requeued;
+		// DeadLetterExpunge erases their copies of the body and their
+		// error texts. Never inserts one: only the processor does.
+		{Role: RoleOperator, On: "webhook_dead_letters", Privileges: []string{"UPDATE"},
+			Columns: []string{"requeued_at", "payload", "body", "last_error", "errors"}},
+		// Every action's record: DeadLetterRequeue and OperatorActionRecord
+		// (an expunge) insert it whole, OperatorActionInsert starts a
+		// replay's and EventReplay adds each chunk's events to its count.
+		// at and db_user keep their defaults: the time and the role are
+		// the server's to say, never the caller's.
+		{Role: RoleOperator, On: "webhook_operator_actions", Privileges: []string{"INSERT"},
+			Columns: []string{"action", "actor", "filter", "reason", "events"}},
+		{Role: RoleOperator, On: "webhook_operator_actions", Privileges: []string{"UPDATE"}, Columns: []string{"events"}},
+		{Role: RoleOperator, On: "webhook_operator_actions_id_seq", Privileges: []string{"USAGE"}},
+		// The links of an action to its events (both columns).
+		{Role: RoleOperator, On: "webhook_operator_action_events", Privileges: []string{"INSERT"}},
+		// The manifest, as the archiver keeps it (an archive run: prepare,
+		// lock, commit, the orphan sweeps' delete), plus an expunge's
+		// rewrite (ArchiveObjectMarkRewritten: size, sha256, rewritten_at)
+		// and its sweep of orphans holding the event (prepare, lock,
+		// delete).
+		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"DELETE"}},
+		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"INSERT"}, Columns: []string{"key", "provider"}},
+		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"UPDATE"},
+			Columns: []string{"committed_at", "event_count", "size", "sha256", "rewritten_at"}},
 	}
+	// Both operator roles read every core table whole: the operator pages
+	// show events with their bodies (EventGetByID, EventList, the
+	// archive's Body read), attempts, dead letters, operator actions and
+	// their event links, rejections, payload mismatches and the archive's
+	// manifest; the backlog (EventGetBacklogStats) and an event's claim
+	// (EventGetByID) read the live claims; and the bloat estimate
+	// (PGBloatEstimate) needs every column's statistics, which pg_stats
+	// shows only to a role that may SELECT the column. No sequence: the
+	// read role inserts nothing.
+	for _, role := range []string{RoleOperatorRead, RoleOperator} {
+		for _, table := range operatorTables {
+			grants = append(grants, Grant{Role: role, On: table, Privileges: []string{"SELECT"}})
+		}
+	}
+	return grants
+}
+
+// operatorTables are the core tables the operator roles read: every one.
+var operatorTables = []string{
+	"webhook_events", "webhook_attempts", "webhook_claims", "webhook_dead_letters", "webhook_operator_actions",
+	"webhook_operator_action_events", "webhook_rejections", "webhook_payload_mismatches", "webhook_archive_objects",
 }

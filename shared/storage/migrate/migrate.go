@@ -1,7 +1,7 @@
 // Package migrate applies webhook-inbox's schema: the embedded, numbered
 // goose migrations of the core tables (Up), the separate migration sets of
-// handler packages (FS), and the three functions' database roles with
-// exactly their privileges (Roles, CoreGrants). It is apart from package
+// handler packages (FS), and the functions' database roles with exactly
+// their privileges (Roles, CoreGrants). It is apart from package
 // storage so that what runs queries (the functions) does not link goose;
 // shared/dbschema puts the pieces together for the migration function.
 package migrate

@@ -1,0 +1,215 @@
+package operatorclient_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// remoteFixture is a database with events in several states, an archived
+// event, the operator API over it, the Service the direct path uses, and
+// the client as the operator and as the viewer.
+type remoteFixture struct {
+	store            *storage.Store
+	remote           *operatortest.Remote
+	direct           *operations.Service
+	operator, viewer *operatorclient.Client
+	archived, dead   *inbox.Event
+}
+
+func remoteSetup(t *testing.T) *remoteFixture {
+	t.Helper()
+	ctx := t.Context()
+	store := storage.New(pgtest.Pool(t))
+	arch := &archive.Config{S3: s3test.VersionedBucket(t, s3test.ServerWith(t, locals3.Options{Versioning: true})), Prefix: "archive", MinAge: time.Minute}
+	f := &remoteFixture{store: store}
+	old := time.Now().Add(-time.Hour)
+	f.archived = factory.Event(ctx, t, store, &factory.EventOpts{EventID: "evt_archived", Body: []byte(`{"id":"evt_archived","type":"invoice.paid"}`),
+		State: inbox.StateProcessed, ProcessedAt: &old})
+	factory.Events(ctx, t, store, 3, &factory.EventOpts{Type: "invoice.paid"})
+	f.dead = factory.Event(ctx, t, store, &factory.EventOpts{Source: "github", EventID: "gh-1", State: inbox.StateDead, LastError: "tracker down"})
+	factory.Rejection(ctx, t, store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
+	var err error
+	if f.direct, err = operations.New(operations.Config{Store: store, Access: operations.AccessAct, Archive: arch}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.direct.ArchiveRun(operations.WithOperator(ctx, operations.Operator{Name: "setup"}), operations.ArchiveRunRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	f.remote = operatortest.Start(t, store, arch)
+	f.operator, f.viewer = f.remote.Client(t, f.remote.Operator), f.remote.Client(t, f.remote.Viewer)
+	return f
+}
+
+// instants are the answers' clocks, which two reads never share, and the
+// ages measured against them.
+var (
+	instants = regexp.MustCompile(`"at":"[^"]+"`)
+	ages     = regexp.MustCompile(`"([a-z_]*age_seconds)":[0-9.e+-]+`)
+)
+
+// same fails unless the two answers are the same JSON but for their
+// clocks.
+func same(t *testing.T, what string, direct, remote any) {
+	t.Helper()
+	a, _ := json.Marshal(direct)
+	b, _ := json.Marshal(remote)
+	a, b = instants.ReplaceAll(a, []byte(`"at":""`)), instants.ReplaceAll(b, []byte(`"at":""`))
+	a, b = ages.ReplaceAll(a, []byte(`"$1":0`)), ages.ReplaceAll(b, []byte(`"$1":0`))
+	if !bytes.Equal(a, b) {
+		t.Errorf("%s differs through the operator API:\ndirect: %s\nremote: %s", what, a, b)
+	}
+}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// Every read answers through the operator API exactly what the Service
+// answers directly.
+func TestReadsAreTheSameThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	f := remoteSetup(t)
+	ctx := t.Context()
+	type read struct {
+		name string
+		call func(operations.API) (any, error)
+	}
+	for _, r := range []read{
+		{"stats", func(a operations.API) (any, error) {
+			return a.Stats(ctx, operations.StatsQuery{Window: operations.Span(time.Hour), Charts: true})
+		}},
+		{"refusals", func(a operations.API) (any, error) { return a.Refusals(ctx, operations.RefusalsQuery{}) }},
+		{"events", func(a operations.API) (any, error) {
+			return a.Events(ctx, operations.EventQuery{Type: "invoice.paid", Limit: 2, Window: operations.Window{Since: operations.Span(24 * time.Hour)}})
+		}},
+		{"find", func(a operations.API) (any, error) { return a.Find(ctx, operations.FindQuery{Find: "gh-1"}) }},
+		{"event", func(a operations.API) (any, error) {
+			return a.Event(ctx, operations.EventRef{Source: "github", EventID: "gh-1"})
+		}},
+		{"dead letters", func(a operations.API) (any, error) {
+			return a.DeadLetters(ctx, operations.DeadLetterQuery{Source: "github"})
+		}},
+		{"actions", func(a operations.API) (any, error) {
+			return a.Actions(ctx, operations.ActionQuery{Since: operations.Span(time.Hour)})
+		}},
+	} {
+		direct := must[any](t)(r.call(f.direct))
+		same(t, r.name, direct, must[any](t)(r.call(f.viewer)))
+	}
+	// A body from the archive, whole and verified.
+	direct := must[*operations.Body](t)(f.direct.EventBody(ctx, f.archived.ID))
+	remote := must[*operations.Body](t)(f.viewer.EventBody(ctx, f.archived.ID))
+	if !bytes.Equal(direct.Bytes, remote.Bytes) || remote.From != operations.BodyFromArchive || remote.ArchiveKey != direct.ArchiveKey || remote.SHA256 != direct.SHA256 {
+		t.Fatalf("body: direct %+v, remote %+v", direct, remote)
+	}
+}
+
+// A body larger than one answer comes in chunks, put back together and
+// checked against its hash.
+func TestALargeBodyComesInChunks(t *testing.T) {
+	t.Parallel()
+	store := storage.New(pgtest.Pool(t))
+	raw := bytes.Repeat([]byte("x"), operatorapi.BodyChunk*2+5)
+	e := factory.Event(t.Context(), t, store, &factory.EventOpts{Body: raw})
+	remote := operatortest.Start(t, store, nil)
+	b := must[*operations.Body](t)(remote.Client(t, remote.Viewer).EventBody(t.Context(), e.ID))
+	if !bytes.Equal(b.Bytes, raw) || b.From != operations.BodyFromPostgres {
+		t.Fatalf("body of %d bytes, from %s", len(b.Bytes), b.From)
+	}
+}
+
+// The viewer reads and counts; IAM refuses its actions at the acting URL
+// (cause forbidden), and whoami says it may only read. The operator acts,
+// and the record names its verified principal, not anything it sent.
+func TestAccessIsTheIdentitysAndActionsRecordThePrincipal(t *testing.T) {
+	t.Parallel()
+	f := remoteSetup(t)
+	ctx := operations.WithOperator(t.Context(), operations.Operator{Name: "mallory (ignored: the API records the principal)"})
+	who := must[*operations.Identity](t)(f.viewer.Whoami(ctx))
+	if who.Access != operations.AccessRead || !who.Verified || who.Operator != f.remote.Viewer.UserARN {
+		t.Fatalf("the viewer is %+v", who)
+	}
+	if who := must[*operations.Identity](t)(f.operator.Whoami(ctx)); who.Access != operations.AccessAct || who.Operator != f.remote.Operator.UserARN {
+		t.Fatalf("the operator is %+v", who)
+	}
+	sel := operations.DeadLetterSelection{Source: "github"}
+	if dry := must[*operations.RequeueResult](t)(f.viewer.Requeue(ctx, operations.RequeueRequest{Select: sel, DryRun: true})); dry.Events != 1 {
+		t.Fatalf("the viewer's dry run = %+v", dry)
+	}
+	_, err := f.viewer.Requeue(ctx, operations.RequeueRequest{Select: sel})
+	if inbox.CauseOf(err) != inbox.CauseForbidden || !strings.Contains(inbox.MessageOf(err), "OperatorActPolicy") {
+		t.Fatalf("the viewer's requeue: %v", err)
+	}
+	_, err = f.operator.Requeue(ctx, operations.RequeueRequest{Select: sel, Expect: new(7)})
+	if inbox.CauseOf(err) != inbox.CauseCountChanged {
+		t.Fatalf("a requeue of a stale count: %v", err)
+	}
+	res := must[*operations.RequeueResult](t)(f.operator.Requeue(ctx, operations.RequeueRequest{Select: sel, Expect: new(1), Reason: "INC-3"}))
+	if res.Events != 1 {
+		t.Fatalf("requeue = %+v", res)
+	}
+	acts := must[*operations.ActionPage](t)(f.viewer.Actions(ctx, operations.ActionQuery{}))
+	if len(acts.Actions) != 1 || acts.Actions[0].Actor != f.remote.Operator.UserARN || *acts.Actions[0].Reason != "INC-3" {
+		t.Fatalf("actions = %+v", acts.Actions)
+	}
+}
+
+// The API's refusals come back with their cause and message; a request
+// nobody signed is refused by the stand-in for IAM, as by Lambda.
+func TestErrorsKeepTheirCause(t *testing.T) {
+	t.Parallel()
+	f := remoteSetup(t)
+	ctx := t.Context()
+	_, err := f.viewer.Event(ctx, operations.EventRef{ID: f.dead.ID + 1000})
+	if inbox.CauseOf(err) != inbox.CauseEventNotFound {
+		t.Fatalf("an unknown event: %v", err)
+	}
+	_, err = f.viewer.Events(ctx, operations.EventQuery{State: "sleeping"})
+	if inbox.CauseOf(err) != inbox.CauseInvalidArgument || !strings.Contains(inbox.MessageOf(err), "sleeping") {
+		t.Fatalf("a bad state: %v", err)
+	}
+	unsigned := must[*operatorclient.Client](t)(operatorclient.New(operatorclient.Config{ReadURL: f.remote.ReadURL, HTTP: http.DefaultClient}))
+	_, err = unsigned.Stats(ctx, operations.StatsQuery{})
+	if inbox.CauseOf(err) != inbox.CauseForbidden {
+		t.Fatalf("an unsigned request: %v", err)
+	}
+}
+
+// New refuses what is no operator function's URL: plain HTTP off
+// loopback, a query, credentials in the URL.
+func TestNewChecksTheURLs(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"http://abc.lambda-url.us-east-1.on.aws/", "https://u:p@abc.lambda-url.us-east-1.on.aws/", "https://abc.lambda-url.us-east-1.on.aws/?x=1", "not a url", ""} {
+		if _, err := operatorclient.New(operatorclient.Config{ActURL: u, HTTP: http.DefaultClient}); err == nil {
+			t.Errorf("%q accepted", u)
+		}
+	}
+	if _, err := operatorclient.New(operatorclient.Config{ActURL: "https://abc.lambda-url.us-east-1.on.aws/", HTTP: http.DefaultClient}); err != nil {
+		t.Errorf("a function URL: %v", err)
+	}
+}
