@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -103,7 +103,18 @@ func (b *bench) console(ctx context.Context) error {
 		"seconds", fmt.Sprintf("%.1f", fig.LoadSeconds))
 
 	const token = "bench-console-token-0123456789"
-	c, err := console.New(console.Config{Store: storage.New(pool), Token: token, Actor: inbox.Actor{Name: "bench"},
+	// The console over the operations API on the database, as
+	// webhookctl console serves it with a direct path.
+	api, err := operations.New(operations.Config{Store: storage.New(pool), Access: operations.AccessAct})
+	if err != nil {
+		return err
+	}
+	op := operations.Operator{Name: "bench"}
+	id, err := api.Whoami(operations.WithOperator(ctx, op))
+	if err != nil {
+		return err
+	}
+	c, err := console.New(console.Config{API: api, Identity: id, Operator: op, Token: token,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		return err

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // EnvActor names who runs webhookctl when --actor does not: a CI job or a
@@ -30,10 +28,9 @@ func (a *actorFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&a.reason, "reason", "", "why, recorded with the action (an incident or ticket, say)")
 }
 
-// resolve returns the actor to record: --actor, else $WEBHOOKCTL_ACTOR,
-// else the operating system's user at this host. The record also keeps
-// the database role the command ran as, which nobody chooses.
-func (a *actorFlags) resolve(getenv func(string) string) inbox.Actor {
+// name is who acts: --actor, else $WEBHOOKCTL_ACTOR, else the operating
+// system's user at this host.
+func (a *actorFlags) name(getenv func(string) string) string {
 	name := strings.TrimSpace(a.actor)
 	if name == "" {
 		name = strings.TrimSpace(getenv(EnvActor))
@@ -46,30 +43,12 @@ func (a *actorFlags) resolve(getenv func(string) string) inbox.Actor {
 		host, _ := os.Hostname()
 		name = who + "@" + host
 	}
-	return inbox.Actor{Name: name, Reason: strings.TrimSpace(a.reason)}
-}
-
-// actionJSON is one operator action.
-type actionJSON struct {
-	ID     int64     `json:"id"`
-	Action string    `json:"action"`
-	Actor  string    `json:"actor"`
-	DBUser string    `json:"db_user"`
-	At     time.Time `json:"at"`
-	Filter any       `json:"filter"`
-	Events int       `json:"events"`
-	Reason *string   `json:"reason"`
-}
-
-func actionToJSON(a inbox.OperatorAction) actionJSON {
-	var filter any = map[string]any{}
-	_ = json.Unmarshal(a.Filter, &filter) // the column is a JSON object
-	return actionJSON{ID: a.ID, Action: a.Action, Actor: a.Actor, DBUser: a.DBUser, At: a.At, Filter: filter, Events: a.Events, Reason: orNull(a.Reason)}
+	return name
 }
 
 func newActionsCmd() *cobra.Command {
 	var (
-		since  time.Duration
+		since  string
 		limit  int
 		asJSON bool
 	)
@@ -83,56 +62,62 @@ how many events it changed, in the statements that change them.
 'webhookctl events show' lists the actions that touched one event.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 {
-				return fmt.Errorf("--limit must be at least 1")
+			if limit < 1 || limit > maxListLimit {
+				return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
 			}
-			o, err := openOps(cmd)
+			q := operations.ActionQuery{}
+			if since != "" {
+				s, err := operations.ParseSpan(since)
+				if err != nil {
+					return fmt.Errorf("--since: %w", err)
+				}
+				q.Since = s
+			}
+			api, closeAPI, err := openAPI(cmd)
 			if err != nil {
 				return err
 			}
-			defer o.close()
-			ctx := cmd.Context()
-			var from time.Time
-			if since > 0 {
-				now, err := o.store.PGNow(ctx)
+			defer closeAPI()
+			var all operations.ActionPage
+			all.Actions, all.NextBefore, err = readPages(limit, 0, func(n int, before int64) ([]operations.Action, *int64, error) {
+				q.Limit, q.Before = n, before
+				p, err := api.Actions(cmd.Context(), q)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				from = now.Add(-since)
-			}
-			acts, err := o.store.OperatorActionList(ctx, from, limit)
+				if all.At.IsZero() {
+					all.At = p.At
+				}
+				return p.Actions, p.NextBefore, nil
+			})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				j := make([]actionJSON, len(acts))
-				for i, a := range acts {
-					j[i] = actionToJSON(a)
-				}
-				return writeJSON(out, map[string]any{"actions": j})
+				return writeJSON(out, all)
 			}
-			if len(acts) == 0 {
+			if len(all.Actions) == 0 {
 				fmt.Fprintln(out, "no operator actions recorded")
 				return nil
 			}
-			return printActions(out, acts)
+			return printActions(out, all.Actions)
 		},
 	}
-	cmd.Flags().DurationVar(&since, "since", 0, "only actions of the last duration (e.g. 24h)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
+	cmd.Flags().StringVar(&since, "since", "", "only actions of the last SPAN (e.g. 24h, 7d)")
+	cmd.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 // printActions prints actions as a table; every text in it is the
 // operator's own or the database's, escaped all the same.
-func printActions(out io.Writer, acts []inbox.OperatorAction) error {
+func printActions(out io.Writer, acts []operations.Action) error {
 	tw := newTable(out)
 	fmt.Fprintln(tw, "  ID\tAT\tACTION\tEVENTS\tACTOR\tDB ROLE\tFILTER\tREASON")
 	for _, a := range acts {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", strconv.FormatInt(a.ID, 10), stamp(&a.At), a.Action, a.Events,
-			oneLine(a.Actor, 40), oneLine(a.DBUser, 30), oneLine(string(a.Filter), 80), orDash(oneLine(a.Reason, 60)))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", strconv.FormatInt(a.ID, 10), operations.Stamp(&a.At), a.Action, a.Events,
+			oneLine(a.Actor, 40), oneLine(a.DBUser, 30), oneLine(string(a.Filter), 80), orDash(oneLine(deref(a.Reason), 60)))
 	}
 	return tw.Flush()
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/user"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // TestOperatorActionsAreRecorded: a replay, a requeue and an expunge each
@@ -20,9 +23,7 @@ func TestOperatorActionsAreRecorded(t *testing.T) {
 
 	f.runOK("replay", "--source", "stripe", "--type", "ok", "--dry-run")
 	f.runOK("dead-letters", "requeue", "--source", "stripe", "--dry-run")
-	var none struct {
-		Actions []actionJSON `json:"actions"`
-	}
+	var none operations.ActionPage
 	f.runJSON(&none, "actions")
 	if len(none.Actions) != 0 {
 		t.Fatalf("dry runs were recorded: %+v", none.Actions)
@@ -38,9 +39,7 @@ func TestOperatorActionsAreRecorded(t *testing.T) {
 	delete(f.env, EnvActor)
 	f.runOK("expunge", strconv.FormatInt(ids["poison2"], 10), "--yes", "--reason", "erasure request")
 
-	var all struct {
-		Actions []actionJSON `json:"actions"`
-	}
+	var all operations.ActionPage
 	f.runJSON(&all, "actions")
 	if len(all.Actions) != 3 {
 		t.Fatalf("actions = %+v", all.Actions)
@@ -51,7 +50,11 @@ func TestOperatorActionsAreRecorded(t *testing.T) {
 		me = u.Username
 	}
 	host, _ := os.Hostname()
-	filter := func(a actionJSON) map[string]any { m, _ := a.Filter.(map[string]any); return m }
+	filter := func(a operations.Action) map[string]any {
+		var m map[string]any
+		_ = json.Unmarshal(a.Filter, &m)
+		return m
+	}
 	if replay.Action != "replay" || replay.Actor != "alice" || replay.Reason == nil || *replay.Reason != "INC-7 bad handler" ||
 		replay.Events != replayed.Replayed || filter(replay)["type"] != nil || filter(replay)["event_type"] != "ok" || replay.DBUser == "" {
 		t.Errorf("replay = %+v", replay)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 func newArchiveCmd() *cobra.Command {
@@ -13,24 +15,9 @@ func newArchiveCmd() *cobra.Command {
 	return cmd
 }
 
-// archiveRunJSON is `archive run --json`, the archiver function's summary.
-type archiveRunJSON struct {
-	DryRun        bool    `json:"dry_run"`
-	MinAgeSeconds float64 `json:"min_age_seconds"`
-	// Archivable is what the run found to archive when it started.
-	Archivable  int64    `json:"archivable"`
-	Events      int      `json:"events"`
-	Objects     int      `json:"objects"`
-	ObjectBytes int64    `json:"object_bytes"`
-	BodyBytes   int64    `json:"body_bytes"`
-	Swept       int      `json:"swept"`
-	Truncated   bool     `json:"truncated"`
-	Keys        []string `json:"keys"`
-}
-
 func newArchiveRunCmd() *cobra.Command {
 	var (
-		minAge         time.Duration
+		minAge         string
 		maxBatches     int
 		dryRun, asJSON bool
 	)
@@ -51,77 +38,95 @@ batch in flight; what was committed stays archived. --dry-run counts what
 a run would archive now.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if minAge < 0 || maxBatches < 0 {
-				return fmt.Errorf("--min-age and --max-batches must not be negative")
+			if maxBatches < 0 {
+				return errors.New("--max-batches must not be negative")
 			}
-			o, err := openOps(cmd)
-			if err != nil {
-				return err
-			}
-			defer o.close()
-			ctx := cmd.Context()
-			cfg, err := o.archiveConfig()
-			if err != nil {
-				return err
-			}
-			if minAge > 0 {
-				cfg.MinAge = minAge
-			}
-			now, err := o.store.PGNow(ctx)
-			if err != nil {
-				return err
-			}
-			total, err := o.store.EventCountArchivable(ctx, now.Add(-cfg.MinAge))
-			if err != nil {
-				return err
-			}
-			res := archiveRunJSON{DryRun: dryRun, MinAgeSeconds: cfg.MinAge.Seconds(), Archivable: total, Keys: []string{}}
-			out := cmd.OutOrStdout()
-			if dryRun {
-				if asJSON {
-					return writeJSON(out, res)
+			r := operations.ArchiveRunRequest{DryRun: dryRun}
+			if minAge != "" {
+				s, err := operations.ParseSpan(minAge)
+				if err != nil {
+					return fmt.Errorf("--min-age: %w", err)
 				}
-				fmt.Fprintf(out, "dry run: %d events processed over %s ago would be archived\n", total, span(cfg.MinAge))
-				return nil
+				r.MinAge = s
 			}
-
-			b := newBar(cmd, total, "archiving")
-			// The archiver's own settings with the command's overrides; its
-			// clock is the database's, as for the count above.
-			cfg.MaxBatches = maxBatches
-			cfg.OnBatch = func(_ string, events int) { b.Add(events) }
-			cfg.Now = func() time.Time { return now }
-			a, err := o.archiver(cfg)
+			api, closeAPI, err := openAPI(cmd)
 			if err != nil {
 				return err
 			}
-			run, runErr := a.RunOnce(ctx)
-			b.Done()
-			res.Events, res.Objects, res.ObjectBytes, res.BodyBytes = run.Events, run.Batches, run.ObjectBytes, run.BodyBytes
-			res.Swept, res.Truncated = run.Swept, run.Truncated
-			if run.Keys != nil {
-				res.Keys = run.Keys
+			defer closeAPI()
+			res, runErr := archiveRun(cmd, api, r, maxBatches)
+			if res == nil {
+				return runErr
 			}
-			if asJSON {
+			out := cmd.OutOrStdout()
+			switch {
+			case asJSON:
 				if err := writeJSON(out, res); err != nil {
 					return err
 				}
-			} else {
+			case dryRun:
+				fmt.Fprintf(out, "dry run: %d events processed over %s ago would be archived\n", res.Archivable, res.MinAge)
+			default:
 				fmt.Fprintf(out, "archived %d events in %d objects (%s of bodies in %s of objects); swept %d orphan objects\n",
-					res.Events, res.Objects, bytesHuman(res.BodyBytes), bytesHuman(res.ObjectBytes), res.Swept)
+					res.Events, res.Objects, operations.Bytes(res.BodyBytes), operations.Bytes(res.ObjectBytes), res.Swept)
 				if res.Truncated {
-					fmt.Fprintln(out, "stopped early (--max-batches): run it again for the rest")
+					fmt.Fprintln(out, "stopped early (--max-batches, or another archiver held the next batch): run it again for the rest")
 				}
 			}
-			if runErr != nil {
-				return fmt.Errorf("archive run failed after %d events (nothing of the failed batch was cleared; run it again): %w", res.Events, runErr)
-			}
-			return nil
+			return runErr
 		},
 	}
-	cmd.Flags().DurationVar(&minAge, "min-age", 0, "archive events processed longer ago than this (default ARCHIVE_MIN_AGE, else 7 days)")
+	cmd.Flags().StringVar(&minAge, "min-age", "", "archive events processed longer ago than this span (default ARCHIVE_MIN_AGE, else 7d)")
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 0, "stop after this many objects (0: until none is left)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be archived, change nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// archiveRun runs r: a dry run is one call; a run is calls of at most
+// operations.ArchiveBatchesPerCall objects (and what is left of
+// maxBatches; 0: no bound) while the last one stopped with work left and
+// still archived something, with a progress bar of the events archived.
+// The answer sums the calls (what the first found archivable); with an
+// error, it is what was archived before it, if anything.
+func archiveRun(cmd *cobra.Command, api operations.API, r operations.ArchiveRunRequest, maxBatches int) (*operations.ArchiveRunResult, error) {
+	ctx := cmd.Context()
+	if r.DryRun {
+		return api.ArchiveRun(ctx, r)
+	}
+	var total *operations.ArchiveRunResult
+	var b *bar
+	defer func() { b.Done() }()
+	for left := maxBatches; ; {
+		r.MaxBatches = operations.ArchiveBatchesPerCall
+		if maxBatches > 0 {
+			r.MaxBatches = min(r.MaxBatches, left)
+		}
+		res, err := api.ArchiveRun(ctx, r)
+		if res != nil {
+			if total == nil {
+				// The first call counted what is due: the bar's length.
+				total = &operations.ArchiveRunResult{MinAge: res.MinAge, MinAgeSeconds: res.MinAgeSeconds, Archivable: res.Archivable, Keys: []string{}}
+				b = newBar(cmd, res.Archivable, "archiving")
+			}
+			total.Events += res.Events
+			total.Objects += res.Objects
+			total.ObjectBytes += res.ObjectBytes
+			total.BodyBytes += res.BodyBytes
+			total.Swept += res.Swept
+			total.Keys = append(total.Keys, res.Keys...)
+			total.Truncated = res.Truncated
+			b.Add(res.Events)
+		}
+		if err != nil {
+			if total != nil && total.Events > 0 {
+				err = fmt.Errorf("archive run failed after %d events: %w", total.Events, err)
+			}
+			return total, err
+		}
+		left -= res.Objects
+		if !res.Truncated || res.Events == 0 || (maxBatches > 0 && left <= 0) {
+			return total, nil
+		}
+	}
 }

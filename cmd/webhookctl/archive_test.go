@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // blobs opens the fixture's bucket.
@@ -51,7 +53,7 @@ func TestArchiveRun(t *testing.T) {
 	f.insert("stripe", "later", "ok")
 
 	// The default minimum age (7 days) leaves everything in Postgres.
-	var none, dry, run archiveRunJSON
+	var none, dry, run operations.ArchiveRunResult
 	f.runJSON(&none, "archive", "run", "--dry-run")
 	f.runJSON(&dry, "archive", "run", "--dry-run", "--min-age", "1ms")
 	before := f.snapshot()
@@ -114,5 +116,76 @@ func TestArchiveRunS3Outage(t *testing.T) {
 	}
 	if got := changed(before, f.snapshot()); len(got) != 0 {
 		t.Fatalf("a failed run changed %v", got)
+	}
+}
+
+// TestArchiveRunInSeveralCalls: one API call writes at most
+// operations.ArchiveBatchesPerCall objects; a run goes on call after call
+// within --max-batches, and stops when nothing is left to archive.
+func TestArchiveRunInSeveralCalls(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.withArchive()
+	f.env["ARCHIVE_BATCH_SIZE"] = "1" // one object per event
+	per := operations.ArchiveBatchesPerCall
+	n := 2*per + 5
+	f.insertMany(n, "stripe", "evt_arch_", "ok")
+	if st := f.drain(nil); st.Handled != n {
+		t.Fatalf("drain = %+v, want %d handled", st, n)
+	}
+
+	// Bounded past one call: per objects, then one more, then it stops.
+	var first operations.ArchiveRunResult
+	f.runJSON(&first, "archive", "run", "--min-age", "1ms", "--max-batches", strconv.Itoa(per+1))
+	if first.Archivable != int64(n) || first.Events != per+1 || first.Objects != per+1 || len(first.Keys) != per+1 || !first.Truncated {
+		t.Fatalf("--max-batches %d = %+v", per+1, first)
+	}
+	// A bound above what is left: call after call until nothing is.
+	var rest operations.ArchiveRunResult
+	f.runJSON(&rest, "archive", "run", "--min-age", "1ms", "--max-batches", strconv.Itoa(10*per))
+	left := n - (per + 1)
+	if rest.Archivable != int64(left) || rest.Events != left || rest.Objects != left || len(rest.Keys) != left || rest.Truncated {
+		t.Fatalf("--max-batches %d = %+v, want the %d left", 10*per, rest, left)
+	}
+	keys := map[string]bool{}
+	for _, k := range append(first.Keys, rest.Keys...) {
+		keys[k] = true
+	}
+	if len(keys) != n {
+		t.Fatalf("%d distinct objects, want %d", len(keys), n)
+	}
+	if archived := f.count(`SELECT count(*) FROM webhook_events WHERE archived_at IS NOT NULL AND body IS NULL`); archived != n {
+		t.Fatalf("%d events archived, want %d", archived, n)
+	}
+	var none operations.ArchiveRunResult
+	f.runJSON(&none, "archive", "run", "--min-age", "1ms")
+	if none.Archivable != 0 || none.Events != 0 || none.Truncated {
+		t.Fatalf("a run with nothing left = %+v", none)
+	}
+	if human := f.runOK("archive", "run", "--min-age", "1ms"); !strings.Contains(human, "archived 0 events in 0 objects") || strings.Contains(human, "stopped early") {
+		t.Fatalf("a run with nothing left:\n%s", human)
+	}
+	for _, bad := range [][]string{{"--max-batches", "-1"}, {"--min-age", "0"}, {"--min-age", "soon"}} {
+		if _, _, err := f.run(append([]string{"archive", "run"}, bad...)...); err == nil {
+			t.Errorf("archive run %v accepted", bad)
+		}
+	}
+}
+
+// TestArchiveSettingsWhenGiven: a command that does not touch the archive
+// works without its settings; once its bucket is named, its settings are
+// read as the archiver reads them, and a bad one is said, naming it.
+func TestArchiveSettingsWhenGiven(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.insert("stripe", "evt_1", "ok")
+	f.runOK("stats")
+	f.runOK("events", "show", "stripe", "evt_1")
+	f.withArchive()
+	f.env["ARCHIVE_MIN_AGE"] = "soon"
+	for _, args := range [][]string{{"stats"}, {"events", "list"}, {"archive", "run", "--dry-run"}} {
+		if _, _, err := f.run(args...); err == nil || !strings.Contains(err.Error(), "ARCHIVE_MIN_AGE") {
+			t.Errorf("%v with ARCHIVE_MIN_AGE=soon: %v", args, err)
+		}
 	}
 }

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 // defaultConsoleAddr is loopback only: the console acts with the
@@ -24,8 +24,8 @@ func newConsoleCmd() *cobra.Command {
 	var (
 		addr, token string
 		readOnly    bool
-		window      time.Duration
-		by          actorFlags
+		window      = console.DefaultWindow
+		actor       actorFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "console",
@@ -49,29 +49,29 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 --read-only hides and refuses them. Stop it with Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := openOps(cmd)
+			getenv := envOf(cmd)
+			tok, _, err := console.TokenFromEnv(token, getenv)
 			if err != nil {
 				return err
 			}
-			defer o.close()
-			tok, _, err := console.TokenFromEnv(token, o.getenv)
+			access := operations.AccessAct
+			if readOnly {
+				access = operations.AccessRead
+			}
+			api, closeAPI, err := openAPIFor(cmd, access)
 			if err != nil {
 				return err
 			}
-			cfg := console.Config{Store: o.store, Token: tok, ReadOnly: readOnly, Window: window, ArchiveMinAge: archiveMinAge(o.getenv), Logger: o.logger()}
-			if !readOnly {
-				cfg.Actor = by.resolve(o.getenv)
+			defer closeAPI()
+			// Who the actions are recorded as: the name declared here (the
+			// direct API records it), or what a remote API verifies.
+			op := operations.Operator{Name: actor.name(getenv)}
+			id, err := api.Whoami(operations.WithOperator(cmd.Context(), op))
+			if err != nil {
+				return fmt.Errorf("the operations API: %w", err)
 			}
-			// Archived bodies are read with the archiver's settings; the
-			// event page says what is wrong with them, if anything.
-			switch acfg, aerr := o.archiveConfig(); {
-			case aerr == nil:
-				open := sync.OnceValues(func() (*archive.Archiver, error) { return o.archiver(acfg) })
-				cfg.Archiver = func(context.Context) (*archive.Archiver, error) { return open() }
-			case o.getenv(blobstore.EnvBucket) != "":
-				cfg.Archiver = func(context.Context) (*archive.Archiver, error) { return nil, aerr }
-			}
-			srv, err := console.New(cfg)
+			srv, err := console.New(console.Config{API: api, Identity: id, Operator: op, Reason: strings.TrimSpace(actor.reason), Token: tok,
+				ReadOnly: readOnly, Window: window, Logger: settings.JSONLogger(cmd.ErrOrStderr(), logLevel(getenv))})
 			if err != nil {
 				return err
 			}
@@ -85,8 +85,8 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 	cmd.Flags().StringVar(&addr, "addr", defaultConsoleAddr, "the address to listen on (keep it on loopback)")
 	cmd.Flags().StringVar(&token, "token", "", "the access token (default $"+console.EnvToken+", else a random one)")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "hide and refuse every action")
-	cmd.Flags().DurationVar(&window, "window", console.DefaultWindow, "the window of the overview's charts and of the refusals page")
-	by.register(cmd)
+	cmd.Flags().TextVar(&window, "window", console.DefaultWindow, "the window of the overview's charts and of the refusals page (a span: 1h, 1d, 7d)")
+	actor.register(cmd)
 	return cmd
 }
 

@@ -102,3 +102,36 @@ func TestConsoleServesUntilInterrupted(t *testing.T) {
 		t.Errorf("a short token: %v", err)
 	}
 }
+
+// TestConsoleReadOnlyAndWindow: --read-only serves an API that may only
+// read, so the pages offer no action and say so; --window is a span as
+// every command writes it (7d), and one longer than the API takes stops
+// the command at start.
+func TestConsoleReadOnlyAndWindow(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.insert("stripe", "evt_console_ro", "invoice.paid")
+	addr, _ := f.startConsole("--read-only", "--window", "7d")
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`<span class="who">read-only</span>`, "Refused, last 7d"} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), want) {
+			t.Errorf("overview = %d, lacks %q:\n%s", resp.StatusCode, want, page)
+		}
+	}
+	if strings.Contains(string(page), `method="post"`) {
+		t.Errorf("a read-only console offers actions:\n%s", page)
+	}
+	if _, _, err := f.run("console", "--addr", "127.0.0.1:0", "--window", "100d"); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Errorf("--window 100d: %v, want the window refused", err)
+	}
+	if _, _, err := f.run("console", "--addr", "127.0.0.1:0", "--window", "soon"); err == nil {
+		t.Error("--window soon: no error")
+	}
+}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 func newDeadLettersCmd() *cobra.Command {
@@ -34,17 +34,14 @@ func (f *deadLetterFlags) register(cmd *cobra.Command) {
 	f.window.register(cmd, "dead")
 }
 
-// filter returns the storage filter at now (the database's clock).
-func (f *deadLetterFlags) filter(o *ops) (storage.DeadLetterFilter, error) {
-	now, err := o.store.PGNow(o.cmd.Context())
+// selection is the flags' selection; the API reads the window's ends on
+// the database's clock.
+func (f *deadLetterFlags) selection() (operations.DeadLetterSelection, error) {
+	w, err := f.window.window()
 	if err != nil {
-		return storage.DeadLetterFilter{}, err
+		return operations.DeadLetterSelection{}, err
 	}
-	from, to, err := f.window.window(now)
-	if err != nil {
-		return storage.DeadLetterFilter{}, err
-	}
-	return storage.DeadLetterFilter{ID: f.id, Source: f.source, EventType: f.typ, DeadFrom: from, DeadTo: to}, nil
+	return operations.DeadLetterSelection{ID: f.id, Source: f.source, Type: f.typ, Window: w}, nil
 }
 
 func newDeadLettersListCmd() *cobra.Command {
@@ -61,54 +58,59 @@ one), oldest first: the event, its attempts and the last error. The whole
 error history is in --json and in 'events show EVENT'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit <= 0 || limit > 10000 {
-				return fmt.Errorf("--limit must be 1 to 10000")
+			if limit <= 0 || limit > maxListLimit {
+				return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
 			}
-			o, err := openOps(cmd)
+			sel, err := f.selection()
 			if err != nil {
 				return err
 			}
-			defer o.close()
-			filter, err := f.filter(o)
+			api, closeAPI, err := openAPI(cmd)
 			if err != nil {
 				return err
 			}
-			if filter == (storage.DeadLetterFilter{}) {
-				filter.All = true // listing everything is harmless
-			}
-			dls, err := o.store.DeadLetterList(cmd.Context(), filter, limit)
+			defer closeAPI()
+			q := operations.DeadLetterQuery{ID: sel.ID, Source: sel.Source, Type: sel.Type, Window: sel.Window}
+			var all operations.DeadLetterPage
+			all.DeadLetters, all.NextAfter, err = readPages(limit, 0, func(n int, after int64) ([]operations.DeadLetter, *int64, error) {
+				q.Limit, q.After = n, after
+				p, err := api.DeadLetters(cmd.Context(), q)
+				if err != nil {
+					return nil, nil, err
+				}
+				if all.At.IsZero() {
+					all.At = p.At
+				}
+				return p.DeadLetters, p.NextAfter, nil
+			})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				list := make([]deadLetterJSON, len(dls))
-				for i, d := range dls {
-					list[i] = deadLetterToJSON(d)
-				}
-				return writeJSON(out, map[string]any{"dead_letters": list})
+				return writeJSON(out, all)
 			}
-			if len(dls) == 0 {
+			if len(all.DeadLetters) == 0 {
 				fmt.Fprintln(out, "no open dead letters match")
 				return nil
 			}
 			tw := newTable(out)
 			fmt.Fprintln(tw, "ID\tEVENT\tSOURCE\tEVENT ID\tTYPE\tATTEMPTS\tDEAD AT\tLAST ERROR")
-			for _, d := range dls {
+			for _, d := range all.DeadLetters {
 				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventPK, d.Source, oneLine(d.EventID, 40),
-					oneLine(d.Type, 40), d.Attempts, stamp(&d.DeadAt), oneLine(d.LastError, 80))
+					oneLine(d.Type, 40), d.Attempts, operations.Stamp(&d.DeadAt), oneLine(deref(d.LastError), 80))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if len(dls) == limit {
-				fmt.Fprintf(out, "(first %d shown: narrow the filters or raise --limit)\n", limit)
+			if all.NextAfter != nil {
+				fmt.Fprintf(out, "(first %d shown: narrow the filters or raise --limit)\n", len(all.DeadLetters))
 			}
 			return nil
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many")
+	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -147,51 +149,47 @@ requeues them. Without a filter, --all is required.`,
 				}
 				f.id = id
 			}
-			o, err := openOps(cmd)
+			sel, err := f.selection()
 			if err != nil {
 				return err
 			}
-			defer o.close()
-			ctx := cmd.Context()
-			filter, err := f.filter(o)
-			if err != nil {
-				return err
-			}
-			filter.All = all
-			n, err := o.store.DeadLetterCountRequeueable(ctx, filter)
-			if errors.Is(err, storage.ErrEmptyFilter) {
+			sel.All = all
+			if !all && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() {
+				// Said in the command's own words (its flags); the API
+				// refuses an empty selection all the same.
 				return errors.New("give a dead letter's id, --source, --type, a time window, or --all")
 			}
+			api, closeAPI, err := openAPI(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeAPI()
+			dry := dryRun || !yes
+			var b *bar
+			if !dry {
+				b = newBar(cmd, -1, "requeueing") // one statement: a spinner
+			}
+			res, err := api.Requeue(cmd.Context(), operations.RequeueRequest{Select: sel, DryRun: dry, Reason: by.reason})
+			if res != nil {
+				b.Set(res.Events)
+			}
+			b.Done()
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if dryRun || !yes {
-				if asJSON {
-					return writeJSON(out, map[string]any{"dry_run": true, "events": n})
-				}
-				fmt.Fprintf(out, "dry run: %d events would be requeued", n)
+			if asJSON {
+				return writeJSON(out, res)
+			}
+			if dry {
+				fmt.Fprintf(out, "dry run: %d events would be requeued", res.Events)
 				if !dryRun {
 					fmt.Fprint(out, "; run it again with --yes to requeue them")
 				}
 				fmt.Fprintln(out)
 				return nil
 			}
-			now, err := o.store.PGNow(ctx)
-			if err != nil {
-				return err
-			}
-			b := newBar(cmd, int64(n), "requeueing")
-			got, err := o.store.DeadLetterRequeue(ctx, filter, now, by.resolve(o.getenv))
-			b.Set(got)
-			b.Done()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(out, map[string]any{"dry_run": false, "events": got})
-			}
-			fmt.Fprintf(out, "requeued %d events: due now; 'webhookctl stats' shows the backlog drain\n", got)
+			fmt.Fprintf(out, "requeued %d events: due now; 'webhookctl stats' shows the backlog drain\n", res.Events)
 			return nil
 		},
 	}

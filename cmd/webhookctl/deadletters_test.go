@@ -4,10 +4,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 type deadLettersListOut struct {
-	DeadLetters []deadLetterJSON `json:"dead_letters"`
+	DeadLetters []operations.DeadLetter `json:"dead_letters"`
 }
 
 type countOut struct {

@@ -19,21 +19,22 @@ import (
 	"golang.org/x/term"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-// The operator commands (stats, events, dead-letters, replay, expunge,
-// archive) read the functions' own configuration: DATABASE_URL (or
-// DATABASE_SECRET_ARN, DATABASE_HOST/PORT/NAME, DATABASE_IAM_AUTH with
-// DATABASE_USER, DATABASE_QUERY_MODE, DATABASE_SSLMODE, resolved by secrets.Environment
-// exactly as a Lambda resolves them at init) and, for
-// what touches the archive, the archiver's ARCHIVE_* and S3_* settings.
-// Without database settings they use the running make dev's (devstack.go).
+// The operator commands read the functions' own configuration:
+// DATABASE_URL (or DATABASE_SECRET_ARN, DATABASE_HOST/PORT/NAME,
+// DATABASE_IAM_AUTH with DATABASE_USER, DATABASE_QUERY_MODE,
+// DATABASE_SSLMODE, resolved by secrets.Environment exactly as a Lambda
+// resolves them at init) and, for what touches the archive, the
+// archiver's ARCHIVE_* and S3_* settings. Without database settings they
+// use the running make dev's (devstack.go). Every operator read and action
+// goes through operations.API (api.go); openOps is the database alone, for
+// what is no operator read (migrate).
 
 // envKey carries a getenv in a command's context: tests give each command
 // its own environment, so that they can run in parallel.
@@ -52,7 +53,7 @@ func envOf(cmd *cobra.Command) func(string) string {
 	return os.Getenv
 }
 
-// ops is what an operator command works with.
+// ops is the database a command opened, with its settings.
 type ops struct {
 	cmd    *cobra.Command
 	getenv func(string) string // secrets resolved
@@ -65,8 +66,8 @@ type ops struct {
 const operatorApplicationName = "webhookctl"
 
 // openOps resolves the environment's secrets and opens the database with
-// the pool every operator command uses: the database's settings as the
-// functions read them (storage.PoolConfigFromEnv), under the CLI's name.
+// the pool every command uses: the database's settings as the functions
+// read them (storage.PoolConfigFromEnv), under the CLI's name.
 func openOps(cmd *cobra.Command) (*ops, error) {
 	ctx := cmd.Context()
 	getenv, creds, err := secrets.Environment(ctx, envOf(cmd))
@@ -88,8 +89,9 @@ func openOps(cmd *cobra.Command) (*ops, error) {
 	return &ops{cmd: cmd, getenv: getenv, store: storage.New(pool), close: pool.Close}, nil
 }
 
-// logger is where the archiver's own log lines go: standard error, at
-// LOG_LEVEL or warn by default, so that a command's output stays its own.
+// logger is where the operations' and the archiver's own log lines go:
+// standard error, at LOG_LEVEL or warn by default, so that a command's
+// output stays its own.
 func (o *ops) logger() *slog.Logger {
 	return settings.JSONLogger(o.cmd.ErrOrStderr(), logLevel(o.getenv))
 }
@@ -104,30 +106,6 @@ func logLevel(getenv func(string) string) slog.Level {
 		return l
 	}
 	return slog.LevelWarn
-}
-
-// archiveConfig reads the archiver's configuration (the bucket, the S3
-// endpoint and keys, the prefix, the minimum age) as the archiver function
-// reads it.
-func (o *ops) archiveConfig() (archive.Config, error) {
-	cfg, err := archive.ConfigFromEnv(o.getenv)
-	if err != nil {
-		return cfg, fmt.Errorf("the archive's settings (as the archiver function's: %s, and %s, %s, %s for a local S3): %w",
-			blobstore.EnvBucket, blobstore.EnvEndpoint, blobstore.EnvAccessKeyID, blobstore.EnvSecretAccessKey, err)
-	}
-	return cfg, nil
-}
-
-// archiver builds the archiver from cfg (archiveConfig, which a command
-// may have adjusted) on the command's database, as the archiver function
-// builds it, logging to standard error.
-func (o *ops) archiver(cfg archive.Config) (*archive.Archiver, error) {
-	blobs, err := blobstore.Open(o.cmd.Context(), cfg.S3)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Store, cfg.Blobs, cfg.Logger = o.store, blobs, o.logger()
-	return archive.New(cfg)
 }
 
 // writeJSON prints v as one line of JSON.
@@ -191,142 +169,44 @@ func (b *bar) Done() {
 	}
 }
 
-// timeFlags are a time window: --since (a duration before now) or --from
-// and --to (RFC 3339 times or dates).
+// timeFlags are a time window as typed: --since (a span before now:
+// "2h", "1d") or --from and --to (RFC 3339 times or dates), read by
+// operations.ParseWindow, so every front end reads a window alike.
 type timeFlags struct {
-	since    time.Duration
-	from, to string
+	since, from, to string
 }
 
 func (t *timeFlags) register(cmd *cobra.Command, what string) {
-	cmd.Flags().DurationVar(&t.since, "since", 0, what+" in the last DURATION (e.g. 2h)")
+	cmd.Flags().StringVar(&t.since, "since", "", what+" in the last SPAN (e.g. 2h, 1d)")
 	cmd.Flags().StringVar(&t.from, "from", "", what+" at or after this time (RFC 3339, or a date: 2026-12-01)")
 	cmd.Flags().StringVar(&t.to, "to", "", what+" before this time (RFC 3339, or a date)")
 }
 
-// window returns the bounds at now; zero times are open ends.
-func (t *timeFlags) window(now time.Time) (from, to time.Time, err error) {
-	if t.since < 0 {
-		return from, to, errors.New("--since must be positive")
-	}
-	if t.since > 0 && t.from != "" {
-		return from, to, errors.New("give --since or --from, not both")
-	}
-	if t.since > 0 {
-		from = now.Add(-t.since)
-	}
-	if from.IsZero() && t.from != "" {
-		if from, err = parseTime(t.from); err != nil {
-			return from, to, fmt.Errorf("--from: %w", err)
-		}
-	}
-	if t.to != "" {
-		if to, err = parseTime(t.to); err != nil {
-			return from, to, fmt.Errorf("--to: %w", err)
-		}
-	}
-	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
-		return from, to, errors.New("the window is empty: --from must be before --to")
-	}
-	return from, to, nil
-}
-
-// parseTime reads RFC 3339 (with or without fractions) or a UTC date.
-func parseTime(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-12-01T02:00:00Z) nor a date (2026-12-01)", s)
-}
-
-// eventRef is an event named on the command line: its primary key, or
-// its source and event id.
-type eventRef struct {
-	id      int64
-	source  string
-	eventID string
+// window is the flags' window; the API reads its ends on the database's
+// clock.
+func (t *timeFlags) window() (operations.Window, error) {
+	return operations.ParseWindow(t.since, t.from, t.to)
 }
 
 // parseEventRef reads ID or SOURCE EVENT_ID.
-func parseEventRef(args []string) (eventRef, error) {
+func parseEventRef(args []string) (operations.EventRef, error) {
 	switch len(args) {
 	case 1:
 		id, err := strconv.ParseInt(args[0], 10, 64)
 		if err != nil || id <= 0 {
-			return eventRef{}, fmt.Errorf("%q is not an event's id (the number `events list` shows); name an event by SOURCE EVENT_ID otherwise", args[0])
+			return operations.EventRef{}, fmt.Errorf("%q is not an event's id (the number `events list` shows); name an event by SOURCE EVENT_ID otherwise", args[0])
 		}
-		return eventRef{id: id}, nil
+		return operations.EventRef{ID: id}, nil
 	case 2:
-		return eventRef{source: args[0], eventID: args[1]}, nil
+		return operations.EventRef{Source: args[0], EventID: args[1]}, nil
 	}
-	return eventRef{}, errors.New("name one event: ID, or SOURCE EVENT_ID")
+	return operations.EventRef{}, errors.New("name one event: ID, or SOURCE EVENT_ID")
 }
 
-// get reads the event.
-func (r eventRef) get(ctx context.Context, store *storage.Store) (*inbox.Event, error) {
-	var e *inbox.Event
-	var err error
-	if r.id != 0 {
-		e, err = store.EventGetByID(ctx, r.id)
-	} else {
-		e, err = store.EventGetByKey(ctx, r.source, r.eventID)
-	}
-	if errors.Is(err, storage.ErrEventNotFound) {
-		return e, fmt.Errorf("no such event (%s)", r)
-	}
-	return e, err
-}
+// Helpers for human tables; times, spans and sizes are written by
+// operations (Ago, Stamp, Span.String, Bytes), as every front end writes
+// them.
 
-func (r eventRef) String() string {
-	if r.id != 0 {
-		return "id " + strconv.FormatInt(r.id, 10)
-	}
-	return r.source + "/" + r.eventID
-}
-
-// Helpers for human tables.
-
-// ago renders how long before now t was, coarsely ("3m12s", "2h5m").
-func ago(now, t time.Time) string {
-	d := now.Sub(t)
-	if d < 0 {
-		return "in " + roundDuration(-d).String()
-	}
-	return roundDuration(d).String() + " ago"
-}
-
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Hour:
-		return d.Round(time.Minute)
-	case d >= time.Minute:
-		return d.Round(time.Second)
-	default:
-		return d.Round(100 * time.Millisecond)
-	}
-}
-
-// span renders a setting's duration, in days when it is whole days
-// ("7d", as ARCHIVE_MIN_AGE is written).
-func span(d time.Duration) string {
-	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
-}
-
-// stamp renders a time for a table, in UTC to the second.
-func stamp(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05")
-}
-
-// orNull is s for JSON output, where "" is null.
 // orDash is s, or "-" for an empty s, for a table cell.
 func orDash(s string) string {
 	if s == "" {
@@ -335,11 +215,12 @@ func orDash(s string) string {
 	return s
 }
 
-func orNull(s string) *string {
-	if s == "" {
-		return nil
+// deref is *s, or "" for none (the API's nullable texts).
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	return &s
+	return *s
 }
 
 // oneLine shortens s to one line of at most n runes, for a table cell,
@@ -359,20 +240,6 @@ func oneLine(s string, n int) string {
 // the operator's terminal.
 func safeText(s string) string {
 	return inbox.EscapeControls(s, "\n\t")
-}
-
-// bytesHuman renders a size in binary units.
-func bytesHuman(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // confirmDestructive refuses an irreversible change without --yes.

@@ -12,12 +12,10 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
-type eventsListJSON struct {
-	Events     []eventJSON `json:"events"`
-	NextBefore *int64      `json:"next_before"`
-}
+type eventsListJSON = operations.EventPage
 
 func listIDs(l eventsListJSON) []int64 {
 	ids := make([]int64, len(l.Events))
@@ -41,7 +39,7 @@ func TestEventsList(t *testing.T) {
 	if len(all.Events) != 10 || all.NextBefore != nil {
 		t.Fatalf("all events = %+v", all)
 	}
-	if !slices.IsSortedFunc(all.Events, func(a, b eventJSON) int { return int(b.ID - a.ID) }) {
+	if !slices.IsSortedFunc(all.Events, func(a, b operations.Event) int { return int(b.ID - a.ID) }) {
 		t.Fatalf("not newest first: %v", listIDs(all))
 	}
 	want := map[int64]inbox.EventState{
@@ -49,7 +47,7 @@ func TestEventsList(t *testing.T) {
 		ids["flaky"]: inbox.StateRetrying, ids["inflight"]: inbox.StateInFlight, ids["pending"]: inbox.StatePending,
 	}
 	for _, e := range all.Events {
-		if w, ok := want[e.ID]; ok && e.State != string(w) {
+		if w, ok := want[e.ID]; ok && e.State != w {
 			t.Errorf("event %d (%s) state = %s, want %s", e.ID, e.EventID, e.State, w)
 		}
 	}
@@ -59,7 +57,7 @@ func TestEventsList(t *testing.T) {
 		f.runJSON(&l, "events", "list", "--state", string(st))
 		var expect []int64
 		for _, e := range all.Events {
-			if e.State == string(st) {
+			if e.State == st {
 				expect = append(expect, e.ID)
 			}
 		}
@@ -139,7 +137,7 @@ func TestEventsList(t *testing.T) {
 	}
 }
 
-type eventShowOut = eventShowJSON
+type eventShowOut = eventView
 
 func TestEventsShow(t *testing.T) {
 	t.Parallel()
@@ -163,7 +161,7 @@ func TestEventsShow(t *testing.T) {
 	}
 	var retrying, mismatched eventShowOut
 	f.runJSON(&retrying, "events", "show", strconv.FormatInt(ids["flaky"], 10), "--no-body")
-	if retrying.State != "retrying" || len(retrying.History) != 1 || *retrying.History[0].Cause != "handler_failed" || retrying.FailedInRun != 1 ||
+	if retrying.State != "retrying" || len(retrying.History) != 1 || *retrying.History[0].Cause != "handler_failed" || retrying.FailedAttempts != 1 ||
 		retrying.NextAttemptAt == nil || retrying.Body != nil || retrying.BodyFrom != "" {
 		t.Fatalf("retrying event = %+v", retrying)
 	}
@@ -229,7 +227,7 @@ func TestEventsShowArchivedBody(t *testing.T) {
 	id := f.insertBody("stripe", "evt_arch", "ok", body)
 	f.insert("stripe", "evt_arch_2", "ok")
 	f.drain(nil)
-	var run archiveRunJSON
+	var run operations.ArchiveRunResult
 	f.runJSON(&run, "archive", "run", "--min-age", "1ms")
 	if run.Events != 2 || run.Objects != 1 {
 		t.Fatalf("archive run = %+v", run)
@@ -279,6 +277,112 @@ func TestEventsShowSuspectedReplays(t *testing.T) {
 	for _, want := range []string{"REDELIVERIES WITH A DIFFERENT BODY", "SUSPECTED REPLAYS", "evt_replayed_9", "push"} {
 		if !strings.Contains(human, want) {
 			t.Errorf("events show lacks %q:\n%s", want, human)
+		}
+	}
+}
+
+// TestEventsListPagesPastOneAPIPage: the API answers at most
+// operations.MaxLimit events a call; a --limit beyond that is served page
+// after page (NextBefore), every event once, newest first, and the cursor
+// printed is where the list stopped.
+func TestEventsListPagesPastOneAPIPage(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	n := operations.MaxLimit + 3
+	evs := factory.Events(f.ctx, t, f.store, n, &factory.EventOpts{Source: "stripe", EventID: "evt_page_", Type: "ok"})
+	newest := make([]int64, n)
+	for i, e := range evs {
+		newest[n-1-i] = e.ID
+	}
+
+	var most eventsListJSON
+	f.runJSON(&most, "events", "list", "--limit", strconv.Itoa(n-1))
+	if got := listIDs(most); !slices.Equal(got, newest[:n-1]) || most.NextBefore == nil || *most.NextBefore != newest[n-2] {
+		t.Fatalf("--limit %d: %d events (first %v), next_before %v; want the %d newest, next_before %d",
+			n-1, len(got), got[:min(3, len(got))], most.NextBefore, n-1, newest[n-2])
+	}
+	var rest eventsListJSON
+	f.runJSON(&rest, "events", "list", "--before", strconv.FormatInt(*most.NextBefore, 10))
+	if got := listIDs(rest); !slices.Equal(got, newest[n-1:]) || rest.NextBefore != nil {
+		t.Fatalf("the page after: %v, next_before %v; want %v", got, rest.NextBefore, newest[n-1:])
+	}
+	// A limit past the end: every event, and no cursor.
+	var all eventsListJSON
+	f.runJSON(&all, "events", "list", "--limit", strconv.Itoa(maxListLimit))
+	if got := listIDs(all); !slices.Equal(got, newest) || all.NextBefore != nil {
+		t.Fatalf("--limit %d: %d events, next_before %v; want all %d", maxListLimit, len(got), all.NextBefore, n)
+	}
+	if human := f.runOK("events", "list", "--limit", strconv.Itoa(n-1)); strings.Count(human, "evt_page_") != n-1 ||
+		!strings.Contains(human, "(more: --before "+strconv.FormatInt(newest[n-2], 10)+")") {
+		t.Fatalf("the table of %d events lacks some, or the cursor:\n%s", n-1, human[max(0, len(human)-300):])
+	}
+	if _, _, err := f.run("events", "list", "--limit", strconv.Itoa(maxListLimit+1)); err == nil {
+		t.Fatalf("--limit %d accepted", maxListLimit+1)
+	}
+}
+
+// TestEventsShowJSONIsFlat: events show --json keeps the event's fields at
+// the top level beside its lists and body, as scripts read it.
+func TestEventsShowJSONIsFlat(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	ids := f.populate()
+	var m map[string]any
+	f.runJSON(&m, "events", "show", strconv.FormatInt(ids["poison1"], 10))
+	for _, k := range []string{"id", "source", "event_id", "type", "state", "attempts", "failed_attempts", "received_at", "dead_at",
+		"last_error", "body_size", "body_sha256", "metadata", "archive_key", "history", "actions", "dead_letters", "payload_mismatches",
+		"body", "body_from"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("events show --json has no top-level %q: %v", k, m)
+		}
+	}
+	if _, nested := m["event"]; nested || m["state"] != "dead" || m["id"] != float64(ids["poison1"]) {
+		t.Errorf("events show --json = %v", m)
+	}
+}
+
+// TestWindowsAreSpans: every window and age is a span as operators write
+// it (a Go duration or whole days), read once by operations for every
+// front end; what is no positive span is refused.
+func TestWindowsAreSpans(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	ids := f.populate()
+	old := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_days_old", Type: "old",
+		CreatedAt: time.Now().Add(-36 * time.Hour)}).ID
+
+	var day, twoDays eventsListJSON
+	f.runJSON(&day, "events", "list", "--since", "1d")
+	f.runJSON(&twoDays, "events", "list", "--since", "2d")
+	if slices.Contains(listIDs(day), old) || !slices.Contains(listIDs(twoDays), old) || len(twoDays.Events) != len(day.Events)+1 {
+		t.Errorf("--since 1d: %v; --since 2d: %v (the old event: %d)", listIDs(day), listIDs(twoDays), old)
+	}
+	var st operations.Stats
+	f.runJSON(&st, "stats", "--window", "7d")
+	if st.WindowSeconds != 7*24*3600 || st.Window.String() != "7d" {
+		t.Errorf("stats --window 7d: %s, %v s", st.Window, st.WindowSeconds)
+	}
+	if human := f.runOK("stats", "--window", "1d"); !strings.Contains(human, "REJECTIONS (last 1d)") {
+		t.Errorf("stats --window 1d:\n%s", human)
+	}
+	var dls deadLettersListOut
+	f.runJSON(&dls, "dead-letters", "list", "--since", "1d")
+	if len(dls.DeadLetters) != 3 || dls.DeadLetters[0].EventPK != ids["poison1"] {
+		t.Errorf("dead-letters list --since 1d = %+v", dls.DeadLetters)
+	}
+	f.runOK("dead-letters", "requeue", "--source", "github", "--yes")
+	var acts operations.ActionPage
+	f.runJSON(&acts, "actions", "--since", "7d")
+	if len(acts.Actions) != 1 {
+		t.Errorf("actions --since 7d = %+v", acts.Actions)
+	}
+	for _, bad := range [][]string{
+		{"events", "list", "--since", "0"}, {"events", "list", "--since", "-2h"}, {"events", "list", "--since", "soon"},
+		{"stats", "--window", "0"}, {"stats", "--window", "1w"}, {"actions", "--since", "-1d"},
+		{"dead-letters", "list", "--since", "1x"}, {"replay", "--since", "0s", "--dry-run"},
+	} {
+		if _, _, err := f.run(bad...); err == nil {
+			t.Errorf("%v accepted", bad)
 		}
 	}
 }

@@ -3,83 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
-
-// expungeJSON says what an expunge erases (--dry-run) or erased, and what
-// it cannot reach.
-type expungeJSON struct {
-	DryRun          bool   `json:"dry_run"`
-	ID              int64  `json:"id"`
-	Source          string `json:"source"`
-	EventID         string `json:"event_id"`
-	AlreadyExpunged bool   `json:"already_expunged"`
-	BodyInPostgres  bool   `json:"body_in_postgres"`
-	PayloadStored   bool   `json:"payload_in_postgres"`
-	// MetadataStored and LastErrorStored: the row's metadata and a last
-	// error text, which may quote the body.
-	MetadataStored  bool `json:"metadata_in_postgres"`
-	LastErrorStored bool `json:"last_error_in_postgres"`
-	// AttemptErrors counts the attempts whose error text is erased.
-	AttemptErrors int     `json:"attempt_errors"`
-	ArchiveKey    *string `json:"archive_key"`
-	// DeadLetterCopies counts the dead letters holding a payload, a body
-	// or an error text.
-	DeadLetterCopies int `json:"dead_letter_copies"`
-	// OrphanObjects and ObjectVersions: what the bucket held besides the
-	// archive object's current version (known after the expunge only).
-	OrphanObjects  []string   `json:"orphan_objects"`
-	ObjectVersions int        `json:"object_versions_deleted"`
-	ExpungedAt     *time.Time `json:"expunged_at"`
-	// NotReached lists the copies expunge cannot erase.
-	NotReached []string `json:"not_reached"`
-}
-
-// erasable reports whether an error text is still there to erase.
-func erasable(text string) bool { return text != "" && text != storage.Redacted }
-
-// expungePlan reads what an expunge of e would erase in Postgres.
-func expungePlan(o *ops, e *inbox.Event) (expungeJSON, error) {
-	p := expungeJSON{
-		ID: e.ID, Source: e.Source, EventID: e.EventID, AlreadyExpunged: e.ExpungedAt != nil,
-		BodyInPostgres: e.Body != nil, PayloadStored: e.Payload != nil, ExpungedAt: e.ExpungedAt,
-		MetadataStored: e.Metadata != nil, LastErrorStored: erasable(e.LastError),
-		OrphanObjects: []string{}, NotReached: archive.Unreachable,
-	}
-	if e.ExpungedAt == nil {
-		p.ArchiveKey = orNull(e.ArchiveKey)
-	}
-	ctx := o.cmd.Context()
-	atts, err := o.store.AttemptListByEvent(ctx, e.ID)
-	if err != nil {
-		return p, err
-	}
-	for _, a := range atts {
-		if erasable(a.Error) {
-			p.AttemptErrors++
-		}
-	}
-	dls, err := o.store.DeadLetterListByEvent(ctx, e.ID)
-	if err != nil {
-		return p, err
-	}
-	for _, d := range dls {
-		copied := d.Body != nil || d.Payload != nil || erasable(d.LastError)
-		for _, x := range d.Errors {
-			copied = copied || erasable(x.Error)
-		}
-		if copied {
-			p.DeadLetterCopies++
-		}
-	}
-	return p, nil
-}
 
 func newExpungeCmd() *cobra.Command {
 	var dryRun, yes, asJSON bool
@@ -114,53 +43,20 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 					return err
 				}
 			}
-			o, err := openOps(cmd)
+			api, closeAPI, err := openAPI(cmd)
 			if err != nil {
 				return err
 			}
-			defer o.close()
-			ctx := cmd.Context()
-			e, err := ref.get(ctx, o.store)
+			defer closeAPI()
+			res, err := api.Expunge(cmd.Context(), operations.ExpungeRequest{Event: ref, DryRun: dryRun, Reason: by.reason})
 			if err != nil {
 				return err
 			}
-			plan, err := expungePlan(o, e)
-			if err != nil {
-				return err
-			}
-			plan.DryRun = dryRun
 			out := cmd.OutOrStdout()
-			if dryRun {
-				if asJSON {
-					return writeJSON(out, plan)
-				}
-				printExpunge(out, plan)
-				return nil
-			}
-			cfg, err := o.archiveConfig()
-			if err != nil {
-				return err
-			}
-			a, err := o.archiver(cfg)
-			if err != nil {
-				return err
-			}
-			rep, err := a.Expunge(ctx, e.Source, e.EventID, by.resolve(o.getenv))
-			if err != nil {
-				return fmt.Errorf("expunge %s/%s (safe to run again): %w", e.Source, e.EventID, err)
-			}
-			plan.AttemptErrors, plan.DeadLetterCopies = rep.AttemptErrors, rep.DeadLetters
-			plan.MetadataStored, plan.LastErrorStored = rep.Metadata, rep.LastError
-			plan.OrphanObjects, plan.ObjectVersions = append([]string{}, rep.Orphans...), rep.Versions
-			after, err := o.store.EventGetByID(ctx, e.ID)
-			if err != nil {
-				return err
-			}
-			plan.ExpungedAt = after.ExpungedAt
 			if asJSON {
-				return writeJSON(out, plan)
+				return writeJSON(out, res)
 			}
-			printExpunge(out, plan)
+			printExpunge(out, res)
 			return nil
 		},
 	}
@@ -171,16 +67,16 @@ be erased; the real run needs --yes. Running it again is harmless.`,
 	return cmd
 }
 
-func printExpunge(out io.Writer, p expungeJSON) {
+func printExpunge(out io.Writer, p *operations.ExpungeResult) {
 	verb := "erased"
 	if p.DryRun {
 		verb = "would be erased"
 		fmt.Fprintf(out, "dry run: expunge of event %d (%s/%s)\n", p.ID, p.Source, p.EventID)
 	} else {
-		fmt.Fprintf(out, "expunged event %d (%s/%s) at %s\n", p.ID, p.Source, p.EventID, stamp(p.ExpungedAt))
+		fmt.Fprintf(out, "expunged event %d (%s/%s) at %s\n", p.ID, p.Source, p.EventID, operations.Stamp(p.ExpungedAt))
 	}
 	if p.AlreadyExpunged {
-		fmt.Fprintf(out, "  already expunged at %s: nothing left to erase in Postgres\n", stamp(p.ExpungedAt))
+		fmt.Fprintf(out, "  already expunged at %s: nothing left to erase in Postgres\n", operations.Stamp(p.ExpungedAt))
 	} else {
 		if p.BodyInPostgres || p.PayloadStored {
 			fmt.Fprintf(out, "  body and payload in Postgres: %s\n", verb)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // TestExpunge: the dry run says what an expunge erases, and the expunge
@@ -20,7 +22,7 @@ func TestExpunge(t *testing.T) {
 	if _, _, err := f.run("expunge", dead); err == nil || !strings.Contains(err.Error(), "--yes") {
 		t.Fatalf("expunge without --yes: %v", err)
 	}
-	var dry, done expungeJSON
+	var dry, done operations.ExpungeResult
 	f.runJSON(&dry, "expunge", dead, "--dry-run")
 	if got := changed(before, f.snapshot()); len(got) != 0 {
 		t.Fatalf("refused and dry runs changed %v", got)
@@ -58,7 +60,7 @@ func TestExpunge(t *testing.T) {
 
 	// An archived event: its object is rewritten without it; the other
 	// event of the object still reads back.
-	var run archiveRunJSON
+	var run operations.ArchiveRunResult
 	f.runJSON(&run, "archive", "run", "--min-age", "1ms")
 	var e eventShowOut
 	f.runJSON(&e, "events", "show", "stripe", "evt_ok_1", "--no-body")

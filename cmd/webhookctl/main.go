@@ -42,11 +42,17 @@ func newRootCmd() *cobra.Command {
 		// with no database settings, it uses the checkout's running make dev.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			useSafeOutput(cmd)
+			if remoteAsked(cmd) {
+				// Through an operator API: make dev's database settings
+				// are not this command's.
+				return nil
+			}
 			return useDevStack(cmd)
 		},
 		PersistentPostRun: func(cmd *cobra.Command, _ []string) { flushSafeOutput(cmd) },
 	}
-	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(),
+	registerRemote(root)
+	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(), newWhoamiCmd(),
 		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd(), newConsoleCmd())
 	return root
 }

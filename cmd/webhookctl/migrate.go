@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,6 +69,9 @@ a deploy.`,
 // openDatabase opens the database the way the operator commands do
 // (DATABASE_URL or the functions' secret settings).
 func openDatabase(cmd *cobra.Command) (*pgxpool.Pool, error) {
+	if remoteAsked(cmd) {
+		return nil, errors.New("migrate talks to the database as its owner, never through an operator API: a stack migrates itself at every deploy (its migration function's log says what it applied)")
+	}
 	o, err := openOps(cmd)
 	if err != nil {
 		return nil, err

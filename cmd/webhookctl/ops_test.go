@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,6 +120,37 @@ func (f *opsFixture) insertBody(source, eventID, eventType string, body []byte) 
 		f.t.Fatalf("insert %s/%s: %+v %v", source, eventID, res, err)
 	}
 	return res.ID
+}
+
+// insertMany stores n events through the receiver's query, from several
+// connections at once (a large fixture, quickly), each id prefix and a
+// number.
+func (f *opsFixture) insertMany(n int, source, prefix, eventType string) {
+	f.t.Helper()
+	const workers = 8
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				id := fmt.Sprintf("%s%06d", prefix, i)
+				res, err := f.store.EventInsert(f.ctx, storage.EventInsertParams{Source: source, SourceKind: source, EventID: id, EventType: eventType,
+					Body: fmt.Appendf(nil, `{"id":%q,"type":%q}`, id, eventType)})
+				if err == nil && !res.Inserted {
+					err = fmt.Errorf("%s was not inserted", id)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		f.t.Fatal(err)
+	}
 }
 
 // registry routes, for the sources "stripe" and "github": type "ok" is
@@ -232,7 +264,7 @@ func TestOperatorCommandsNeedTheDatabase(t *testing.T) {
 	for _, args := range [][]string{
 		{"stats"}, {"events", "list"}, {"events", "show", "1"}, {"dead-letters", "list"},
 		{"dead-letters", "requeue", "--all", "--dry-run"}, {"replay", "--all", "--dry-run"},
-		{"expunge", "1", "--dry-run"}, {"archive", "run", "--dry-run"},
+		{"expunge", "1", "--dry-run"}, {"archive", "run", "--dry-run"}, {"actions"}, {"whoami"},
 	} {
 		if _, _, err := f.run(args...); err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
 			t.Errorf("%v: err = %v", args, err)

@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // replayWarning is printed (to standard error) by every replay, dry or not.
@@ -63,56 +62,34 @@ the first ones at once.`,
 				}
 				id = n
 			}
-			switch outcome {
-			case "", string(inbox.OutcomeHandled), string(inbox.OutcomeUnhandled):
-			default:
-				return fmt.Errorf("--outcome must be %s or %s", inbox.OutcomeHandled, inbox.OutcomeUnhandled)
-			}
 			if !dryRun {
 				if err := confirmDestructive(yes, "replay runs handlers again"); err != nil {
 					return err
 				}
 			}
-			o, err := openOps(cmd)
+			w, err := window.window()
 			if err != nil {
 				return err
 			}
-			defer o.close()
-			ctx := cmd.Context()
-			now, err := o.store.PGNow(ctx)
-			if err != nil {
-				return err
-			}
-			from, to, err := window.window(now)
-			if err != nil {
-				return err
-			}
-			filter := storage.ReplayFilter{
-				ID: id, Source: source, EventType: typ, Outcome: inbox.Outcome(outcome),
-				ProcessedFrom: from, ProcessedTo: to, All: all,
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), replayWarning)
-
-			var b *bar
-			opts := storage.ReplayOptions{Now: now, DryRun: dryRun, By: by.resolve(o.getenv), Progress: func(done, total int) {
-				if b == nil {
-					b = newBar(cmd, int64(total), "replaying")
-				}
-				b.Set(done)
-			}}
-			res, err := o.store.EventReplay(ctx, filter, opts)
-			b.Done()
-			if errors.Is(err, storage.ErrEmptyReplayFilter) {
+			sel := operations.ReplaySelection{ID: id, Source: source, Type: typ, Outcome: outcome, Window: w, All: all}
+			if !all && id == 0 && source == "" && typ == "" && outcome == "" && w.IsZero() {
+				// Said in the command's own words (its flags); the API
+				// refuses an empty selection all the same.
 				return errors.New("give an event's id, --source, --type, --outcome, a time window, or --all")
 			}
+			api, closeAPI, err := openAPI(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeAPI()
+			fmt.Fprintln(cmd.ErrOrStderr(), replayWarning)
+			res, err := replay(cmd, api, operations.ReplayRequest{Select: sel, DryRun: dryRun, Reason: by.reason})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, map[string]any{
-					"dry_run": dryRun, "matched": res.Matched, "replayed": res.Replayed, "archived": res.Archived, "action_id": res.ActionID,
-				})
+				return writeJSON(out, res)
 			}
 			archived := ""
 			if res.Archived > 0 {
@@ -137,4 +114,33 @@ the first ones at once.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	by.register(cmd)
 	return cmd
+}
+
+// replay runs r: a dry run is one call; a replay is a call, then as many
+// as it takes to finish (each continuing the one before, Next, under the
+// same record), with a progress bar of the events reset. The answer is
+// the whole replay's: what the first call matched, what every call reset.
+func replay(cmd *cobra.Command, api operations.API, r operations.ReplayRequest) (*operations.ReplayResult, error) {
+	ctx := cmd.Context()
+	res, err := api.Replay(ctx, r)
+	if err != nil || r.DryRun {
+		return res, err
+	}
+	total := *res
+	b := newBar(cmd, int64(total.Matched), "replaying")
+	b.Set(total.Replayed)
+	defer b.Done()
+	for next := res.Next; next != nil; {
+		r.Continue = next
+		more, err := api.Replay(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("the replay stopped after %d of %d events (recorded as action %d): %w",
+				total.Replayed, total.Matched, total.ActionID, err)
+		}
+		total.Replayed += more.Replayed
+		b.Set(total.Replayed)
+		next = more.Next
+	}
+	total.Next = nil
+	return &total, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 type replayOut struct {
@@ -92,6 +94,12 @@ func TestReplay(t *testing.T) {
 		real.Archived != 1 || !sameSet(got, idSet(a1, a2, b1, b2)) {
 		t.Fatalf("with an archived event: dry %+v, real %+v, changed %v", dry, real, got)
 	}
+	// The replay is recorded with the events it reset, all of them.
+	var acts operations.ActionPage
+	f.runJSON(&acts, "actions", "--limit", "1")
+	if len(acts.Actions) != 1 || acts.Actions[0].Action != "replay" || acts.Actions[0].Events != real.Replayed {
+		t.Fatalf("the replay's record = %+v, want %d events", acts.Actions, real.Replayed)
+	}
 	f.runJSON(&dry, "replay", strconv.FormatInt(gh, 10), "--dry-run")
 	before = f.snapshot()
 	human := f.runOK("replay", "--id", strconv.FormatInt(gh, 10), "--yes")
@@ -105,5 +113,35 @@ func TestReplay(t *testing.T) {
 	}
 	if out := f.runOK("replay", "--source", "stripe", "--dry-run"); !strings.Contains(out, "dry run: 0 events would be replayed\n") {
 		t.Fatalf("human dry run: %s", out)
+	}
+}
+
+// TestReplayInSeveralCalls: a replay larger than one API call's worth
+// (operations.ReplayPerCall) goes on call after call until every event it
+// matched is reset, all under one record that counts them all.
+func TestReplayInSeveralCalls(t *testing.T) {
+	tier.Heavy(t, "ten thousand events replayed")
+	t.Parallel()
+	f := newOpsFixture(t)
+	n := operations.ReplayPerCall + 2
+	f.insertMany(n, "stripe", "evt_many_", "ok")
+	if st := f.drain(nil); st.Handled != n {
+		t.Fatalf("drain = %+v, want %d handled", st, n)
+	}
+	var real replayOut
+	f.runJSON(&real, "replay", "--source", "stripe", "--yes", "--actor", "alice")
+	if real.Matched != n || real.Replayed != n || real.DryRun {
+		t.Fatalf("replay = %+v, want %d matched and replayed", real, n)
+	}
+	if left := f.count(`SELECT count(*) FROM webhook_events WHERE processed_at IS NOT NULL`); left != 0 {
+		t.Fatalf("%d events left processed", left)
+	}
+	var acts operations.ActionPage
+	f.runJSON(&acts, "actions")
+	if len(acts.Actions) != 1 || acts.Actions[0].Events != n || acts.Actions[0].Actor != "alice" {
+		t.Fatalf("records = %+v, want one replay of %d events", acts.Actions, n)
+	}
+	if linked := f.count(`SELECT count(*) FROM webhook_operator_action_events WHERE action_id = $1`, acts.Actions[0].ID); linked != n {
+		t.Fatalf("%d events linked to the record, want %d", linked, n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -66,21 +67,24 @@ func TestStats(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
 	f.populate()
+	// The archive's minimum age is one of the archive's settings: the
+	// API reads it with the others (the bucket named).
+	f.withArchive()
 	f.env["ARCHIVE_MIN_AGE"] = "1ms"
 
-	var r statsReport
+	var r operations.Stats
 	f.runJSON(&r, "stats")
 	b := r.Backlog
 	if b.Unprocessed != 3 || b.Due != 1 || b.InFlight != 1 || b.Retrying != 1 || b.OldestDueAt == nil || b.OldestReceivedAt == nil {
 		t.Errorf("backlog = %+v", b)
 	}
 	if r.DeadLettersOpen != 3 || len(r.DeadLetters) != 2 ||
-		r.DeadLetters[0] != (deadLetterCountJSON{"stripe", "poison", 2, r.DeadLetters[0].OldestDeadAt}) ||
+		r.DeadLetters[0] != (operations.DeadLetterCount{Source: "stripe", Type: "poison", Count: 2, OldestDeadAt: r.DeadLetters[0].OldestDeadAt}) ||
 		r.DeadLetters[1].Source != "github" || r.DeadLetters[1].Count != 1 {
 		t.Errorf("dead letters = %+v", r.DeadLetters)
 	}
-	if len(r.Rejections) != 2 || r.Rejections[0] != (rejectionCountJSON{"stripe", "signature_mismatch", 5}) ||
-		r.Rejections[1] != (rejectionCountJSON{"nope", "unknown_source", 1}) {
+	if len(r.Rejections) != 2 || r.Rejections[0] != (operations.RejectionCount{Source: "stripe", Cause: "signature_mismatch", Count: 5}) ||
+		r.Rejections[1] != (operations.RejectionCount{Source: "nope", Cause: "unknown_source", Count: 1}) {
 		t.Errorf("rejections = %+v", r.Rejections)
 	}
 	if len(r.PayloadMismatches) != 1 || r.PayloadMismatches[0].Source != "stripe" || r.PayloadMismatches[0].Count != 1 {
@@ -89,7 +93,7 @@ func TestStats(t *testing.T) {
 	if a := r.Archive; a.Waiting != 3 || a.Due != 3 || a.Objects != 0 || a.MinAgeSeconds != 0.001 || a.OldestProcessedAt == nil {
 		t.Errorf("archive = %+v", a)
 	}
-	tables := map[string]tableSizeJSON{}
+	tables := map[string]operations.TableSize{}
 	for _, s := range r.Tables {
 		tables[s.Name] = s
 	}
@@ -103,7 +107,7 @@ func TestStats(t *testing.T) {
 	// The window counts back from now: a refusal two hours old is out of
 	// the default hour, in a three-hour window.
 	factory.Rejection(f.ctx, t, f.store, &factory.RejectionOpts{Source: "old", Cause: "unknown_source", ReceivedAt: time.Now().Add(-2 * time.Hour)})
-	var hour, three statsReport
+	var hour, three operations.Stats
 	f.runJSON(&hour, "stats")
 	f.runJSON(&three, "stats", "--window", "3h")
 	if len(hour.Rejections) != 2 || len(three.Rejections) != 3 || three.WindowSeconds != 3*3600 {
@@ -113,7 +117,7 @@ func TestStats(t *testing.T) {
 	human := f.runOK("stats")
 	for _, want := range []string{
 		"BACKLOG", "unprocessed", "due 1, in flight 1, retrying 1", "DEAD LETTERS (open: 3)", "stripe", "poison",
-		"REJECTIONS (last 1h0m0s)", "signature_mismatch", "PAYLOAD MISMATCHES", "ARCHIVE", "TABLES", "webhook_events",
+		"REJECTIONS (last 1h)", "signature_mismatch", "PAYLOAD MISMATCHES", "ARCHIVE", "TABLES", "webhook_events",
 	} {
 		if !strings.Contains(human, want) {
 			t.Errorf("stats lacks %q:\n%s", want, human)
@@ -124,7 +128,7 @@ func TestStats(t *testing.T) {
 func TestStatsEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	f := newOpsFixture(t)
-	var r statsReport
+	var r operations.Stats
 	f.runJSON(&r, "stats")
 	if r.Backlog.Unprocessed != 0 || r.Backlog.OldestDueAt != nil || r.DeadLetters == nil || r.Rejections == nil ||
 		r.PayloadMismatches == nil || r.Archive.MinAgeSeconds != (7*24*time.Hour).Seconds() {
@@ -147,7 +151,7 @@ func TestStatsWatch(t *testing.T) {
 	}
 	var last time.Time
 	for _, l := range lines {
-		var r statsReport
+		var r operations.Stats
 		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Backlog.Unprocessed != 1 {
 			t.Fatalf("report %s: %v", l, err)
 		}
@@ -198,12 +202,12 @@ func TestStatsBloat(t *testing.T) {
 		t.Fatal("a unique index over repeated values was built")
 	}
 
-	var r statsReport
+	var r operations.Stats
 	f.runJSON(&r, "stats")
 	if r.Bloat.ThresholdRatio != storage.DefaultBloatThreshold.Ratio || r.Bloat.ThresholdMinBytes != storage.DefaultBloatThreshold.MinBytes {
 		t.Errorf("threshold = %+v", r.Bloat)
 	}
-	rel := map[string]relationBloatJSON{}
+	rel := map[string]operations.RelationBloat{}
 	for _, b := range r.Bloat.Relations {
 		rel[b.Name] = b
 	}
@@ -250,7 +254,7 @@ func TestStatsBloat(t *testing.T) {
 	if _, err := f.pool.Exec(f.ctx, `REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx`); err != nil {
 		t.Fatal(err)
 	}
-	var after statsReport
+	var after operations.Stats
 	f.runJSON(&after, "stats")
 	for _, b := range after.Bloat.Relations {
 		if b.Name == "webhook_bloat_probe_open_idx" && (b.Over || b.Remedy != "" || *b.BloatRatio > 0.1) {

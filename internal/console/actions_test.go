@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -27,7 +27,16 @@ import (
 // cannot express (a state, a time window) is refused.
 func TestReplayCountsThenConfirms(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *console.Config) { c.Actor = inbox.Actor{Name: "alice@ops", Reason: "INC-9"} })
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testReplayCountsThenConfirms(t, b)
+		})
+	}
+}
+
+func testReplayCountsThenConfirms(t *testing.T, b backend) {
+	f := setupWith(t, b, nil, func(c *console.Config) { c.Reason = "INC-9" })
 	done := factory.Events(f.ctx, f.t, f.store, 3, &factory.EventOpts{Source: "stripe", Type: "invoice.paid", State: inbox.StateProcessed})
 	factory.MarkArchived(f.ctx, f.t, f.store, "archive/stripe/0001.ndjson.gz", done[0].ID)
 	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "stripe", Type: "invoice.paid", State: inbox.StateDead})
@@ -76,7 +85,7 @@ func TestReplayCountsThenConfirms(t *testing.T) {
 		t.Errorf("github's event outside the filter was replayed: %v", got.State(now))
 	}
 	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
-	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionReplay || acts[0].Actor != "alice@ops" || acts[0].Reason != "INC-9" ||
+	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionReplay || acts[0].Actor != f.who || acts[0].Reason != "INC-9" ||
 		acts[0].Events != 4 || !strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`) {
 		t.Fatalf("operator actions = %+v, %v", acts, err)
 	}
@@ -116,27 +125,33 @@ func TestReplayCountsThenConfirms(t *testing.T) {
 	}
 }
 
-// expungeSetup: a console with the archive's settings (a real S3 server)
-// and an event archived there, with a dead letter's history before.
-func expungeSetup(t *testing.T) (*fixture, *inbox.Event) {
+// expungeSetup: a console over b with the archive's settings (a real S3
+// server) and an event archived there, with a dead letter's history
+// before.
+func expungeSetup(t *testing.T, b backend) (*fixture, *inbox.Event) {
 	t.Helper()
-	var arch *archive.Archiver
-	f := setup(t, func(c *console.Config) {
-		c.Archiver = func(context.Context) (*archive.Archiver, error) { return arch, nil }
-	})
+	arch := &archive.Config{S3: s3test.Bucket(t, s3test.Server(t)), Prefix: "archive", MinAge: time.Minute}
+	f := setupWith(t, b, arch, nil)
 	hourAgo := time.Now().Add(-time.Hour)
 	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_private_1", Type: "customer.updated",
 		Body: []byte(`{"email":"jane@example.com"}`), Metadata: map[string]string{"ip": "192.0.2.7"},
 		State: inbox.StateProcessed, Now: hourAgo, CreatedAt: hourAgo.Add(-time.Minute), ProcessedAt: &hourAgo})
-	var err error
-	arch, err = archive.New(archive.Config{Store: f.store, Blobs: s3test.Open(t, s3test.Bucket(t, s3test.Server(t))), Prefix: "archive", MinAge: time.Minute})
+	archiveNow(t, f.store, *arch, 1)
+	return f, e
+}
+
+// archiveNow runs the archiver once with cfg, as the archiver function
+// does, and checks it archived n events.
+func archiveNow(t *testing.T, store *storage.Store, cfg archive.Config, n int) {
+	t.Helper()
+	cfg.Store, cfg.Blobs = store, s3test.Open(t, cfg.S3)
+	a, err := archive.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := arch.RunOnce(f.ctx); err != nil || res.Events != 1 {
-		t.Fatalf("archive run = %+v, %v", res, err)
+	if res, err := a.RunOnce(t.Context()); err != nil || res.Events != n {
+		t.Fatalf("archive run = %+v, %v; want %d events archived", res, err, n)
 	}
-	return f, e
 }
 
 // TestExpungeNeedsTheEventIDTyped: the expunge's first POST says what it
@@ -145,7 +160,16 @@ func expungeSetup(t *testing.T) (*fixture, *inbox.Event) {
 // shows the report and what expunge cannot reach, and is recorded.
 func TestExpungeNeedsTheEventIDTyped(t *testing.T) {
 	t.Parallel()
-	f, e := expungeSetup(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testExpungeNeedsTheEventIDTyped(t, b)
+		})
+	}
+}
+
+func testExpungeNeedsTheEventIDTyped(t *testing.T, b backend) {
+	f, e := expungeSetup(t, b)
 	f.login()
 	_, page := f.get("/events/" + itoa(e.ID))
 	if !strings.Contains(page, `id="expunge"`) {
@@ -178,7 +202,7 @@ func TestExpungeNeedsTheEventIDTyped(t *testing.T) {
 		t.Fatalf("after the expunge: %+v, %v", got, err)
 	}
 	acts, err := f.store.OperatorActionListByEvent(f.ctx, e.ID)
-	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionExpunge || acts[0].Actor != "alice@ops" {
+	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionExpunge || acts[0].Actor != f.who {
 		t.Fatalf("operator actions of the event = %+v, %v", acts, err)
 	}
 	_, page = f.get("/events/" + itoa(e.ID))
@@ -191,7 +215,16 @@ func TestExpungeNeedsTheEventIDTyped(t *testing.T) {
 // console cannot reach the bucket, so it refuses to expunge and says why.
 func TestExpungeWithoutArchiveSettings(t *testing.T) {
 	t.Parallel()
-	f := setup(t, nil)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testExpungeWithoutArchiveSettings(t, b)
+		})
+	}
+}
+
+func testExpungeWithoutArchiveSettings(t *testing.T, b backend) {
+	f := setupWith(t, b, nil, nil)
 	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{EventID: "evt_x", State: inbox.StateProcessed})
 	f.login()
 	_, page := f.get("/events/" + itoa(e.ID))
@@ -209,7 +242,16 @@ func TestExpungeWithoutArchiveSettings(t *testing.T) {
 // token, or on a read-only console is refused and changes nothing.
 func TestReplayAndExpungeRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 	t.Parallel()
-	f, e := expungeSetup(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testReplayAndExpungeRefusedCrossSiteOrWithoutCSRF(t, b)
+		})
+	}
+}
+
+func testReplayAndExpungeRefusedCrossSiteOrWithoutCSRF(t *testing.T, b backend) {
+	f, e := expungeSetup(t, b)
 	f.login()
 	_, page := f.get("/events/" + itoa(e.ID))
 	csrf := f.csrf(page)
@@ -252,7 +294,7 @@ func TestReplayAndExpungeRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 		t.Fatalf("refused actions recorded: %+v", acts)
 	}
 
-	ro := setup(t, func(c *console.Config) { c.ReadOnly = true; c.Actor = inbox.Actor{} })
+	ro := setupWith(t, b, nil, func(c *console.Config) { c.ReadOnly = true; c.Operator = operations.Operator{} })
 	re := factory.Event(ro.ctx, ro.t, ro.store, &factory.EventOpts{EventID: "evt_ro", State: inbox.StateProcessed})
 	ro.login()
 	for _, p := range []string{"/events/" + itoa(re.ID), "/events"} {
@@ -356,5 +398,52 @@ func TestDeadLettersAndActionsPage(t *testing.T) {
 	}
 	if code, _ := f.get("/actions?before=0"); code != http.StatusBadRequest {
 		t.Errorf("before=0 = %d, want 400", code)
+	}
+}
+
+// TestReplayLargerThanOneCall: a replay of more events than one call of
+// the API resets (operations.ReplayPerCall) goes on within the confirmed
+// POST until every event is due, under one record counting them all.
+func TestReplayLargerThanOneCall(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testReplayLargerThanOneCall(t, b)
+		})
+	}
+}
+
+func testReplayLargerThanOneCall(t *testing.T, b backend) {
+	f := setupWith(t, b, nil, nil)
+	const n = operations.ReplayPerCall + 3
+	one := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "stripe", Type: "invoice.paid", State: inbox.StateProcessed})
+	// Its copies, in one statement: the factory stores one at a time.
+	if _, err := f.pool.Exec(f.ctx, `
+		INSERT INTO webhook_events (provider, source_kind, event_id, event_type, payload, body, body_sha256, body_size, metadata,
+		       created_at, attempts, failed_attempts, solo, last_attempt_at, next_attempt_at, last_error, outcome, processed_at)
+		SELECT provider, source_kind, event_id || '-' || g, event_type, payload, body, body_sha256, body_size, metadata,
+		       created_at, attempts, failed_attempts, solo, last_attempt_at, next_attempt_at, last_error, outcome, processed_at
+		  FROM webhook_events, generate_series(1, $2::int) g WHERE id = $1`, one.ID, n-1); err != nil {
+		t.Fatal(err)
+	}
+	f.login()
+	_, page := f.get("/events?source=stripe")
+	csrf := f.csrf(page)
+	if code, body := f.post("/events/replay", url.Values{"csrf": {csrf}, "source": {"stripe"}}, nil); code != http.StatusOK ||
+		!strings.Contains(body, "This replays <strong>"+strconv.Itoa(n)+"</strong> events") {
+		t.Fatalf("first POST = %d, want %d to confirm\n%s", code, n, body)
+	}
+	confirm := url.Values{"csrf": {csrf}, "source": {"stripe"}, "confirm": {"yes"}, "count": {strconv.Itoa(n)}}
+	if code, body := f.post("/events/replay", confirm, nil); code != http.StatusOK || !strings.Contains(body, "Replayed "+strconv.Itoa(n)+" events: due now.") {
+		t.Fatalf("confirmed replay = %d, want all %d replayed\n%s", code, n, body)
+	}
+	var left int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NOT NULL`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d events still processed after the replay (%v), want 0", left, err)
+	}
+	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
+	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionReplay || acts[0].Events != n {
+		t.Fatalf("operator actions = %+v, %v; want one replay of %d events", acts, err, n)
 	}
 }

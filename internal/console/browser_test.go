@@ -87,10 +87,11 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 }
 
 // screenshot saves the page as docs/console/<name>.png with
-// UPDATE_SCREENSHOTS=1.
+// UPDATE_SCREENSHOTS=1, from the first backend's run only (the pages are
+// the same over each).
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	if os.Getenv(EnvUpdateScreenshots) != "1" {
+	if os.Getenv(EnvUpdateScreenshots) != "1" || !strings.HasSuffix(t.Name(), "/"+backends[0].name) {
 		return
 	}
 	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
@@ -105,11 +106,13 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 
 // browserFixture: a database with events in several states, an archived
 // event whose body is in S3 (versitygw), a dead letter whose handler now
-// works, refusals; the console over them; the processor that drains.
+// works, refusals; the console over them through a backend; the processor
+// that drains.
 type browserFixture struct {
 	ctx       context.Context
 	store     *storage.Store
 	srv       *httptest.Server
+	who       string
 	proc      *processor.Processor
 	archived  *inbox.Event
 	deadEvent int64
@@ -117,7 +120,7 @@ type browserFixture struct {
 	archBody  string
 }
 
-func browserSetup(t *testing.T) *browserFixture {
+func browserSetup(t *testing.T, b backend) *browserFixture {
 	t.Helper()
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
@@ -129,14 +132,9 @@ func browserSetup(t *testing.T) *browserFixture {
 	f.archBody = `{"id":"evt_archived_1","type":"invoice.paid","data":{"object":{"amount_paid":4200,"currency":"eur","customer":"cus_42"}}}`
 	old := factory.Event(ctx, t, store, &factory.EventOpts{EventID: "evt_archived_1", Type: "invoice.paid", Body: []byte(f.archBody),
 		State: inbox.StateProcessed, Now: hourAgo, CreatedAt: hourAgo.Add(-time.Minute), ProcessedAt: &hourAgo})
-	blobs := s3test.Open(t, s3test.Bucket(t, s3test.Server(t)))
-	arch, err := archive.New(archive.Config{Store: store, Blobs: blobs, Prefix: "archive", MinAge: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := arch.RunOnce(ctx); err != nil || res.Events != 1 {
-		t.Fatalf("archive run = %+v, %v", res, err)
-	}
+	arch := &archive.Config{S3: s3test.Bucket(t, s3test.Server(t)), Prefix: "archive", MinAge: time.Minute}
+	archiveNow(t, store, *arch, 1)
+	var err error
 	if f.archived, err = store.EventGetByID(ctx, old.ID); err != nil || f.archived.ArchivedAt == nil || f.archived.Body != nil {
 		t.Fatalf("archived event = %+v, %v", f.archived, err)
 	}
@@ -166,13 +164,8 @@ func browserSetup(t *testing.T) *browserFixture {
 		t.Fatal(err)
 	}
 
-	c, err := console.New(console.Config{Store: store, Token: testToken, Actor: inbox.Actor{Name: "alice@ops", Reason: "INC-42"},
-		Archiver: func(context.Context) (*archive.Archiver, error) { return arch, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv = httptest.NewServer(c)
-	t.Cleanup(f.srv.Close)
+	cf := serve(t, store, b.api(t, store, arch), func(c *console.Config) { c.Reason = "INC-42" })
+	f.srv, f.who = cf.srv, cf.who
 	return f
 }
 
@@ -185,7 +178,16 @@ func browserSetup(t *testing.T) *browserFixture {
 func TestBrowser(t *testing.T) {
 	tier.Heavy(t, "starts Chromium")
 	t.Parallel()
-	f := browserSetup(t)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testBrowser(t, b)
+		})
+	}
+}
+
+func testBrowser(t *testing.T, b backend) {
+	f := browserSetup(t, b)
 	ctx := browser(t)
 	var text string
 
@@ -303,7 +305,7 @@ func TestBrowser(t *testing.T) {
 	screenshot(t, ctx, "expunge-confirm")
 	run(t, ctx, "open the actions", chromedp.Navigate(f.srv.URL+"/actions"), chromedp.WaitVisible("#actions"))
 	text = value(t, ctx, "actions", chromedp.Text("#actions"))
-	if !strings.Contains(text, "alice@ops") || !strings.Contains(text, "INC-42") || !strings.Contains(text, "requeue") || !strings.Contains(text, "replay") {
+	if !strings.Contains(text, f.who) || !strings.Contains(text, "INC-42") || !strings.Contains(text, "requeue") || !strings.Contains(text, "replay") {
 		t.Errorf("actions page:\n%s", text)
 	}
 	screenshot(t, ctx, "actions")

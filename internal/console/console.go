@@ -1,39 +1,38 @@
 // Package console is webhookctl's operator console: server-rendered pages
-// (html/template, an embedded style sheet, no script) over the database
-// with the operator's own credentials, as River UI serves a queue. It shows
+// (html/template, an embedded style sheet, no script) over the one
+// operations API (shared/operations), as River UI serves a queue. It shows
 // the backlog, the events (filtered, paginated, each with its body and
 // attempt history), the dead letters, and the operator actions, and it
 // requeues dead letters, replays events and expunges one, each after a
-// confirmation, recording who did it.
+// confirmation, recorded under who the API says the operator is.
+//
+// The console decides nothing the API decides: windows, pages, counts,
+// formats and the status of every error (operatorapi.StatusOf) come from
+// shared/operations and shared/operatorapi, so a page says what
+// `webhookctl` and the operator function say. The same pages run over an
+// operations.Service on the database or over the operator function's
+// client.
 //
 // It is served on a loopback address by `webhookctl console` and never by
 // the template. Every request needs the access token: given once as
 // ?token=, it becomes a signed session cookie (HttpOnly, SameSite=Strict).
 // Every action is a POST checked three ways: the browser's Sec-Fetch-Site
 // or Origin must be this origin (http.CrossOriginProtection), the form
-// must carry the session's CSRF token, and ReadOnly refuses it.
+// must carry the session's CSRF token, and a read-only console refuses it.
 package console
 
 import (
-	"context"
-	"crypto/hmac"
+	"cmp"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // EnvToken is the console's access token when --token does not give one;
@@ -41,36 +40,41 @@ import (
 const EnvToken = "WEBHOOKCTL_CONSOLE_TOKEN"
 
 // MinTokenLength is the shortest token accepted: a configured token is a
-// password to the operator's database rights.
+// password to the operator's rights.
 const MinTokenLength = 16
 
 // DefaultWindow is the window of the overview's charts and of the
-// refusals.
-const DefaultWindow = 24 * time.Hour
+// refusals: the operations API's.
+const DefaultWindow = operations.DefaultWindow
 
 // Config is what the console serves and how.
 type Config struct {
-	// Store is the database, opened with the operator's credentials.
-	Store *storage.Store
-	// Archiver opens the archive's reader for the body of an archived
-	// event (as `webhookctl events show` reads it); nil when the archive's
-	// settings are not given: the event page then says so.
-	Archiver func(ctx context.Context) (*archive.Archiver, error)
+	// API is what every page reads and every action goes through: an
+	// operations.Service on the database (webhookctl's direct mode), or a
+	// client of the operator function. Required.
+	API operations.API
+	// Identity is who the API says the operator is (API.Whoami, which
+	// `webhookctl console` calls at start): the layout shows whom actions
+	// are recorded as, and an Access of read makes the console read-only.
+	// Nil: the declared Operator, acting unless ReadOnly.
+	Identity *operations.Identity
+	// Operator is who performs the actions as the operator declared it
+	// (webhookctl's --actor, $WEBHOOKCTL_ACTOR, else user@host): every
+	// action's request carries it (operations.WithOperator). A remote API
+	// ignores it and records the verified AWS principal instead. When
+	// empty, the Identity's; required unless the console is read-only.
+	Operator operations.Operator
+	// Reason is recorded with every action (webhookctl's --reason).
+	Reason string
 	// Token is the access token (at least MinTokenLength characters).
 	Token string
 	// ReadOnly hides the actions and refuses them.
 	ReadOnly bool
-	// Actor is who the actions are recorded as (webhookctl's --actor,
-	// $WEBHOOKCTL_ACTOR, else user@host); required unless ReadOnly.
-	Actor inbox.Actor
 	// Window is the window of the overview's charts and of the refusals
-	// (DefaultWindow).
-	Window time.Duration
-	// ArchiveMinAge is the archiver's ARCHIVE_MIN_AGE: the overview counts
-	// the events processed before it and not archived as due
-	// (archive.DefaultMinAge when zero).
-	ArchiveMinAge time.Duration
-	// Logger logs each action (never a body or the token).
+	// (DefaultWindow; at most operations.MaxWindow).
+	Window operations.Span
+	// Logger logs every refused or failed request and each action (never
+	// a body or the token).
 	Logger *slog.Logger
 }
 
@@ -100,71 +104,82 @@ func NewToken() string {
 // Server is the console's http.Handler.
 type Server struct {
 	cfg   Config
+	api   operations.API
 	log   *slog.Logger
 	pages *pages
+	// readOnly, when not empty, is why the console may not act: it hides
+	// the actions and refuses them with this text.
+	readOnly string
+	// who is the name actions are recorded under, as the layout shows it;
+	// verified: AWS IAM established it.
+	who      string
+	verified bool
 	// key signs the session cookies and derives their CSRF tokens; it
 	// lives as long as the process, so a restart logs every browser out.
 	key     []byte
 	handler http.Handler
 }
 
-// sessionCookie names the cookie that holds the session (its id and the
-// id's signature). Browsers share a host's cookies among its ports, so the
-// name carries the port: two consoles (one per environment, say) keep
-// their own sessions.
-func sessionCookie(r *http.Request) string {
-	_, port, err := net.SplitHostPort(r.Host)
-	if err != nil || port == "" {
-		port = "80"
-	}
-	return "webhookctl_console_" + port
-}
-
 // New checks cfg and returns the console.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("console: Store is required")
+	if cfg.API == nil {
+		return nil, errors.New("console: API is required")
 	}
 	if len(cfg.Token) < MinTokenLength {
 		return nil, fmt.Errorf("console: the token must be at least %d characters", MinTokenLength)
 	}
-	if !cfg.ReadOnly && strings.TrimSpace(cfg.Actor.Name) == "" {
-		return nil, errors.New("console: an Actor is required unless ReadOnly")
-	}
-	if cfg.Window <= 0 {
+	switch {
+	case cfg.Window == 0:
 		cfg.Window = DefaultWindow
-	}
-	if cfg.ArchiveMinAge <= 0 {
-		cfg.ArchiveMinAge = archive.DefaultMinAge
+	case cfg.Window < 0 || cfg.Window > operations.MaxWindow:
+		return nil, fmt.Errorf("console: the window must be positive and at most %s, got %s", operations.MaxWindow, cfg.Window)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, api: cfg.API, log: cfg.Logger, key: make([]byte, 32)}
+	id := cfg.Identity
+	if strings.TrimSpace(cfg.Operator.Name) == "" && id != nil {
+		s.cfg.Operator = operations.Operator{Name: id.Operator, Verified: id.Verified}
+	}
+	s.who, s.verified = s.cfg.Operator.Name, s.cfg.Operator.Verified
+	if id != nil && id.Operator != "" {
+		// What the API records, which a remote API decides.
+		s.who, s.verified = id.Operator, id.Verified
+	}
+	switch {
+	case cfg.ReadOnly:
+		s.readOnly = "the console is read-only (--read-only)"
+	case id != nil && id.Access != operations.AccessAct:
+		s.readOnly = fmt.Sprintf("the console is read-only: the operations API lets %s only read (access %q)",
+			inbox.EscapeControls(cmp.Or(id.Operator, "this operator"), ""), id.Access)
+	case strings.TrimSpace(s.cfg.Operator.Name) == "":
+		return nil, errors.New("console: an Operator is required unless the console is read-only")
 	}
 	p, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pages: p, key: make([]byte, 32)}
+	s.pages = p
 	rand.Read(s.key)
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.FileServerFS(staticFS))
-	mux.HandleFunc("GET /{$}", s.overview)
-	mux.HandleFunc("GET /refusals", s.refusals)
-	mux.HandleFunc("GET /events", s.events)
-	mux.HandleFunc("GET /events/{id}", s.event)
+	mux.HandleFunc("GET /{$}", s.serve(s.overview))
+	mux.HandleFunc("GET /refusals", s.serve(s.refusals))
+	mux.HandleFunc("GET /events", s.serve(s.events))
+	mux.HandleFunc("GET /events/{id}", s.serve(s.event))
 	mux.HandleFunc("POST /events/replay", s.action(s.replay))
 	mux.HandleFunc("POST /events/{id}/expunge", s.action(s.expunge))
-	mux.HandleFunc("GET /dead-letters", s.deadLetters)
+	mux.HandleFunc("GET /dead-letters", s.serve(s.deadLetters))
 	mux.HandleFunc("POST /dead-letters/requeue", s.action(s.requeue))
-	mux.HandleFunc("GET /actions", s.actions)
+	mux.HandleFunc("GET /actions", s.serve(s.actions))
 
 	// Cross-origin POSTs are refused before the session is looked at:
 	// Sec-Fetch-Site, else Origin against Host (the standard library's).
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.log.Warn("console: cross-origin request refused", "method", r.Method, "path", r.URL.Path)
-		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		s.fail(w, r, inbox.Errorf(inbox.CauseForbidden, "cross-origin request refused"))
 	}))
 	s.handler = securityHeaders(cop.Handler(s.authenticate(mux)))
 	return s, nil
@@ -186,99 +201,4 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
-}
-
-// authenticate lets through requests with a valid session cookie; a GET
-// with ?token= (the right one) starts a session and redirects to the same
-// page without the token, so it stays out of the history. Anything else
-// is 401.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
-			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
-				s.unauthorized(w, "wrong token")
-				return
-			}
-			sid := NewToken()
-			http.SetCookie(w, &http.Cookie{
-				Name: sessionCookie(r), Value: sid + "." + s.sign("session", sid), Path: "/",
-				HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-			})
-			q := r.URL.Query()
-			q.Del("token")
-			// One leading slash: "//host" would leave for another site.
-			u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-			return
-		}
-		sid, ok := s.session(r)
-		if !ok {
-			s.unauthorized(w, "no session")
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sid)))
-	})
-}
-
-type sessionKey struct{}
-
-// session returns the request's session id, if its cookie is signed by
-// this process.
-func (s *Server) session(r *http.Request) (string, bool) {
-	c, err := r.Cookie(sessionCookie(r))
-	if err != nil {
-		return "", false
-	}
-	sid, sig, ok := strings.Cut(c.Value, ".")
-	if !ok || sid == "" || !hmac.Equal([]byte(sig), []byte(s.sign("session", sid))) {
-		return "", false
-	}
-	return sid, true
-}
-
-func (s *Server) unauthorized(w http.ResponseWriter, why string) {
-	s.log.Warn("console: request refused", "reason", why)
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusUnauthorized)
-	fmt.Fprintln(w, "webhookctl console: open the address with ?token= that `webhookctl console` printed at start")
-}
-
-// sign is the HMAC of what under the process's key, base64url.
-func (s *Server) sign(purpose, what string) string {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(purpose + "\x00" + what))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// csrfToken is the CSRF token of the request's session.
-func (s *Server) csrfToken(r *http.Request) string {
-	sid, _ := r.Context().Value(sessionKey{}).(string)
-	return s.sign("csrf", sid)
-}
-
-// csrfField is the form field that carries it.
-const csrfField = "csrf"
-
-// action wraps a state-changing handler: refused when read-only (403), or
-// without the session's CSRF token (403). The cross-origin check ran
-// before (New).
-func (s *Server) action(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.ReadOnly {
-			http.Error(w, "the console is read-only (--read-only)", http.StatusForbidden)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		if err := r.ParseForm(); err != nil {
-			http.Error(w, "bad form", http.StatusBadRequest)
-			return
-		}
-		got := r.PostForm.Get(csrfField)
-		if got == "" || !hmac.Equal([]byte(got), []byte(s.csrfToken(r))) {
-			s.log.Warn("console: action without a valid CSRF token refused", "path", r.URL.Path)
-			http.Error(w, "missing or wrong CSRF token: reload the page", http.StatusForbidden)
-			return
-		}
-		h(w, r)
-	}
 }

@@ -13,10 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -24,23 +31,86 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const testToken = "test-token-0123456789abcdef"
 
+// backend is an operations.API the console runs over. The console's
+// action tests and its browser test run over each, so that the console
+// behaves the same whether it reaches the database itself or through the
+// operator function.
+type backend struct {
+	name string
+	// api returns the API over store, with the archive's settings (nil:
+	// none given).
+	api func(t *testing.T, store *storage.Store, arch *archive.Config) operations.API
+}
+
+// backends are the APIs the tests run the console over.
+var backends = []backend{{name: "direct", api: direct}, {name: "remote", api: remote}}
+
+// direct is an operations.Service on the test's database: the backend of
+// `webhookctl console` with database settings.
+func direct(t *testing.T, store *storage.Store, arch *archive.Config) operations.API {
+	t.Helper()
+	api, err := operations.New(operations.Config{Store: store, Access: operations.AccessAct, Archive: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api
+}
+
+// remote is the operator API over the test's database, reached as
+// `webhookctl console --stack` reaches a deployed stack: the client, signing
+// with SigV4 as the acting identity, through the stand-in for IAM, to the
+// real handler over a Service.
+func remote(t *testing.T, store *storage.Store, arch *archive.Config) operations.API {
+	t.Helper()
+	r := operatortest.Start(t, store, arch)
+	return r.Client(t, r.Operator)
+}
+
 // fixture is a console over a database of its own, and a browser-like
 // client (a cookie jar) that has not logged in yet.
 type fixture struct {
 	t      *testing.T
 	ctx    context.Context
+	pool   *pgxpool.Pool
 	store  *storage.Store
 	srv    *httptest.Server
 	client *http.Client
+	// who is the name the API records the console's actions under (its
+	// Whoami), which the pages show.
+	who string
 }
 
+// setup is a console over the first backend, without archive settings.
 func setup(t *testing.T, edit func(*console.Config)) *fixture {
+	t.Helper()
+	return setupWith(t, backends[0], nil, edit)
+}
+
+// setupWith is a console over b on a database of its own, with the
+// archive's settings arch; edit changes its configuration.
+func setupWith(t *testing.T, b backend, arch *archive.Config, edit func(*console.Config)) *fixture {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	store := storage.New(pool)
-	cfg := console.Config{Store: store, Token: testToken, Actor: inbox.Actor{Name: "alice@ops"}}
+	f := serve(t, store, b.api(t, store, arch), edit)
+	f.pool = pool
+	return f
+}
+
+// serve starts the console over api, its identity the API's Whoami as
+// `webhookctl console` asks it, unless edit gives one.
+func serve(t *testing.T, store *storage.Store, api operations.API, edit func(*console.Config)) *fixture {
+	t.Helper()
+	cfg := console.Config{API: api, Token: testToken, Operator: operations.Operator{Name: "alice@ops"}}
 	if edit != nil {
 		edit(&cfg)
+	}
+	if cfg.Identity == nil {
+		id, err := api.Whoami(operations.WithOperator(t.Context(), cfg.Operator))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Identity = id
 	}
 	c, err := console.New(cfg)
 	if err != nil {
@@ -49,7 +119,7 @@ func setup(t *testing.T, edit func(*console.Config)) *fixture {
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)
-	return &fixture{t: t, ctx: t.Context(), store: store, srv: srv, client: &http.Client{Jar: jar}}
+	return &fixture{t: t, ctx: t.Context(), store: store, srv: srv, client: &http.Client{Jar: jar}, who: cfg.Identity.Operator}
 }
 
 // do sends req and returns the status and body.
@@ -193,7 +263,16 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 // read-only console, is refused and changes nothing.
 func TestActionsRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 	t.Parallel()
-	f := setup(t, nil)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testActionsRefusedCrossSiteOrWithoutCSRF(t, b)
+		})
+	}
+}
+
+func testActionsRefusedCrossSiteOrWithoutCSRF(t *testing.T, b backend) {
+	f := setupWith(t, b, nil, nil)
 	_, dl := f.deadLetter("stripe", "invoice.paid")
 	f.login()
 	_, page := f.get("/dead-letters")
@@ -225,7 +304,7 @@ func TestActionsRefusedCrossSiteOrWithoutCSRF(t *testing.T) {
 		t.Fatalf("the requeue with its token = %d\n%s", code, body)
 	}
 
-	ro := setup(t, func(c *console.Config) { c.ReadOnly = true; c.Actor = inbox.Actor{} })
+	ro := setupWith(t, b, nil, func(c *console.Config) { c.ReadOnly = true; c.Operator = operations.Operator{} })
 	ro.deadLetter("stripe", "invoice.paid")
 	ro.login()
 	_, page = ro.get("/dead-letters")
@@ -246,7 +325,16 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // a count that changed in between asks again.
 func TestRequeueCountsThenConfirms(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *console.Config) { c.Actor = inbox.Actor{Name: "alice@ops", Reason: "INC-7"} })
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testRequeueCountsThenConfirms(t, b)
+		})
+	}
+}
+
+func testRequeueCountsThenConfirms(t *testing.T, b backend) {
+	f := setupWith(t, b, nil, func(c *console.Config) { c.Reason = "INC-7" })
 	ev1, _ := f.deadLetter("stripe", "invoice.paid")
 	ev2, _ := f.deadLetter("stripe", "invoice.paid")
 	f.deadLetter("github", "push")
@@ -284,11 +372,11 @@ func TestRequeueCountsThenConfirms(t *testing.T) {
 		t.Errorf("open dead letters = %d, want github's 1", n)
 	}
 	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
-	if err != nil || len(acts) != 1 || acts[0].Actor != "alice@ops" || acts[0].Reason != "INC-7" || acts[0].Events != 3 ||
+	if err != nil || len(acts) != 1 || acts[0].Actor != f.who || acts[0].Reason != "INC-7" || acts[0].Events != 3 ||
 		!strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`) {
 		t.Fatalf("operator actions = %+v, %v", acts, err)
 	}
-	if _, page := f.get("/actions"); !strings.Contains(page, "alice@ops") || !strings.Contains(page, "INC-7") {
+	if _, page := f.get("/actions"); !strings.Contains(page, f.who) || !strings.Contains(page, "INC-7") {
 		t.Errorf("the actions page does not show the requeue:\n%s", page)
 	}
 }
@@ -390,7 +478,7 @@ func TestEventsFilterFindAndPage(t *testing.T) {
 // was erased.
 func TestOverviewAndBodies(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *console.Config) { c.Window = time.Hour })
+	f := setup(t, func(c *console.Config) { c.Window = operations.Span(time.Hour) })
 	factory.Events(f.ctx, f.t, f.store, 2, nil)
 	f.deadLetter("stripe", "invoice.paid")
 	for range 3 {
@@ -424,5 +512,53 @@ func TestOverviewAndBodies(t *testing.T) {
 	}
 	if code, _ := f.get("/events/999999"); code != http.StatusNotFound {
 		t.Errorf("an unknown event = %d, want 404", code)
+	}
+}
+
+// Every page reads the same through the operator API as directly: one
+// database, a console over each backend, the same addresses, the same
+// <main> (the layout's header says who acts, which differs on purpose: a
+// name declared, or a principal IAM verified).
+func TestEveryPageIsTheSameThroughTheOperatorAPI(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	store := storage.New(pool)
+	ctx := t.Context()
+	srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
+	arch := &archive.Config{S3: s3test.VersionedBucket(t, srv), Prefix: "archive", MinAge: time.Minute}
+	hourAgo := time.Now().Add(-time.Hour)
+	archived := factory.Event(ctx, t, store, &factory.EventOpts{EventID: "evt_arch", Body: []byte(`{"id":"evt_arch","amount":42}`),
+		State: inbox.StateProcessed, ProcessedAt: &hourAgo})
+	if _, err := direct(t, store, arch).ArchiveRun(operations.WithOperator(ctx, operations.Operator{Name: "setup"}), operations.ArchiveRunRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	inPG := factory.Event(ctx, t, store, &factory.EventOpts{Source: "github", EventID: "gh-1", Body: []byte(`{"x":1}`), State: inbox.StateProcessed})
+	dead := factory.Event(ctx, t, store, &factory.EventOpts{Source: "github", EventID: "gh-2", Type: "issues", State: inbox.StateDead, LastError: "tracker down"})
+	factory.Events(ctx, t, store, 3, &factory.EventOpts{Type: "invoice.paid"})
+	factory.Event(ctx, t, store, &factory.EventOpts{State: inbox.StateExpunged})
+	factory.Rejection(ctx, t, store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
+	var fs []*fixture
+	for _, b := range backends {
+		f := serve(t, store, b.api(t, store, arch), nil)
+		f.login()
+		fs = append(fs, f)
+	}
+	main := regexp.MustCompile(`(?s)<main>.*</main>`)
+	volatile := regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?|\b(\d+(\.\d+)?(h|m|s|ms|µs))+\b|name="csrf" value="[^"]+"`)
+	for _, path := range []string{
+		"/", "/refusals", "/events", "/events?source=github", "/events?state=dead", "/events?type=invoice.paid&since=1d",
+		"/events?find=gh-1", "/events?find=nothing", "/events/" + itoa(archived.ID), "/events/" + itoa(inPG.ID), "/events/" + itoa(dead.ID),
+		"/events/999999", "/dead-letters", "/dead-letters?source=github", "/actions", "/events?state=sleeping",
+	} {
+		var pages []string
+		var codes []int
+		for _, f := range fs {
+			code, page := f.get(path)
+			codes = append(codes, code)
+			pages = append(pages, volatile.ReplaceAllString(main.FindString(page), "<volatile>"))
+		}
+		if codes[0] != codes[1] || pages[0] != pages[1] || pages[0] == "" {
+			t.Errorf("%s differs through the operator API: %d and %d\n--- direct\n%s\n--- remote\n%s", path, codes[0], codes[1], pages[0], pages[1])
+		}
 	}
 }

@@ -8,40 +8,14 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
-// The overview's charts: inline SVG written here, on the server, so the
-// console stays without script. Colours are classes of the style sheet
-// (the CSP, default-src 'self', blocks style attributes; SVG presentation
-// attributes are not needed), and every text is escaped.
-
-// maxBuckets bounds how many buckets a chart has: a window is cut into
-// the smallest of bucketWidths that gives at most this many.
-const maxBuckets = 48
-
-// bucketWidths are the widths a window is cut into, round for a reader.
-var bucketWidths = []time.Duration{
-	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
-	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
-	2 * 24 * time.Hour, 7 * 24 * time.Hour, 14 * 24 * time.Hour, 30 * 24 * time.Hour,
-}
-
-// bucketsFor cuts the window that ends at now into buckets aligned on
-// their width (UTC), the last one holding now: 24 h gives 48 of 30
-// minutes, 1 h 30 of 2 minutes.
-func bucketsFor(now time.Time, window time.Duration) storage.Buckets {
-	width := bucketWidths[len(bucketWidths)-1]
-	for _, w := range bucketWidths {
-		if (window+w-1)/w <= maxBuckets {
-			width = w
-			break
-		}
-	}
-	n := (window + width - 1) / width
-	until := now.UTC().Truncate(width).Add(width)
-	return storage.Buckets{Since: until.Add(-n * width), Until: until, Width: width}
-}
+// The overview's charts: inline SVG written here, on the server, from the
+// counts the API gives (operations.Charts), so the console stays without
+// script. Colours are classes of the style sheet (the CSP, default-src
+// 'self', blocks style attributes; SVG presentation attributes are not
+// needed), and every text is escaped.
 
 // series is one line or one layer of a chart: a value per bucket.
 type series struct {
@@ -64,11 +38,85 @@ func (s series) Total() int64 {
 type chart struct {
 	ID, Title string
 	// Note says what the counts are, under the chart.
-	Note    string
-	Buckets storage.Buckets
-	Series  []series
+	Note string
+	// Since and Until bound the buckets, each Width long.
+	Since, Until time.Time
+	Width        time.Duration
+	Series       []series
 	// Stacked draws bars, each series on the ones before it; else lines.
 	Stacked bool
+}
+
+// maxCauseSeries is how many refusal causes the received chart draws as
+// layers of their own; the rest are one layer, "other causes".
+const maxCauseSeries = 6
+
+// receivedChart stacks the refusals, by cause, on the events accepted.
+func receivedChart(c *operations.Charts) chart {
+	n := bucketsOf(c)
+	accepted := series{Name: "accepted", Class: "s-accepted", Values: fit(c.Accepted, n)}
+	return chart{ID: "chart-received", Title: "Received: accepted and refused, by cause", Since: c.Since, Until: c.Until, Width: c.Width(), Stacked: true,
+		Series: append([]series{accepted}, causeSeries(c.Refused, n)...),
+		Note: "Accepted counts the events stored (a duplicate delivery is not stored and is not counted here: the receiver counts duplicates in its Duplicate metric only). " +
+			"Refusals come from the receiver's sample of recent refusals (webhook_rejections): each record counts with the refusals of its source and cause it stood for (suppressed), in the record's bucket."}
+}
+
+// processingChart draws the attempts by outcome, as lines.
+func processingChart(c *operations.Charts) chart {
+	n := bucketsOf(c)
+	return chart{ID: "chart-processing", Title: "Processing: attempts by outcome", Since: c.Since, Until: c.Until, Width: c.Width(),
+		Series: []series{
+			{Name: "processed", Class: "s-processed", Values: fit(c.Processed, n)},
+			{Name: "failed", Class: "s-failed", Values: fit(c.Failed, n)},
+			{Name: "dead-lettered", Class: "s-dead", Values: fit(c.DeadLettered, n)},
+		},
+		Note: "Attempts by the time they finished: processed (handled, or no handler), failed (to be retried or, on the last attempt, dead-lettered, counted again as dead-lettered). A replay or a requeue processes an event again."}
+}
+
+// causeSeries is a layer per refusal cause, largest first (as the API
+// orders them); beyond maxCauseSeries the smallest are one layer.
+func causeSeries(causes []operations.CauseSeries, n int) []series {
+	var out []series
+	for i, c := range causes {
+		if i == maxCauseSeries && len(causes) > maxCauseSeries+1 {
+			other := series{Name: "refused: other causes", Class: "s-other", Values: make([]int64, n)}
+			for _, c := range causes[i:] {
+				for j, v := range fit(c.Values, n) {
+					other.Values[j] += v
+				}
+			}
+			return append(out, other)
+		}
+		out = append(out, series{Name: "refused: " + string(c.Cause), Class: "s-c" + string(rune('0'+i)), Values: fit(c.Values, n)})
+	}
+	return out
+}
+
+// bucketsOf is how many buckets the charts have.
+func bucketsOf(c *operations.Charts) int {
+	if c.Width() <= 0 {
+		return 0
+	}
+	return int(c.Until.Sub(c.Since) / c.Width())
+}
+
+// fit is values, one per bucket: a series the API sent short (it never
+// should) draws as zeros rather than failing the page.
+func fit(values []int64, n int) []int64 {
+	if len(values) == n {
+		return values
+	}
+	out := make([]int64, n)
+	copy(out, values)
+	return out
+}
+
+// buckets is how many buckets the chart has.
+func (c chart) buckets() int {
+	if c.Width <= 0 {
+		return 0
+	}
+	return int(c.Until.Sub(c.Since) / c.Width)
 }
 
 // The drawing's geometry, in the viewBox's units.
@@ -80,7 +128,7 @@ const (
 // SVG draws the chart: axes with labels, bars or lines, and a <title> on
 // each bar or point, which a browser shows on hover.
 func (c chart) SVG() template.HTML {
-	n := c.Buckets.Len()
+	n := c.buckets()
 	if n == 0 {
 		return ""
 	}
@@ -106,9 +154,9 @@ func (c chart) SVG() template.HTML {
 	// The x axis: a label every few buckets, at the bucket's start.
 	every := max(1, n/6)
 	for i := 0; i < n; i += every {
-		at := c.Buckets.Since.Add(time.Duration(i) * c.Buckets.Width)
+		at := c.Since.Add(time.Duration(i) * c.Width)
 		fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%g" x2="%.1f" y2="%g"/>`, x(i), padTop+plotH, x(i), padTop+plotH+4)
-		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%g" text-anchor="middle">%s</text>`, x(i), chartH-8, esc(tickLabel(at, c.Buckets)))
+		fmt.Fprintf(&b, `<text class="tick" x="%.1f" y="%g" text-anchor="middle">%s</text>`, x(i), chartH-8, esc(c.tickLabel(at)))
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, padL, padTop+plotH, chartW-padR, padTop+plotH)
 	if c.Stacked {
@@ -121,7 +169,7 @@ func (c chart) SVG() template.HTML {
 				}
 				y0, y1 := y(base), y(base+v)
 				fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %d, %s</title></rect>`,
-					esc(s.Class), x(i)+slot*0.1, y1, slot*0.8, y0-y1, esc(s.Name), v, esc(bucketLabel(c.Buckets, i)))
+					esc(s.Class), x(i)+slot*0.1, y1, slot*0.8, y0-y1, esc(s.Name), v, esc(c.bucketLabel(i)))
 				base += v
 			}
 		}
@@ -137,7 +185,7 @@ func (c chart) SVG() template.HTML {
 					continue
 				}
 				fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="2.5"><title>%s: %d, %s</title></circle>`,
-					esc(s.Class), x(i)+slot/2, y(s.Values[i]), esc(s.Name), s.Values[i], esc(bucketLabel(c.Buckets, i)))
+					esc(s.Class), x(i)+slot/2, y(s.Values[i]), esc(s.Name), s.Values[i], esc(c.bucketLabel(i)))
 			}
 		}
 	}
@@ -148,7 +196,7 @@ func (c chart) SVG() template.HTML {
 // max is the tallest bar (stacked) or point (lines).
 func (c chart) max() int64 {
 	var top int64
-	for i := range c.Buckets.Len() {
+	for i := range c.buckets() {
 		var sum int64
 		for _, s := range c.Series {
 			if c.Stacked {
@@ -187,20 +235,20 @@ func short(v int64) string {
 
 // tickLabel is a bucket's start on the x axis: the time of day, with the
 // date when buckets are a day or more, UTC.
-func tickLabel(at time.Time, b storage.Buckets) string {
-	if b.Width >= 24*time.Hour {
+func (c chart) tickLabel(at time.Time) string {
+	if c.Width >= 24*time.Hour {
 		return at.UTC().Format("Jan 2")
 	}
-	if b.Until.Sub(b.Since) > 24*time.Hour {
+	if c.Until.Sub(c.Since) > 24*time.Hour {
 		return at.UTC().Format("Jan 2 15:04")
 	}
 	return at.UTC().Format("15:04")
 }
 
 // bucketLabel names bucket i in a tooltip: its start and end, UTC.
-func bucketLabel(b storage.Buckets, i int) string {
-	from := b.Since.Add(time.Duration(i) * b.Width).UTC()
-	return from.Format("2006-01-02 15:04") + "–" + from.Add(b.Width).Format("15:04") + " UTC"
+func (c chart) bucketLabel(i int) string {
+	from := c.Since.Add(time.Duration(i) * c.Width).UTC()
+	return from.Format("2006-01-02 15:04") + "–" + from.Add(c.Width).Format("15:04") + " UTC"
 }
 
 // esc escapes text for the SVG: control characters and bidi overrides as

@@ -10,7 +10,9 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // legendRE reads a chart's legend: each series' name and its total.
@@ -39,7 +41,7 @@ func legend(t *testing.T, page, id string) map[string]string {
 // attribute (the CSP would block it).
 func TestOverviewCharts(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *console.Config) { c.Window = time.Hour })
+	f := setup(t, func(c *console.Config) { c.Window = operations.Span(time.Hour) })
 	now := time.Now()
 	factory.Events(f.ctx, f.t, f.store, 3, &factory.EventOpts{CreatedAt: now.Add(-10 * time.Minute)})
 	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{CreatedAt: now.Add(-20 * time.Minute), Now: now.Add(-15 * time.Minute), State: inbox.StateProcessed})
@@ -95,14 +97,14 @@ func TestOverviewCharts(t *testing.T) {
 }
 
 // TestOverviewEmptyWindow: with nothing in the window, the charts still
-// draw their axes (a top of 1), and the default window is 24 hours in
-// buckets of 30 minutes.
+// draw their axes (a top of 1), and the default window is a day (written
+// "1d", as every front end writes it) in buckets of 30 minutes.
 func TestOverviewEmptyWindow(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
 	f.login()
 	code, page := f.get("/")
-	if code != http.StatusOK || !strings.Contains(page, "<h2>Last 24h, by 30m (UTC)</h2>") ||
+	if code != http.StatusOK || !strings.Contains(page, "<h2>Last 1d, by 30m (UTC)</h2>") ||
 		!strings.Contains(page, `<svg class="chart" id="chart-received"`) || !strings.Contains(page, `<svg class="chart" id="chart-processing"`) {
 		t.Fatalf("empty overview = %d\n%s", code, page)
 	}
@@ -124,7 +126,9 @@ func TestOverviewEmptyWindow(t *testing.T) {
 // pending objects.
 func TestOverviewArchiveProgress(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *console.Config) { c.ArchiveMinAge = time.Hour })
+	// The archive's settings say what is due; the overview never opens
+	// the bucket.
+	f := setupWith(t, backends[0], &archive.Config{MinAge: time.Hour}, nil)
 	now := time.Now()
 	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateProcessed, ProcessedAt: new(now.Add(-3 * time.Hour))})
 	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateProcessed, ProcessedAt: new(now.Add(-time.Minute))})
@@ -160,7 +164,7 @@ func TestOverviewArchiveProgress(t *testing.T) {
 // escaped; nothing before the window.
 func TestRefusalsPage(t *testing.T) {
 	t.Parallel()
-	f := setup(t, func(c *console.Config) { c.Window = time.Hour })
+	f := setup(t, func(c *console.Config) { c.Window = operations.Span(time.Hour) })
 	now := time.Now()
 	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch, Suppressed: 4})
 	factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Source: "(unknown)", Cause: inbox.CauseUnknownSource,
@@ -196,7 +200,7 @@ func TestRefusalsPage(t *testing.T) {
 	// A page without refusals says so.
 	f2 := setup(t, nil)
 	f2.login()
-	if _, page := f2.get("/refusals"); !strings.Contains(page, "No refusals in the window.") || !strings.Contains(page, "0 requests refused in the last 24h") {
+	if _, page := f2.get("/refusals"); !strings.Contains(page, "No refusals in the window.") || !strings.Contains(page, "0 requests refused in the last 1d") {
 		t.Errorf("empty refusals page:\n%s", page)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
 // refusalsLimit is how many recent refusal records the page lists.
@@ -23,42 +23,25 @@ type causeRow struct {
 }
 
 type refusalsData struct {
-	Now    time.Time
-	Window time.Duration
-	// Counts per source and cause, the suppressed ones included.
-	Counts []storage.RejectionCount
-	Sum    int64
+	*operations.Refusals
 	// Causes are the window's causes, largest first, each explained.
 	Causes []causeRow
-	// Recent are the newest records, newest first.
-	Recent []inbox.Rejection
 	Limit  int
 }
 
-func (d refusalsData) at() time.Time { return d.Now }
+func (d refusalsData) at() time.Time { return d.At }
 
-// refusals lists the window's refusals by source and cause, what each
-// cause means and what to do, and the newest records themselves.
-func (s *Server) refusals(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	d := refusalsData{Window: s.cfg.Window, Limit: refusalsLimit}
-	var err error
-	if d.Now, err = s.cfg.Store.PGNow(ctx); err != nil {
-		s.fail(w, err)
-		return
+// refusals lists the window's refusals by source and cause (API.Refusals,
+// one snapshot), what each cause means and what to do, and the newest
+// records themselves.
+func (s *Server) refusals(w http.ResponseWriter, r *http.Request) error {
+	rf, err := s.api.Refusals(r.Context(), operations.RefusalsQuery{Window: s.cfg.Window, Limit: refusalsLimit})
+	if err != nil {
+		return err
 	}
-	since := d.Now.Add(-d.Window)
-	if d.Counts, err = s.cfg.Store.RejectionCountByCause(ctx, since); err != nil {
-		s.fail(w, err)
-		return
-	}
-	if d.Recent, err = s.cfg.Store.RejectionList(ctx, since, refusalsLimit); err != nil {
-		s.fail(w, err)
-		return
-	}
+	d := refusalsData{Refusals: rf, Limit: refusalsLimit}
 	byCause := map[inbox.Cause]int64{}
-	for _, c := range d.Counts {
-		d.Sum += c.Count
+	for _, c := range rf.Counts {
 		byCause[c.Cause] += c.Count
 	}
 	for c, n := range byCause {
@@ -66,5 +49,5 @@ func (s *Server) refusals(w http.ResponseWriter, r *http.Request) {
 		d.Causes = append(d.Causes, causeRow{Cause: c, Count: n, Known: ok, causeNote: note})
 	}
 	slices.SortFunc(d.Causes, func(a, b causeRow) int { return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Cause, b.Cause)) })
-	s.render(w, r, http.StatusOK, "refusals", "Refusals", d)
+	return s.render(w, r, nil, "refusals", "Refusals", d)
 }

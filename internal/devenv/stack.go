@@ -22,6 +22,30 @@ var StackFile = filepath.Join(".local", "devstack.json")
 type Stack struct {
 	PID int               `json:"pid"`
 	Env map[string]string `json:"env"`
+	// Operator is the stack's operator API, when it serves one.
+	Operator *OperatorAPI `json:"operator,omitempty"`
+}
+
+// OperatorAPI is the dev stack's operator API: the stack's two function
+// URLs, served locally behind a stand-in for Lambda's IAM check, and the
+// credentials of the local identities it admits (fresh at each start).
+type OperatorAPI struct {
+	// URL acts; ReadURL only reads.
+	URL     string `json:"url"`
+	ReadURL string `json:"read_url"`
+	// Region is what requests are signed for.
+	Region string `json:"region"`
+	// Identities are the local principals, by name: "operator" may act,
+	// "viewer" may only read.
+	Identities map[string]Credentials `json:"identities"`
+}
+
+// Credentials are one local principal's temporary credentials and ARN.
+type Credentials struct {
+	AccessKeyID     string `json:"access_key_id"`
+	SecretAccessKey string `json:"secret_access_key"`
+	SessionToken    string `json:"session_token"`
+	ARN             string `json:"arn"`
 }
 
 // WriteStack writes s to path. The file is readable by its owner only: a

@@ -10,6 +10,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -64,6 +65,10 @@ type Local struct {
 type Configs struct {
 	Receiver  receiver.Config
 	Processor processor.Config
+	// Operator is the operator function's configuration; the dev stack
+	// serves its API twice, read-only and acting (operatorlocal), as the
+	// template deploys it.
+	Operator operations.Config
 	// Archive holds the blob store's configuration too (Archive.S3).
 	Archive  archive.Config
 	LogLevel slog.Level
@@ -138,6 +143,8 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	c.Processor, err = processor.ConfigFromEnv(env)
 	errs = append(errs, err)
 	c.Archive, err = archive.ConfigFromEnv(env)
+	errs = append(errs, err)
+	c.Operator, err = operations.ConfigFromEnv(env)
 	errs = append(errs, err)
 
 	if !local.EMF {

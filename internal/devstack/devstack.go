@@ -30,8 +30,10 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -242,18 +244,57 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		defer cancel()
 		_ = h.Close(ctx)
 	}()
-	ln, err := net.Listen("tcp", o.Addr)
+	// The operator function, as the template deploys it: read-only and
+	// acting, each behind the stand-in for its URL's IAM check.
+	opPool, err := open(cfgs.Operator.Database)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+		return err
+	}
+	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), Archive: cfgs.Operator.Archive, Logger: log})
+	if err != nil {
+		return err
+	}
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	listen := func(addr string) (net.Listener, error) {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		lns = append(lns, l)
+		return l, nil
+	}
+	ln, err := listen(o.Addr)
+	if err != nil {
+		return err
+	}
+	// Loopback only, on ports of the system's choosing: webhookctl finds
+	// them in the stack file.
+	readLn, err := listen("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	actLn, err := listen("127.0.0.1:0")
+	if err != nil {
+		return err
 	}
 	// A panic is answered as in Lambda: the receiver's 503, cause internal.
 	srv := &http.Server{Handler: lambdahttp.Recover(h, h), ReadHeaderTimeout: 10 * time.Second}
+	readSrv := &http.Server{Handler: ops.Read, ReadHeaderTimeout: 10 * time.Second}
+	actSrv := &http.Server{Handler: ops.Act, ReadHeaderTimeout: 10 * time.Second}
 	base := "http://" + ln.Addr().String()
+	opAPI := &devenv.OperatorAPI{
+		URL: "http://" + actLn.Addr().String(), ReadURL: "http://" + readLn.Addr().String(), Region: operatorlocal.Region,
+		Identities: map[string]devenv.Credentials{"operator": credentials(ops.Operator), "viewer": credentials(ops.Viewer)},
+	}
 
 	// The operator's commands find this stack by its file.
 	pid := os.Getpid()
-	if err := devenv.WriteStack(o.StackFile, devenv.Stack{PID: pid, Env: cfgs.StackEnv(getenv)}); err != nil {
-		ln.Close()
+	if err := devenv.WriteStack(o.StackFile, devenv.Stack{PID: pid, Env: cfgs.StackEnv(getenv), Operator: opAPI}); err != nil {
 		return err
 	}
 	defer func() {
@@ -265,6 +306,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, rc.Sources.Names())
 	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(proc.Config()), o.ArchiveEvery, ac.MinAge)
 	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
+	fmt.Fprintf(out, "operator API: %s (acting), %s (read-only), IAM stood in for: go run ./cmd/webhookctl --via-api stats\n", opAPI.URL, opAPI.ReadURL)
 	if !o.EMF {
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
@@ -275,8 +317,10 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
+	errc := make(chan error, 5)
 	wg.Go(func() { errc <- srv.Serve(ln) })
+	wg.Go(func() { errc <- readSrv.Serve(readLn) })
+	wg.Go(func() { errc <- actSrv.Serve(actLn) })
 	wg.Go(func() {
 		// The deployed function's loop: runs of PROCESSOR_RUN_FOR back to
 		// back, each polling every PROCESSOR_POLL_INTERVAL.
@@ -297,8 +341,10 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	stopRun()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
-		runErr = err
+	for _, s := range []*http.Server{srv, readSrv, actSrv} {
+		if err := s.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+			runErr = err
+		}
 	}
 	wg.Wait()
 	if errors.Is(runErr, http.ErrServerClosed) {
@@ -306,6 +352,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}
 	fmt.Fprintln(out, "stopped.")
 	return runErr
+}
+
+// credentials is what the stack file holds of a local identity.
+func credentials(id iamlocal.Identity) devenv.Credentials {
+	return devenv.Credentials{AccessKeyID: id.AccessKeyID, SecretAccessKey: id.SecretAccessKey, SessionToken: id.SessionToken, ARN: id.UserARN}
 }
 
 // processorPlan says how the processor runs, for the start-up lines.

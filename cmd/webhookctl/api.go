@@ -1,0 +1,76 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+)
+
+// openAPI returns the operations API every operator command calls (stats,
+// events, dead-letters, replay, expunge, archive run, actions, whoami),
+// and its close. A command only renders what the API answers: windows,
+// pages, counts and formats are decided there, once for every front end.
+//
+// From here on, cmd's context carries the operator its actions are
+// recorded under (--actor, else $WEBHOOKCTL_ACTOR, else user@host); the
+// direct backend records that name, a remote one decides for itself (the
+// caller's verified AWS principal).
+func openAPI(cmd *cobra.Command) (operations.API, func(), error) {
+	return openAPIFor(cmd, operations.AccessAct)
+}
+
+// openAPIFor is openAPI with the access asked for: the console's
+// --read-only asks for AccessRead, which the direct backend enforces with
+// a read-only Service and the remote one by calling the read-only URL
+// only. The backend is chosen here, and only here: the stack's operator
+// function when --stack, --operator-url or --via-api asks for it (remote.go),
+// else the database.
+func openAPIFor(cmd *cobra.Command, access operations.Access) (operations.API, func(), error) {
+	cmd.SetContext(operations.WithOperator(cmd.Context(), operations.Operator{Name: operatorName(cmd)}))
+	r, ok, err := findRemote(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		api, err := openRemote(r, access == operations.AccessRead)
+		return api, func() {}, err
+	}
+	return openDirect(cmd, access)
+}
+
+// openDirect is operations.Service on the database (openOps: this
+// machine's settings and credentials, or the running make dev's) and, when
+// the archive's settings are given, its bucket: what the operator's own
+// rights allow, every action allowed unless access is AccessRead.
+func openDirect(cmd *cobra.Command, access operations.Access) (operations.API, func(), error) {
+	o, err := openOps(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The operator function's own configuration, read as it reads it:
+	// the archive's settings when ARCHIVE_BUCKET is set, ARCHIVE_MIN_AGE.
+	// Its pool is the command's (openOps).
+	cfg, err := operations.ConfigFromEnv(o.getenv)
+	if err != nil {
+		o.close()
+		return nil, nil, err
+	}
+	cfg.Store, cfg.Access, cfg.Logger = o.store, access, o.logger()
+	svc, err := operations.New(cfg)
+	if err != nil {
+		o.close()
+		return nil, nil, err
+	}
+	return svc, o.close, nil
+}
+
+// operatorName is who cmd's actions are recorded as: its --actor when it
+// has one and it is given, else $WEBHOOKCTL_ACTOR, else the operating
+// system's user at this host.
+func operatorName(cmd *cobra.Command) string {
+	var a actorFlags
+	if f := cmd.Flags().Lookup("actor"); f != nil {
+		a.actor = f.Value.String()
+	}
+	return a.name(envOf(cmd))
+}
