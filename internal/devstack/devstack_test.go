@@ -3,6 +3,7 @@ package devstack_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,14 +17,17 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
+	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
@@ -100,6 +104,37 @@ func TestDevStack(t *testing.T) {
 	if !bytes.Contains(b, []byte(url)) || !bytes.Contains(b, []byte(`"S3_ENDPOINT": "http://127.0.0.1:`)) ||
 		!bytes.Contains(b, []byte(`"ARCHIVE_BUCKET": "webhook-inbox-dev"`)) {
 		t.Fatalf("stack file:\n%s", b)
+	}
+
+	// The operator API, as a stack serves it: the acting and the
+	// read-only URLs, each behind the stand-in for IAM, with the local
+	// identities' credentials in the stack file for webhookctl --via-api.
+	var st devenv.Stack
+	if err := json.Unmarshal(b, &st); err != nil || st.Operator == nil {
+		t.Fatalf("no operator API in the stack file (%v):\n%s", err, b)
+	}
+	for name, want := range map[string]operations.Access{"operator": operations.AccessAct, "viewer": operations.AccessRead} {
+		id := st.Operator.Identities[name]
+		tr, err := operatorclient.NewTransport(credentials.NewStaticCredentialsProvider(id.AccessKeyID, id.SecretAccessKey, id.SessionToken), st.Operator.Region, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := operatorclient.New(operatorclient.Config{ReadURL: st.Operator.ReadURL, ActURL: st.Operator.URL, HTTP: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		who, err := c.Whoami(ctx)
+		if err != nil || who.Access != want || who.Operator != id.ARN || !who.Verified {
+			t.Fatalf("whoami as %s = %+v, %v", name, who, err)
+		}
+	}
+	if resp, err := http.Get(st.Operator.ReadURL + "/v1/whoami"); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("an unsigned request to the operator API: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if !strings.Contains(out.String(), "operator API: "+st.Operator.URL+" (acting), "+st.Operator.ReadURL+" (read-only)") {
+		t.Errorf("no operator API in the start-up lines:\n%s", out.String())
 	}
 
 	// sam local's env.json: this database and S3, as a container reaches
