@@ -1,10 +1,8 @@
 package devstack
 
 import (
-	"errors"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
@@ -155,26 +153,7 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		c.Processor.Metrics = nil
 	}
 	c.Archive.QuietIdle = true
-	return c, joinUnique(errs...)
-}
-
-// joinUnique joins errs, each line once: the components share variables
-// (DATABASE_QUERY_MODE, the sources), and one mistake is one line.
-func joinUnique(errs ...error) error {
-	seen := map[string]bool{}
-	var out []error
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if !seen[line] {
-				seen[line] = true
-				out = append(out, errors.New(line))
-			}
-		}
-	}
-	return errors.Join(out...)
+	return c, settings.JoinUnique(errs...)
 }
 
 // StackEnv is the environment an operator command needs to reach this

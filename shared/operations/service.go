@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -72,31 +71,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	errs := []error{e.Err(), dbErr}
 	if getenv(blobstore.EnvBucket) != "" {
 		// The archiver reads the same database settings: their problems
-		// are said once (unique, below).
+		// are said once (JoinUnique, below).
 		a, err := archive.ConfigFromEnv(getenv)
 		a.Database = storage.PoolConfig{}
 		c.Archive = &a
 		errs = append(errs, err)
 	}
-	return c, unique(errs...)
-}
-
-// unique joins errs, each line once.
-func unique(errs ...error) error {
-	seen := map[string]bool{}
-	var out []error
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if !seen[line] {
-				seen[line] = true
-				out = append(out, errors.New(line))
-			}
-		}
-	}
-	return errors.Join(out...)
+	return c, settings.JoinUnique(errs...)
 }
 
 // Service implements API on the database (and the archive, for bodies,

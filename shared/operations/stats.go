@@ -187,12 +187,9 @@ type RelationBloat struct {
 
 // Stats reads the state of the inbox in one snapshot.
 func (s *Service) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
-	window := q.Window
-	switch {
-	case window == 0:
-		window = DefaultWindow
-	case window < 0 || window > MaxWindow:
-		return nil, invalid("the window must be positive and at most %s", MaxWindow)
+	window, err := countWindow(q.Window)
+	if err != nil {
+		return nil, err
 	}
 	minAge := s.cfg.ArchiveMinAge
 	if minAge <= 0 && s.cfg.Archive != nil {
@@ -202,7 +199,7 @@ func (s *Service) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 		minAge = archive.DefaultMinAge
 	}
 	r := &Stats{Window: window, WindowSeconds: window.Duration().Seconds()}
-	err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {
+	err = s.read(ctx, func(tx *storage.Tx, now time.Time) error {
 		r.At = now
 		since := now.Add(-window.Duration())
 		b, err := tx.EventGetBacklogStats(ctx, now)
@@ -274,6 +271,18 @@ func (s *Service) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// countWindow checks the window of counts over time, defaulting 0 to
+// DefaultWindow.
+func countWindow(w Span) (Span, error) {
+	switch {
+	case w == 0:
+		return DefaultWindow, nil
+	case w < 0 || w > MaxWindow:
+		return 0, invalid("the window must be positive and at most %s", MaxWindow)
+	}
+	return w, nil
 }
 
 // maxBuckets bounds how many buckets a chart has: a window is cut into
@@ -434,12 +443,9 @@ type Refusals struct {
 
 // Refusals reads the window's refusals in one snapshot.
 func (s *Service) Refusals(ctx context.Context, q RefusalsQuery) (*Refusals, error) {
-	window := q.Window
-	switch {
-	case window == 0:
-		window = DefaultWindow
-	case window < 0 || window > MaxWindow:
-		return nil, invalid("the window must be positive and at most %s", MaxWindow)
+	window, err := countWindow(q.Window)
+	if err != nil {
+		return nil, err
 	}
 	n, err := limit(q.Limit)
 	if err != nil {

@@ -38,6 +38,26 @@ func (e *Env) Errorf(format string, args ...any) {
 	e.errs = append(e.errs, fmt.Errorf(format, args...))
 }
 
+// JoinUnique joins errs, each line once: components that share variables
+// (the database's, the archive's) report one mistake as one line when
+// their configurations are read together.
+func JoinUnique(errs ...error) error {
+	seen := map[string]bool{}
+	var out []error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !seen[line] {
+				seen[line] = true
+				out = append(out, errors.New(line))
+			}
+		}
+	}
+	return errors.Join(out...)
+}
+
 // Lookup returns the variable's value, "" when unset.
 func (e *Env) Lookup(name string) string { return e.getenv(name) }
 

@@ -1,6 +1,7 @@
 package settings_test
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -97,5 +98,20 @@ func TestLogLevel(t *testing.T) {
 	}
 	if _, err := settings.LoggerFromEnv(getenvOf(map[string]string{"LOG_LEVEL": "loud"})); err == nil || !strings.Contains(err.Error(), "LOG_LEVEL") {
 		t.Fatalf("LoggerFromEnv err = %v", err)
+	}
+}
+
+// JoinUnique says a problem two components share once, and keeps the
+// others in order.
+func TestJoinUnique(t *testing.T) {
+	t.Parallel()
+	a := errors.New("DATABASE_URL is not set\nARCHIVE_MIN_AGE is bad")
+	b := errors.New("DATABASE_URL is not set\nOPERATOR_ACCESS is bad")
+	got := settings.JoinUnique(a, nil, b).Error()
+	if got != "DATABASE_URL is not set\nARCHIVE_MIN_AGE is bad\nOPERATOR_ACCESS is bad" {
+		t.Fatalf("JoinUnique = %q", got)
+	}
+	if settings.JoinUnique(nil, nil) != nil {
+		t.Fatal("no error joined is an error")
 	}
 }
