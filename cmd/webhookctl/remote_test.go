@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -295,5 +298,48 @@ func TestStackNameFindsTheOperatorAPI(t *testing.T) {
 	laptop.env["AWS_ENDPOINT_URL"] = denied.URL
 	if _, _, err := laptop.run("--stack", "inbox-test", "stats"); err == nil || !strings.Contains(err.Error(), "OperatorReadPolicy") {
 		t.Fatalf("an identity that may not read the stack: %v", err)
+	}
+}
+
+// webhookctl console through the operator API: the same console, on
+// loopback, showing who acts as the verified principal; a viewer's is
+// read-only, whatever the console's flags.
+func TestConsoleThroughTheOperatorAPI(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	f.insert("stripe", "evt_console_remote", "invoice.paid")
+	for _, as := range []string{"operator", "viewer"} {
+		remote, r := f.remoteOf(as)
+		addr, stop := remote.startConsole()
+		jar, _ := cookiejar.New(nil)
+		client := &http.Client{Jar: jar}
+		resp, err := client.Get(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		id := r.Operator
+		want := "acting as " + id.UserARN + " (verified by AWS IAM)"
+		if as == "viewer" {
+			id = r.Viewer
+			want = "read-only, signed in as " + id.UserARN + " (verified by AWS IAM)"
+		}
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), want) {
+			t.Fatalf("the console as the %s: %d, want %q in:\n%s", as, resp.StatusCode, want, page)
+		}
+		base := strings.SplitN(addr, "/?", 2)[0]
+		resp, err = client.Get(base + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "evt_console_remote") {
+			t.Fatalf("the events page as the %s: %d\n%s", as, resp.StatusCode, page)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
 	}
 }
