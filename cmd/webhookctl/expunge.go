@@ -27,11 +27,14 @@ times, body hash), so a redelivery is still a duplicate and the audit trail
 says the event existed. An event erased before it was processed leaves
 the drain.
 
-It needs the archiver's settings (ARCHIVE_BUCKET, ARCHIVE_PREFIX, and the
-S3_* settings for a local S3) besides DATABASE_URL, and S3 rights the
-archiver lacks (s3:DeleteObjectVersion, s3:ListBucketVersions: the
-stack's ArchiveExpungePolicy, see docs/archiver.md). --dry-run says what would
-be erased; the real run needs --yes. Running it again is harmless.`,
+Through a stack's operator function (--stack), the acting function does it
+with its own rights, recorded under your verified AWS principal. With a
+direct path to the database it needs the archiver's settings
+(ARCHIVE_BUCKET, ARCHIVE_PREFIX, and the S3_* settings for a local S3)
+besides DATABASE_URL, and S3 rights the archiver lacks
+(s3:DeleteObjectVersion, s3:ListBucketVersions: docs/archiver.md lists
+them). --dry-run says what would be erased; the real run needs --yes.
+Running it again is harmless.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ref, err := parseEventRef(args)
