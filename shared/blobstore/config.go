@@ -33,22 +33,31 @@ const (
 // every problem at once, each naming its variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
+	c := ConnectionFromEnv(e)
+	c.Bucket = e.Required(EnvBucket)
+	c.SSE = e.OneOf(EnvSSE, "", SSES3, SSEKMS)
+	c.KMSKeyID = e.String(EnvKMSKeyID, "")
+	if c.KMSKeyID != "" && getenv(EnvSSE) != SSEKMS {
+		e.Errorf("%s is set but %s is not %s", EnvKMSKeyID, EnvSSE, SSEKMS)
+	}
+	return c, e.Err()
+}
+
+// ConnectionFromEnv reads how to reach S3 (region, endpoint, addressing,
+// static keys), reporting problems to e; the bucket and its encryption
+// are the caller's, so that another bucket of the stack (the wake-up
+// markers' control bucket) is reached the same way as the archive.
+func ConnectionFromEnv(e *settings.Env) Config {
 	c := Config{
-		Bucket:          e.Required(EnvBucket),
 		Region:          e.String(EnvRegion, ""),
 		Endpoint:        e.String(EnvEndpoint, ""),
 		AccessKeyID:     e.String(EnvAccessKeyID, ""),
 		SecretAccessKey: e.String(EnvSecretAccessKey, ""),
-		SSE:             e.OneOf(EnvSSE, "", SSES3, SSEKMS),
-		KMSKeyID:        e.String(EnvKMSKeyID, ""),
-	}
-	if c.KMSKeyID != "" && getenv(EnvSSE) != SSEKMS {
-		e.Errorf("%s is set but %s is not %s", EnvKMSKeyID, EnvSSE, SSEKMS)
 	}
 	// Local servers want path-style addressing; AWS wants virtual hosts.
 	c.PathStyle = e.Bool(EnvPathStyle, c.Endpoint != "")
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		e.Errorf("%s and %s go together", EnvAccessKeyID, EnvSecretAccessKey)
 	}
-	return c, e.Err()
+	return c
 }
