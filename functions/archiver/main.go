@@ -1,16 +1,19 @@
-// Command archiver is the scheduled archiver Lambda: an EventBridge schedule
-// invokes it, and each invocation archives the payloads of events processed
-// long enough ago to S3 (package archive) until none is left or the
-// invocation's deadline is near.
+// Command archiver is the archiver Lambda. It runs on no schedule: the
+// processor arms a run for when what it processed becomes old enough to
+// archive, and each run arms the next one for whatever it left (shared/wake,
+// one-time schedules the relay makes). Each invocation archives the
+// payloads of events processed long enough ago to S3 (package archive)
+// until none is left or the invocation's deadline is near; the event that
+// started it is only a signal.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
@@ -19,6 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
@@ -47,8 +51,8 @@ type Summary struct {
 	Truncated   bool  `json:"truncated"`
 }
 
-// Handler runs one archive run per scheduled event.
-type Handler func(context.Context, events.EventBridgeEvent) (Summary, error)
+// Handler runs one archive run per wake-up.
+type Handler func(context.Context, json.RawMessage) (Summary, error)
 
 // setup reads the configuration and builds the handler. The pool and the S3
 // client are made once per container, at init, and reused.
@@ -74,18 +78,24 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 		pool.Close()
 		return nil, nil, err
 	}
-	cfg.Store, cfg.Blobs, cfg.Logger = storage.New(pool), blobs, log
+	waker, err := wake.Open(ctx, cfg.Waking)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	cfg.Store, cfg.Blobs, cfg.Logger, cfg.Wake = storage.New(pool), blobs, log, waker
 	a, err := archive.New(cfg)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	h := func(ctx context.Context, ev events.EventBridgeEvent) (Summary, error) {
+	h := func(ctx context.Context, _ json.RawMessage) (Summary, error) {
 		// RunOnce stops starting batches when ctx's deadline (the
-		// invocation's) is near, and logs the run and its metrics. An
-		// error fails the invocation, which Lambda's Errors metric counts;
-		// nothing is lost, and the next schedule retries.
-		res, err := a.RunOnce(ctx)
+		// invocation's) is near, and logs the run and its metrics; then
+		// the next run is armed. An error fails the invocation, which
+		// Lambda's Errors metric counts and its retries try again; nothing
+		// is lost.
+		res, err := a.Invocation(ctx)
 		return Summary{
 			Events: res.Events, Objects: res.Batches, ObjectBytes: res.ObjectBytes,
 			BodyBytes: res.BodyBytes, Swept: res.Swept, Truncated: res.Truncated,

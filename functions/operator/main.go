@@ -27,6 +27,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
@@ -69,6 +70,16 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		log.Warn("operator: database not reachable at init; requests will answer 503 until it is", "err", err)
+	}
+	if cfg.Access == operations.AccessAct {
+		// A requeue or replay wakes the processor, which runs only when
+		// woken.
+		waker, err := wake.Open(ctx, cfg.Waking)
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		cfg.Wake = waker
 	}
 	cfg.Store, cfg.Logger = storage.New(pool), log
 	svc, err := operations.New(cfg)

@@ -1,12 +1,13 @@
-// Command processor is the scheduled processor Lambda: an EventBridge
-// schedule invokes it, and each invocation processes webhook_events (see
-// shared/processor) in real time: it drains, and polls for new events
-// every PROCESSOR_POLL_INTERVAL, for PROCESSOR_RUN_FOR (a little longer
-// than the schedule's period, so the next invocation is polling before
-// this one stops), and while events are still due, until less than
-// PROCESSOR_SAFETY_MARGIN is left before the invocation's deadline. With
-// PROCESSOR_RUN_FOR=0 each invocation drains once and returns: the
-// schedule alone, for a database that must be left idle between ticks.
+// Command processor is the processor Lambda. Nothing runs it on a clock:
+// it is woken (shared/wake) by the receiver after each stored event (an
+// asynchronous invoke, or an S3 marker that EventBridge turns into one),
+// by the one-time schedules the relay arms for a retry, a lease's end or
+// the sweep after a receipt, and by an operator's requeue or replay. Each
+// invocation drains the due events (shared/processor), keeps polling for
+// PROCESSOR_RUN_FOR after it started (so a receiver's debounced wake-up
+// loses nothing), and arms the wake-ups its work left behind: when
+// nothing waits, nothing is armed, and the stack stays idle. The event
+// that started it is only a signal: whatever its shape, it is ignored.
 // Invocations overlap: processors claim disjoint batches, and each event
 // is applied once whatever runs.
 //
@@ -18,11 +19,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
@@ -50,9 +52,9 @@ func main() {
 	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(pool.Close))
 }
 
-// handlerFunc is the Lambda handler: the scheduled event is only a tick;
-// the stats it returns show in a manual invoke and in tests.
-type handlerFunc = func(context.Context, events.EventBridgeEvent) (processor.Stats, error)
+// handlerFunc is the Lambda handler: the event is only a wake-up; the
+// stats it returns show in a manual invoke and in tests.
+type handlerFunc = func(context.Context, json.RawMessage) (processor.Stats, error)
 
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and reused by every invocation.
@@ -76,6 +78,12 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 	reg := processor.NewRegistry()
 	handlers.Register(reg)
 	cfg.Pool, cfg.Registry, cfg.Logger = pool, reg, log
+	waker, err := wake.Open(ctx, cfg.Waking)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	cfg.Wake = waker
 	if cfg.Archive.Bucket != "" {
 		if cfg.Bodies, err = archive.OpenBodies(ctx, cfg.Archive, pool); err != nil {
 			pool.Close()
@@ -88,14 +96,14 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		return nil, nil, err
 	}
 
-	h := func(ctx context.Context, _ events.EventBridgeEvent) (processor.Stats, error) {
+	h := func(ctx context.Context, _ json.RawMessage) (processor.Stats, error) {
 		st, err := p.Invocation(ctx)
 		if err != nil {
 			log.Error("processor: invocation failed", "cause", inbox.CauseDatabaseUnavailable, "err", err, "stats", st)
 			return st, err
 		}
 		// The run logged its stats and metrics ("processor: run metrics",
-		// or "processor: drain metrics" with real time off).
+		// or "processor: drain metrics" with PROCESSOR_RUN_FOR=0).
 		return st, nil
 	}
 	return h, pool, nil

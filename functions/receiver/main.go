@@ -19,6 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
@@ -61,6 +62,10 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
 		log.Warn("receiver: database not reachable at init; requests will answer 503 until it is", "cause", inbox.CauseDatabaseUnavailable, "err", err)
+	}
+	if cfg.Wake, err = wake.Open(ctx, cfg.Waking); err != nil {
+		pool.Close()
+		return nil, nil, err
 	}
 	cfg.Store, cfg.Logger, cfg.RequestID = storage.New(pool), log, lambdahttp.RequestID
 	h, err := receiver.New(cfg)

@@ -54,9 +54,11 @@ const EnvEMF = "WEBHOOKDEV_EMF"
 // DefaultArchiveEvery is the time between the dev stack's archiver passes.
 const DefaultArchiveEvery = 30 * time.Second
 
-// ProcessorSchedule stands in for the template's ProcessorSchedule (rate(1
-// minute)) when real time is off (PROCESSOR_RUN_FOR=0): the dev stack then
-// drains once a period, as the deployed function does.
+// ProcessorSchedule is how often the dev stack drains when
+// PROCESSOR_RUN_FOR=0 (each invocation one drain). Otherwise it runs the
+// deployed function's invocations back to back: the deployed processor
+// runs only when woken (shared/wake) and lingers PROCESSOR_RUN_FOR, and
+// the dev stack, with no Lambda to wake, keeps one lingering all the time.
 const ProcessorSchedule = time.Minute
 
 // Options are the dev stack's flags.
@@ -322,8 +324,8 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	wg.Go(func() { errc <- readSrv.Serve(readLn) })
 	wg.Go(func() { errc <- actSrv.Serve(actLn) })
 	wg.Go(func() {
-		// The deployed function's loop: runs of PROCESSOR_RUN_FOR back to
-		// back, each polling every PROCESSOR_POLL_INTERVAL.
+		// The deployed function's invocations, back to back: runs of
+		// PROCESSOR_RUN_FOR, each polling every PROCESSOR_POLL_INTERVAL.
 		if err := proc.Serve(runCtx, ProcessorSchedule); err != nil && !errors.Is(err, context.Canceled) {
 			errc <- fmt.Errorf("processor: %w", err)
 		}
@@ -362,9 +364,9 @@ func credentials(id iamlocal.Identity) devenv.Credentials {
 // processorPlan says how the processor runs, for the start-up lines.
 func processorPlan(c processor.Config) string {
 	if c.RunFor <= 0 {
-		return fmt.Sprintf("draining every %s (%s=0: real time off, as the schedule alone)", ProcessorSchedule, processor.EnvRunFor)
+		return fmt.Sprintf("draining every %s (%s=0: one drain per invocation)", ProcessorSchedule, processor.EnvRunFor)
 	}
-	return fmt.Sprintf("polling every %s in runs of %s (real time)", c.PollInterval, c.RunFor)
+	return fmt.Sprintf("polling every %s in runs of %s back to back (deployed, each run is a woken invocation)", c.PollInterval, c.RunFor)
 }
 
 // StartDatabase starts the local cluster in dataDir and makes sure the dev

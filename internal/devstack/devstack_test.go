@@ -219,7 +219,7 @@ func TestDevStack(t *testing.T) {
 		t.Errorf("no readable line for the accepted webhook:\n%s", log)
 	}
 	if !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d{3} INFO  processor: drained `).MatchString(log) ||
-		!strings.Contains(log, "processor: polling every 200ms in runs of 1m10s (real time)") {
+		!strings.Contains(log, "processor: polling every 200ms in runs of 1s back to back") {
 		t.Errorf("no readable line for the processed webhook, or for how the processor runs:\n%s", log)
 	}
 	if strings.Contains(log, "_aws") || strings.Contains(log, `{"time"`) {

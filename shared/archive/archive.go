@@ -51,6 +51,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // ErrExpunged is returned (wrapped) by ReadBody for an expunged event.
@@ -133,6 +134,14 @@ type Config struct {
 	// person reads its log. The Lambda does not: that line carries the
 	// run's metrics, zeros included, which the alarms rely on.
 	QuietIdle bool
+
+	// Wake, when set, arms the archiver's next run as an invocation ends
+	// (Invocation): the deployed archiver runs on no schedule. Nil arms
+	// nothing (the dev stack runs it every 30 s).
+	Wake Armer
+	// Waking is how Wake reaches the control bucket (ConfigFromEnv sets
+	// it); the caller opens it (wake.Open). New ignores it.
+	Waking wake.Config
 
 	// S3 is the bucket and how to reach it, and Database how the
 	// archiver's pool connects (ConfigFromEnv sets both); the caller opens

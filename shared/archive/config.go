@@ -8,6 +8,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // The archiver's environment variables, besides the bucket's
@@ -57,6 +58,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	s3, err := blobstore.ConfigFromEnv(getenv)
 	e.Add(err)
+	waking, err := wake.ConfigFromEnv(getenv)
+	e.Add(err)
 	c := Config{
 		Prefix:        strings.Trim(getenv(EnvPrefix), "/"),
 		MinAge:        e.Age(EnvMinAge, DefaultMinAge),
@@ -66,6 +69,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Metrics:       metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 		S3:            s3,
 		Database:      db,
+		Waking:        waking,
 	}
 	return c, e.Err()
 }

@@ -109,6 +109,11 @@ const (
 	// to commit (a deferred constraint, a serialization failure, the
 	// connection lost); retried.
 	CauseCommitFailed Cause = "commit_failed"
+	// CauseWakeFailed: an event is stored but the wake-up that starts the
+	// processor for it (or arms a later one) failed (shared/wake): the
+	// event waits for the next wake-up or the sweep. Logged only; the
+	// sender's answer is unchanged.
+	CauseWakeFailed Cause = "wake_failed"
 	// CauseBodyOverBudget: the event's body alone is larger than the
 	// processor's body budget (PROCESSOR_BODY_BUDGET), so it can never be
 	// held to run: dead-lettered at once.

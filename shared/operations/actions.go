@@ -194,6 +194,9 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 	}
 	s.log.Info("operations: events replayed", "operator", by.Name, "events", res.Replayed, "action_id", res.ActionID,
 		"more", res.Next != nil, "event", sel.ID, "source", sel.Source, "event_type", sel.Type, "outcome", sel.Outcome, "all", sel.All)
+	if res.Replayed > 0 {
+		s.wake(ctx)
+	}
 	return res, nil
 }
 

@@ -174,6 +174,9 @@ func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult
 	}
 	s.log.Info("operations: dead letters requeued", "operator", by.Name, "events", res.Events,
 		"dead_letter", sel.ID, "source", sel.Source, "event_type", sel.Type, "all", sel.All)
+	if res.Events > 0 {
+		s.wake(ctx)
+	}
 	return res, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // EnvAccess is Config.Access: "read" (the default: a deployment that says
@@ -50,6 +51,15 @@ type Config struct {
 	ArchiveMinAge time.Duration
 	// Logger gets one line per action (never a body). Default: discard.
 	Logger *slog.Logger
+	// Wake, when set, starts the processor after a requeue or replay made
+	// events due (wake.Waker): the deployed processor runs only when woken.
+	// A failure is logged; the action stands, and its events wait for the
+	// sweep. Nil (webhookctl on the database, the dev stack, whose
+	// processor polls) wakes nothing.
+	Wake Waker
+	// Waking is how Wake is opened (ConfigFromEnv sets it; wake.Open).
+	// New ignores it.
+	Waking wake.Config
 
 	// Database is how ConfigFromEnv says to open Store; New ignores it.
 	Database storage.PoolConfig
@@ -68,7 +78,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	db, dbErr := storage.PoolConfigFromEnv(getenv)
 	db.ApplicationName, db.MaxConns = poolApplicationName, poolMaxConns
 	c.Database = db
-	errs := []error{e.Err(), dbErr}
+	waking, wakeErr := wake.ConfigFromEnv(getenv)
+	c.Waking = waking
+	errs := []error{e.Err(), dbErr, wakeErr}
 	if getenv(blobstore.EnvBucket) != "" {
 		// The archiver reads the same database settings: their problems
 		// are said once (JoinUnique, below).
@@ -78,6 +90,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, err)
 	}
 	return c, settings.JoinUnique(errs...)
+}
+
+// Waker starts the processor (wake.Waker).
+type Waker interface {
+	Wake(ctx context.Context) error
+}
+
+// wake starts the processor after an action made events due.
+func (s *Service) wake(ctx context.Context) {
+	if s.cfg.Wake == nil {
+		return
+	}
+	if err := s.cfg.Wake.Wake(ctx); err != nil {
+		s.log.Warn("operations: the processor's wake-up failed; the events wait for the sweep", "cause", inbox.CauseWakeFailed, "err", err)
+	}
 }
 
 // Service implements API on the database (and the archive, for bodies,

@@ -8,6 +8,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // The processor's environment variables, besides the database's
@@ -27,6 +28,9 @@ const (
 	// EnvPollInterval is Config.PollInterval: how long Run waits after a
 	// drain that found nothing due.
 	EnvPollInterval = "PROCESSOR_POLL_INTERVAL"
+	// EnvArchiveAfter is Config.ArchiveAfter: the archiver's own
+	// variable, so one template parameter sets both.
+	EnvArchiveAfter = "ARCHIVE_MIN_AGE"
 	// EnvRunFor is Config.RunFor: how long each scheduled invocation keeps
 	// polling; 0 turns real time off (one drain per invocation).
 	EnvRunFor = "PROCESSOR_RUN_FOR"
@@ -74,6 +78,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SafetyMargin:   e.Duration(EnvSafetyMargin, 0),
 		PollInterval:   e.DurationIn(EnvPollInterval, DefaultPollInterval, MinPollInterval, MaxPollInterval),
 		RunFor:         e.DurationIn(EnvRunFor, DefaultRunFor, 0, lambdaMaxTimeout),
+		ArchiveAfter:   e.Age(EnvArchiveAfter, 0),
 		// Each run (or drain) ends with an EMF line: its counts and the gauges.
 		Metrics: &metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 	}
@@ -101,6 +106,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 
+	c.Waking, err = wake.ConfigFromEnv(getenv)
+	e.Add(err)
+
 	// The relations between settings, on the values that will run.
 	c = c.WithDefaults()
 	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
@@ -121,11 +129,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.RunFor > 0 && c.RunFor+c.SafetyMargin > lambdaMaxTimeout {
 		e.Errorf("%s (%s) plus %s (%s) must fit in Lambda's longest timeout (%s): a run's last event needs the margin after it", EnvRunFor, c.RunFor, EnvSafetyMargin, c.SafetyMargin, lambdaMaxTimeout)
 	}
+	if c.RunFor > 0 && c.RunFor <= c.Waking.Debounce {
+		e.Errorf("%s (%s) must exceed %s (%s): an invocation must outlast the wake-ups debounced after the one that started it", EnvRunFor, c.RunFor, wake.EnvDebounce, c.Waking.Debounce)
+	}
 	if c.RunFor > 0 && c.PollInterval >= c.RunFor {
 		e.Errorf("%s (%s) must be shorter than %s (%s), or a run would never poll", EnvPollInterval, c.PollInterval, EnvRunFor, c.RunFor)
 	}
 	// WithDefaults also fills in the run-time parts; they are the caller's.
-	c.Now, c.Logger, c.Registry = nil, nil, nil
+	c.Now, c.Logger, c.Registry, c.Wake = nil, nil, nil, nil
 
 	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	db.RuntimeParams = SessionParams(c.HandlerTimeout)

@@ -19,6 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // Defaults of Config. The retry window they give is in Backoff.RetryWindow.
@@ -160,11 +161,24 @@ type Config struct {
 	// load it costs (a claim per interval per running processor). Zero
 	// means DefaultPollInterval.
 	PollInterval time.Duration
-	// RunFor is how long each scheduled invocation keeps polling
-	// (Invocation runs Run until start + RunFor); 0 turns real time off,
-	// and each invocation drains once. ConfigFromEnv defaults it to
+	// RunFor is how long each invocation keeps polling after it starts
+	// (Invocation runs Run until start + RunFor): the linger that lets a
+	// receiver debounce its wake-ups (shared/wake), which must stay below
+	// it; 0 makes each invocation one drain. ConfigFromEnv defaults it to
 	// DefaultRunFor.
 	RunFor time.Duration
+	// Wake, when set, arms the wake-ups an invocation leaves behind
+	// (Invocation, see wake.go): the processor's own at its next retry or
+	// lease end, and the archiver's once what it processed is old enough
+	// to archive. Nil arms nothing (the dev stack polls instead).
+	Wake Armer
+	// Waking is how Wake reaches the control bucket (ConfigFromEnv sets
+	// it); the caller opens it (wake.Open) and passes Wake. New ignores
+	// it.
+	Waking wake.Config
+	// ArchiveAfter is how long after processing an event becomes
+	// archivable (the archiver's ARCHIVE_MIN_AGE); 0 arms no archiver.
+	ArchiveAfter time.Duration
 	// After, when set, stands in for time.After in Run's waits between
 	// drains, so that a test decides when a wait ends; nil means
 	// time.After.

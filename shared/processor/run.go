@@ -10,11 +10,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
-// Real time: a processor that keeps polling (Run) between the scheduled
-// invocations, so that an event's handler starts within about
-// PollInterval of its receipt instead of at the next tick of the schedule.
-// docs/processor.md ("Real time") weighs it against LISTEN/NOTIFY and a
-// receiver-triggered invocation, and says what it costs at idle.
+// Waking and lingering: the deployed processor runs only when something
+// wakes it (shared/wake: a receipt, an armed retry, the sweep). Each
+// invocation drains, then keeps polling for RunFor after it started, so
+// that a receiver, which wakes it at most once per debounce, never leaves
+// an event behind (docs/processor.md, "Waking the processor").
 const (
 	// DefaultPollInterval is Config.PollInterval's default: an event waits
 	// half of it on average (plus a claim's round trip) before its handler
@@ -28,12 +28,12 @@ const (
 	// the schedule alone does as well.
 	MinPollInterval = 10 * time.Millisecond
 	MaxPollInterval = time.Minute
-	// DefaultRunFor is Config.RunFor's default: a little more than the
-	// template's one-minute schedule, so the next invocation is already
-	// polling when this one stops, even when a tick comes a few seconds
-	// late or meets a cold start. Overlapping processors are safe (they
-	// claim disjoint events); the overlap costs a sixth more idle time.
-	DefaultRunFor = 70 * time.Second
+	// DefaultRunFor is Config.RunFor's default: twice the receiver's
+	// default debounce (wake.DefaultDebounce), so an event committed just
+	// after a wake-up is still found by the invocation that wake-up
+	// started, and short enough that an invocation with nothing to do
+	// costs about a second of Lambda time.
+	DefaultRunFor = time.Second
 	// maxRetryWait caps the wait after consecutive failed drains (the
 	// database is down): PollInterval doubled per failure up to it, so an
 	// outage costs a log line every few seconds, not five a second.
@@ -66,13 +66,25 @@ func (p *Processor) Run(ctx context.Context, until time.Time) (Stats, error) {
 	return st, err
 }
 
-// Invocation is what one scheduled invocation of the processor runs: Run
-// until RunFor from now, or, with RunFor 0 (real time off), one Drain.
+// Invocation is what one invocation of the processor runs: Run until
+// RunFor from now, or, with RunFor 0, one Drain; then, with Config.Wake,
+// it arms the wake-ups the work left behind (armNext). An arming that
+// failed is returned, so that Lambda retries the invocation, which drains
+// (finding nothing new) and arms again.
 func (p *Processor) Invocation(ctx context.Context) (Stats, error) {
+	var (
+		st  Stats
+		err error
+	)
 	if p.cfg.RunFor <= 0 {
-		return p.Drain(ctx)
+		st, err = p.Drain(ctx)
+	} else {
+		st, err = p.Run(ctx, p.cfg.Now().Add(p.cfg.RunFor))
 	}
-	return p.Run(ctx, p.cfg.Now().Add(p.cfg.RunFor))
+	if p.cfg.Wake == nil || st.Stopped == StopCancelled {
+		return st, err
+	}
+	return st, errors.Join(err, p.armNext(context.WithoutCancel(ctx), st))
 }
 
 // Serve runs the scheduled invocations back to back until ctx is done,

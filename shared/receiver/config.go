@@ -7,6 +7,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // The receiver's environment variables, besides the sources document
@@ -41,12 +42,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	sources, err := source.Load(getenv)
 	e.Add(err)
+	waking, err := wake.ConfigFromEnv(getenv)
+	e.Add(err)
 	c := Config{
 		Sources:      sources,
 		MaxBodyBytes: e.Bytes(EnvMaxBodyBytes, DefaultMaxBodyBytes),
 		StoreTimeout: e.Duration(EnvStoreTimeout, DefaultStoreTimeout),
 		Metrics:      metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 		Database:     db,
+		Waking:       waking,
 	}
 	return c, e.Err()
 }

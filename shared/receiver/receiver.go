@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // EventStore is what the receiver needs of storage; *storage.Store is it.
@@ -44,10 +45,20 @@ const (
 	DefaultStoreTimeout = 5 * time.Second
 )
 
+// Waker starts the processor after a receipt (wake.Waker).
+type Waker interface {
+	Wake(ctx context.Context) error
+}
+
 // Config configures a Handler. Sources and Store are required.
 type Config struct {
 	Sources *source.Set
 	Store   EventStore
+	// Wake, when set, is called after each stored event and each
+	// duplicate (whose first delivery's wake-up may have been lost), so
+	// that the processor runs without polling. A failure is logged; the
+	// answer stays what the commit made it.
+	Wake Waker
 	// Logger receives one JSON line per request outcome; default slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes is the largest body accepted; larger ones get 413.
@@ -76,6 +87,9 @@ type Config struct {
 	// Database is how the receiver's pool connects (ConfigFromEnv sets
 	// it); the caller opens it and passes the Store. New ignores it.
 	Database storage.PoolConfig
+	// Waking is how it wakes the processor (ConfigFromEnv sets it); the
+	// caller opens it (wake.Open) and passes Wake. New ignores it.
+	Waking wake.Config
 }
 
 // Handler serves POST /webhooks/{source} and /webhooks/{source}/{token}.
@@ -265,6 +279,9 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	log := h.cfg.Logger.With("source", name, "event_id", ident.EventID, "event_type", ident.EventType, "request_id", h.cfg.RequestID(r))
 	bySource := []string{"source"}
+	if !res.SuspectedReplay {
+		h.wake(ctx, log, bySource)
+	}
 	switch {
 	case res.Inserted:
 		log.Info("webhook accepted", append([]any{"id", res.ID, "bytes", len(body), "payload_jsonb", res.PayloadStored},
@@ -300,6 +317,18 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// wake starts the processor for a stored event. The event is durable
+// whatever happens here: a failed wake-up leaves it to the sweep.
+func (h *Handler) wake(ctx context.Context, log *slog.Logger, bySource []string) {
+	if h.cfg.Wake == nil {
+		return
+	}
+	if err := h.cfg.Wake.Wake(ctx); err != nil {
+		log.Warn("webhook stored; the processor's wake-up failed", append([]any{"cause", inbox.CauseWakeFailed, "err", err},
+			h.cfg.Metrics.Attrs(bySource, metrics.C("WakeFailed", 1))...)...)
+	}
 }
 
 // recordAnomaly records a payload mismatch or suspected replay for the

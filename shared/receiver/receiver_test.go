@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/invoketest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -31,7 +32,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { invoketest.Use(); pgtest.Main(m) }
 
 // now is the fixed clock of these tests: signatures are made and checked at
 // this instant, so no test depends on the wall clock.

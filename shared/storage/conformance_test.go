@@ -201,6 +201,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_events/get", testEventGet},
 	{"webhook_events/processing", testEventProcessing},
 	{"webhook_events/interrupted", testEventInterrupted},
+	{"webhook_events/next_wake", testEventNextWake},
 	{"webhook_events/list", testEventList},
 	{"webhook_events/replay", testEventReplay},
 	{"webhook_events/replay in calls", testEventReplayInCalls},
@@ -560,6 +561,36 @@ func testEventProcessing(t *testing.T, e *env) {
 	}
 	if b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, later)); b.Count != 0 || b.OldestDueAt != nil {
 		t.Fatalf("backlog after = %+v", b)
+	}
+}
+
+// The next wake-up is the earliest next attempt of a waiting event or end
+// of a live claim's lease; processed and dead events never count.
+func testEventNextWake(t *testing.T, e *env) {
+	s := e.store
+	if next := must[*time.Time](t)(s.EventGetNextWake(e.ctx)); next != nil {
+		t.Fatalf("empty: %v", next)
+	}
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", State: inbox.StateProcessed, Now: e.now})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", State: inbox.StateDead, Now: e.now})
+	if next := must[*time.Time](t)(s.EventGetNextWake(e.ctx)); next != nil {
+		t.Fatalf("only processed and dead events: %v", next)
+	}
+	retry := e.now.Add(time.Hour)
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", State: inbox.StateRetrying, NextAttemptAt: retry, Now: e.now})
+	if next := must[*time.Time](t)(s.EventGetNextWake(e.ctx)); next == nil || !next.Equal(retry) {
+		t.Fatalf("a retry at %s: %v", retry, next)
+	}
+	lease := e.now.Add(10 * time.Minute)
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", State: inbox.StateInFlight, NextAttemptAt: e.now.Add(2 * time.Hour),
+		ClaimedUntil: &lease, Now: e.now})
+	if next := must[*time.Time](t)(s.EventGetNextWake(e.ctx)); next == nil || !next.Equal(lease) {
+		t.Fatalf("a lease ending at %s: %v", lease, next)
+	}
+	due := e.now.Add(-time.Minute)
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", NextAttemptAt: due, Now: e.now})
+	if next := must[*time.Time](t)(s.EventGetNextWake(e.ctx)); next == nil || !next.Equal(due) {
+		t.Fatalf("a due event at %s: %v", due, next)
 	}
 }
 

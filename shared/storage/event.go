@@ -338,6 +338,19 @@ func (e executor) EventGetBacklog(ctx context.Context, now time.Time) (Backlog, 
 	return Backlog{Count: r.Count, Due: r.Due, OldestDueAt: anyTime(r.OldestDueAt)}, nil
 }
 
+// EventGetNextWake returns when the processor next has work: the earliest
+// next attempt of an unprocessed live event, or the end of a claim's lease,
+// whichever comes first; nil when nothing waits. A processor that stops
+// arms a wake-up at that time (shared/wake), so that nothing has to poll
+// for retries.
+func (e executor) EventGetNextWake(ctx context.Context) (*time.Time, error) {
+	v, err := queries.EventGetNextWake(ctx, e.db)
+	if err != nil {
+		return nil, fmt.Errorf("read the next wake-up: %w", err)
+	}
+	return anyTime(v), nil
+}
+
 // BacklogStats is the backlog in the detail an operator needs.
 type BacklogStats struct {
 	Backlog

@@ -295,6 +295,17 @@ SELECT count(*) AS count,
   FROM webhook_events
  WHERE processed_at IS NULL AND dead_at IS NULL;
 
+-- name: EventGetNextWake :one
+-- When the processor has work next, for the wake-up it arms as it stops
+-- (shared/wake): the earliest next attempt among the unprocessed live
+-- events (the first entry of webhook_events_due_idx, whose predicate this
+-- restates), and the earliest end of a claim's lease (a processor that
+-- died leaves its events to be recovered then). NULL: nothing is waiting.
+SELECT least(
+    (SELECT min(next_attempt_at) FROM webhook_events WHERE processed_at IS NULL AND dead_at IS NULL),
+    (SELECT min(locked_until) FROM webhook_claims WHERE cardinality(event_ids) > 0)
+) AS next_wake_at;
+
 -- name: EventGetBacklogStats :one
 -- The backlog in an operator's detail. It visits every backlog row
 -- (created_at and failed_attempts are not in the index): fine for a

@@ -826,6 +826,25 @@ func (q *Queries) EventGetNewestCreatedAt(ctx context.Context, db DBTX) (time.Ti
 	return created_at, err
 }
 
+const eventGetNextWake = `-- name: EventGetNextWake :one
+SELECT least(
+    (SELECT min(next_attempt_at) FROM webhook_events WHERE processed_at IS NULL AND dead_at IS NULL),
+    (SELECT min(locked_until) FROM webhook_claims WHERE cardinality(event_ids) > 0)
+) AS next_wake_at
+`
+
+// When the processor has work next, for the wake-up it arms as it stops
+// (shared/wake): the earliest next attempt among the unprocessed live
+// events (the first entry of webhook_events_due_idx, whose predicate this
+// restates), and the earliest end of a claim's lease (a processor that
+// died leaves its events to be recovered then). NULL: nothing is waiting.
+func (q *Queries) EventGetNextWake(ctx context.Context, db DBTX) (interface{}, error) {
+	row := db.QueryRow(ctx, eventGetNextWake)
+	var next_wake_at interface{}
+	err := row.Scan(&next_wake_at)
+	return next_wake_at, err
+}
+
 const eventInsert = `-- name: EventInsert :one
 WITH ins AS (
     INSERT INTO webhook_events (provider, event_id, event_type, payload, body, body_sha256, body_size, metadata, source_kind, body_guard)

@@ -1,0 +1,87 @@
+package archive_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
+)
+
+// arms records the archiver's wake-ups (shared/wake's own tests run the
+// real markers).
+type arms struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (a *arms) Arm(_ context.Context, target wake.Target, at time.Time) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if target != wake.TargetArchiver {
+		panic("the archiver armed " + string(target))
+	}
+	a.at = append(a.at, at)
+	return nil
+}
+
+func TestInvocationArmsTheNextRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := time.Now().Truncate(time.Microsecond)
+	recent := now.Add(-10 * time.Minute)
+	f.bulk("stripe", 4, 64, func(i int) time.Time {
+		if i == 4 {
+			return recent
+		}
+		return now.Add(-3 * time.Hour)
+	})
+	rec := &arms{}
+	clock := func() time.Time { return now }
+	// One batch of two: the run stops with work left, and arms one now.
+	a := f.archiver(func(c *archive.Config) { c.Wake, c.Now, c.BatchSize, c.MaxBatches = rec, clock, 2, 1 })
+	res, err := a.Invocation(context.Background())
+	if err != nil || res.Events != 2 || !res.Truncated {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	if len(rec.at) != 1 || !rec.at[0].Equal(now) {
+		t.Fatalf("armed %v after a truncated run, want now (%s)", rec.at, now)
+	}
+	// The rest of the due ones; the last waits for its hour.
+	a = f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, clock })
+	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 1 || res.Truncated {
+		t.Fatalf("second run: %+v, %v", res, err)
+	}
+	if want := recent.Add(time.Hour); len(rec.at) != 2 || !rec.at[1].Equal(want) {
+		t.Fatalf("armed %v, want the recent event's time plus MinAge (%s)", rec.at, want)
+	}
+	// At that time it is archived, and nothing is left to arm for.
+	later := now.Add(time.Hour)
+	a = f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, func() time.Time { return later } })
+	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 1 {
+		t.Fatalf("third run: %+v, %v", res, err)
+	}
+	if len(rec.at) != 2 {
+		t.Fatalf("armed %v with nothing left", rec.at)
+	}
+}
+
+func TestFailedRunArmsARetry(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := time.Now()
+	f.bulk("stripe", 1, 64, func(int) time.Time { return now.Add(-3 * time.Hour) })
+	if err := f.srv.Stop(); err != nil { // S3 is out
+		t.Fatal(err)
+	}
+	rec := &arms{}
+	a := f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, func() time.Time { return now } })
+	if _, err := a.Invocation(context.Background()); err == nil {
+		t.Fatal("a run without S3 succeeded")
+	}
+	if want := now.Add(archive.FailedRunRetry); len(rec.at) != 1 || !rec.at[0].Equal(want) {
+		t.Fatalf("armed %v after a failed run, want %s", rec.at, want)
+	}
+}
