@@ -18,7 +18,8 @@ const EnvRegion = "AWS_REGION"
 // getenv with the secrets resolved into the variables the configuration
 // loaders read (DATABASE_URL, built without a password from the database
 // secret and DATABASE_HOST/PORT/NAME, or for IAM authentication; and
-// WEBHOOK_SOURCES from WEBHOOK_SOURCES_SECRET_ARN), and the credentials
+// WEBHOOK_SOURCES from WEBHOOK_SOURCES_SECRET_ARN or from its S3 copy,
+// WEBHOOK_SOURCES_OBJECT), and the credentials
 // every new database connection logs in with (storage.PoolConfig's
 // Credentials; nil when DATABASE_URL holds them). A plain DATABASE_URL is
 // used as is.
@@ -32,8 +33,12 @@ func Environment(ctx context.Context, getenv func(string) string) (func(string) 
 	if err != nil {
 		return nil, nil, err
 	}
+	bucket, key, fromObject, err := sourcesObject(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
 	needSecrets := (db.secretARN != "" && db.url == "") || sourcesNeeded(getenv)
-	if !needSecrets && !db.iam {
+	if !needSecrets && !db.iam && !fromObject {
 		return getenv, nil, nil
 	}
 	var opts []func(*config.LoadOptions) error
@@ -64,6 +69,13 @@ func Environment(ctx context.Context, getenv func(string) string) (func(string) 
 			return nil, nil, err
 		}
 		resolved[storage.EnvDatabaseURL] = u
+	}
+	if fromObject {
+		v, err := FetchObject(ctx, getenv, bucket, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", EnvSourcesObject, err)
+		}
+		resolved["WEBHOOK_SOURCES"] = v
 	}
 	if sourcesNeeded(getenv) {
 		v, err := Fetch(ctx, sm, getenv(EnvSourcesSecretARN))

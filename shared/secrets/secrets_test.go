@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -426,5 +427,53 @@ func TestRereadAfterRefusal(t *testing.T) {
 	now = now.Add(4 * secrets.RefreshWait)
 	if _, _, err := creds.Login(context.Background(), u.Hostname(), 5432, "app"); err == nil || f.sm.Fetches(arn) != 13 {
 		t.Fatalf("the next try: %v, fetches %d", err, f.sm.Fetches(arn))
+	}
+}
+
+// TestSourcesObject: the sources document read from its S3 copy (the
+// control bucket's config/sources.json, which the relay keeps), through
+// the S3 settings the archive uses; a plain variable wins, the secret and
+// the copy together are refused, and a missing copy fails start-up.
+func TestSourcesObject(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("needs versitygw")
+	}
+	f := setup(t)
+	srv := s3test.Server(t)
+	bucket := s3test.Bucket(t, srv)
+	const doc = `{"sources":{"stripe":{"kind":"stripe","secrets":["whsec_from_the_copy_0123456789"]}}}`
+	if _, err := s3test.Open(t, bucket).Put(context.Background(), "config/sources.json", []byte(doc), "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	env := func(kv ...string) map[string]string {
+		m := map[string]string{"DATABASE_URL": "postgres://local/x", "S3_ENDPOINT": bucket.Endpoint,
+			"S3_ACCESS_KEY_ID": bucket.AccessKeyID, "S3_SECRET_ACCESS_KEY": bucket.SecretAccessKey, secrets.EnvRegion: bucket.Region}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	object := "s3://" + bucket.Bucket + "/config/sources.json"
+	getenv, _, err := f.environment(env(secrets.EnvSourcesObject, object))
+	if err != nil || getenv("WEBHOOK_SOURCES") != doc {
+		t.Fatalf("from the copy: %v %q", err, getenv("WEBHOOK_SOURCES"))
+	}
+	getenv, _, err = f.environment(env(secrets.EnvSourcesObject, object, "WEBHOOK_SOURCES_FILE", "dev/sources.json"))
+	if err != nil || getenv("WEBHOOK_SOURCES") != "" {
+		t.Fatalf("a plain variable must win: %v", err)
+	}
+	for name, e := range map[string]map[string]string{
+		"both places":   env(secrets.EnvSourcesObject, object, secrets.EnvSourcesSecretARN, f.sm.Create(t, "sources", doc)),
+		"not a URL":     env(secrets.EnvSourcesObject, bucket.Bucket+"/config/sources.json"),
+		"no key":        env(secrets.EnvSourcesObject, "s3://"+bucket.Bucket),
+		"no such copy":  env(secrets.EnvSourcesObject, "s3://"+bucket.Bucket+"/config/missing.json"),
+		"no such place": env(secrets.EnvSourcesObject, "s3://no-such-bucket-here/config/sources.json"),
+	} {
+		if _, _, err := f.environment(e); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "whsec_") {
+			t.Errorf("%s: the error shows a secret: %v", name, err)
+		}
 	}
 }
