@@ -23,13 +23,22 @@ const (
 // The receiver's pool. A container serves one request at a time: two
 // connections cover the insert and the rare mismatch record without
 // holding more of the database's connection budget than the function's
-// concurrency needs, and a 3 s dial leaves time to answer 503 well within
-// the sender's timeout.
+// concurrency needs. The dial may take the store's whole timeout but the
+// last 2 s, which leave time to answer 503: 3 s with the default 5 s, so
+// an outage is answered well within the sender's timeout; more when
+// WEBHOOK_STORE_TIMEOUT is raised for a database that pauses (the economy
+// profile's Aurora, which takes up to about 15 s to resume), so that the
+// first event after a pause waits for it instead of being refused.
 const (
-	poolApplicationName = "webhook-inbox-receiver"
-	poolMaxConns        = 2
-	poolConnectTimeout  = 3 * time.Second
+	poolApplicationName   = "webhook-inbox-receiver"
+	poolMaxConns          = 2
+	poolMinConnectTimeout = 3 * time.Second
+	poolAnswerReserve     = 2 * time.Second
 )
+
+// MaxStoreTimeout bounds WEBHOOK_STORE_TIMEOUT: API Gateway's HTTP API
+// waits at most 30 s for its integration, and the answer needs the rest.
+const MaxStoreTimeout = 28 * time.Second
 
 // ConfigFromEnv reads the receiver's configuration with getenv: the sources,
 // the limits, the metrics' namespace and the receiver's pool. Every problem
@@ -39,7 +48,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
 	db, err := storage.PoolConfigFromEnv(getenv)
 	e.Add(err)
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	sources, err := source.Load(getenv)
 	e.Add(err)
 	waking, err := wake.ConfigFromEnv(getenv)
@@ -47,10 +55,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		Sources:      sources,
 		MaxBodyBytes: e.Bytes(EnvMaxBodyBytes, DefaultMaxBodyBytes),
-		StoreTimeout: e.Duration(EnvStoreTimeout, DefaultStoreTimeout),
+		StoreTimeout: e.DurationIn(EnvStoreTimeout, DefaultStoreTimeout, time.Second, MaxStoreTimeout),
 		Metrics:      metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 		Database:     db,
 		Waking:       waking,
 	}
+	db.ApplicationName, db.MaxConns = poolApplicationName, poolMaxConns
+	db.ConnectTimeout = max(poolMinConnectTimeout, c.StoreTimeout-poolAnswerReserve)
+	c.Database = db
 	return c, e.Err()
 }

@@ -44,6 +44,23 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 	if c.MaxBodyBytes != 2048 || c.StoreTimeout != 2*time.Second || c.Metrics.Namespace != "Acme/Webhooks" || c.Database.QueryMode != "exec" {
 		t.Fatalf("config = %+v", c)
 	}
+	if c.Database.ConnectTimeout != 3*time.Second {
+		t.Fatalf("a short store timeout keeps the 3 s dial: %s", c.Database.ConnectTimeout)
+	}
+	// A database that pauses (economy): the dial waits for it to resume,
+	// leaving 2 s to answer.
+	c, err = receiver.ConfigFromEnv(getenvOf(map[string]string{
+		"DATABASE_URL": "postgres://x@h/db", "WEBHOOK_SOURCES": sourcesDoc, "WEBHOOK_STORE_TIMEOUT": "25s",
+	}))
+	if err != nil || c.Database.ConnectTimeout != 23*time.Second {
+		t.Fatalf("dial with a 25 s store timeout: %s, %v", c.Database.ConnectTimeout, err)
+	}
+	// Past what API Gateway waits for: refused.
+	if _, err := receiver.ConfigFromEnv(getenvOf(map[string]string{
+		"DATABASE_URL": "postgres://x@h/db", "WEBHOOK_SOURCES": sourcesDoc, "WEBHOOK_STORE_TIMEOUT": "29s",
+	})); err == nil || !strings.Contains(err.Error(), "WEBHOOK_STORE_TIMEOUT") {
+		t.Fatalf("a 29 s store timeout: %v", err)
+	}
 }
 
 // TestConfigFromEnvFailsFast: every problem at once, each naming its
@@ -59,7 +76,7 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 	for _, want := range []string{
 		"DATABASE_URL (or DATABASE_SECRET_ARN) is not set", "DATABASE_QUERY_MODE must be one of",
 		"WEBHOOK_SOURCES", `WEBHOOK_MAX_BODY_BYTES must be a positive number of bytes, got "lots"`,
-		`WEBHOOK_STORE_TIMEOUT must be a positive duration`,
+		`WEBHOOK_STORE_TIMEOUT must be a duration from 1s to 28s`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
