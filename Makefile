@@ -75,6 +75,10 @@ test: setup setup-browser build lint generate-check ## everything: install, buil
 	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
 
+.PHONY: cost
+cost: ## each deployment profile's monthly cost from the translated template and dated prices; fails when docs/deploy.md disagrees (go run ./cmd/webhookdev cost -w rewrites it)
+	$(GO) run ./cmd/webhookdev cost
+
 .PHONY: bench
 bench: setup ## measure against pgbench and River (bench/, its own module); writes docs/benchmarks.md and .json
 	cd bench && $(GO) run . -out ../docs

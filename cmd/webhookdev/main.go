@@ -1,7 +1,8 @@
 // Command webhookdev is the developer's tool: the whole system on this
 // machine (`webhookdev dev`, what `make dev` runs), the real Lambda
 // binaries under the Runtime Interface Emulator (`webhookdev local`, what
-// `make local` runs), and signed sample deliveries (`sample`, `send`).
+// `make local` runs), signed sample deliveries (`sample`, `send`), and
+// each deployment profile's monthly cost (`cost`, what `make cost` runs).
 // Operators use webhookctl, which links none of this.
 package main
 
@@ -38,6 +39,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd())
+	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd())
 	return root
 }
