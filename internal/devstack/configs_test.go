@@ -61,6 +61,7 @@ func samples(t *testing.T) map[string]sample {
 	}
 	return map[string]sample{
 		"LOG_LEVEL":                 {value: "debug"},
+		"AWS_LAMBDA_LOG_LEVEL":      {value: "DEBUG"},
 		"DATABASE_URL":              {value: "postgres://someone@db.example:5432/other"},
 		"DATABASE_QUERY_MODE":       {value: "exec"},
 		"DATABASE_SSLMODE":          {value: "require"},

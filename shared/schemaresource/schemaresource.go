@@ -88,6 +88,10 @@ const (
 	// CloudFormation sends Update, and the migrations run, at each deploy.
 	// Its value means nothing here; it is logged.
 	PropRelease = "Release"
+	// PropNetworkPath lists the network resources between the function and
+	// S3 and Secrets Manager. It is not read: naming them makes
+	// CloudFormation keep them until the resource's Delete is answered.
+	PropNetworkPath = "NetworkPath"
 )
 
 // secretProps maps each role to the property naming its secret.
@@ -104,7 +108,7 @@ var secretProps = map[string]string{
 var knownProps = map[string]bool{
 	"ServiceToken": true, "ServiceTimeout": true, PropAuth: true, PropRelease: true,
 	PropReceiverSecretArn: true, PropProcessorSecretArn: true, PropArchiverSecretArn: true,
-	PropOperatorReadSecretArn: true, PropOperatorSecretArn: true,
+	PropOperatorReadSecretArn: true, PropOperatorSecretArn: true, PropNetworkPath: true,
 }
 
 // Properties lists the properties the resource accepts (ServiceToken and
@@ -319,9 +323,9 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 	}
 	for k := range props {
 		if !knownProps[k] {
-			return dbschema.Versions{}, values, fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s, %s, %s)", k,
+			return dbschema.Versions{}, values, fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s, %s, %s, %s)", k,
 				PropAuth, PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn,
-				PropOperatorReadSecretArn, PropOperatorSecretArn, PropRelease)
+				PropOperatorReadSecretArn, PropOperatorSecretArn, PropRelease, PropNetworkPath)
 		}
 	}
 	auth := migrate.Auth(prop(props, PropAuth))

@@ -208,6 +208,9 @@ func passwordProps(release string) map[string]any {
 		"Auth": "password", "ReceiverSecretArn": receiverARN, "ProcessorSecretArn": processorARN, "ArchiverSecretArn": archiverARN,
 		"OperatorReadSecretArn": opReadARN, "OperatorSecretArn": operatorARN,
 		"Release": release,
+		// In create mode: the endpoints, the route table, its subnet
+		// associations, subnets and security groups (not read).
+		"NetworkPath": []any{"vpce-0s3", "rtb-0a", "rtbassoc-0a", "rtbassoc-0b", "vpce-0sm", "sg-0e", "subnet-0a", "subnet-0b", "sg-0m"},
 	}
 }
 
@@ -387,7 +390,7 @@ func TestFailuresAnswerFailed(t *testing.T) {
 		{name: "no auth", typ: "Create", props: with(func(p map[string]any) { delete(p, "Auth") }), status: "FAILED",
 			reason: `Create failed: property Auth must be "password" or "iam", got ""`},
 		{name: "unknown property", typ: "Update", props: with(func(p map[string]any) { p["RecieverSecretArn"] = "x" }), status: "FAILED",
-			reason: `Update failed: unknown property "RecieverSecretArn" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, OperatorReadSecretArn, OperatorSecretArn, Release)`},
+			reason: `Update failed: unknown property "RecieverSecretArn" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, OperatorReadSecretArn, OperatorSecretArn, Release, NetworkPath)`},
 		{name: "no secret", typ: "Create", props: with(func(p map[string]any) { p["ProcessorSecretArn"] = "" }), status: "FAILED",
 			reason: `Create failed: property ProcessorSecretArn is empty: password mode needs each role's secret`},
 		{name: "secret not found", typ: "Create", props: with(func(p map[string]any) { p["ArchiverSecretArn"] = archiverARN + "-gone" }), status: "FAILED",
@@ -412,7 +415,7 @@ func TestFailuresAnswerFailed(t *testing.T) {
 			contain: []string{"Create failed: ", "127.0.0.1"}},
 		{name: "a secret in an error", typ: "Create", props: with(func(p map[string]any) { p[adminPassword] = "x" }), status: "FAILED",
 			dbURL:  "postgres://postgres:" + adminPassword + "@127.0.0.1:1/inbox?sslmode=disable",
-			reason: `Create failed: unknown property "xxxxx" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, OperatorReadSecretArn, OperatorSecretArn, Release)`},
+			reason: `Create failed: unknown property "xxxxx" (known: Auth, ReceiverSecretArn, ProcessorSecretArn, ArchiverSecretArn, OperatorReadSecretArn, OperatorSecretArn, Release, NetworkPath)`},
 		{name: "unknown request type", typ: "Replace", props: passwordProps("1"), status: "FAILED",
 			reason: `unknown request type "Replace"`},
 		{name: "delete without a database", typ: "Delete", props: passwordProps("1"), status: "SUCCESS",
@@ -567,7 +570,7 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 func TestProperties(t *testing.T) {
 	t.Parallel()
 	got := strings.Join(schemaresource.Properties(), " ")
-	if got != "ArchiverSecretArn Auth OperatorReadSecretArn OperatorSecretArn ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
+	if got != "ArchiverSecretArn Auth NetworkPath OperatorReadSecretArn OperatorSecretArn ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
 		t.Fatalf("Properties() = %s", got)
 	}
 }

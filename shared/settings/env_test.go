@@ -1,7 +1,10 @@
 package settings_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -98,6 +101,50 @@ func TestLogLevel(t *testing.T) {
 	}
 	if _, err := settings.LoggerFromEnv(getenvOf(map[string]string{"LOG_LEVEL": "loud"})); err == nil || !strings.Contains(err.Error(), "LOG_LEVEL") {
 		t.Fatalf("LoggerFromEnv err = %v", err)
+	}
+}
+
+// TestLambdaLogLevel: the level Lambda sets from the function's
+// ApplicationLogLevel (AWS_LAMBDA_LOG_LEVEL, upper case, TRACE to FATAL)
+// wins over LOG_LEVEL, since Lambda drops whatever is below it anyway; a
+// value Lambda would not set is refused, naming the variable. The JSON
+// lines carry the "level" key Lambda filters on, with its names (slog's
+// DEBUG, INFO, WARN, ERROR), and a line below the level is not written.
+func TestLambdaLogLevel(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]slog.Level{
+		"TRACE": slog.LevelDebug, "DEBUG": slog.LevelDebug, "INFO": slog.LevelInfo, "WARN": slog.LevelWarn,
+		"ERROR": slog.LevelError, "FATAL": slog.LevelError + 4, "debug": slog.LevelDebug,
+	} {
+		got, err := settings.LogLevel(getenvOf(map[string]string{"AWS_LAMBDA_LOG_LEVEL": v, "LOG_LEVEL": "error"}))
+		if err != nil || got != want {
+			t.Errorf("AWS_LAMBDA_LOG_LEVEL=%q over LOG_LEVEL=error: %v, %v; want %v", v, got, err, want)
+		}
+	}
+	if _, err := settings.LogLevel(getenvOf(map[string]string{"AWS_LAMBDA_LOG_LEVEL": "LOUD"})); err == nil ||
+		!strings.Contains(err.Error(), `AWS_LAMBDA_LOG_LEVEL must be TRACE, DEBUG, INFO, WARN, ERROR or FATAL, got "LOUD"`) {
+		t.Fatalf("err = %v", err)
+	}
+
+	lvl, err := settings.LogLevel(getenvOf(map[string]string{"AWS_LAMBDA_LOG_LEVEL": "INFO"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	log := settings.JSONLogger(&buf, lvl)
+	log.Debug("hidden")
+	log.Info("shown")
+	log.Warn("shown too")
+	var levels []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		levels = append(levels, fmt.Sprint(rec["level"]))
+	}
+	if strings.Join(levels, " ") != "INFO WARN" {
+		t.Errorf("levels written at INFO: %v, want INFO WARN (Lambda reads the \"level\" key)", levels)
 	}
 }
 

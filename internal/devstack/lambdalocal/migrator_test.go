@@ -67,6 +67,8 @@ func request(typ cfn.RequestType, release string, props map[string]any) cfn.Even
 		"ArchiverSecretArn":     lambdalocal.SecretARN(migrate.RoleArchiver),
 		"OperatorReadSecretArn": lambdalocal.SecretARN(migrate.RoleOperatorRead),
 		"OperatorSecretArn":     lambdalocal.SecretARN(migrate.RoleOperator),
+		// As the template sends it in create mode (not read).
+		"NetworkPath": []any{"vpce-0s3", "rtb-0a", "rtbassoc-0a", "rtbassoc-0b", "vpce-0sm", "sg-0e", "subnet-0a", "subnet-0b", "sg-0m"},
 	}
 	for k, v := range props {
 		p[k] = v

@@ -51,9 +51,9 @@ type Stack struct {
 // receiver, the processor, the archiver and the operator functions, the
 // variables that point them at st from inside a container (loopback hosts
 // become HostName), and that turn off what only works in AWS (secrets, IAM
-// auth). sam local only overrides variables the template declares for a
-// function, so only those are set; a function the template lacks is left
-// out.
+// auth), with the processor draining once per invocation. sam local only
+// overrides variables the template declares for a function, so only those
+// are set; a function the template lacks is left out.
 func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, error) {
 	dbURL, err := containerURL(st.DatabaseURL)
 	if err != nil {
@@ -92,7 +92,10 @@ func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, err
 			"WEBHOOK_SOURCES_SECRET_ARN": "",
 			"WEBHOOK_SOURCES":            st.Sources,
 		},
-		"ProcessorFunction": {},
+		// One drain per `sam local invoke`: in real time an invocation
+		// polls for 70 s (PROCESSOR_RUN_FOR), which a local invoke would
+		// sit through.
+		"ProcessorFunction": {"PROCESSOR_RUN_FOR": "0"},
 		"ArchiverFunction":  archive,
 		// The operator functions read archived bodies, and the acting one
 		// archives and expunges, in the same archive as the archiver.

@@ -79,6 +79,11 @@ func TestEnvPointsContainersAtTheDevStack(t *testing.T) {
 			}
 		}
 	}
+	// A local invoke of the processor drains once and returns, instead
+	// of polling for the 70 s of real time.
+	if p := env["ProcessorFunction"]; p["PROCESSOR_RUN_FOR"] != "0" {
+		t.Errorf("processor's PROCESSOR_RUN_FOR = %q, want 0 (one drain per invoke)", p["PROCESSOR_RUN_FOR"])
+	}
 	if r := env["ReceiverFunction"]; r["WEBHOOK_SOURCES"] != devStack.Sources || r["WEBHOOK_SOURCES_SECRET_ARN"] != "" {
 		t.Errorf("receiver's sources: %v", r)
 	}

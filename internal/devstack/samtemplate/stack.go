@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strconv"
@@ -29,10 +30,11 @@ type Stack struct {
 	condDefs map[string]any
 	conds    map[string]bool
 	visiting map[string]bool
+	pseudo   map[string]string
 }
 
 // Pseudo parameters as a stack in us-east-1 of account 123456789012 named
-// webhook-inbox sees them.
+// webhook-inbox sees them, unless NewStack's params say otherwise.
 var pseudo = map[string]string{
 	"AWS::AccountId": "123456789012",
 	"AWS::Region":    "us-east-1",
@@ -50,12 +52,18 @@ type noValue struct{}
 // them (a list type is one comma-separated string). Parameters not given
 // take their Default; a value outside AllowedValues, AllowedPattern (for
 // each item of a list), MinValue or MaxValue, or a missing one without a
-// default, is an error, as CloudFormation refuses it.
+// default, is an error, as CloudFormation refuses it. A pseudo parameter
+// among params ("AWS::Region": "il-central-1") replaces its value, for a
+// stack deployed elsewhere.
 func NewStack(doc map[string]any, params map[string]string) (*Stack, error) {
-	s := &Stack{doc: doc, params: map[string]any{}, conds: map[string]bool{}, visiting: map[string]bool{}}
+	s := &Stack{doc: doc, params: map[string]any{}, conds: map[string]bool{}, visiting: map[string]bool{}, pseudo: maps.Clone(pseudo)}
 	s.condDefs, _ = doc["Conditions"].(map[string]any)
 	decl, _ := doc["Parameters"].(map[string]any)
-	for name := range params {
+	for name, v := range params {
+		if _, ok := pseudo[name]; ok {
+			s.pseudo[name] = v
+			continue
+		}
 		if _, ok := decl[name]; !ok {
 			return nil, fmt.Errorf("parameter %s: the template declares no such parameter", name)
 		}
@@ -332,7 +340,7 @@ func (s *Stack) function(name string, arg any) (any, error) {
 			}
 			return p, nil
 		}
-		if p, ok := pseudo[ref]; ok {
+		if p, ok := s.pseudo[ref]; ok {
 			return p, nil
 		}
 		return map[string]any{"Ref": ref}, nil // a resource: known once deployed
@@ -566,7 +574,7 @@ func (s *Stack) sub(arg any) (any, error) {
 			}
 			return str
 		}
-		if p, ok := pseudo[name]; ok {
+		if p, ok := s.pseudo[name]; ok {
 			return p
 		}
 		unknown[name] = nil // a resource or one of its attributes

@@ -126,6 +126,20 @@ func TestStackEvaluates(t *testing.T) {
 	if err != nil || strings.Join(failed, "|") != "BNeedsAName: Mode b needs Ids.|BNeedsAName: Mode b needs a Name." {
 		t.Errorf("failed rules = %q, %v", failed, err)
 	}
+
+	// A pseudo parameter given replaces the default stack's, in Ref and
+	// Fn::Sub alike.
+	st = evalStack(t, map[string]string{"Name": "n1", "AWS::Region": "il-central-1"})
+	res, err = st.Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustJSON(res["Thing"].Properties["Arn"]); !strings.Contains(got, ":x:il-central-1:123456789012:n1/") {
+		t.Errorf("Arn in il-central-1 = %s", got)
+	}
+	if r, _ := st.Resolve(map[string]any{"Ref": "AWS::Region"}); r != "il-central-1" {
+		t.Errorf("Ref AWS::Region = %v", r)
+	}
 }
 
 // TestStackRefusesWhatCloudFormationRefuses: parameter values and

@@ -158,6 +158,9 @@ func TestTranslatedTemplate(t *testing.T) {
 			d.checkOperatorFunctions(t)
 			d.checkOperatorPolicies(t)
 			d.checkOutputs(t)
+			d.checkEndpointPolicy(t)
+			d.checkDatabaseLog(t)
+			d.checkProxyTarget(t)
 		})
 	}
 }
@@ -852,6 +855,8 @@ func (d deployed) checkOutputs(t *testing.T) {
 		"OperatorActPolicyArn":  map[string]any{"Ref": "OperatorActPolicy"},
 		"WebhookUrl":            nil,
 		"ArchiveBucketName":     map[string]any{"Ref": "ArchiveBucket"},
+		"ApiEndpoint":           map[string]any{"Fn::GetAtt": []any{"WebhookApi", "ApiEndpoint"}},
+		"AlarmTopicArn":         map[string]any{"Ref": "AlarmTopic"},
 	}
 	for fn, secret := range roleSecrets {
 		if d.roleSecrets {
@@ -898,6 +903,11 @@ func TestRulesRefuseInconsistentParameters(t *testing.T) {
 		{"create with a resource id", with(nil, "DatabaseAuth", "iam", "DatabaseResourceId", userProxyID), "leave DatabaseHost"},
 		{"max below min", with(nil, "DatabaseMinCapacity", "4", "DatabaseMaxCapacity", "2"), "at least DatabaseMinCapacity"},
 		{"real time on a slower schedule", with(nil, "ProcessorSchedule", "rate(5 minutes)"), "set ProcessorRealTime=disabled"},
+		{"auto-pause on 16.2", with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "16.2"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
+		{"auto-pause on 15.6", with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "15.6", "DatabaseMaxCapacity", "1"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
+		{"create where the RDS CA bundle stops", with(nil, "AWS::Region", "il-central-1"), "Deploy with DatabaseSslMode=require"},
+		{"verify-ca where the RDS CA bundle stops", with(nil, "AWS::Region", "ap-southeast-7", "DatabaseSslMode", "verify-ca"), "renew the bundle"},
+		{"zones in existing mode", with(existing, "AvailabilityZones", "us-east-1a,us-east-1b"), "only applies to DatabaseMode=create"},
 	}
 	for _, c := range cases {
 		st, err := samtemplate.NewStack(doc, c.params)
