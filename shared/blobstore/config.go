@@ -33,22 +33,37 @@ const (
 // every problem at once, each naming its variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
+	c := connectionFromEnv(e)
+	c.Bucket = e.Required(EnvBucket)
+	c.SSE = e.OneOf(EnvSSE, "", SSES3, SSEKMS)
+	c.KMSKeyID = e.String(EnvKMSKeyID, "")
+	if c.KMSKeyID != "" && getenv(EnvSSE) != SSEKMS {
+		e.Errorf("%s is set but %s is not %s", EnvKMSKeyID, EnvSSE, SSEKMS)
+	}
+	return c, e.Err()
+}
+
+// ConnectionFromEnv reads only how to reach S3 (AWS_REGION, S3_ENDPOINT,
+// S3_PATH_STYLE and the static keys), for a component whose bucket is
+// named by a variable of its own (the relay's control bucket): Bucket,
+// SSE and KMSKeyID are left for the caller.
+func ConnectionFromEnv(getenv func(string) string) (Config, error) {
+	e := settings.NewEnv(getenv)
+	c := connectionFromEnv(e)
+	return c, e.Err()
+}
+
+func connectionFromEnv(e *settings.Env) Config {
 	c := Config{
-		Bucket:          e.Required(EnvBucket),
 		Region:          e.String(EnvRegion, ""),
 		Endpoint:        e.String(EnvEndpoint, ""),
 		AccessKeyID:     e.String(EnvAccessKeyID, ""),
 		SecretAccessKey: e.String(EnvSecretAccessKey, ""),
-		SSE:             e.OneOf(EnvSSE, "", SSES3, SSEKMS),
-		KMSKeyID:        e.String(EnvKMSKeyID, ""),
-	}
-	if c.KMSKeyID != "" && getenv(EnvSSE) != SSEKMS {
-		e.Errorf("%s is set but %s is not %s", EnvKMSKeyID, EnvSSE, SSEKMS)
 	}
 	// Local servers want path-style addressing; AWS wants virtual hosts.
 	c.PathStyle = e.Bool(EnvPathStyle, c.Endpoint != "")
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		e.Errorf("%s and %s go together", EnvAccessKeyID, EnvSecretAccessKey)
 	}
-	return c, e.Err()
+	return c
 }
