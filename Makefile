@@ -109,6 +109,16 @@ build-OperatorReadFunction: ## SAM: build the operator function's bootstrap (rea
 build-MigrationFunction: ## SAM: build the migration function's bootstrap into $(ARTIFACTS_DIR)
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/migrator
 
+# The migration function's front (MIGRATOR_MODE=front, outside the VPC):
+# the same binary as MigrationFunction, deployed twice.
+.PHONY: build-MigrationFrontFunction
+build-MigrationFrontFunction: ## SAM: build the migration front's bootstrap (the migration function's binary) into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/migrator
+
+.PHONY: build-RelayFunction
+build-RelayFunction: ## SAM: build the relay's bootstrap (outside the VPC: wake-up schedules, the sources copy) into $(ARTIFACTS_DIR)
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
+
 .PHONY: local
 local: setup ## run the real Lambda binaries under the Runtime Interface Emulator (sam local without Docker)
 	$(GO) run ./cmd/webhookdev local

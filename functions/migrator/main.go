@@ -1,14 +1,22 @@
 // Command migrator is the migration function: CloudFormation invokes it for
 // the stack's custom resource DatabaseSchema (Custom::DatabaseSchema) on
-// create and on every deploy, before the functions that depend on it. It brings the database to this build's schema (the core and handler
+// create and on every deploy, before the functions that depend on it. It
+// brings the database to this build's schema (the core and handler
 // migrations) and sets up the functions' database roles with exactly their
 // grants, then answers CloudFormation SUCCESS or FAILED (which rolls the
 // deploy back). It is the only code that changes the schema; it connects
 // as the database's admin (DATABASE_SECRET_ARN). See shared/schemaresource.
+//
+// One binary, three modes (MIGRATOR_MODE): unset (direct), one function
+// does it all; front, outside the VPC, answers CloudFormation and invokes
+// the function in apply mode (MIGRATOR_FUNCTION) with the secrets it read;
+// apply, inside the VPC, migrates with what the front sends. Each mode
+// refuses the other's events with an error saying which mode it runs in.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -28,21 +36,56 @@ func main() {
 	if err != nil {
 		// Unlike the other functions it does not exit: CloudFormation would
 		// wait for an answer an exited function never sends (the resource's
-		// ServiceTimeout, an hour by default). It answers FAILED at once.
+		// ServiceTimeout, an hour by default). It answers FAILED at once
+		// (in apply mode, it returns FAILED to the front, which answers).
 		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 		log.Error("migrator: start-up failed; every Create and Update is answered FAILED", "err", err)
-		h, closePool = schemaresource.Failing(err, log), func() {}
+		h, closePool = failing(os.Getenv, err, log), func() {}
 	}
 	if memErr != nil {
 		// Slog's default is the function's JSON logger once setup ran.
 		slog.Warn("migrator: the memory limit is left to the runtime's default", "err", memErr)
 	}
-	lambda.StartWithOptions(h.Handle, lambda.WithEnableSIGTERM(closePool))
+	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(closePool))
 }
 
-// setup reads the configuration and builds the handler. The pool is made
-// once per container, at init; it connects at the first request.
-func setup(ctx context.Context, getenv func(string) string) (*schemaresource.Handler, func(), error) {
+// handler is the function's entry in every mode: each checks the event's
+// shape against its mode.
+type handler func(context.Context, json.RawMessage) (any, error)
+
+// setup reads the mode and its configuration and builds the handler. In
+// the direct mode the pool is made once per container, at init; it
+// connects at the first request. The front reads its secrets at each
+// request (a rotation between deploys is seen), and the apply mode opens a
+// pool per request with the credentials the front sends.
+func setup(ctx context.Context, getenv func(string) string) (handler, func(), error) {
+	mode, modeErr := schemaresource.ModeFromEnv(getenv)
+	switch mode {
+	case schemaresource.ModeFront:
+		log, logErr := settings.LoggerFromEnv(getenv)
+		cfg, cfgErr := schemaresource.FrontConfigFromEnv(getenv)
+		if err := errors.Join(modeErr, logErr, cfgErr); err != nil {
+			return nil, nil, err
+		}
+		slog.SetDefault(log)
+		cfg.Logger = log
+		f, err := schemaresource.NewFront(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, raw json.RawMessage) (any, error) { return f.HandleEvent(ctx, raw) }, func() {}, nil
+	case schemaresource.ModeApply:
+		log, logErr := settings.LoggerFromEnv(getenv)
+		if err := errors.Join(modeErr, logErr); err != nil {
+			return nil, nil, err
+		}
+		slog.SetDefault(log)
+		a := schemaresource.NewApplier(getenv, log)
+		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }, func() {}, nil
+	}
+	if modeErr != nil {
+		return nil, nil, modeErr
+	}
 	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
@@ -65,5 +108,17 @@ func setup(ctx context.Context, getenv func(string) string) (*schemaresource.Han
 		pool.Close()
 		return nil, nil, err
 	}
-	return h, pool.Close, nil
+	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }, pool.Close, nil
+}
+
+// failing is the handler of a function whose start-up failed: in apply
+// mode it returns FAILED to the front; otherwise it answers CloudFormation
+// (Create and Update FAILED with the cause, Delete SUCCESS).
+func failing(getenv func(string) string, cause error, log *slog.Logger) handler {
+	if mode, err := schemaresource.ModeFromEnv(getenv); err == nil && mode == schemaresource.ModeApply {
+		a := schemaresource.FailingApplier(cause, log)
+		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
+	}
+	h := schemaresource.Failing(cause, log)
+	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }
 }

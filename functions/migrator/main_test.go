@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,6 +45,15 @@ func respond(t *testing.T) (string, func() schemaresource.Response) {
 	}
 }
 
+// call invokes h with ev as the Lambda runtime would: its JSON.
+func call(ctx context.Context, h handler, ev any) (any, error) {
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return h(ctx, raw)
+}
+
 func create(url string) cfn.Event {
 	return cfn.Event{
 		RequestType: cfn.RequestCreate, RequestID: "r1", ResponseURL: url, ResourceType: "Custom::DatabaseSchema",
@@ -66,7 +77,7 @@ func TestCreateInIAMMode(t *testing.T) {
 	url, answer := respond(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // the Lambda's deadline
 	defer cancel()
-	if _, err := h.Handle(ctx, create(url)); err != nil {
+	if _, err := call(ctx, h, create(url)); err != nil {
 		t.Fatal(err)
 	}
 	if a := answer(); a.Status != "SUCCESS" || a.Data["SchemaVersion"] == "" {
@@ -110,10 +121,83 @@ func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 	}
 	defer closePool()
 	url, answer := respond(t)
-	if _, err := h.Handle(t.Context(), create(url)); err != nil {
+	if _, err := call(t.Context(), h, create(url)); err != nil {
 		t.Fatal(err)
 	}
 	if a := answer(); a.Status != "FAILED" || !strings.Contains(a.Reason, "127.0.0.1") {
 		t.Fatalf("answer = %+v", a)
+	}
+}
+
+// TestModesAreCheckedAtSetup: an unknown MIGRATOR_MODE and a front without
+// its MIGRATOR_FUNCTION fail setup, naming the variables; main then
+// answers with schemaresource.Failing.
+func TestModesAreCheckedAtSetup(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"MIGRATOR_MODE": "both"}, []string{`MIGRATOR_MODE must be direct, front or apply, got "both"`}},
+		{map[string]string{"MIGRATOR_MODE": "front", "LOG_LEVEL": "loud"}, []string{"MIGRATOR_FUNCTION is not set", "LOG_LEVEL"}},
+		{map[string]string{"MIGRATOR_MODE": "apply", "LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
+	} {
+		_, _, err := setup(t.Context(), func(k string) string { return c.env[k] })
+		for _, want := range c.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: error does not say %q: %v", c.env, want, err)
+			}
+		}
+	}
+}
+
+// TestModesRefuseEachOthersEvents: the apply mode takes no CloudFormation
+// request (it answers it FAILED, so CloudFormation does not wait, and
+// fails the invocation), and the direct and front modes take no apply
+// payload; each error says which mode runs.
+func TestModesRefuseEachOthersEvents(t *testing.T) {
+	t.Parallel()
+	payload := map[string]any{"ApplyVersion": 1, "RequestType": "Create", "ResourceProperties": map[string]any{"Auth": "iam"}}
+	for mode, want := range map[string]string{
+		"front": "MIGRATOR_FUNCTION must name the migration function in apply mode, not a front",
+		"":      "set MIGRATOR_MODE=apply on the function the front invokes",
+	} {
+		env := map[string]string{"MIGRATOR_MODE": mode, "MIGRATOR_FUNCTION": "inbox-MigrationFunction", "DATABASE_URL": "postgres://x@127.0.0.1:1/x", "LOG_LEVEL": "error"}
+		h, closePool, err := setup(t.Context(), func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = call(t.Context(), h, payload)
+		closePool()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("mode %q: %v, want %q", mode, err, want)
+		}
+	}
+
+	env := map[string]string{"MIGRATOR_MODE": "apply", "LOG_LEVEL": "error"}
+	h, _, err := setup(t.Context(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, answer := respond(t)
+	_, err = call(t.Context(), h, create(url))
+	if err == nil || !strings.Contains(err.Error(), "runs with MIGRATOR_MODE=apply") {
+		t.Fatalf("apply mode given CloudFormation's request: %v", err)
+	}
+	if a := answer(); a.Status != "FAILED" || !strings.Contains(a.Reason, "make the migration function in front mode the DatabaseSchema resource's ServiceToken") {
+		t.Fatalf("answer = %+v", a)
+	}
+}
+
+// TestApplyModeStartUpFailureReturnsFailed: an apply function whose
+// start-up failed returns FAILED to the front with the cause.
+func TestApplyModeStartUpFailureReturnsFailed(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"MIGRATOR_MODE": "apply"}
+	h := failing(func(k string) string { return env[k] }, errors.New("LOG_LEVEL must be one of ..."), slog.New(slog.DiscardHandler))
+	out, err := call(t.Context(), h, map[string]any{"ApplyVersion": 1, "RequestType": "Update", "ResourceProperties": map[string]any{"Auth": "iam"}})
+	res, ok := out.(schemaresource.ApplyResult)
+	if err != nil || !ok || res.Status != "FAILED" || res.Reason != "Update failed: the migration function did not start: LOG_LEVEL must be one of ..." {
+		t.Fatalf("%+v %v", out, err)
 	}
 }

@@ -3,7 +3,7 @@
 // its place says it must not. No Lambda binary links the development and
 // test tooling under internal/; the receiver links neither the processor,
 // the S3 SDK nor the migrations; only the migration function links the
-// migrations; settings stays a leaf; the operator's webhookctl links none
-// of the dev stack's servers and emulators. It has no code: the shape is
-// the product.
+// migrations; the relay, outside the VPC, links no database; settings
+// stays a leaf; the operator's webhookctl links none of the dev stack's
+// servers and emulators. It has no code: the shape is the product.
 package layout

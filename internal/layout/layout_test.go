@@ -86,8 +86,8 @@ var lambdaBuild = []string{"GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0"}
 func TestLambdasLinkNoToolingNorTests(t *testing.T) {
 	t.Parallel()
 	got := deps(t, lambdaBuild, "lambda.norpc", module+"/functions/...")
-	if len(got) != 5 {
-		t.Fatalf("want the five functions (receiver, processor, archiver, migrator, operator), got %d: %v", len(got), got)
+	if len(got) != 6 {
+		t.Fatalf("want the six functions (receiver, processor, archiver, migrator, operator, relay), got %d: %v", len(got), got)
 	}
 	for fn, ds := range got {
 		if bad := forbidden(ds, module+"/internal", "testing", "/test/", "/testkit", "/pgtest", "/s3test"); len(bad) > 0 {
@@ -97,12 +97,14 @@ func TestLambdasLinkNoToolingNorTests(t *testing.T) {
 }
 
 // TestReceiverLinksOnlyTheReceiver: the receiver's cold start and size do
-// not pay for the processor, the S3 SDK or the migrations.
+// not pay for the processor, the archive or the migrations. (It links the
+// S3 client: it reads its sources from the relay's copy and writes the
+// wake-up markers, shared/wake.)
 func TestReceiverLinksOnlyTheReceiver(t *testing.T) {
 	t.Parallel()
 	fn := module + "/functions/receiver"
 	ds := deps(t, lambdaBuild, "lambda.norpc", fn)[fn]
-	if bad := forbidden(ds, module+"/shared/processor", "github.com/aws/aws-sdk-go-v2/service/s3", "github.com/pressly/goose"); len(bad) > 0 {
+	if bad := forbidden(ds, module+"/shared/processor", module+"/shared/archive", "github.com/pressly/goose"); len(bad) > 0 {
 		t.Errorf("the receiver links %v", bad)
 	}
 }
@@ -125,6 +127,19 @@ func TestOnlyTheMigratorLinksTheMigrations(t *testing.T) {
 				t.Errorf("%s links %v", fn, bad)
 			}
 		}
+	}
+}
+
+// TestRelayLinksNoDatabase: the relay runs outside the VPC, where no
+// database is reachable; it links neither the database driver nor the
+// storage, the processor or the migrations.
+func TestRelayLinksNoDatabase(t *testing.T) {
+	t.Parallel()
+	fn := module + "/functions/relay"
+	ds := deps(t, lambdaBuild, "lambda.norpc", fn)[fn]
+	if bad := forbidden(ds, "github.com/jackc/pgx", "github.com/pressly/goose", module+"/shared/storage", module+"/shared/processor",
+		module+"/shared/secrets", module+"/shared/dbschema"); len(bad) > 0 {
+		t.Errorf("the relay links %v", bad)
 	}
 }
 

@@ -147,6 +147,10 @@ type Object struct {
 	VersionID string
 	// LastModified is when the object was stored (List, Versions).
 	LastModified time.Time
+	// ContentType and Metadata (the x-amz-meta-* headers, keys in lower
+	// case) are what Head reports.
+	ContentType string
+	Metadata    map[string]string
 }
 
 // Version is one version of an object in a versioned bucket: an object's
@@ -171,6 +175,12 @@ var ErrChecksumMismatch = errors.New("checksum mismatch")
 // checksum that S3 verifies before storing anything: a PUT that succeeds
 // stored exactly these bytes. An existing object at key is replaced.
 func (s *Store) Put(ctx context.Context, key string, data []byte, contentType string) (Object, error) {
+	return s.PutWithMetadata(ctx, key, data, contentType, nil)
+}
+
+// PutWithMetadata is Put with user metadata (x-amz-meta-<key> headers;
+// S3 keeps at most 2 KB of it per object), which Head returns.
+func (s *Store) PutWithMetadata(ctx context.Context, key string, data []byte, contentType string, metadata map[string]string) (Object, error) {
 	sum := sha256.Sum256(data)
 	sum64 := base64.StdEncoding.EncodeToString(sum[:])
 	in := &s3.PutObjectInput{
@@ -182,6 +192,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, contentType st
 		ChecksumAlgorithm:    types.ChecksumAlgorithmSha256,
 		ChecksumSHA256:       aws.String(sum64),
 		ServerSideEncryption: s.sse,
+		Metadata:             metadata,
 	}
 	if s.sse == types.ServerSideEncryptionAwsKms && s.kmsKey != "" {
 		in.SSEKMSKeyId = aws.String(s.kmsKey)
@@ -196,7 +207,8 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, contentType st
 	return Object{Key: key, Size: int64(len(data)), SHA256: sum[:], ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId)}, nil
 }
 
-// Head returns the object's size and, when S3 keeps one, its SHA-256.
+// Head returns the object's size, content type, metadata and, when S3
+// keeps one, its SHA-256.
 func (s *Store) Head(ctx context.Context, key string) (Object, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket:       aws.String(s.bucket),
@@ -206,7 +218,8 @@ func (s *Store) Head(ctx context.Context, key string) (Object, error) {
 	if err != nil {
 		return Object{}, s.wrap("head", key, err)
 	}
-	o := Object{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId)}
+	o := Object{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId),
+		ContentType: aws.ToString(out.ContentType), Metadata: out.Metadata}
 	if out.ChecksumSHA256 != nil {
 		// Only a full-object checksum is the SHA-256 of the bytes; a
 		// composite one (multipart uploads, "<b64>-<parts>") is not.
@@ -318,7 +331,11 @@ func (s *Store) ListVersions(ctx context.Context, prefix string) ([]Version, err
 		}
 		return b.LastModified.Compare(a.LastModified)
 	})
-	return vs, nil
+	// A version listed twice is one: versitygw repeats the key at a page's
+	// boundary in an unversioned bucket (its key marker is inclusive).
+	return slices.CompactFunc(vs, func(a, b Version) bool {
+		return a.Key == b.Key && a.VersionID == b.VersionID && a.DeleteMarker == b.DeleteMarker
+	}), nil
 }
 
 // DeleteVersion deletes one version of key for ever (s3:DeleteObjectVersion):
@@ -333,6 +350,46 @@ func (s *Store) DeleteVersion(ctx context.Context, key, versionID string) error 
 		return s.wrap("delete version "+versionID, key, err)
 	}
 	return nil
+}
+
+// deleteBatch is DeleteObjects' limit of keys per request.
+const deleteBatch = 1000
+
+// DeleteAll deletes each of versions for ever, in batches of a thousand
+// (s3:DeleteObject, or s3:DeleteObjectVersion for a version id other than
+// "null"): a version without an id, or with "null" (an unversioned
+// bucket's), deletes the key's object. It returns how many S3 reports
+// deleted; keys it refused are named in the error (at most five).
+func (s *Store) DeleteAll(ctx context.Context, versions []Version) (int, error) {
+	deleted := 0
+	var refused []string
+	for start := 0; start < len(versions); start += deleteBatch {
+		batch := versions[start:min(start+deleteBatch, len(versions))]
+		ids := make([]types.ObjectIdentifier, 0, len(batch))
+		for _, v := range batch {
+			id := types.ObjectIdentifier{Key: aws.String(v.Key)}
+			if v.VersionID != "" && v.VersionID != "null" {
+				id.VersionId = aws.String(v.VersionID)
+			}
+			ids = append(ids, id)
+		}
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: aws.String(s.bucket), Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+		})
+		if err != nil {
+			return deleted, s.wrap("delete objects", batch[0].Key, err)
+		}
+		deleted += len(batch) - len(out.Errors)
+		for _, e := range out.Errors {
+			if len(refused) < 5 {
+				refused = append(refused, fmt.Sprintf("%s: %s", aws.ToString(e.Key), aws.ToString(e.Code)))
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return deleted, fmt.Errorf("s3 delete objects %s: %d of %d refused, among them %s", s.bucket, len(versions)-deleted, len(versions), strings.Join(refused, ", "))
+	}
+	return deleted, nil
 }
 
 // EnableVersioning turns the bucket's versioning on: for local servers

@@ -270,3 +270,57 @@ func TestVersions(t *testing.T) {
 		t.Fatalf("after deleting every version: %+v, %v", vs, err)
 	}
 }
+
+// TestMetadataAndDeleteAll: user metadata and the content type come back
+// from Head; ListVersions lists each version once over several pages (the
+// server repeats the key at a page's boundary); DeleteAll deletes, in
+// batches of a thousand, the objects of an unversioned bucket and every
+// version and delete marker of a versioned one.
+func TestMetadataAndDeleteAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := s3test.Store(t)
+	if _, err := store.PutWithMetadata(ctx, "config/x.json", []byte("{}"), "application/json", map[string]string{"secret-version-id": "v-1"}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := store.Head(ctx, "config/x.json")
+	if err != nil || head.ContentType != "application/json" || head.Metadata["secret-version-id"] != "v-1" {
+		t.Fatalf("head %+v %v", head, err)
+	}
+	for i := range 1005 {
+		if _, err := store.Put(ctx, fmt.Sprintf("wake/%04d", i), nil, "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs, err := store.ListVersions(ctx, "wake/")
+	if err != nil || len(vs) != 1005 {
+		t.Fatalf("%d versions, %v", len(vs), err)
+	}
+	if n, err := store.DeleteAll(ctx, vs); err != nil || n != 1005 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	if left, err := store.List(ctx, ""); err != nil || len(left) != 1 {
+		t.Fatalf("left %v %v", left, err)
+	}
+
+	srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
+	versioned := s3test.Open(t, s3test.VersionedBucket(t, srv))
+	for _, v := range []string{"a", "b"} {
+		if _, err := versioned.Put(ctx, "k", []byte(v), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := versioned.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	vs, err = versioned.ListVersions(ctx, "")
+	if err != nil || len(vs) != 3 {
+		t.Fatalf("versions %+v %v", vs, err)
+	}
+	if n, err := versioned.DeleteAll(ctx, vs); err != nil || n != 3 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	if vs, err := versioned.ListVersions(ctx, ""); err != nil || len(vs) != 0 {
+		t.Fatalf("left %+v %v", vs, err)
+	}
+}

@@ -33,7 +33,7 @@ const (
 // every problem at once, each naming its variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
-	c := ConnectionFromEnv(e)
+	c := connectionFromEnv(e)
 	c.Bucket = e.Required(EnvBucket)
 	c.SSE = e.OneOf(EnvSSE, "", SSES3, SSEKMS)
 	c.KMSKeyID = e.String(EnvKMSKeyID, "")
@@ -43,11 +43,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c, e.Err()
 }
 
-// ConnectionFromEnv reads how to reach S3 (region, endpoint, addressing,
-// static keys), reporting problems to e; the bucket and its encryption
-// are the caller's, so that another bucket of the stack (the wake-up
-// markers' control bucket) is reached the same way as the archive.
-func ConnectionFromEnv(e *settings.Env) Config {
+// ConnectionFromEnv reads only how to reach S3 (AWS_REGION, S3_ENDPOINT,
+// S3_PATH_STYLE and the static keys), for a component whose bucket is
+// named by a variable of its own (the relay's control bucket): Bucket,
+// SSE and KMSKeyID are left for the caller.
+func ConnectionFromEnv(getenv func(string) string) (Config, error) {
+	e := settings.NewEnv(getenv)
+	c := connectionFromEnv(e)
+	return c, e.Err()
+}
+
+func connectionFromEnv(e *settings.Env) Config {
 	c := Config{
 		Region:          e.String(EnvRegion, ""),
 		Endpoint:        e.String(EnvEndpoint, ""),

@@ -14,30 +14,37 @@
 //   - Anything that fails answers FAILED, with a Reason naming what failed
 //     and holding no secret, so that CloudFormation rolls the deploy back.
 //
-// The answer is an HTTP PUT of the JSON document CloudFormation documents
-// ("Custom resource response objects": Status, Reason, PhysicalResourceId,
-// StackId, RequestId, LogicalResourceId, NoEcho, Data; 4096 bytes at most)
-// to the request's pre-signed ResponseURL, with an empty Content-Type, as
-// AWS's own cfn-response module sends it. The work is bounded by the
-// invocation's deadline less a reserve, so the answer always goes out
-// before Lambda ends the invocation: an invocation that ends without one
-// leaves CloudFormation waiting for the resource's whole ServiceTimeout
-// (an hour by default). The handler returns an error only when the answer
-// could not be delivered, so that Lambda's retries of the asynchronous
-// invocation try again.
+// The one binary runs in one of three modes (MIGRATOR_MODE, mode.go):
+//
+//   - direct (MIGRATOR_MODE unset): one function, the resource's
+//     ServiceToken, reads the admin secret and the roles' secrets from
+//     Secrets Manager, connects and answers CloudFormation (Handler).
+//   - front and apply: the work is split between two deployments of the
+//     binary so that neither a deploy nor a teardown depends on the VPC's
+//     network reaching anything but the database. The front (Front), outside
+//     the VPC, is the ServiceToken: it reads the secrets, invokes the apply
+//     deployment inside the VPC synchronously with the values (ApplyRequest),
+//     and answers CloudFormation with its result (ApplyResult); Delete is
+//     answered at once without invoking anything. The apply deployment
+//     (Applier) connects and migrates, and calls nothing but the database.
+//
+// Answers go through shared/cfnresponse: an HTTP PUT to the request's
+// pre-signed ResponseURL, after work bounded by the invocation's deadline
+// less a reserve, so the answer always goes out before Lambda ends the
+// invocation: an invocation that ends without one leaves CloudFormation
+// waiting for the resource's whole ServiceTimeout (an hour by default).
+// The handler returns an error only when the answer could not be delivered,
+// so that Lambda's retries of the asynchronous invocation try again.
 //
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requests.html
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-responses.html
-// https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cfn-lambda-function-code-cfnresponsemodule.html
 package schemaresource
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -46,13 +53,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -60,13 +66,13 @@ import (
 )
 
 // Request is CloudFormation's request to the custom resource.
-type Request = cfn.Event
+type Request = cfnresponse.Request
 
 // The request types.
 const (
-	RequestCreate = string(cfn.RequestCreate)
-	RequestUpdate = string(cfn.RequestUpdate)
-	RequestDelete = string(cfn.RequestDelete)
+	RequestCreate = cfnresponse.RequestCreate
+	RequestUpdate = cfnresponse.RequestUpdate
+	RequestDelete = cfnresponse.RequestDelete
 )
 
 // The resource's properties (ResourceProperties), besides ServiceToken and
@@ -134,33 +140,22 @@ const DataSchemaVersion = "SchemaVersion"
 
 // The answer's statuses.
 const (
-	StatusSuccess = string(cfn.StatusSuccess)
-	StatusFailed  = string(cfn.StatusFailed)
+	StatusSuccess = cfnresponse.StatusSuccess
+	StatusFailed  = cfnresponse.StatusFailed
 )
 
 // Response is the document PUT to the request's ResponseURL.
-type Response struct {
-	Status             string            `json:"Status"`
-	Reason             string            `json:"Reason"`
-	PhysicalResourceID string            `json:"PhysicalResourceId"`
-	StackID            string            `json:"StackId"`
-	RequestID          string            `json:"RequestId"`
-	LogicalResourceID  string            `json:"LogicalResourceId"`
-	NoEcho             bool              `json:"NoEcho"`
-	Data               map[string]string `json:"Data,omitempty"`
-}
+type Response = cfnresponse.Response
 
 // MaxResponseBytes is CloudFormation's limit on the answer's body.
-const MaxResponseBytes = 4096
+const MaxResponseBytes = cfnresponse.MaxResponseBytes
 
-// Timing: the work stops ResponseReserve before the invocation's deadline
-// (half the time left when that is shorter), leaving the answer time to be
-// PUT, retried a few times if need be.
-const (
-	ResponseReserve = 10 * time.Second
-	putAttempts     = 5
-	putFirstBackoff = 250 * time.Millisecond
-)
+// ResponseReserve is kept before the invocation's deadline to answer
+// (cfnresponse.WorkContext).
+const ResponseReserve = cfnresponse.Reserve
+
+// deleteReason is Delete's answer in every mode.
+const deleteReason = "nothing deleted: the database, its data and its roles outlive the stack"
 
 // Config configures a Handler.
 type Config struct {
@@ -181,10 +176,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Handler answers the custom resource's requests.
+// Handler answers the custom resource's requests in the direct mode.
 type Handler struct {
 	cfg     Config
 	log     *slog.Logger
+	send    cfnresponse.Sender
 	initErr error // set by Failing
 
 	smOnce sync.Once
@@ -201,16 +197,10 @@ func New(cfg Config) (*Handler, error) {
 }
 
 func newHandler(cfg Config) *Handler {
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
-	}
-	if cfg.PutBackoff <= 0 {
-		cfg.PutBackoff = putFirstBackoff
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger}
+	h := &Handler{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{Client: cfg.Client, Backoff: cfg.PutBackoff}}
 	if cfg.Secrets != nil {
 		h.smOnce.Do(func() { h.sm = cfg.Secrets })
 	}
@@ -227,45 +217,64 @@ func Failing(cause error, log *slog.Logger) *Handler {
 	return h
 }
 
+// HandleEvent is the direct mode's Lambda entry: a CloudFormation request
+// is answered (Handle); the front's payload for the apply mode, or any
+// other event, is refused with an error saying so.
+func (h *Handler) HandleEvent(ctx context.Context, raw json.RawMessage) (Response, error) {
+	switch shapeOf(raw) {
+	case shapeCloudFormation:
+		var req Request
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return Response{}, fmt.Errorf("schema resource: the CloudFormation request does not decode: %w", err)
+		}
+		return h.Handle(ctx, req)
+	case shapeApply:
+		err := fmt.Errorf("schema resource: this function runs without %s (the direct mode) and takes CloudFormation's requests; "+
+			"the event is a front's payload for the apply mode: set %s=%s on the function the front invokes", EnvMode, EnvMode, ModeApply)
+		h.log.Error("schema resource: refused", "err", err)
+		return Response{}, err
+	default:
+		err := errors.New("schema resource: the event is not a CloudFormation custom resource request (no RequestType and ResponseURL)")
+		h.log.Error("schema resource: refused", "err", err)
+		return Response{}, err
+	}
+}
+
 // Handle answers one request: it does the work, PUTs the answer and
 // returns it. The error is the delivery's, never the work's: a FAILED
 // answer delivered is a successful invocation.
 func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 	start := time.Now()
 	rt := string(req.RequestType)
-	h.log.Info("schema resource: request", "request_type", rt, "logical_resource_id", req.LogicalResourceID,
-		"request_id", req.RequestID, "stack_id", req.StackID, "release", prop(req.ResourceProperties, PropRelease))
-
-	resp := Response{
-		PhysicalResourceID: req.PhysicalResourceID,
-		StackID:            req.StackID, RequestID: req.RequestID, LogicalResourceID: req.LogicalResourceID,
-	}
-	if rt == RequestCreate || resp.PhysicalResourceID == "" {
-		resp.PhysicalResourceID = PhysicalResourceID
-	}
-	work, reserve, cancel := workContext(ctx)
+	logRequest(h.log, req)
+	resp := cfnresponse.For(req, PhysicalResourceID)
+	work, reserve, cancel := cfnresponse.WorkContext(ctx)
 	defer cancel()
 	var redact []string
 	switch rt {
 	case RequestCreate, RequestUpdate:
-		versions, secretValues, err := h.apply(work, req.ResourceProperties)
-		redact = secretValues
-		if err != nil {
-			resp.Status, resp.Reason = StatusFailed, rt+" failed: "+reason(work, reserve, err)
-		} else {
-			resp.Status = StatusSuccess
-			resp.Reason = fmt.Sprintf("schema at version %s; roles %s set up (%s)", versions,
-				strings.Join(migrate.FunctionRoles(), ", "), prop(req.ResourceProperties, PropAuth))
-			resp.Data = map[string]string{DataSchemaVersion: strconv.FormatInt(versions.Core, 10)}
-		}
+		var res ApplyResult
+		res, redact = h.createOrUpdate(work, reserve, rt, req.ResourceProperties)
+		resp.Status, resp.Reason, resp.Data = res.Status, res.Reason, res.Data
 	case RequestDelete:
-		resp.Status, resp.Reason = StatusSuccess, "nothing deleted: the database, its data and its roles outlive the stack"
+		resp.Status, resp.Reason = StatusSuccess, deleteReason
 	default:
 		resp.Status, resp.Reason = StatusFailed, fmt.Sprintf("unknown request type %q", rt)
 	}
-	resp.Reason = h.redact(resp.Reason, redact)
+	return answer(ctx, h.log, h.send, req, resp, redact, start)
+}
 
-	body, err := encode(resp)
+// logRequest logs a request's line: never its ResponseURL (pre-signed:
+// whoever holds it may answer for the resource) nor a secret.
+func logRequest(log *slog.Logger, req Request) {
+	log.Info("schema resource: request", "request_type", string(req.RequestType), "logical_resource_id", req.LogicalResourceID,
+		"request_id", req.RequestID, "stack_id", req.StackID, "release", prop(req.ResourceProperties, PropRelease))
+}
+
+// answer redacts, logs and PUTs resp. The error is the delivery's.
+func answer(ctx context.Context, log *slog.Logger, send cfnresponse.Sender, req Request, resp Response, redact []string, start time.Time) (Response, error) {
+	resp.Reason = cfnresponse.Redact(resp.Reason, redact)
+	body, err := cfnresponse.Encode(resp)
 	if err != nil {
 		return resp, err
 	}
@@ -273,31 +282,31 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 	if resp.Status != StatusSuccess {
 		level = slog.LevelError
 	}
-	h.log.Log(ctx, level, "schema resource: answer", "request_type", rt, "request_id", req.RequestID,
+	log.Log(ctx, level, "schema resource: answer", "request_type", string(req.RequestType), "request_id", req.RequestID,
 		"status", resp.Status, "reason", resp.Reason, "duration_ms", time.Since(start).Milliseconds())
-	if err := h.put(ctx, req.ResponseURL, body); err != nil {
+	if err := send.Put(ctx, req.ResponseURL, body); err != nil {
 		// The URL is pre-signed: whoever holds it may answer for us, so it
 		// is never logged; its host is enough to diagnose.
-		h.log.Error("schema resource: the answer could not be delivered", "request_id", req.RequestID, "err", err)
+		log.Error("schema resource: the answer could not be delivered", "request_id", req.RequestID, "err", err)
 		return resp, err
 	}
 	return resp, nil
 }
 
-// workContext is ctx ending ResponseReserve before ctx's deadline (or
-// halfway there when less is left), so the answer can go out after it.
-func workContext(ctx context.Context) (context.Context, time.Duration, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		ctx, cancel := context.WithCancel(ctx)
-		return ctx, 0, cancel
+// createOrUpdate does the work of Create and Update on the handler's pool
+// and returns the answer's status, reason and data, with the secret values
+// it read, for the caller to keep out of the answer.
+func (h *Handler) createOrUpdate(work context.Context, reserve time.Duration, rt string, props map[string]any) (ApplyResult, []string) {
+	versions, values, err := h.apply(work, props)
+	if err != nil {
+		return ApplyResult{ApplyVersion: PayloadVersion, Status: StatusFailed, Reason: rt + " failed: " + reason(work, reserve, err)}, values
 	}
-	reserve := ResponseReserve
-	if left := time.Until(dl); left < 2*reserve {
-		reserve = left / 2
-	}
-	ctx, cancel := context.WithDeadline(ctx, dl.Add(-reserve))
-	return ctx, reserve, cancel
+	return ApplyResult{
+		ApplyVersion: PayloadVersion, Status: StatusSuccess,
+		Reason: fmt.Sprintf("schema at version %s; roles %s set up (%s)", versions,
+			strings.Join(migrate.FunctionRoles(), ", "), prop(props, PropAuth)),
+		Data: map[string]string{DataSchemaVersion: strconv.FormatInt(versions.Core, 10)},
+	}, values
 }
 
 // reason says what failed, and that the time ran out when it did.
@@ -307,6 +316,24 @@ func reason(work context.Context, reserve time.Duration, err error) string {
 			"raise the migration function's Timeout, or end what holds the migration lock, and deploy again", reserve.Round(time.Millisecond), err)
 	}
 	return err.Error()
+}
+
+// checkProps refuses an unknown property (a typo in the template) and an
+// Auth that is neither mode.
+func checkProps(props map[string]any) error {
+	for k := range props {
+		if !knownProps[k] {
+			return fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s, %s, %s, %s)", k,
+				PropAuth, PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn,
+				PropOperatorReadSecretArn, PropOperatorSecretArn, PropRelease, PropNetworkPath)
+		}
+	}
+	switch auth := migrate.Auth(prop(props, PropAuth)); auth {
+	case migrate.AuthPassword, migrate.AuthIAM:
+		return nil
+	default:
+		return fmt.Errorf("property %s must be %q or %q, got %q", PropAuth, migrate.AuthPassword, migrate.AuthIAM, auth)
+	}
 }
 
 // apply does the work of Create and Update; it returns the secret values
@@ -321,17 +348,12 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 			values = append(values, pw)
 		}
 	}
-	for k := range props {
-		if !knownProps[k] {
-			return dbschema.Versions{}, values, fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s, %s, %s, %s)", k,
-				PropAuth, PropReceiverSecretArn, PropProcessorSecretArn, PropArchiverSecretArn,
-				PropOperatorReadSecretArn, PropOperatorSecretArn, PropRelease, PropNetworkPath)
-		}
+	if err := checkProps(props); err != nil {
+		return dbschema.Versions{}, values, err
 	}
 	auth := migrate.Auth(prop(props, PropAuth))
 	opts := dbschema.RolesOptions{Auth: auth}
-	switch auth {
-	case migrate.AuthPassword:
+	if auth == migrate.AuthPassword {
 		opts.Passwords = map[string]string{}
 		for _, role := range migrate.FunctionRoles() {
 			pw, err := h.rolePassword(ctx, role, prop(props, secretProps[role]))
@@ -341,9 +363,6 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 			opts.Passwords[role] = pw
 			values = append(values, pw)
 		}
-	case migrate.AuthIAM:
-	default:
-		return dbschema.Versions{}, values, fmt.Errorf("property %s must be %q or %q, got %q", PropAuth, migrate.AuthPassword, migrate.AuthIAM, auth)
 	}
 	v, err := dbschema.Apply(ctx, h.cfg.Pool, opts)
 	return v, values, err
@@ -407,94 +426,4 @@ func (h *Handler) secrets(ctx context.Context) (secrets.Getter, error) {
 		h.sm = secretsmanager.NewFromConfig(cfg)
 	})
 	return h.sm, h.smErr
-}
-
-// redact replaces every secret value in s (belt and braces: no message is
-// built from one).
-func (h *Handler) redact(s string, values []string) string {
-	for _, v := range values {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "xxxxx")
-		}
-	}
-	return s
-}
-
-// encode marshals resp, shortening its Reason until the body fits
-// CloudFormation's limit.
-func encode(resp Response) ([]byte, error) {
-	for {
-		body, err := json.Marshal(resp)
-		if err != nil {
-			return nil, fmt.Errorf("encode the answer: %w", err)
-		}
-		if len(body) <= MaxResponseBytes {
-			return body, nil
-		}
-		over := len(body) - MaxResponseBytes
-		r := resp.Reason
-		if r == "" {
-			return nil, fmt.Errorf("the answer is %d bytes without a reason, over CloudFormation's %d", len(body), MaxResponseBytes)
-		}
-		cut := max(len(r)-over-len(" …"), 0)
-		for cut > 0 && !utf8.RuneStart(r[cut]) {
-			cut--
-		}
-		resp.Reason = r[:cut] + " …"
-	}
-}
-
-// put sends the answer, retrying until it is taken or the context ends.
-func (h *Handler) put(ctx context.Context, responseURL string, body []byte) error {
-	if responseURL == "" {
-		return errors.New("the request has no ResponseURL")
-	}
-	backoff := h.cfg.PutBackoff
-	var err error
-	for attempt := 1; attempt <= putAttempts; attempt++ {
-		if err = h.putOnce(ctx, responseURL, body); err == nil {
-			return nil
-		}
-		if attempt == putAttempts {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (then %w)", err, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff *= 2
-	}
-	return err
-}
-
-func (h *Handler) putOnce(ctx context.Context, responseURL string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, responseURL, bytes.NewReader(body))
-	if err != nil {
-		return errors.New("the ResponseURL is not a URL")
-	}
-	// The URL is signed for a PUT without a content type: the header is
-	// sent, empty, as AWS's cfn-response module sends it.
-	req.Header["Content-Type"] = []string{""}
-	resp, err := h.cfg.Client.Do(req)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // its message repeats the pre-signed URL
-		}
-		return fmt.Errorf("PUT the answer to %s: %w", hostOf(responseURL), err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("PUT the answer to %s: %s: %s", hostOf(responseURL), resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return nil
-}
-
-func hostOf(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Host
-	}
-	return "the ResponseURL"
 }

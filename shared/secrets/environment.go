@@ -29,6 +29,22 @@ const EnvRegion = "AWS_REGION"
 // for the region, which is read with getenv as the other components read
 // it.
 func Environment(ctx context.Context, getenv func(string) string) (func(string) string, storage.Credentials, error) {
+	return environment(ctx, getenv, nil)
+}
+
+// EnvironmentFrom is Environment with the secrets read from sm instead of
+// Secrets Manager: the migration function in apply mode, inside a VPC
+// without a Secrets Manager endpoint, is handed the values its front read
+// (schemaresource). The AWS configuration is still loaded for IAM
+// authentication, which signs tokens locally and calls nothing.
+func EnvironmentFrom(ctx context.Context, getenv func(string) string, sm Getter) (func(string) string, storage.Credentials, error) {
+	if sm == nil {
+		return nil, nil, fmt.Errorf("secrets: EnvironmentFrom needs a Getter")
+	}
+	return environment(ctx, getenv, sm)
+}
+
+func environment(ctx context.Context, getenv func(string) string, sm Getter) (func(string) string, storage.Credentials, error) {
 	db, err := databaseFromEnv(getenv)
 	if err != nil {
 		return nil, nil, err
@@ -41,24 +57,25 @@ func Environment(ctx context.Context, getenv func(string) string) (func(string) 
 	if !needSecrets && !db.iam && !fromObject {
 		return getenv, nil, nil
 	}
-	var opts []func(*config.LoadOptions) error
-	if r := getenv(EnvRegion); r != "" {
-		opts = append(opts, config.WithRegion(r))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("load AWS configuration: %w", err)
-	}
 	var iam storage.Credentials
-	if db.iam {
-		if cfg.Region == "" {
-			return nil, nil, fmt.Errorf("%s=true needs %s, the database's region, which Lambda sets", EnvDatabaseIAMAuth, EnvRegion)
+	if db.iam || (needSecrets && sm == nil) {
+		var opts []func(*config.LoadOptions) error
+		if r := getenv(EnvRegion); r != "" {
+			opts = append(opts, config.WithRegion(r))
 		}
-		iam = IAMCredentials(cfg)
-	}
-	var sm Getter
-	if needSecrets {
-		sm = secretsmanager.NewFromConfig(cfg)
+		cfg, err := config.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load AWS configuration: %w", err)
+		}
+		if db.iam {
+			if cfg.Region == "" {
+				return nil, nil, fmt.Errorf("%s=true needs %s, the database's region, which Lambda sets", EnvDatabaseIAMAuth, EnvRegion)
+			}
+			iam = IAMCredentials(cfg)
+		}
+		if needSecrets && sm == nil {
+			sm = secretsmanager.NewFromConfig(cfg)
+		}
 	}
 
 	resolved := map[string]string{}

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 // EnvSourcesSecretARN names a secret holding the sources document.
@@ -85,9 +84,8 @@ func sourcesObject(getenv func(string) string) (bucket, key string, ok bool, err
 
 // FetchObject returns the object's content as the sources document.
 func FetchObject(ctx context.Context, getenv func(string) string, bucket, key string) (string, error) {
-	e := settings.NewEnv(getenv)
-	cfg := blobstore.ConnectionFromEnv(e)
-	if err := e.Err(); err != nil {
+	cfg, err := blobstore.ConnectionFromEnv(getenv)
+	if err != nil {
 		return "", err
 	}
 	cfg.Bucket = bucket

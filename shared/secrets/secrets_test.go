@@ -2,6 +2,7 @@ package secrets_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"slices"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
@@ -475,5 +479,44 @@ func TestSourcesObject(t *testing.T) {
 		} else if strings.Contains(err.Error(), "whsec_") {
 			t.Errorf("%s: the error shows a secret: %v", name, err)
 		}
+	}
+}
+
+// mapGetter serves secrets from memory: what the migration function's
+// front hands the apply mode.
+type mapGetter map[string]string
+
+func (m mapGetter) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	v, ok := m[aws.ToString(in.SecretId)]
+	if !ok {
+		return nil, errors.New("not given")
+	}
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v)}, nil
+}
+
+// TestEnvironmentFrom: the secrets are read from the Getter given, never
+// from Secrets Manager; the connection is built as Environment builds it.
+func TestEnvironmentFrom(t *testing.T) {
+	t.Parallel()
+	const arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!cluster-1-AbCdEf"
+	env := map[string]string{secrets.EnvDatabaseSecretARN: arn, secrets.EnvDatabaseHost: proxy, secrets.EnvDatabaseSSLMode: "require"}
+	getenv, creds, err := secrets.EnvironmentFrom(context.Background(), func(k string) string { return env[k] },
+		mapGetter{arn: `{"username":"postgres","password":"pw-from-the-front"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbURL := getenv(storage.EnvDatabaseURL)
+	if dbURL != "postgres://postgres@"+proxy+":5432/postgres?sslmode=require" {
+		t.Fatalf("URL %q", dbURL)
+	}
+	if user, pw := login(t, creds, dbURL); user != "postgres" || pw != "pw-from-the-front" {
+		t.Fatalf("login %q %q", user, pw)
+	}
+	if n := secretstest.Shared(t).Fetches(arn); n != 0 {
+		t.Fatalf("Secrets Manager was asked %d times", n)
+	}
+	if _, _, err := secrets.EnvironmentFrom(context.Background(), func(k string) string { return env[k] }, mapGetter{}); err == nil ||
+		!strings.Contains(err.Error(), "DATABASE_SECRET_ARN: read secret "+arn+": not given") {
+		t.Fatalf("a secret not given: %v", err)
 	}
 }

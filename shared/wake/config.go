@@ -76,7 +76,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Sweep:    e.DurationIn(EnvSweep, DefaultSweep, MinSweep, MaxSweep),
 	}
 	if c.Bucket != "" {
-		c.S3 = blobstore.ConnectionFromEnv(e)
+		var err error
+		c.S3, err = blobstore.ConnectionFromEnv(getenv)
+		e.Add(err)
 		c.S3.Bucket = c.Bucket
 	}
 	e.Add(c.check())

@@ -124,7 +124,8 @@ func ParseArmKey(key string) (Target, time.Time, error) {
 		return "", time.Time{}, fmt.Errorf("wake: key %q names no known target (%s)", key, targetNames())
 	}
 	at, err := time.Parse(time.RFC3339, stamp)
-	if err != nil || !strings.HasSuffix(stamp, "Z") || !at.Equal(at.Truncate(time.Minute)) {
+	// Exactly as ArmKey writes it: no fraction, no offset, zero seconds.
+	if err != nil || at.UTC().Format(time.RFC3339) != stamp || !at.Equal(at.Truncate(time.Minute)) {
 		return "", time.Time{}, fmt.Errorf("wake: key %q: the time is not RFC 3339 UTC on a whole minute", key)
 	}
 	return target, at, nil

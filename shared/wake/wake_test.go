@@ -268,7 +268,7 @@ func TestArmKeys(t *testing.T) {
 	for _, key := range []string{
 		"wake/now/123", "wake/arm/processor", "wake/arm/migrator/2026-12-03T10:15:00Z",
 		"wake/arm/processor/2026-12-03T10:15:30Z", "wake/arm/processor/2026-12-03T11:15:00+01:00",
-		"wake/arm/processor/tomorrow", "wake/arm/processor/2026-12-03T10:15:00Z/x",
+		"wake/arm/processor/tomorrow", "wake/arm/processor/2026-12-03T10:15:00Z/x", "wake/arm/processor/2026-12-03T10:15:00.000Z",
 	} {
 		if _, _, err := wake.ParseArmKey(key); err == nil {
 			t.Errorf("ParseArmKey(%q) accepted it", key)

@@ -210,6 +210,12 @@ func (e *Emulator) InitDuration() (time.Duration, bool) {
 	return 0, false
 }
 
+// Endpoint is the emulator's URL: the Lambda Invoke API's path
+// (/2015-03-31/functions/function/invocations) is served there, so an AWS
+// SDK Lambda client with this BaseEndpoint (or AWS_ENDPOINT_URL_LAMBDA)
+// invokes the function as FunctionName "function".
+func (e *Emulator) Endpoint() string { return "http://" + e.addr }
+
 // LogPath is the file holding the emulator's and the function's output.
 func (e *Emulator) LogPath() string { return e.logPath }
 

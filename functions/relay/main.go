@@ -1,0 +1,87 @@
+// Command relay is the relay function: outside the VPC, it does what the
+// functions inside cannot do without an interface endpoint. It arms the
+// one-time EventBridge Scheduler schedules that wake the processor and the
+// archiver when a marker appears under wake/arm/ in the control bucket,
+// copies the sources secret to the control bucket when its AWSCURRENT
+// version changes, and answers CloudFormation for Custom::SourcesCopy
+// (copy on Create and Update; on Delete, delete the copy and empty the
+// bucket's wake/ and config/ prefixes). See shared/relay.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
+	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/relay"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+)
+
+func main() {
+	// First, so that init already runs under the limit.
+	_, memErr := memlimit.Apply(os.Getenv)
+	h, err := setup(context.Background(), os.Getenv)
+	if err != nil {
+		// Like the migration function, it does not exit: it answers
+		// CloudFormation for Custom::SourcesCopy, which would otherwise
+		// wait an hour for an answer an exited function never sends.
+		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		log.Error("relay: start-up failed; every event fails, and CloudFormation's requests are answered", "err", err)
+		h = failing(err, log)
+	}
+	if memErr != nil {
+		// Slog's default is the function's JSON logger once setup ran.
+		slog.Warn("relay: the memory limit is left to the runtime's default", "err", memErr)
+	}
+	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(func() {}))
+}
+
+// handler takes every event the relay is sent (relay.Relay.Handle).
+type handler func(context.Context, json.RawMessage) (relay.Outcome, error)
+
+// setup reads the configuration and builds the handler; the AWS clients
+// are made once per container, at init, and make no request until used.
+func setup(ctx context.Context, getenv func(string) string) (handler, error) {
+	log, logErr := settings.LoggerFromEnv(getenv)
+	cfg, cfgErr := relay.ConfigFromEnv(getenv)
+	if err := errors.Join(logErr, cfgErr); err != nil {
+		return nil, err
+	}
+	// Every line is JSON, a library's through slog's default included.
+	slog.SetDefault(log)
+	cfg.Logger = log
+	r, err := relay.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.Handle, nil
+}
+
+// failing is the handler of a relay whose start-up failed: every event
+// fails with the cause, and a CloudFormation request is first answered
+// (Create and Update FAILED with the cause; Delete SUCCESS, so the stack
+// can still be deleted, though the control bucket is not emptied).
+func failing(cause error, log *slog.Logger) handler {
+	return func(ctx context.Context, raw json.RawMessage) (relay.Outcome, error) {
+		var req cfnresponse.Request
+		if json.Unmarshal(raw, &req) != nil || req.RequestType == "" || req.ResponseURL == "" {
+			return relay.Outcome{}, errors.Join(errors.New("relay: start-up failed"), cause)
+		}
+		resp := cfnresponse.For(req, relay.PhysicalResourceID)
+		resp.Status, resp.Reason = cfnresponse.StatusFailed, string(req.RequestType)+" failed: the relay did not start: "+cause.Error()
+		if string(req.RequestType) == cfnresponse.RequestDelete {
+			resp.Status, resp.Reason = cfnresponse.StatusSuccess, "the relay did not start, so the control bucket was not emptied: "+cause.Error()
+		}
+		if _, err := (cfnresponse.Sender{}).Send(ctx, req.ResponseURL, resp); err != nil {
+			log.Error("relay: the custom resource's answer could not be delivered", "cause", relay.CauseAnswerFailed, "err", err)
+			return relay.Outcome{Event: "custom_resource", Status: resp.Status}, err
+		}
+		return relay.Outcome{Event: "custom_resource", Status: resp.Status}, nil
+	}
+}

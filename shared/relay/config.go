@@ -1,0 +1,125 @@
+package relay
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
+)
+
+// The relay's environment variables. Besides these, the control bucket is
+// reached as blobstore reaches its bucket (AWS_REGION; S3_ENDPOINT,
+// S3_PATH_STYLE, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY for a local
+// server), and Secrets Manager and EventBridge Scheduler through the AWS
+// SDK's own configuration (the function's role in AWS;
+// AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_SCHEDULER locally).
+const (
+	// EnvControlBucket is the control bucket: wake-up markers under wake/,
+	// the sources document's copy under config/. Required.
+	EnvControlBucket = "RELAY_CONTROL_BUCKET"
+	// EnvSourcesSecretARN is the sources secret whose AWSCURRENT version is
+	// copied. Required.
+	EnvSourcesSecretARN = "RELAY_SOURCES_SECRET_ARN"
+	// EnvSourcesKey is the copy's key, under config/ (which Delete
+	// empties); default DefaultSourcesKey.
+	EnvSourcesKey = "RELAY_SOURCES_KEY"
+	// EnvScheduleGroup is the EventBridge Scheduler group the wake-up
+	// schedules are created in. Required.
+	EnvScheduleGroup = "RELAY_SCHEDULE_GROUP"
+	// EnvSchedulerRoleARN is the role EventBridge Scheduler assumes to
+	// invoke the targets. Required.
+	EnvSchedulerRoleARN = "RELAY_SCHEDULER_ROLE_ARN"
+	// EnvProcessorARN and EnvArchiverARN are the functions a schedule
+	// wakes, by target name. Required.
+	EnvProcessorARN = "RELAY_PROCESSOR_ARN"
+	EnvArchiverARN  = "RELAY_ARCHIVER_ARN"
+)
+
+// DefaultSourcesKey is where the sources document's copy goes.
+const DefaultSourcesKey = ConfigPrefix + "sources.json"
+
+// The targets a wake-up marker may name.
+const (
+	TargetProcessor = string(wake.TargetProcessor)
+	TargetArchiver  = string(wake.TargetArchiver)
+)
+
+// Config configures a Relay: what ConfigFromEnv reads, and the clients,
+// which Open makes when they are nil.
+type Config struct {
+	ControlBucket    string
+	SourcesSecretARN string
+	SourcesKey       string
+	ScheduleGroup    string
+	SchedulerRoleARN string
+	// Targets maps each target name (TargetProcessor, TargetArchiver) to
+	// its function's ARN.
+	Targets map[string]string
+	// S3 is how the control bucket is reached (Bucket is ControlBucket,
+	// uploads encrypted with SSE-S3).
+	S3 blobstore.Config
+
+	// Secrets reads the sources secret, Scheduler creates the schedules,
+	// Objects is the control bucket.
+	Secrets   SecretReader
+	Scheduler Scheduler
+	Objects   *blobstore.Store
+	// Client PUTs the custom resource's answers; nil means a client of the
+	// package's own. PutBackoff is the wait before its first retry.
+	Client     *http.Client
+	PutBackoff time.Duration
+	// Now is the clock the schedules' times are checked against; nil is
+	// time.Now.
+	Now func() time.Time
+	// Logger gets a line per event and one per failure; nil discards.
+	Logger *slog.Logger
+}
+
+// groupPattern is a schedule group's name (EventBridge Scheduler API
+// reference, GroupName).
+var groupPattern = regexp.MustCompile(`^[0-9a-zA-Z\-_.]{1,64}$`)
+
+// ConfigFromEnv reads the relay's configuration with getenv, reporting
+// every problem at once, each naming its variable. The clients and the
+// logger are left for the caller.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	e := settings.NewEnv(getenv)
+	s3, err := blobstore.ConnectionFromEnv(getenv)
+	e.Add(err)
+	c := Config{
+		ControlBucket:    e.Required(EnvControlBucket),
+		SourcesSecretARN: arn(e, EnvSourcesSecretARN),
+		SourcesKey:       e.String(EnvSourcesKey, DefaultSourcesKey),
+		ScheduleGroup:    e.Required(EnvScheduleGroup),
+		SchedulerRoleARN: arn(e, EnvSchedulerRoleARN),
+		Targets: map[string]string{
+			TargetProcessor: arn(e, EnvProcessorARN),
+			TargetArchiver:  arn(e, EnvArchiverARN),
+		},
+		S3: s3,
+	}
+	c.S3.Bucket, c.S3.SSE = c.ControlBucket, blobstore.SSES3
+	if rest, ok := strings.CutPrefix(c.SourcesKey, ConfigPrefix); !ok || rest == "" {
+		e.Errorf("%s must be a key under %s (the prefix the relay empties when the stack is deleted), got %q", EnvSourcesKey, ConfigPrefix, c.SourcesKey)
+	}
+	if c.ScheduleGroup != "" && !groupPattern.MatchString(c.ScheduleGroup) {
+		e.Errorf("%s must be 1 to 64 of 0-9, a-z, A-Z, '-', '_' and '.', got %q", EnvScheduleGroup, c.ScheduleGroup)
+	}
+	return c, e.Err()
+}
+
+// arn reads a required ARN.
+func arn(e *settings.Env, name string) string {
+	v := e.Required(name)
+	if v != "" && !strings.HasPrefix(v, "arn:") {
+		e.Add(fmt.Errorf("%s must be an ARN (arn:...), got %q", name, v))
+	}
+	return v
+}
