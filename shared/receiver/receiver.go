@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -264,7 +266,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.StoreTimeout)
 	defer cancel()
-	res, err := h.cfg.Store.EventInsert(ctx, storage.EventInsertParams{
+	res, err := h.store(ctx, storage.EventInsertParams{
 		Source: name, SourceKind: src.Kind, EventID: ident.EventID, EventType: ident.EventType, Body: body, Metadata: ident.Metadata,
 		GuardBody: src.GuardBody,
 	})
@@ -317,6 +319,43 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// Retrying the insert: the first wait, doubled per attempt up to the last.
+const (
+	storeRetryFirst = 100 * time.Millisecond
+	storeRetryMax   = 2 * time.Second
+)
+
+// beforeTheDatabase reports whether err guarantees that nothing reached the
+// database: the connection could not be made (pgconn.ConnectError), or
+// pgx says the statement was not sent (pgconn.SafeToRetry).
+func beforeTheDatabase(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err)
+}
+
+// store inserts the event, and tries again while the store's timeout
+// allows when an attempt failed before anything reached the database (a
+// connection refused or reset while dialing: beforeTheDatabase), as a
+// database that is restarting, failing over or resuming from a pause
+// answers: the sender then gets its 200 late rather than a 503. An attempt
+// that may have reached the database is not repeated here; the insert is
+// idempotent, and the sender's own retry answers duplicate if it landed.
+func (h *Handler) store(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error) {
+	wait := storeRetryFirst
+	for {
+		res, err := h.cfg.Store.EventInsert(ctx, p)
+		if err == nil || !beforeTheDatabase(err) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, storeRetryMax)
+	}
 }
 
 // wake starts the processor for a stored event. The event is durable

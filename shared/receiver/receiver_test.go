@@ -548,3 +548,61 @@ func TestStatusOfEveryCause(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreWaitsForTheDatabase: a database that refuses connections for a
+// moment (restarting, failing over, or resuming from a pause, as the
+// economy profile's does) delays the answer instead of failing it: the
+// receiver dials again within its store timeout, stores the event and
+// answers 200. Past the timeout it answers 503, as before.
+func TestStoreWaitsForTheDatabase(t *testing.T) {
+	tier.Heavy(t, "a database restart")
+	t.Parallel()
+	cluster := pgtest.Cluster(t)
+	url := pgtest.MigratedURL(t, cluster)
+	ctx := context.Background()
+	pool, err := storage.PoolConfig{URL: url, MaxConns: 2, ConnectTimeout: time.Second}.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	f := setupOn(t, pool, receiver.Config{StoreTimeout: 20 * time.Second})
+	if err := cluster.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pool.Reset() // no connection survives the restart
+	done := make(chan answer, 1)
+	start := time.Now()
+	go func() { done <- f.do(f.signed("stripe", stripeEvent(t, "evt_waited"), "")) }()
+	time.Sleep(time.Second) // the request is retrying its dial
+	if err := cluster.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.Code != 200 || a.Status != receiver.StatusAccepted {
+		t.Fatalf("answer after the database came back: %+v", a)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("answered in %s, before the database was back", took)
+	}
+	if _, err := f.store.EventGetByKey(ctx, "stripe", "evt_waited"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Down for longer than the store timeout: 503, within about it.
+	short := setupOn(t, pool, receiver.Config{StoreTimeout: 2 * time.Second})
+	if err := cluster.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pool.Reset()
+	start = time.Now()
+	b := short.do(short.signed("stripe", stripeEvent(t, "evt_refused"), ""))
+	if b.Code != 503 || b.Cause != inbox.CauseDatabaseUnavailable {
+		t.Fatalf("answer with the database down: %+v", b)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the 503 took %s, beyond the 2 s store timeout", took)
+	}
+	if err := cluster.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -202,13 +202,12 @@ func New(cfg Config, invoker Invoker, objects Putter) (*Waker, error) {
 func (w *Waker) Wake(ctx context.Context) error {
 	now := w.cfg.Now()
 	var errs []error
-	if w.cfg.Mode != ModeNone && w.due(now) {
-		if err := w.start(ctx, now); err != nil {
-			errs = append(errs, err)
-		} else {
-			w.mu.Lock()
-			w.woke = now
-			w.mu.Unlock()
+	if w.cfg.Mode != ModeNone {
+		if prev, ok := w.reserve(now); ok {
+			if err := w.start(ctx, now); err != nil {
+				errs = append(errs, err)
+				w.release(now, prev)
+			}
 		}
 	}
 	if w.cfg.Bucket != "" && w.cfg.Sweep > 0 {
@@ -233,10 +232,28 @@ func (w *Waker) Wake(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (w *Waker) due(now time.Time) bool {
+// reserve takes the debounce window for a wake-up at now, before it is
+// sent, so that concurrent callers send one; it returns the previous
+// wake-up's time for release.
+func (w *Waker) reserve(now time.Time) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.woke.IsZero() || !now.Before(w.woke.Add(w.cfg.Debounce))
+	if !w.woke.IsZero() && now.Before(w.woke.Add(w.cfg.Debounce)) {
+		return time.Time{}, false
+	}
+	prev := w.woke
+	w.woke = now
+	return prev, true
+}
+
+// release gives a failed wake-up's window back: the next receipt tries
+// again at once.
+func (w *Waker) release(now, prev time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.woke.Equal(now) {
+		w.woke = prev
+	}
 }
 
 // start sends one immediate wake-up.

@@ -312,3 +312,21 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Error("New: a bucket without an S3 client accepted")
 	}
 }
+
+// Concurrent receipts within the debounce send one wake-up: the window is
+// taken before the invoke is sent, not after it returns.
+func TestConcurrentWakesSendOne(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	w := f.waker(t, wake.ModeInvoke, f.function)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if err := w.Wake(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	f.waitCalls(t, 1)
+}
