@@ -23,6 +23,8 @@ type Answer struct {
 	ContentType   []string
 	ContentLength int64
 	Body          []byte
+	// Took is how long after the invocation began the answer arrived.
+	Took time.Duration
 }
 
 // Response decodes the answer's body.
@@ -46,10 +48,12 @@ func InvokeCustomResource(ctx context.Context, fn *Emulator, req cfn.Event) (Ans
 	}
 	var mu sync.Mutex
 	var answers []Answer
+	start := time.Now()
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		mu.Lock()
-		answers = append(answers, Answer{Method: r.Method, ContentType: r.Header.Values("Content-Type"), ContentLength: r.ContentLength, Body: body})
+		answers = append(answers, Answer{Method: r.Method, ContentType: r.Header.Values("Content-Type"), ContentLength: r.ContentLength, Body: body,
+			Took: time.Since(start)})
 		mu.Unlock()
 	})}
 	go func() { _ = srv.Serve(ln) }()

@@ -3,7 +3,15 @@
 // template.yaml describes them: built by the same Makefile targets `sam
 // build` calls, fronted by a local HTTP API that turns requests into API
 // Gateway v2 events and by local function URLs (AuthType AWS_IAM checked
-// by iamlocal), and driven by the template's schedules. It is `sam local`
+// by iamlocal). StartStack deploys a whole template as CloudFormation
+// would, on local stand-ins of the AWS services the functions call, which
+// their real SDK clients reach: S3 (locals3, whose notifications feed
+// localevents, EventBridge's default bus with the template's rules),
+// Secrets Manager (localsecrets), EventBridge Scheduler (localscheduler)
+// and the Lambda Invoke API (localinvoke, which runs every function's
+// invocations, whoever makes them); the custom resources are created
+// through their functions. So the functions wake each other as the
+// deployed stack's do, and nothing runs on a clock. It is `sam local`
 // without Docker, so the artefacts that get deployed are the ones tested.
 package lambdalocal
 

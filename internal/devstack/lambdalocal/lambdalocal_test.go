@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/jackc/pgx/v5"
@@ -22,13 +22,18 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+	"github.com/webhook-inbox/webhook-inbox/shared/relay"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func TestMain(m *testing.M) {
@@ -42,35 +47,141 @@ func TestMain(m *testing.M) {
 }
 
 // TestEndToEndUnderTheEmulator is the deployed artefacts' test: the real
-// bootstrap binaries, built by the Makefile targets SAM calls, run under
-// the AWS Lambda Runtime Interface Emulator as template.yaml describes
-// them, against a real Postgres that checks passwords and a real S3
-// (versitygw). As CloudFormation would, the stack first runs the migration
-// function on an empty database (the schema and the three roles, each
-// role's password from its own secret); each function then connects as its
-// own role. Signed webhooks go through the local API front; the
-// processor's and the archiver's schedules are fired; the operator
-// function answers through its two function URLs; rows, effects, objects
-// and who connected as whom are checked.
+// bootstrap binaries, built once by the Makefile targets SAM calls, run
+// under the AWS Lambda Runtime Interface Emulator as template.yaml
+// describes them in two profiles, each deployed on this machine as
+// CloudFormation deploys it (lambdalocal.StartStack): its buckets on a
+// real S3 (versitygw) whose notifications reach a local EventBridge, a
+// real Postgres that checks passwords, and the local Secrets Manager,
+// EventBridge Scheduler and Lambda Invoke API, which the binaries reach
+// through their real AWS SDK clients. Nothing runs on a clock: every
+// invocation is a wake-up the stack's own wiring made.
 func TestEndToEndUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the Lambda binaries and runs them under the emulator")
-	ctx := context.Background()
 	root, err := devtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	standard := openTemplate(t, root, "standard")
+	bins, err := lambdalocal.Build(context.Background(), root, t.TempDir(), standard.FunctionIDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("standard", func(t *testing.T) {
+		t.Parallel()
+		standardProfile(t, root, standard, bins)
+	})
+	t.Run("economy", func(t *testing.T) {
+		t.Parallel()
+		economyProfile(t, root, openTemplate(t, root, "economy"), bins)
+	})
+}
+
+func openTemplate(t *testing.T, root, profile string) *samtemplate.Template {
+	t.Helper()
 	tpl, err := samtemplate.Open(filepath.Join(root, "template.yaml"), map[string]any{
-		"DatabaseSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:unused",
-		"SourcesSecretArn":  "arn:aws:secretsmanager:us-east-1:123456789012:secret:unused",
+		"Profile":          profile,
+		"SourcesSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:inbox-sources-AbCdEf",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t, pgtest.Passwords()))
-	s3srv := s3test.Server(t)
-	bucket := s3test.Bucket(t, s3srv)
-	sourcesFile := filepath.Join(root, "dev", "sources.json")
+	return tpl
+}
 
+// devSources returns dev/sources.json, as a document and parsed.
+func devSources(t *testing.T, root string) ([]byte, *source.Set) {
+	t.Helper()
+	path := filepath.Join(root, "dev", "sources.json")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := source.Load(func(k string) string {
+		if k == source.EnvSourcesFile {
+			return path
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, set
+}
+
+// clock is the local Scheduler's: it moves only when the test moves it.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *clock {
+	c := &clock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+func (c *clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// After moves the clock just past t.
+func (c *clock) After(t time.Time) { c.ns.Store(t.Add(time.Second).UnixNano()) }
+func (c *clock) String() string    { return c.Now().UTC().Format(time.RFC3339) }
+
+// invocations returns the local Lambda's invocations of function id.
+func invocations(stack *lambdalocal.Stack, id string) []localinvoke.Invocation {
+	var out []localinvoke.Invocation
+	for _, inv := range stack.Invoke.Invocations() {
+		if inv.Function == id {
+			out = append(out, inv)
+		}
+	}
+	return out
+}
+
+// idle waits until every invocation of function id has ended.
+func idle(t *testing.T, stack *lambdalocal.Stack, id string) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		invs := invocations(stack, id)
+		return !slices.ContainsFunc(invs, func(inv localinvoke.Invocation) bool { return inv.Finished.IsZero() }), "running or queued:" + describe(invs)
+	})
+}
+
+func describe(invs []localinvoke.Invocation) string {
+	var b strings.Builder
+	for _, inv := range invs {
+		fmt.Fprintf(&b, "\n  %s via %s async=%v tries=%d err=%v payload=%.120s", inv.Function, inv.Via, inv.Async, inv.Tries, inv.Err, inv.Payload)
+	}
+	return b.String()
+}
+
+func post(t *testing.T, ctx context.Context, front *httptest.Server, req sender.Request, want string) {
+	t.Helper()
+	code, body, err := req.Post(ctx, front.Client(), front.URL)
+	var ans struct{ Status string }
+	_ = json.Unmarshal(body, &ans)
+	if err != nil || code != 200 || ans.Status != want {
+		t.Fatalf("%s delivery of %s: %d %s %v", req.Source, req.EventID, code, body, err)
+	}
+}
+
+// standardProfile: the default profile on this machine. The migration
+// front's Create has the migration function apply the schema and the
+// roles (through the local Lambda Invoke API), the relay's copies the
+// sources document to the control bucket, which the receiver reads.
+// Signed webhooks of every kind go through the local API Gateway; the
+// receiver wakes the processor after each commit with an asynchronous
+// invoke, and the processor handles them, with no schedule and no
+// polling loop anywhere. A handler that fails arms its retry (a marker
+// the local S3 announces to the local EventBridge, which hands it to the
+// relay, which creates a one-time schedule); fired, the schedule invokes
+// the processor, which handles the retry. The processor arms the
+// archiver the same way. The operator function answers through its two
+// function URLs, and its replay wakes the processor. Each function
+// connected as its own role. A deploy's Update goes through the front,
+// and when the stack is torn down, with the migration function and
+// Secrets Manager gone, both custom resources answer Delete at once.
+func standardProfile(t *testing.T, root string, tpl *samtemplate.Template, bins map[string]string) {
+	ctx := context.Background()
+	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t, pgtest.Passwords()))
+	doc, set := devSources(t, root)
 	// The operator function's URLs admit two local principals, as the
 	// stack's two policies would: one may act, one may only read.
 	operator, err := iamlocal.NewIdentity("operator", "read", "act")
@@ -85,21 +196,20 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archiveEnv := []string{
-		"ARCHIVE_BUCKET=" + bucket.Bucket, "ARCHIVE_MIN_AGE=1ms",
-		"S3_ENDPOINT=" + s3srv.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID,
-		"S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey, "AWS_REGION=" + locals3.Region,
-	}
+	sched := newClock(time.Now())
+	// Bodies become archivable at once, so that the archiver is armed for
+	// the next hour; a handler gives up after a second, and its retry is
+	// due a second or so later.
+	archiveNow := []string{"ARCHIVE_MIN_AGE=1ms"}
+	dir := t.TempDir()
 	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
-		Template: tpl, RepoRoot: root, Dir: t.TempDir(), DatabaseURL: dbURL,
+		Template: tpl, RepoRoot: root, Dir: dir, Bootstraps: bins, DatabaseURL: dbURL, Sources: doc, SchedulerNow: sched.Now,
 		Env: map[string][]string{
-			"*":                {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
-			"ReceiverFunction": {"WEBHOOK_SOURCES_FILE=" + sourcesFile},
-			// A short run, so the test need not wait the template's 70 s.
-			"ProcessorFunction":    {"PROCESSOR_RUN_FOR=10s", "PROCESSOR_POLL_INTERVAL=100ms"},
-			"ArchiverFunction":     archiveEnv,
-			"OperatorFunction":     archiveEnv,
-			"OperatorReadFunction": archiveEnv,
+			"*":                    {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"},
+			"ProcessorFunction":    append([]string{"PROCESSOR_HANDLER_TIMEOUT=1s", "PROCESSOR_BACKOFF_BASE=1s"}, archiveNow...),
+			"ArchiverFunction":     archiveNow,
+			"OperatorFunction":     archiveNow,
+			"OperatorReadFunction": archiveNow,
 		},
 		IAM: verifier, URLTargets: map[string]string{"OperatorFunction": "act", "OperatorReadFunction": "read"},
 	})
@@ -109,18 +219,33 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 	defer stack.Close()
 	front := httptest.NewServer(stack.Front)
 	defer front.Close()
-
-	// Signed webhooks of every kind through the local API Gateway, each
-	// sent twice: accepted, then duplicate.
-	set, err := source.Load(func(k string) string {
-		if k == source.EnvSourcesFile {
-			return sourcesFile
-		}
-		return ""
-	})
+	control := s3test.Open(t, stack.Buckets["ControlBucket"])
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer conn.Close(ctx)
+
+	// The deploy: the front answered DatabaseSchema, having invoked the
+	// migration function (the only synchronous invocation through the
+	// Lambda API); the relay answered SourcesCopy, and the copy is the
+	// secret's document.
+	if r, _ := stack.Schema.Response(); r["Status"] != "SUCCESS" || !strings.Contains(fmt.Sprint(r["Reason"]), "roles webhook_receiver") {
+		t.Fatalf("DatabaseSchema answered %s", stack.Schema.Body)
+	}
+	if invs := invocations(stack, lambdalocal.MigrationFunctionID); len(invs) != 1 || invs[0].Async || invs[0].Via != localinvoke.ViaAPI ||
+		!strings.Contains(string(invs[0].Payload), `"ApplyVersion"`) {
+		t.Fatalf("the migration function's invocations: %s", describe(invs))
+	}
+	if r, _ := stack.Created["SourcesCopy"].Response(); r["Status"] != "SUCCESS" {
+		t.Fatalf("SourcesCopy answered %s", stack.Created["SourcesCopy"].Body)
+	}
+	if got, err := control.Get(ctx, relay.DefaultSourcesKey); err != nil || string(got) != string(doc) {
+		t.Fatalf("the sources' copy: %.80q, %v", got, err)
+	}
+
+	// Signed webhooks of every kind, each sent twice: accepted, then
+	// duplicate; a forged one refused.
 	var ids []string
 	for _, name := range set.Names() {
 		src, _ := set.Lookup(name)
@@ -128,104 +253,192 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, want := range []string{"accepted", "duplicate"} {
-			code, body, err := req.Post(ctx, front.Client(), front.URL)
-			var ans struct{ Status string }
-			_ = json.Unmarshal(body, &ans)
-			if err != nil || code != 200 || ans.Status != want {
-				t.Fatalf("%s delivery %d: %d %s %v", name, i+1, code, body, err)
-			}
-		}
+		post(t, ctx, front, req, "accepted")
+		post(t, ctx, front, req, "duplicate")
 		ids = append(ids, req.EventID)
 	}
-	// A forged one is refused by the binary too.
 	stripe, _ := set.Lookup("stripe")
 	forged, _ := sender.Sample(stripe, time.Now())
 	forged.Body = []byte(strings.Replace(string(forged.Body), "2000", "9000", 1))
 	if code, body, _ := forged.Post(ctx, front.Client(), front.URL); code != 401 || !strings.Contains(string(body), "unauthenticated") {
 		t.Fatalf("forged delivery: %d %s", code, body)
 	}
-
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var rows int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&rows); err != nil || rows != len(ids) {
-		t.Fatalf("rows = %d, %v; want %d", rows, err, len(ids))
-	}
-
-	// The processor's schedule: every event processed, the Stripe dunning
-	// and Square order handlers' effects written; then, in real time, a
-	// webhook received while the invocation polls is processed by it.
-	fired := make(chan error, 1)
-	go func() {
-		out, err := stack.Fire(ctx, "ProcessorFunction")
-		if err != nil {
-			err = fmt.Errorf("%w %s", err, out)
-		}
-		fired <- err
-	}()
-	processed := func(where string) func() (bool, string) {
+	unprocessed := func(where string) func() (bool, string) {
 		return func() (bool, string) {
 			var n int
 			_ = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NULL`+where).Scan(&n)
-			return n == 0, fmt.Sprintf("%d events not processed", n)
+			return n == 0, fmt.Sprintf("%d events not processed; processor: %s", n, describe(invocations(stack, "ProcessorFunction")))
 		}
 	}
-	poll.Until(t, 60*time.Second, processed(""))
-	sources := len(ids)
+
+	// (a) Processed, every one, by processors that the receiver woke with
+	// an asynchronous invoke of {"wake":"receipt"} after its commits:
+	// nothing else invoked the processor, and no schedule fired.
+	poll.Until(t, 60*time.Second, unprocessed(""))
+	var rows, dunning, orders int
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&rows)
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM stripe_dunning`).Scan(&dunning)
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM square_orders`).Scan(&orders)
+	if rows != len(ids) || dunning != 1 || orders != 1 {
+		t.Fatalf("rows=%d (want %d) dunning=%d orders=%d", rows, len(ids), dunning, orders)
+	}
+	woken := invocations(stack, "ProcessorFunction")
+	for _, inv := range woken {
+		if inv.Via != localinvoke.ViaAPI || !inv.Async || string(inv.Payload) != `{"wake":"receipt"}` {
+			t.Fatalf("the processor was invoked otherwise than by the receiver's wake-up: %s", describe(woken))
+		}
+	}
+	if len(woken) == 0 || len(stack.Scheduler.Fired()) != 0 {
+		t.Fatalf("wake-ups %s; schedules fired %v", describe(woken), stack.Scheduler.Fired())
+	}
+	// A late webhook, once the invocations it might have joined are over
+	// (each lingers PROCESSOR_RUN_FOR, 1 s, past the receiver's last
+	// wake-up, longer than its WAKE_DEBOUNCE, 500 ms): woken again, at
+	// once.
+	idle(t, stack, "ProcessorFunction")
+	woken = invocations(stack, "ProcessorFunction")
 	github, _ := set.Lookup("github")
-	late, err := sender.Sample(github, time.Now())
+	late, _ := sender.Sample(github, time.Now())
+	received := time.Now()
+	post(t, ctx, front, late, "accepted")
+	ids = append(ids, late.EventID)
+	poll.Until(t, 30*time.Second, unprocessed(" AND event_id = '"+late.EventID+"'"))
+	if n := len(invocations(stack, "ProcessorFunction")); n != len(woken)+1 {
+		t.Fatalf("the late webhook's wake-up: %s", describe(invocations(stack, "ProcessorFunction")))
+	}
+	t.Logf("the late webhook was processed within %v of being sent (receiver, asynchronous invoke, processor, under the emulator)",
+		time.Since(received).Round(time.Millisecond))
+
+	// A rotation of the sources secret: its event reaches the relay
+	// through the template's rule, and the copy follows.
+	rotated := append(append([]byte(nil), doc...), '\n')
+	if ds, err := stack.RotateSources(rotated); err != nil || len(ds) != 1 || ds[0].Rule != "RelayFunction.SourcesChanged" {
+		t.Fatalf("the rotation's deliveries: %+v, %v", ds, err)
+	}
+	poll.Until(t, 10*time.Second, func() (bool, string) {
+		got, err := control.Get(ctx, relay.DefaultSourcesKey)
+		return err == nil && string(got) == string(rotated), fmt.Sprintf("the copy: %d bytes, %v; relay: %s", len(got), err, describe(invocations(stack, lambdalocal.RelayFunctionID)))
+	})
+
+	// What the receipts and the processing armed: the sweep after the
+	// receipts and the archiver's next hour, each a marker the relay
+	// turned into a one-time schedule.
+	poll.Until(t, 10*time.Second, func() (bool, string) {
+		var targets []string
+		for _, sc := range stack.Scheduler.Schedules() {
+			targets = append(targets, sc.Name)
+		}
+		return slices.ContainsFunc(targets, func(n string) bool { return strings.HasPrefix(n, "processor-") }) &&
+			slices.ContainsFunc(targets, func(n string) bool { return strings.HasPrefix(n, "archiver-") }), fmt.Sprintf("schedules %v", targets)
+	})
+	targets := map[string]string{"processor": "ProcessorFunction", "archiver": "ArchiverFunction"}
+	for _, sc := range stack.Scheduler.Schedules() {
+		if sc.ActionAfterCompletion != "DELETE" || sc.Target.Arn != lambdalocal.FunctionARN(targets[strings.SplitN(sc.Name, "-", 2)[0]]) ||
+			sc.Target.Input != relay.WakeInput || !strings.HasSuffix(sc.GroupName, "-wake") {
+			t.Errorf("schedule %+v", sc)
+		}
+	}
+	for _, inv := range invocations(stack, lambdalocal.RelayFunctionID) {
+		if (inv.Via != "events:RelayFunction.Arm" && inv.Via != "events:RelayFunction.SourcesChanged") || !inv.Async || inv.Err != nil {
+			t.Errorf("the relay's invocation %s", describe([]localinvoke.Invocation{inv}))
+		}
+	}
+
+	// (c) A handler that fails (the dunning table locked past the
+	// handler's timeout) arms the event's retry; the schedule the relay
+	// made, fired, invokes the processor, which handles it.
+	before := scheduleNames(stack, "processor-")
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body, err := late.Post(ctx, front.Client(), front.URL); err != nil || code != 200 || !strings.Contains(string(body), "accepted") {
-		t.Fatalf("late delivery: %d %s %v", code, body, err)
+	if _, err := tx.Exec(ctx, `LOCK TABLE stripe_dunning IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
 	}
-	ids = append(ids, late.EventID)
+	idle(t, stack, "ProcessorFunction") // past the receiver's debounce again
+	retried, _ := sender.Sample(stripe, time.Now())
+	post(t, ctx, front, retried, "accepted")
+	ids = append(ids, retried.EventID)
+	var armed localscheduler.Schedule
 	poll.Until(t, 30*time.Second, func() (bool, string) {
-		select {
-		case err := <-fired:
-			t.Fatalf("the invocation ended before the late webhook was processed: %v", err)
-		default:
+		for _, sc := range stack.Scheduler.Schedules() {
+			if strings.HasPrefix(sc.Name, "processor-") && !slices.Contains(before, sc.Name) {
+				armed = sc
+			}
 		}
-		return processed(" AND event_id = '" + late.EventID + "'")()
+		var attempts int
+		_ = conn.QueryRow(ctx, `SELECT attempts FROM webhook_events WHERE event_id = $1`, retried.EventID).Scan(&attempts)
+		return attempts == 1 && armed.Name != "", fmt.Sprintf("attempts %d; schedules %v", attempts, scheduleNames(stack, ""))
 	})
-	if err := <-fired; err != nil {
-		t.Fatalf("processor: %v", err)
+	// The marker behind it (wake/arm/processor/<minute>), and the event
+	// the bus handed the relay for it.
+	minute, err := time.Parse("20060102T1504", strings.TrimPrefix(armed.Name, "processor-"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var unprocessed, dunning, orders int
-	_ = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NULL`).Scan(&unprocessed)
+	marker := wake.ArmKey(wake.TargetProcessor, minute)
+	if _, err := control.Head(ctx, marker); err != nil {
+		t.Fatalf("the retry's marker %s: %v", marker, err)
+	}
+	if !slices.ContainsFunc(stack.Events.Deliveries(), func(d localevents.Delivery) bool {
+		return d.Rule == "RelayFunction.Arm" && strings.Contains(string(d.Event), `"detail-type":"Object Created"`) && strings.Contains(string(d.Event), `"key":"`+marker+`"`)
+	}) {
+		t.Fatalf("no Object Created event of %s reached the relay", marker)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, func() (bool, string) {
+		var due bool
+		_ = conn.QueryRow(ctx, `SELECT next_attempt_at <= now() FROM webhook_events WHERE event_id = $1`, retried.EventID).Scan(&due)
+		return due, "the retry is not due yet"
+	})
+	sched.After(armed.At)
+	fired := stack.Scheduler.FireDue(ctx)
+	if !slices.ContainsFunc(fired, func(f localscheduler.Fired) bool { return f.Schedule.Name == armed.Name && f.Err == nil }) {
+		t.Fatalf("firing at %s: %+v", sched, fired)
+	}
+	poll.Until(t, 30*time.Second, unprocessed(" AND event_id = '"+retried.EventID+"'"))
+	var attempts int
+	_ = conn.QueryRow(ctx, `SELECT attempts FROM webhook_events WHERE event_id = $1`, retried.EventID).Scan(&attempts)
 	_ = conn.QueryRow(ctx, `SELECT count(*) FROM stripe_dunning`).Scan(&dunning)
-	_ = conn.QueryRow(ctx, `SELECT count(*) FROM square_orders`).Scan(&orders)
-	if unprocessed != 0 || dunning != 1 || orders != 1 {
-		t.Fatalf("after the processor: unprocessed=%d dunning=%d orders=%d", unprocessed, dunning, orders)
+	if attempts != 2 || dunning != 2 {
+		t.Fatalf("after the retry: attempts=%d dunning=%d", attempts, dunning)
+	}
+	if !slices.ContainsFunc(invocations(stack, "ProcessorFunction"), func(inv localinvoke.Invocation) bool {
+		return inv.Via == "scheduler:"+armed.GroupName+"/"+armed.Name && string(inv.Payload) == relay.WakeInput
+	}) {
+		t.Fatalf("the retry's processor: %s", describe(invocations(stack, "ProcessorFunction")))
 	}
 
-	// The archiver's schedule: bodies moved to S3, one object per source.
-	if out, err := stack.Fire(ctx, "ArchiverFunction"); err != nil {
-		t.Fatalf("archiver: %v %s", err, out)
+	// The archiver, when its armed hour comes: time passes for the
+	// Scheduler until every body is archived.
+	fireUntil(t, ctx, stack, sched, func() (bool, string) {
+		var archived, bodies int
+		_ = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(body) FROM webhook_events`).Scan(&archived, &bodies)
+		return archived == len(ids) && bodies == 0, fmt.Sprintf("archived=%d of %d, bodies left=%d", archived, len(ids), bodies)
+	})
+	if objects, err := s3test.Open(t, stack.Buckets["ArchiveBucket"]).List(ctx, "archive/"); err != nil || len(objects) < len(set.Names()) {
+		t.Fatalf("objects = %d, %v; want one per source (%d) at least", len(objects), err, len(set.Names()))
 	}
-	var archived, bodies int
-	_ = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE archived_at IS NOT NULL), count(body) FROM webhook_events`).Scan(&archived, &bodies)
-	if archived != len(ids) || bodies != 0 {
-		t.Fatalf("after the archiver: archived=%d bodies left=%d", archived, bodies)
-	}
-	objects, err := s3test.Open(t, bucket).List(ctx, "archive/")
-	if err != nil || len(objects) != sources {
-		t.Fatalf("objects = %d, %v; want one per source (%d)", len(objects), err, sources)
+	if archiver := invocations(stack, "ArchiverFunction"); len(archiver) == 0 || !strings.HasPrefix(archiver[0].Via, "scheduler:") {
+		t.Fatalf("the archiver's invocations: %s", describe(archiver))
 	}
 
 	// The operator function, deployed twice as the template says, through
-	// its function URLs: function-URL-shaped events with the caller that
-	// the stand-in for IAM verified, what webhookctl --stack reaches.
+	// its function URLs; its replay wakes the processor, which handles it.
+	wakes := len(invocations(stack, "ProcessorFunction"))
 	checkOperatorAPI(t, ctx, stack, operator, viewer, len(ids))
+	poll.Until(t, 30*time.Second, unprocessed(""))
+	if invs := invocations(stack, "ProcessorFunction")[wakes:]; !slices.ContainsFunc(invs, func(inv localinvoke.Invocation) bool {
+		return inv.Via == localinvoke.ViaAPI && string(inv.Payload) == `{"wake":"receipt"}`
+	}) {
+		t.Fatalf("the replay's wake-up: %s", describe(invs))
+	}
 
-	// Each function connected as its own role, the migrator as the admin
-	// (their pools stay open between invocations), and no function's role
-	// may change the schema.
+	// Each serving function connected as its own role (their pools stay
+	// open between invocations; the migration function's closed with its
+	// request), and no function's role may change the schema.
 	activity, err := conn.Query(ctx, `SELECT DISTINCT application_name, usename::text FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name LIKE 'webhook-inbox-%' ORDER BY 1`)
 	if err != nil {
@@ -236,7 +449,7 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 		err := r.Scan(&app, &user)
 		return app + "=" + user, err
 	})
-	want := []string{"webhook-inbox-archiver=webhook_archiver", "webhook-inbox-migrator=postgres",
+	want := []string{"webhook-inbox-archiver=webhook_archiver",
 		"webhook-inbox-operator=webhook_operator", "webhook-inbox-operator=webhook_operator_read",
 		"webhook-inbox-processor=webhook_processor", "webhook-inbox-receiver=webhook_receiver"}
 	if err != nil || !slices.Equal(who, want) {
@@ -254,14 +467,157 @@ func TestEndToEndUnderTheEmulator(t *testing.T) {
 			t.Errorf("%s: DROP TABLE: %v, want SQLSTATE 42501", id, err)
 		}
 	}
-	if !strings.Contains(string(stack.Schema.Body), `"Status":"SUCCESS"`) {
-		t.Fatalf("the schema resource answered %s", stack.Schema.Body)
-	}
-
 	for id, d := range stack.InitDurations() {
 		t.Logf("%s: init duration %v (the emulator's INIT REPORT line)", id, d)
 	}
-	if len(stack.InitDurations()) != 5 {
-		t.Fatalf("init durations reported: %v", stack.InitDurations())
+	if got, all := len(stack.InitDurations()), len(tpl.FunctionIDs()); got != all {
+		t.Fatalf("init durations reported for %d functions of %d: %v", got, all, stack.InitDurations())
 	}
+
+	// (d) The next deploy's Update, through the front; then the teardown.
+	update, err := stack.Update(ctx, lambdalocal.SchemaResourceID)
+	if r, _ := update.Response(); err != nil || r["Status"] != "SUCCESS" {
+		t.Fatalf("DatabaseSchema's Update answered %s (%v)", update.Body, err)
+	}
+	if n := len(invocations(stack, lambdalocal.MigrationFunctionID)); n != 2 {
+		t.Fatalf("the migration function was invoked %d times, want 2 (Create, Update)", n)
+	}
+	answers, err := stack.Teardown(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, a := range answers {
+		r, _ := a.Response()
+		t.Logf("%s's Delete answered in %v with the migration function and Secrets Manager gone: %s: %s", id, a.Took.Round(time.Millisecond), r["Status"], r["Reason"])
+	}
+	if r, _ := answers[lambdalocal.SchemaResourceID].Response(); r["Status"] != "SUCCESS" || !strings.Contains(fmt.Sprint(r["Reason"]), "nothing deleted") {
+		t.Fatalf("DatabaseSchema's Delete answered %s", answers[lambdalocal.SchemaResourceID].Body)
+	}
+	if left, err := control.List(ctx, ""); err != nil || len(left) != 0 {
+		t.Fatalf("left in the control bucket after SourcesCopy's Delete: %v %v", left, err)
+	}
+
+	// No role's password in any function's output.
+	for _, id := range tpl.FunctionIDs() {
+		b, err := os.ReadFile(filepath.Join(dir, id+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for role, u := range stack.RoleURLs {
+			if pw := passwordOf(u); pw != "" && strings.Contains(string(b), pw) {
+				t.Errorf("%s's output holds %s's password", id, role)
+			}
+		}
+	}
+}
+
+// economyProfile: no interface endpoint, so the receiver wakes the
+// processor with an empty wake/now/ marker in the control bucket, which
+// S3 announces to EventBridge, whose rule (ProcessorWakeRule) invokes the
+// processor: here the local S3's notification, the local bus, and the
+// rule read from the template.
+func economyProfile(t *testing.T, root string, tpl *samtemplate.Template, bins map[string]string) {
+	ctx := context.Background()
+	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t, pgtest.Passwords()))
+	doc, set := devSources(t, root)
+	operator, _ := iamlocal.NewIdentity("operator", "read", "act")
+	verifier, err := iamlocal.NewVerifier("us-east-1", operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, err := lambdalocal.StartStack(ctx, lambdalocal.StackOptions{
+		Template: tpl, RepoRoot: root, Dir: t.TempDir(), Bootstraps: bins, DatabaseURL: dbURL, Sources: doc,
+		Env: map[string][]string{"*": {"DATABASE_QUERY_MODE=exec", "LOG_LEVEL=info"}},
+		IAM: verifier, URLTargets: map[string]string{"OperatorFunction": "act", "OperatorReadFunction": "read"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stack.Close()
+	front := httptest.NewServer(stack.Front)
+	defer front.Close()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	github, _ := set.Lookup("github")
+	req, _ := sender.Sample(github, time.Now())
+	post(t, ctx, front, req, "accepted")
+	poll.Until(t, 60*time.Second, func() (bool, string) {
+		var processed bool
+		_ = conn.QueryRow(ctx, `SELECT processed_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&processed)
+		return processed, "not processed; processor: " + describe(invocations(stack, "ProcessorFunction"))
+	})
+	woken := invocations(stack, "ProcessorFunction")
+	if len(woken) == 0 {
+		t.Fatal("no processor invocation")
+	}
+	control := stack.Buckets["ControlBucket"].Bucket
+	for _, inv := range woken {
+		var ev localevents.Event
+		_ = json.Unmarshal(inv.Payload, &ev)
+		obj, _ := ev.Detail["object"].(map[string]any)
+		bucket, _ := ev.Detail["bucket"].(map[string]any)
+		if inv.Via != "events:ProcessorWakeRule" || !inv.Async || ev.Source != "aws.s3" || ev.DetailType != "Object Created" ||
+			bucket["name"] != control || !strings.HasPrefix(fmt.Sprint(obj["key"]), wake.PrefixNow) {
+			t.Fatalf("the processor was invoked otherwise than by a wake/now/ marker's event: %s", describe(woken))
+		}
+	}
+	if markers, err := s3test.Open(t, stack.Buckets["ControlBucket"]).List(ctx, wake.PrefixNow); err != nil || len(markers) != len(woken) {
+		t.Fatalf("wake/now/ markers %v (%v) for %d wake-ups", markers, err, len(woken))
+	}
+	if len(stack.Scheduler.Fired()) != 0 {
+		t.Fatalf("a schedule fired: %v", stack.Scheduler.Fired())
+	}
+}
+
+// scheduleNames returns the names of the schedules starting with prefix.
+func scheduleNames(stack *lambdalocal.Stack, prefix string) []string {
+	var out []string
+	for _, sc := range stack.Scheduler.Schedules() {
+		if strings.HasPrefix(sc.Name, prefix) {
+			out = append(out, sc.Name)
+		}
+	}
+	return out
+}
+
+// fireUntil lets time pass for the Scheduler, schedule after schedule (the
+// clock set to each next one's time, which is fired), until cond holds.
+func fireUntil(t *testing.T, ctx context.Context, stack *lambdalocal.Stack, sched *clock, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if done, _ := cond(); done {
+			return
+		}
+		var next time.Time
+		for _, sc := range stack.Scheduler.Schedules() {
+			if sc.State == "ENABLED" && (next.IsZero() || sc.At.Before(next)) {
+				next = sc.At
+			}
+		}
+		if !next.IsZero() && next.After(sched.Now()) {
+			sched.After(next)
+		}
+		stack.Scheduler.FireDue(ctx)
+		if ok, _ := poll.Wait(2*time.Second, cond); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, state := cond()
+			t.Fatalf("after firing every schedule up to %s: %s; schedules %v", sched, state, scheduleNames(stack, ""))
+		}
+	}
+}
+
+func passwordOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	pw, _ := u.User.Password()
+	return pw
 }

@@ -1,15 +1,18 @@
 package lambdalocal
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,37 +22,55 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // StackOptions configures StartStack.
 type StackOptions struct {
-	// Template is the SAM template; its functions are built and run.
+	// Template is the SAM template, evaluated for the profile to run; its
+	// functions are built and run, its custom resources created, its
+	// event rules served.
 	Template *samtemplate.Template
 	// RepoRoot is where the Makefile is.
 	RepoRoot string
 	// Dir receives the binaries and the emulators' logs.
 	Dir string
-	// Env overrides each function's template environment ("K=V" by
-	// function logical id; "*" applies to every function). Template
-	// variables naming Secrets Manager secrets (*_SECRET_ARN) are dropped:
-	// locally, the values come from these overrides instead.
-	Env map[string][]string
-	// Logger reports invocation failures of the front; nil discards.
-	Logger *slog.Logger
-	// DatabaseURL, when set, is the database, as its owner, and the stack
-	// starts as CloudFormation deploys it: the migration function first
-	// (MigrationFunction, built by its Makefile target whether or not the
-	// template declares it), sent the DatabaseSchema resource's Create in
-	// password mode, each role's secret served by a local Secrets Manager
-	// (localsecrets) with a fresh random password; then each function,
-	// connected as its own role (FunctionRoles) with the password the
-	// migrator set. Without it the functions get Env's DATABASE_URL and
-	// nothing is migrated.
+	// Bootstraps are bootstraps already built, by logical id (Build's
+	// answer); the functions not named are built.
+	Bootstraps map[string]string
+	// DatabaseURL is the database, as its owner (required). The owner's
+	// user and password stand for the database's master secret.
 	DatabaseURL string
+	// Sources is the sources document: the value of the template's
+	// SourcesSecretArn, which the relay copies to the control bucket for
+	// the receiver (required).
+	Sources []byte
+	// S3 configures the local S3 server (versitygw) that holds the
+	// template's buckets; its EventWebhookURL is the stack's own, and
+	// Versioning is turned on for the buckets the template versions.
+	S3 locals3.Options
+	// SchedulerNow is the local EventBridge Scheduler's clock, which says
+	// which wake-up schedules are due; nil is time.Now.
+	SchedulerNow func() time.Time
+	// FireEvery, when positive, fires the due schedules at that interval
+	// until Close (as the service fires them on time); at 0 only
+	// Scheduler.FireDue does, which a test calls with its own clock.
+	FireEvery time.Duration
+	// Env overrides each function's environment ("K=V" by function
+	// logical id; "*" applies to every function), after the local
+	// stack's own settings; the serving functions' database settings
+	// come last.
+	Env map[string][]string
+	// Logger reports the local services' failures; nil discards.
+	Logger *slog.Logger
 	// IAM authorizes the requests to the functions' URLs as Lambda does
 	// for AuthType AWS_IAM; needed when a function has a function URL.
 	IAM *iamlocal.Verifier
@@ -59,31 +80,60 @@ type StackOptions struct {
 	URLTargets map[string]string
 }
 
-// Stack is every function of a template running under the emulator, with
-// the API front serving the template's routes.
+// Stack is a template deployed on this machine: its buckets in a local S3
+// server that notifies a local EventBridge, its secrets in a local Secrets
+// Manager, a local EventBridge Scheduler and a local Lambda Invoke API,
+// every function under the Runtime Interface Emulator, its custom
+// resources created through their functions, as CloudFormation creates
+// them, and the API front serving the template's routes.
 type Stack struct {
+	// Functions are every function of the template, by logical id.
 	Functions map[string]*Emulator
 	Front     http.Handler
 	// URLs are the functions' function URLs, by logical id (those whose
 	// template declares FunctionUrlConfig), each an http.Handler to serve
 	// on its own listener as Lambda serves each on its own domain.
 	URLs map[string]http.Handler
-	// Migrator is the migration function, after the Create it answered
-	// SUCCESS (DatabaseURL set; nil otherwise); Schema is that answer.
-	Migrator *Emulator
-	Schema   Answer
-	// Secrets serves the roles' secrets to the migrator (DatabaseURL set).
-	Secrets *localsecrets.Server
-	// RoleURLs are the database URLs each function was given, by logical
-	// id: its own role and password (DatabaseURL set).
+	// Created holds each custom resource's answer to Create, by logical
+	// id: DatabaseSchema's (the migration front's), SourcesCopy's (the
+	// relay's).
+	Created map[string]Answer
+	// Schema is DatabaseSchema's answer to Create.
+	Schema Answer
+
+	// The local AWS services.
+	Secrets   *localsecrets.Server
+	Invoke    *localinvoke.Server
+	Scheduler *localscheduler.Server
+	Events    *localevents.Bus
+	S3        *locals3.Server
+	// Buckets are the template's buckets on S3, by logical id.
+	Buckets map[string]blobstore.Config
+
+	// RoleURLs are the database URLs each serving function was given, by
+	// logical id: its own role and password.
 	RoleURLs map[string]string
-	tpl      *samtemplate.Template
+	// Bootstraps are the functions' bootstraps, by logical id, for
+	// another stack's StackOptions.Bootstraps.
+	Bootstraps map[string]string
+
+	tpl     *samtemplate.Template
+	env     map[string][]string
+	dep     *deployment
+	customs []customResource
+	stackID string
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
 }
 
-// MigrationFunctionID is the migration function's logical id, and
-// SchemaResourceID the custom resource's it answers for.
+// MigrationFunctionID is the migration function's logical id (the apply
+// mode, inside the VPC), MigrationFrontID its front's (the DatabaseSchema
+// resource's ServiceToken), RelayFunctionID the relay's, and
+// SchemaResourceID the custom resource the front answers for.
 const (
 	MigrationFunctionID = "MigrationFunction"
+	MigrationFrontID    = "MigrationFrontFunction"
+	RelayFunctionID     = "RelayFunction"
 	SchemaResourceID    = "DatabaseSchema"
 )
 
@@ -103,70 +153,322 @@ func SecretARN(role string) string {
 	return "arn:aws:secretsmanager:us-east-1:000000000000:secret:webhook-inbox-local-" + role
 }
 
-// StartStack builds every function of the template with its Makefile
-// target and starts each under the Runtime Interface Emulator, after the
-// migration function when o.DatabaseURL is set.
+// The credentials every function signs its AWS requests with: the local
+// services check the scope a request is signed for, not the signature.
+const (
+	localAccessKeyID     = "lambdalocal"
+	localSecretAccessKey = "lambdalocal-secret-key"
+)
+
+// StartStack deploys the template on this machine as CloudFormation would,
+// and returns once it serves: the local services and buckets first, then
+// every function under the Runtime Interface Emulator (built with its
+// Makefile target unless StackOptions.Bootstraps has it), the custom
+// resources' Create sent to their functions (each must answer SUCCESS:
+// the relay copies the sources document, the migration front has the
+// migration function apply the schema and the roles), the event rules,
+// and the API front.
+//
+// Where it departs from AWS: RDS IAM authentication is not reproduced (the
+// schema resource is sent Auth=password, and each serving function
+// connects as its own role with a password from its local secret, as
+// DatabaseAuth=password deploys); RDS Proxy is not (the functions connect
+// to the database itself); IAM policies are not checked (the translated
+// template's tests check them); each function runs in one execution
+// environment, so its invocations run one at a time; the database is
+// reached without TLS.
 func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
-	if err := checkURLs(o); err != nil {
+	if o.Template == nil {
+		return nil, errors.New("lambdalocal: StackOptions.Template is required")
+	}
+	errs := []error{checkURLs(o)}
+	admin, err := url.Parse(o.DatabaseURL)
+	if err != nil || (admin.Scheme != "postgres" && admin.Scheme != "postgresql") {
+		errs = append(errs, errors.New("lambdalocal: StackOptions.DatabaseURL must be a postgres:// URL, the database's owner"))
+	}
+	if len(o.Sources) == 0 {
+		errs = append(errs, errors.New("lambdalocal: StackOptions.Sources must hold the sources document the relay copies"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res, err := o.Template.Stack.Resources()
+	if err != nil {
+		return nil, err
+	}
+	dep := newDeployment(res, admin)
+	rules, err := dep.rules(res)
+	if err != nil {
+		return nil, err
+	}
+	customs, err := dep.customResources(res)
+	if err != nil {
 		return nil, err
 	}
 	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		return nil, err
 	}
-	// The migration function serves no route or schedule: CloudFormation
-	// invokes it, and so does migrate below.
-	var ids []string
-	for _, id := range o.Template.FunctionIDs() {
-		if id != MigrationFunctionID {
-			ids = append(ids, id)
-		}
-	}
-	build := ids
-	if o.DatabaseURL != "" {
-		build = append([]string{MigrationFunctionID}, ids...)
-	}
-	bins, err := Build(ctx, o.RepoRoot, o.Dir, build)
-	if err != nil {
-		return nil, err
-	}
-	s := &Stack{Functions: map[string]*Emulator{}, URLs: map[string]http.Handler{}, tpl: o.Template}
-	roleEnv := map[string][]string{}
-	if o.DatabaseURL != "" {
-		if roleEnv, err = s.migrate(ctx, o, rie, bins[MigrationFunctionID]); err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	s := &Stack{Functions: map[string]*Emulator{}, URLs: map[string]http.Handler{}, Created: map[string]Answer{},
+		Buckets: map[string]blobstore.Config{}, RoleURLs: map[string]string{}, tpl: o.Template, env: map[string][]string{}, dep: dep, customs: customs,
+		stackID: "arn:aws:cloudformation:" + Region + ":" + Account + ":stack/" + StackName + "/" + uuid()}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	if err := s.startServices(ctx, o, log); err != nil {
+		return nil, err
+	}
+
+	// The database's secrets: the master secret (the owner, whom the
+	// front reads), each role's (a fresh password, as
+	// GenerateSecretString would), and the sources secret.
+	ownerPassword, _ := admin.User.Password()
+	if ownerPassword == "" {
+		ownerPassword = "local-" + randomID() // the local owner is trusted: any password does
+	}
+	doc, _ := json.Marshal(map[string]string{"username": admin.User.Username(), "password": ownerPassword})
+	s.Secrets.Put(AdminSecretARN, string(doc))
+	if arn, _ := o.Template.Stack.Param("DatabaseAdminSecretArn").(string); arn != "" {
+		s.Secrets.Put(arn, string(doc)) // existing mode: yours
+	}
+	sourcesARN, _ := o.Template.Stack.Param("SourcesSecretArn").(string)
+	if sourcesARN == "" {
+		return nil, errors.New("lambdalocal: the template has no SourcesSecretArn to hold the sources document")
+	}
+	s.Secrets.Put(sourcesARN, string(o.Sources))
+	passwords := s.roleSecrets()
+	for id, role := range FunctionRoles {
+		if _, declared := o.Template.Functions[id]; !declared {
+			continue
+		}
+		u := *admin
+		u.User = url.UserPassword(role, passwords[role])
+		s.RoleURLs[id] = u.String()
+	}
+
+	// Every function, built as sam build builds it.
+	ids := o.Template.FunctionIDs()
+	var build []string
+	s.Bootstraps = maps.Clone(o.Bootstraps)
+	if s.Bootstraps == nil {
+		s.Bootstraps = map[string]string{}
+	}
+	for _, id := range ids {
+		if s.Bootstraps[id] == "" {
+			build = append(build, id)
+		}
+	}
+	built, err := Build(ctx, o.RepoRoot, o.Dir, build)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(s.Bootstraps, built)
 	var routes []Route
 	for _, id := range ids {
+		env, err := s.environment(o, id, res[id], admin)
+		if err != nil {
+			return nil, err
+		}
+		s.env[id] = env
 		fn := o.Template.Functions[id]
-		overrides := append(append(append([]string(nil), o.Env["*"]...), o.Env[id]...), roleEnv[id]...)
 		em, err := StartEmulator(ctx, EmulatorOptions{
-			Name: id, RIE: rie, Bootstrap: bins[id], Env: localEnv(fn.Environment, overrides),
+			Name: id, RIE: rie, Bootstrap: s.Bootstraps[id], Env: env,
 			Timeout: fn.Timeout, MemoryMB: fn.MemorySize, LogPath: filepath.Join(o.Dir, id+".log"),
 		})
 		if err != nil {
-			s.Close()
 			return nil, err
 		}
 		s.Functions[id] = em
+		s.Invoke.Register(id, em.Invoke)
 		for _, r := range fn.Routes {
 			routes = append(routes, Route{Method: r.Method, Path: r.Path, Function: em})
 		}
 		if fn.URL != nil {
 			if s.URLs[id], err = NewFunctionURL(em, *fn.URL, o.URLTargets[id], o.IAM, log); err != nil {
-				s.Close()
 				return nil, err
 			}
 		}
 	}
+	for _, r := range rules {
+		if err := s.Events.AddRule(r); err != nil {
+			return nil, err
+		}
+	}
+
+	// The custom resources, as CloudFormation creates them before the
+	// functions that depend on them serve.
+	for i := range s.customs {
+		c := &s.customs[i]
+		if c.id == SchemaResourceID {
+			s.schemaPasswordAuth(c.props)
+		}
+		answer, resp, err := s.send(ctx, c, cfn.RequestCreate, nil)
+		if err != nil {
+			return nil, err
+		}
+		if resp["Status"] != "SUCCESS" {
+			return nil, fmt.Errorf("lambdalocal: %s's Create was answered %s\n%s", c.id, answer.Body, tail(s.Functions[c.function].LogPath()))
+		}
+		c.physical, _ = resp["PhysicalResourceId"].(string)
+		s.Created[c.id] = answer
+	}
+	s.Schema = s.Created[SchemaResourceID]
 	s.Front = NewFront(routes, log)
+	if o.FireEvery > 0 {
+		var runCtx context.Context
+		runCtx, s.stop = context.WithCancel(context.Background())
+		s.wg.Go(func() { s.Scheduler.Run(runCtx, o.FireEvery) })
+	}
+	ok = true
 	return s, nil
+}
+
+// startServices starts the local AWS services: the Lambda Invoke API, the
+// Scheduler (firing into it), Secrets Manager, the event bus (invoking
+// through it), and the S3 server, which notifies the bus, with the
+// template's buckets.
+func (s *Stack) startServices(ctx context.Context, o StackOptions, log *slog.Logger) error {
+	var err error
+	if s.Invoke, err = localinvoke.Start(localinvoke.Options{}); err != nil {
+		return err
+	}
+	// EventBridge Scheduler invokes a Lambda target asynchronously, with
+	// the schedule's Input as the event:
+	// https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html
+	if s.Scheduler, err = localscheduler.Start(localscheduler.Options{Now: o.SchedulerNow, Fire: func(_ context.Context, sc localscheduler.Schedule) error {
+		return s.Invoke.InvokeEvent(sc.Target.Arn, []byte(sc.Target.Input), "scheduler:"+sc.GroupName+"/"+sc.Name)
+	}}); err != nil {
+		return err
+	}
+	if s.Secrets, err = localsecrets.Start(); err != nil {
+		return err
+	}
+	if s.Events, err = localevents.Start(localevents.Options{Buckets: s.dep.notify, Account: Account, Region: Region, Logger: log,
+		Invoke: func(target string, event []byte, rule string) error {
+			return s.Invoke.InvokeEvent(target, event, "events:"+rule)
+		}}); err != nil {
+		return err
+	}
+	so := o.S3
+	so.EventWebhookURL, so.Versioning = s.Events.NotificationURL(), true
+	if s.S3, err = locals3.Start(ctx, so); err != nil {
+		return err
+	}
+	for id, name := range s.dep.buckets {
+		cfg := s.S3.BlobConfig(name)
+		store, err := blobstore.Open(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		if err := store.CreateBucket(ctx); err != nil {
+			return fmt.Errorf("lambdalocal: bucket %s: %w", id, err)
+		}
+		if slices.Contains(s.dep.versions, name) {
+			if err := store.EnableVersioning(ctx); err != nil {
+				return fmt.Errorf("lambdalocal: bucket %s: %w", id, err)
+			}
+		}
+		s.Buckets[id] = cfg
+	}
+	return nil
+}
+
+// roleSecrets puts each role's secret, with a fresh random password, where
+// the schema resource's properties name it (in the profiles that make
+// them) or at SecretARN, and returns the passwords.
+func (s *Stack) roleSecrets() map[string]string {
+	props := map[string]any{}
+	for _, c := range s.customs {
+		if c.id == SchemaResourceID {
+			props = c.props
+		}
+	}
+	passwords := map[string]string{}
+	for prop, role := range secretProps {
+		passwords[role] = randomID() // as GenerateSecretString would
+		doc, _ := json.Marshal(map[string]string{"username": role, "password": passwords[role]})
+		arn, _ := props[prop].(string)
+		if arn == "" {
+			arn = SecretARN(role)
+		}
+		s.Secrets.Put(arn, string(doc))
+	}
+	return passwords
+}
+
+// secretProps maps the schema resource's secret properties to their roles.
+var secretProps = map[string]string{
+	schemaresource.PropReceiverSecretArn: migrate.RoleReceiver, schemaresource.PropProcessorSecretArn: migrate.RoleProcessor,
+	schemaresource.PropArchiverSecretArn: migrate.RoleArchiver, schemaresource.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
+	schemaresource.PropOperatorSecretArn: migrate.RoleOperator,
+}
+
+// schemaPasswordAuth makes the schema resource set the roles' passwords
+// from their local secrets: the local database checks passwords, and
+// knows nothing of RDS IAM tokens.
+func (s *Stack) schemaPasswordAuth(props map[string]any) {
+	if props[schemaresource.PropAuth] == string(migrate.AuthPassword) {
+		return
+	}
+	props[schemaresource.PropAuth] = string(migrate.AuthPassword)
+	for prop, role := range secretProps {
+		props[prop] = SecretARN(role)
+	}
+}
+
+// environment is function id's environment: the template's, with the
+// local stand-ins' values, then the local services' settings, then
+// o.Env's, then (for a serving function) its database. A variable whose
+// value only a deployed stack knows, and that nothing here sets, is an
+// error: the local stack lacks a stand-in for what it names.
+func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, admin *url.URL) ([]string, error) {
+	tmpl, missing := s.dep.environment(r)
+	sslmode := admin.Query().Get("sslmode")
+	if sslmode == "" {
+		sslmode = "disable"
+	}
+	s3 := s.S3.BlobConfig("")
+	overrides := []string{
+		// Every AWS call stays on this machine, signed with local keys;
+		// no developer's AWS configuration is read.
+		"AWS_ENDPOINT_URL_LAMBDA=" + s.Invoke.Endpoint(),
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + s.Secrets.Endpoint(),
+		"AWS_ENDPOINT_URL_SCHEDULER=" + s.Scheduler.Endpoint(),
+		"AWS_ACCESS_KEY_ID=" + localAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + localSecretAccessKey,
+		"AWS_CONFIG_FILE=" + filepath.Join(o.Dir, "no-aws-config"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(o.Dir, "no-aws-credentials"),
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_REGION=" + s3.Region,
+		// Every bucket is on the local S3 server (blobstore's S3_*).
+		"S3_ENDPOINT=" + s3.Endpoint, "S3_ACCESS_KEY_ID=" + s3.AccessKeyID, "S3_SECRET_ACCESS_KEY=" + s3.SecretAccessKey,
+		// The local database, whatever the template's mode says of where
+		// it is (a parameter in existing mode): no TLS.
+		"DATABASE_HOST=" + admin.Hostname(), "DATABASE_PORT=" + cmp.Or(admin.Port(), "5432"),
+		"DATABASE_NAME=" + strings.TrimPrefix(admin.Path, "/"), "DATABASE_SSLMODE=" + sslmode,
+	}
+	overrides = append(append(overrides, o.Env["*"]...), o.Env[id]...)
+	if u, serving := s.RoleURLs[id]; serving {
+		overrides = append(overrides, databaseEnv(u)...)
+	}
+	env := localEnv(tmpl, overrides)
+	set := map[string]bool{}
+	for _, kv := range overrides {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	var errs []error
+	keys := slices.Sorted(maps.Keys(missing))
+	for _, k := range keys {
+		if !set[k] {
+			errs = append(errs, fmt.Errorf("lambdalocal: %s's %s names %s, which the local stack does not stand in for", id, k, strings.Join(missing[k], ", ")))
+		}
+	}
+	return env, errors.Join(errs...)
 }
 
 // checkURLs refuses, before anything is built, a function URL the local
@@ -177,7 +479,7 @@ func checkURLs(o StackOptions) error {
 	for _, id := range o.Template.FunctionIDs() {
 		u := o.Template.Functions[id].URL
 		switch {
-		case u == nil || id == MigrationFunctionID:
+		case u == nil:
 		case u.AuthType != "AWS_IAM":
 			errs = append(errs, fmt.Errorf("lambdalocal: %s: function URL AuthType %s: only AWS_IAM is served locally", id, u.AuthType))
 		case u.InvokeMode != "BUFFERED":
@@ -196,96 +498,17 @@ func checkURLs(o StackOptions) error {
 	return errors.Join(errs...)
 }
 
-// migrate does what CloudFormation does before the functions that depend
-// on the schema: it generates each role's secret, runs the migration
-// function and sends it the schema resource's Create, which must answer
-// SUCCESS. It returns each function's database environment.
-func (s *Stack) migrate(ctx context.Context, o StackOptions, rie, bootstrap string) (map[string][]string, error) {
-	admin, err := url.Parse(o.DatabaseURL)
-	if err != nil || (admin.Scheme != "postgres" && admin.Scheme != "postgresql") {
-		return nil, errors.New("lambdalocal: DatabaseURL must be a postgres:// URL")
-	}
-	if s.Secrets, err = localsecrets.Start(); err != nil {
-		return nil, err
-	}
-	props := map[string]any{
-		"ServiceToken": "arn:aws:lambda:us-east-1:000000000000:function:" + MigrationFunctionID,
-		"Auth":         string(migrate.AuthPassword), "Release": "local",
-	}
-	passwords := map[string]string{}
-	for prop, role := range map[string]string{
-		schemaresource.PropReceiverSecretArn: migrate.RoleReceiver, schemaresource.PropProcessorSecretArn: migrate.RoleProcessor,
-		schemaresource.PropArchiverSecretArn: migrate.RoleArchiver, schemaresource.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
-		schemaresource.PropOperatorSecretArn: migrate.RoleOperator,
-	} {
-		passwords[role] = randomID() // as GenerateSecretString would
-		doc, _ := json.Marshal(map[string]string{"username": role, "password": passwords[role]})
-		s.Secrets.Put(SecretARN(role), string(doc))
-		props[prop] = SecretARN(role)
-	}
-
-	var tmplEnv map[string]string
-	timeout := 5 * time.Minute
-	if fn, ok := o.Template.Functions[MigrationFunctionID]; ok {
-		tmplEnv = fn.Environment
-		if fn.Timeout > 0 {
-			timeout = fn.Timeout
-		}
-	}
-	overrides := append(append(append([]string(nil), o.Env["*"]...), o.Env[MigrationFunctionID]...), s.Secrets.Env()...)
-	overrides = append(overrides, databaseEnv(o.DatabaseURL)...)
-	if s.Migrator, err = StartEmulator(ctx, EmulatorOptions{
-		Name: MigrationFunctionID, RIE: rie, Bootstrap: bootstrap, Env: localEnv(tmplEnv, overrides),
-		Timeout: timeout, LogPath: filepath.Join(o.Dir, MigrationFunctionID+".log"),
-	}); err != nil {
-		return nil, err
-	}
-	answer, _, err := InvokeCustomResource(ctx, s.Migrator, cfn.Event{
-		RequestType: cfn.RequestCreate, ResourceType: "Custom::DatabaseSchema", LogicalResourceID: SchemaResourceID,
-		StackID: "arn:aws:cloudformation:us-east-1:000000000000:stack/webhook-inbox-local/" + randomID(), ResourceProperties: props,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lambdalocal: the migration function: %w\n%s", err, tail(s.Migrator.LogPath()))
-	}
-	s.Schema = answer
-	resp, err := answer.Response()
-	if err != nil || resp["Status"] != "SUCCESS" {
-		return nil, fmt.Errorf("lambdalocal: the migration function answered %s (%v)\n%s", answer.Body, err, tail(s.Migrator.LogPath()))
-	}
-
-	s.RoleURLs = map[string]string{}
-	env := map[string][]string{}
-	for id, role := range FunctionRoles {
-		u := *admin
-		u.User = url.UserPassword(role, passwords[role])
-		s.RoleURLs[id] = u.String()
-		env[id] = databaseEnv(u.String())
-	}
-	return env, nil
-}
-
 // databaseEnv points a function at dbURL, blanking what the template may
-// say of its database in AWS (the proxy's host, IAM), which would
+// say of its database in AWS (its host, IAM, a secret), which would
 // otherwise fill in or replace parts of the URL.
 func databaseEnv(dbURL string) []string {
-	return []string{"DATABASE_URL=" + dbURL, "DATABASE_HOST=", "DATABASE_PORT=", "DATABASE_NAME=", "DATABASE_USER=", "DATABASE_IAM_AUTH="}
+	return []string{"DATABASE_URL=" + dbURL, "DATABASE_HOST=", "DATABASE_PORT=", "DATABASE_NAME=", "DATABASE_USER=", "DATABASE_IAM_AUTH=",
+		"DATABASE_SECRET_ARN="}
 }
 
-// localEnv is the template's environment without secret references, then
-// the overrides.
+// localEnv is the template's environment, then the overrides.
 func localEnv(tmpl map[string]string, overrides []string) []string {
-	keys := make([]string, 0, len(tmpl))
-	for k := range tmpl {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var env []string
-	for _, k := range keys {
-		if strings.HasSuffix(k, "_SECRET_ARN") {
-			continue
-		}
-		env = append(env, k+"="+tmpl[k])
-	}
+	keys := slices.Sorted(maps.Keys(tmpl))
 	// Drop the keys being overridden rather than relying on which of two
 	// duplicate entries a program's getenv returns.
 	over := map[string]bool{}
@@ -293,88 +516,109 @@ func localEnv(tmpl map[string]string, overrides []string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		over[k] = true
 	}
-	out := env[:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
+	var env []string
+	for _, k := range keys {
 		if !over[k] {
-			out = append(out, kv)
+			env = append(env, k+"="+tmpl[k])
 		}
 	}
-	return append(out, overrides...)
+	return append(env, overrides...)
 }
 
-// Schedules returns, per function, the rules of its Schedule events.
-func (s *Stack) Schedules() map[string][]samtemplate.Schedule {
-	out := map[string][]samtemplate.Schedule{}
-	for id, fn := range s.tpl.Functions {
-		for _, sc := range fn.Schedules {
-			if sc.Enabled {
-				out[id] = append(out[id], sc)
-			}
-		}
-	}
-	return out
-}
-
-// Fire invokes every schedule of function id once.
-func (s *Stack) Fire(ctx context.Context, id string) ([]byte, error) {
-	em, ok := s.Functions[id]
+// send sends custom resource c's request of type typ, as CloudFormation
+// does, and returns the answer its function PUT and the answer decoded.
+func (s *Stack) send(ctx context.Context, c *customResource, typ cfn.RequestType, old map[string]any) (Answer, map[string]any, error) {
+	em, ok := s.Functions[c.function]
 	if !ok {
-		return nil, fmt.Errorf("no function %s", id)
+		return Answer{}, nil, fmt.Errorf("lambdalocal: %s's function %s is not running", c.id, c.function)
 	}
-	var last []byte
-	for _, sc := range s.Schedules()[id] {
-		out, err := InvokeSchedule(ctx, em, sc.Event)
-		if err != nil {
-			return out, err
-		}
-		last = out
+	req := cfn.Event{RequestType: typ, ResourceType: c.typ, LogicalResourceID: c.id, StackID: s.stackID,
+		ResourceProperties: c.props, OldResourceProperties: old, PhysicalResourceID: c.physical}
+	answer, _, err := InvokeCustomResource(ctx, em, req)
+	if err != nil {
+		return answer, nil, fmt.Errorf("lambdalocal: %s's %s: %w\n%s", c.id, typ, err, tail(em.LogPath()))
 	}
-	return last, nil
+	resp, err := answer.Response()
+	if err != nil {
+		return answer, nil, fmt.Errorf("lambdalocal: %s's %s was answered %q: %w", c.id, typ, answer.Body, err)
+	}
+	return answer, resp, nil
 }
 
-// RunSchedules fires each schedule at its template rate, or every
-// `every` when that is shorter and not zero, until ctx ends.
-func (s *Stack) RunSchedules(ctx context.Context, every time.Duration, log *slog.Logger) error {
-	var wg sync.WaitGroup
-	var errs []error
-	var mu sync.Mutex
-	for id, scs := range s.Schedules() {
-		for _, sc := range scs {
-			period, err := samtemplate.ParseRate(sc.Expression)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", id, err))
-				mu.Unlock()
-				continue
-			}
-			if every > 0 && every < period {
-				period = every
-			}
-			em, rule := s.Functions[id], sc.Event
-			wg.Go(func() {
-				t := time.NewTicker(period)
-				defer t.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-t.C:
-					}
-					if out, err := InvokeSchedule(ctx, em, rule); err != nil && ctx.Err() == nil {
-						log.Error("local schedule: invocation failed", "function", em.Name, "rule", rule, "err", err)
-					} else if ctx.Err() == nil {
-						log.Info("local schedule fired", "function", em.Name, "rule", rule, "result", string(out))
-					}
-				}
-			})
+// Update sends custom resource id an Update, as a deploy that changes it
+// does (for DatabaseSchema, each deploy of new code: its Release
+// changes), and returns the answer.
+func (s *Stack) Update(ctx context.Context, id string) (Answer, error) {
+	for i := range s.customs {
+		if c := &s.customs[i]; c.id == id {
+			old := maps.Clone(c.props)
+			c.props = maps.Clone(c.props)
+			c.props["Release"] = fmt.Sprintf("local-%d", time.Now().UnixNano())
+			answer, _, err := s.send(ctx, c, cfn.RequestUpdate, old)
+			return answer, err
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	return Answer{}, fmt.Errorf("lambdalocal: no custom resource %s", id)
+}
+
+// Teardown deletes the stack as `sam delete` would in the worst order a
+// create-mode teardown (or a rollback) can take: every function but the
+// custom resources' own is gone first (the migration function, its VPC
+// network with it), then Secrets Manager too; then each custom resource
+// is sent Delete and must answer at once, without them. It returns each
+// resource's answer to Delete. The stack is closed afterwards.
+func (s *Stack) Teardown(ctx context.Context) (map[string]Answer, error) {
+	keep := map[string]bool{}
+	for _, c := range s.customs {
+		keep[c.function] = true
+	}
+	var wg sync.WaitGroup
+	for id, em := range s.Functions {
+		if !keep[id] {
+			s.Invoke.Unregister(id)
+			wg.Go(func() { _ = em.Close() })
+			delete(s.Functions, id)
+		}
 	}
 	wg.Wait()
-	return nil
+	_ = s.Secrets.Close()
+	answers := map[string]Answer{}
+	var errs []error
+	for i := len(s.customs) - 1; i >= 0; i-- {
+		c := &s.customs[i]
+		answer, resp, err := s.send(ctx, c, cfn.RequestDelete, nil)
+		answers[c.id] = answer
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case resp["Status"] != "SUCCESS":
+			errs = append(errs, fmt.Errorf("lambdalocal: %s's Delete was answered %s", c.id, answer.Body))
+		}
+	}
+	return answers, errors.Join(errs...)
+}
+
+// RotateSources makes doc the current version of the sources secret, as
+// a rotation (or PutSecretValue) does, and puts on the local bus the
+// Secret Label Updated event Secrets Manager sends EventBridge for it,
+// which the template's rule hands to the relay, which copies it to the
+// control bucket. Functions that read the copy at init (the receiver)
+// see it in their next execution environment, here their next start.
+// https://docs.aws.amazon.com/secretsmanager/latest/userguide/event-detail-secret-label-updated-secretsmanager.html
+func (s *Stack) RotateSources(doc []byte) ([]localevents.Delivery, error) {
+	arn, _ := s.tpl.Stack.Param("SourcesSecretArn").(string)
+	version := s.Secrets.Put(arn, string(doc))
+	name := arn[strings.LastIndex(arn, ":")+1:]
+	// A full ARN's name ends with the six characters Secrets Manager adds.
+	if i := strings.LastIndex(name, "-"); i > 0 && len(name)-i == 7 {
+		name = name[:i]
+	}
+	ev, _ := json.Marshal(map[string]any{
+		"version": "0", "id": uuid(), "detail-type": "Secret Label Updated", "source": "aws.secretsmanager",
+		"account": Account, "time": time.Now().UTC().Format(time.RFC3339), "region": Region, "resources": []string{arn},
+		"detail": map[string]string{"name": name, "labelUpdated": "AWSCURRENT", "versionId": version},
+	})
+	return s.Events.Put(ev)
 }
 
 // InitDurations returns each function's init duration as reported by the
@@ -387,6 +631,24 @@ func (s *Stack) InitDurations() map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// Getenv returns function id's variable k as the function was started
+// with it ("" when unset).
+func (s *Stack) Getenv(id, k string) string {
+	for _, kv := range slices.Backward(s.env[id]) {
+		if key, v, _ := strings.Cut(kv, "="); key == k {
+			return v
+		}
+	}
+	return ""
+}
+
+// FunctionIDs returns the running functions' logical ids, sorted.
+func (s *Stack) FunctionIDs() []string {
+	ids := slices.Collect(maps.Keys(s.Functions))
+	sort.Strings(ids)
+	return ids
 }
 
 // Serve serves the front on ln until ctx ends.
@@ -404,13 +666,29 @@ func (s *Stack) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close stops every emulator and the secrets' server.
+// Close stops the scheduler's firing, the queued invocations, every
+// emulator and the local services.
 func (s *Stack) Close() {
-	for _, em := range s.Functions {
-		_ = em.Close()
+	if s.stop != nil {
+		s.stop()
+		s.wg.Wait()
 	}
-	if s.Migrator != nil {
-		_ = s.Migrator.Close()
+	if s.Invoke != nil {
+		_ = s.Invoke.Close()
+	}
+	var wg sync.WaitGroup
+	for _, em := range s.Functions {
+		wg.Go(func() { _ = em.Close() })
+	}
+	wg.Wait()
+	if s.Events != nil {
+		_ = s.Events.Close()
+	}
+	if s.S3 != nil {
+		_ = s.S3.Close()
+	}
+	if s.Scheduler != nil {
+		_ = s.Scheduler.Close()
 	}
 	if s.Secrets != nil {
 		_ = s.Secrets.Close()

@@ -22,8 +22,13 @@
 // The functions are Go functions registered by name (a function name or
 // the last part of an ARN finds them), which the dev stack and the tests
 // bind to handlers in the process or to a binary under the Lambda Runtime
-// Interface Emulator. It checks that a request is signed for the service,
-// not the signature; it listens on the loopback only.
+// Interface Emulator. The local stand-ins of the services that invoke
+// functions asynchronously (EventBridge's rules, EventBridge Scheduler's
+// schedules) hand their events over with InvokeEvent, as those services
+// hand them to Lambda, so that every invocation of a local stack is
+// recorded in one place, with who made it (Invocation.Via). It checks that
+// a request is signed for the service, not the signature; it listens on
+// the loopback only.
 package localinvoke
 
 import (
@@ -48,15 +53,24 @@ const (
 // Function runs one invocation: payload in, result out.
 type Function func(ctx context.Context, payload []byte) ([]byte, error)
 
+// ViaAPI is Invocation.Via for a request to the Invoke API.
+const ViaAPI = "lambda:Invoke"
+
 // Invocation is one invocation's record.
 type Invocation struct {
 	Function string
+	// Via is who invoked: ViaAPI for a request to the Invoke API (a
+	// function's SDK client), or what InvokeEvent was told.
+	Via string
 	// Async is true for an Event invocation.
 	Async   bool
 	Payload []byte
+	// Output is the last try's result.
+	Output []byte
 	// Received is when the request arrived, Started when the function
-	// started (its first try).
-	Received, Started time.Time
+	// started (its first try), Finished when its last try ended (zero
+	// while it is queued or running, or will be tried again).
+	Received, Started, Finished time.Time
 	// Tries is how many times it ran; Err is the last try's error.
 	Tries int
 	Err   error
@@ -118,6 +132,41 @@ func (s *Server) Register(name string, fn Function) {
 	s.funcs[name] = fn
 }
 
+// Unregister deletes the function called name, as a stack's deletion
+// does: later invocations find no such function.
+func (s *Server) Unregister(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.funcs, name)
+}
+
+// InvokeEvent hands the function id (a name or an ARN) an event, as a
+// service that invokes functions asynchronously does (EventBridge's
+// rules, EventBridge Scheduler, S3): the invocation is recorded as an
+// Event one made via via, queued, run and retried as an Event request
+// to the Invoke API is. The error, which the service would get, is for
+// a function that does not exist.
+// https://docs.aws.amazon.com/lambda/latest/dg/invocation-async.html
+func (s *Server) InvokeEvent(id string, payload []byte, via string) error {
+	name, ok := nameOf(id)
+	if !ok {
+		return fmt.Errorf("localinvoke: %q is not a function name or ARN", id)
+	}
+	s.mu.Lock()
+	fn, found := s.funcs[name]
+	s.mu.Unlock()
+	if !found {
+		return fmt.Errorf("localinvoke: ResourceNotFoundException: Function not found: %s", name)
+	}
+	inv := &Invocation{Function: name, Via: via, Async: true, Payload: payload, Received: time.Now()}
+	s.mu.Lock()
+	s.log = append(s.log, inv)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.runAsync(inv, fn)
+	return nil
+}
+
 // Close stops serving, cancels the running invocations and waits for them.
 func (s *Server) Close() error {
 	err := s.srv.Close()
@@ -167,7 +216,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "the request payload is too large or unreadable")
 		return
 	}
-	inv := &Invocation{Function: name, Payload: payload, Received: time.Now()}
+	inv := &Invocation{Function: name, Via: ViaAPI, Payload: payload, Received: time.Now()}
 	s.mu.Lock()
 	s.log = append(s.log, inv)
 	s.mu.Unlock()
@@ -181,6 +230,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 	case "", "RequestResponse":
 		out, err := s.try(r.Context(), inv, fn)
+		s.finish(inv)
 		if err != nil {
 			w.Header().Set("X-Amz-Function-Error", "Unhandled")
 			out, _ = json.Marshal(map[string]string{"errorType": "error", "errorMessage": err.Error()})
@@ -195,6 +245,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) runAsync(inv *Invocation, fn Function) {
 	defer s.wg.Done()
+	defer s.finish(inv)
 	for try := 0; try < asyncTries; try++ {
 		if try > 0 {
 			select {
@@ -209,6 +260,12 @@ func (s *Server) runAsync(inv *Invocation, fn Function) {
 	}
 }
 
+func (s *Server) finish(inv *Invocation) {
+	s.mu.Lock()
+	inv.Finished = time.Now()
+	s.mu.Unlock()
+}
+
 func (s *Server) try(ctx context.Context, inv *Invocation, fn Function) ([]byte, error) {
 	s.mu.Lock()
 	if inv.Tries == 0 {
@@ -218,7 +275,7 @@ func (s *Server) try(ctx context.Context, inv *Invocation, fn Function) ([]byte,
 	s.mu.Unlock()
 	out, err := fn(ctx, inv.Payload)
 	s.mu.Lock()
-	inv.Err = err
+	inv.Output, inv.Err = out, err
 	s.mu.Unlock()
 	return out, err
 }
@@ -231,17 +288,26 @@ func functionName(path string) (string, bool) {
 		return "", false
 	}
 	name, ok := strings.CutSuffix(rest, "/invocations")
-	if !ok || name == "" {
+	if !ok {
 		return "", false
 	}
-	if strings.HasPrefix(name, "arn:") {
-		parts := strings.Split(name, ":")
-		if len(parts) < 7 {
+	return nameOf(name)
+}
+
+// nameOf returns the function id names: id itself, or the name part of an
+// ARN (arn:aws:lambda:region:account:function:name[:qualifier]).
+func nameOf(id string) (string, bool) {
+	if id == "" {
+		return "", false
+	}
+	if strings.HasPrefix(id, "arn:") {
+		parts := strings.Split(id, ":")
+		if len(parts) < 7 || parts[6] == "" {
 			return "", false
 		}
-		name = parts[6]
+		return parts[6], true
 	}
-	return name, true
+	return id, true
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {

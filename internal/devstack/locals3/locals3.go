@@ -70,6 +70,18 @@ type Options struct {
 	// backend's --versioning-dir), beside the buckets. Off, a request to
 	// turn it on is refused.
 	Versioning bool
+	// EventWebhookURL, when set, is where the server POSTs a notification
+	// of each object created or deleted, in any bucket (versitygw's
+	// --event-webhook-url): one JSON document per object, shaped like S3's
+	// event notification ({"Records": [...]}), sent once, without retry,
+	// from a goroutine of its own (so not in order). The URL must answer
+	// when the server starts: versitygw sends it a test event then
+	// ({"Event": "s3:TestEvent", ...}) and refuses to start when the
+	// connection is refused. What v1.8.0 sends differs from S3's own
+	// notification: see TestEventNotificationsAreS3Shaped, and
+	// internal/devstack/localevents, which turns it into what S3 sends
+	// EventBridge.
+	EventWebhookURL string
 }
 
 // Server is a running (or stopped) versitygw. Its methods are safe for
@@ -79,6 +91,7 @@ type Server struct {
 	dir      string // the folder of this server: buckets/ and versitygw.log
 	root     string // the POSIX backend's root: one folder per bucket
 	versions string // the posix backend's versioning folder; "" without Options.Versioning
+	events   string // Options.EventWebhookURL
 	logPath  string
 	owned    bool
 	port     int
@@ -108,7 +121,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{bin: bin, port: opts.Port, region: Region, access: AccessKeyID, secret: SecretAccessKey}
+	s := &Server{bin: bin, port: opts.Port, region: Region, access: AccessKeyID, secret: SecretAccessKey, events: opts.EventWebhookURL}
 	if opts.Region != "" {
 		s.region = opts.Region
 	}
@@ -195,8 +208,11 @@ func (s *Server) start(ctx context.Context) error {
 		"--access", s.access,
 		"--secret", s.secret,
 		"--region", s.region,
-		"--quiet",
-		"posix"}
+		"--quiet"}
+	if s.events != "" {
+		args = append(args, "--event-webhook-url", s.events)
+	}
+	args = append(args, "posix")
 	if s.versions != "" {
 		args = append(args, "--versioning-dir", s.versions)
 	}

@@ -2,13 +2,21 @@ package locals3_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 )
 
@@ -123,5 +131,92 @@ func TestBinaryFromEnvironment(t *testing.T) {
 	t.Setenv(locals3.EnvBinary, filepath.Join(t.TempDir(), "missing"))
 	if _, err := locals3.Binary(context.Background()); err == nil {
 		t.Fatal("a missing $VERSITYGW was accepted")
+	}
+}
+
+// TestEventNotificationsAreS3Shaped pins what versitygw v1.8.0 POSTs to
+// Options.EventWebhookURL, which internal/devstack/localevents reads: a
+// test event when it starts, then one document per object written or
+// deleted, shaped like S3's event notification (Records, eventSource
+// aws:s3, s3.bucket.name, s3.object.key and size), with three
+// differences from what S3 sends
+// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html):
+// eventName carries an "s3:" prefix ("s3:ObjectCreated:Put", where S3
+// says "ObjectCreated:Put"), the key is sent as it is (S3 URL-encodes it,
+// "red+flower.jpg"), and eventVersion is 2.2.
+func TestEventNotificationsAreS3Shaped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var (
+		mu     sync.Mutex
+		bodies [][]byte
+	)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	received := func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([][]byte(nil), bodies...)
+	}
+
+	// A hook that refuses connections keeps the server from starting.
+	if srv, err := locals3.Start(ctx, locals3.Options{EventWebhookURL: "http://127.0.0.1:1/refused"}); err == nil {
+		srv.Close()
+		t.Fatal("versitygw started with a notification URL that refuses connections")
+	}
+
+	srv := s3test.ServerWith(t, locals3.Options{EventWebhookURL: hook.URL + "/events"})
+	if got := received(); len(got) != 1 || !strings.Contains(string(got[0]), `"Event":"s3:TestEvent"`) {
+		t.Fatalf("at start: %q, want the test event", got)
+	}
+	cfg := s3test.Bucket(t, srv)
+	store := s3test.Open(t, cfg)
+	const key = "wake/arm/processor/2030-01-02T03:04:00Z red+flower"
+	if _, err := store.Put(ctx, key, []byte("four"), "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, func() (bool, string) {
+		return len(received()) == 3, fmt.Sprintf("%d documents received", len(received()))
+	})
+	type record struct {
+		EventVersion string `json:"eventVersion"`
+		EventSource  string `json:"eventSource"`
+		AwsRegion    string `json:"awsRegion"`
+		EventName    string `json:"eventName"`
+		S3           struct {
+			Bucket struct {
+				Name string `json:"name"`
+			} `json:"bucket"`
+			Object struct {
+				Key  string `json:"key"`
+				Size int64  `json:"size"`
+			} `json:"object"`
+		} `json:"s3"`
+	}
+	names := map[string]record{}
+	for _, b := range received()[1:] {
+		var doc struct{ Records []record }
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.Records) != 1 {
+			t.Fatalf("a notification: %s (%v)", b, err)
+		}
+		r := doc.Records[0]
+		names[r.EventName] = r
+		if r.EventVersion != "2.2" || r.EventSource != "aws:s3" || r.AwsRegion != locals3.Region || r.S3.Bucket.Name != cfg.Bucket || r.S3.Object.Key != key {
+			t.Errorf("a notification's record: %+v (%s)", r, b)
+		}
+	}
+	if put, ok := names["s3:ObjectCreated:Put"]; !ok || put.S3.Object.Size != 4 {
+		t.Errorf("no s3:ObjectCreated:Put record of 4 bytes: %v", names)
+	}
+	if _, ok := names["s3:ObjectRemoved:Delete"]; !ok {
+		t.Errorf("no s3:ObjectRemoved:Delete record: %v", names)
 	}
 }

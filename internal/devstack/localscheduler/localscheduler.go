@@ -186,7 +186,7 @@ func (s *Server) Requests() int {
 }
 
 // FireDue fires every enabled one-time schedule whose time has come, in
-// time order, and returns what it fired. A schedule whose target succeeded
+// time order (then by group and name), and returns what it fired. A schedule whose target succeeded
 // is deleted (ActionAfterCompletion DELETE) or kept, never to fire again
 // (NONE); one whose target failed is kept for the next FireDue, until its
 // maximum event age has passed.
@@ -202,7 +202,11 @@ func (s *Server) FireDue(ctx context.Context) []Fired {
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(due, func(a, b Schedule) int { return a.At.Compare(b.At) })
+	// Time order; schedules of one time by group and name, so that the
+	// order never depends on the map's.
+	slices.SortFunc(due, func(a, b Schedule) int {
+		return cmp.Or(a.At.Compare(b.At), strings.Compare(a.GroupName+"/"+a.Name, b.GroupName+"/"+b.Name))
+	})
 	var out []Fired
 	for _, sc := range due {
 		var err error

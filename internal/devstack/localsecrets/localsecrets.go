@@ -103,9 +103,9 @@ func (s *Server) Create(name, value string) string {
 
 // Put makes value the current version of the secret arn, the one before
 // becoming AWSPREVIOUS (what PutSecretValue, or a rotation's last step,
-// does); a secret not stored yet is created under that ARN, its name the
-// part after "secret:".
-func (s *Server) Put(arn, value string) {
+// does), and returns the new version's id; a secret not stored yet is
+// created under that ARN, its name the part after "secret:".
+func (s *Server) Put(arn, value string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sec, ok := s.byID[arn]
@@ -117,7 +117,9 @@ func (s *Server) Put(arn, value string) {
 		sec = &secret{arn: arn, name: name}
 		s.byID[arn], s.byID[name] = sec, sec
 	}
-	sec.versions = append(sec.versions, version{id: uuid(), value: value, created: time.Now()})
+	id := uuid()
+	sec.versions = append(sec.versions, version{id: id, value: value, created: time.Now()})
+	return id
 }
 
 // Has reports whether a secret of this ARN or name is stored.

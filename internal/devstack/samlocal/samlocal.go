@@ -51,9 +51,19 @@ type Stack struct {
 // receiver, the processor, the archiver and the operator functions, the
 // variables that point them at st from inside a container (loopback hosts
 // become HostName), and that turn off what only works in AWS (secrets, IAM
-// auth), with the processor draining once per invocation. sam local only
-// overrides variables the template declares for a function, so only those
-// are set; a function the template lacks is left out.
+// auth, the relay's copy of the sources in the control bucket, the
+// wake-ups), with the processor draining once per invocation. sam local
+// only overrides variables the template declares for a function, so only
+// those are set; a function the template lacks is left out, and so are
+// the relay and the migration front, which only answer AWS's events.
+//
+// Nothing is woken under sam local (WAKE_MODE=none, no control bucket):
+// the receiver would invoke the processor through the Lambda API, which a
+// container reaches only at an endpoint the template does not let
+// env.json set (AWS_ENDPOINT_URL_LAMBDA is not among its variables); in
+// economy it would write a marker that no EventBridge reads. `sam local
+// invoke ProcessorFunction` drains what the receiver stored; `make local`
+// runs the whole wake-up path.
 func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, error) {
 	dbURL, err := containerURL(st.DatabaseURL)
 	if err != nil {
@@ -87,14 +97,20 @@ func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, err
 		"S3_ACCESS_KEY_ID":     st.S3AccessKeyID,
 		"S3_SECRET_ACCESS_KEY": st.S3SecretAccessKey,
 	}
+	// No wake-up and no arming (see above): WAKE_BUCKET, empty, turns off
+	// the markers every function writes.
+	noWake := map[string]string{"WAKE_MODE": "none", "WAKE_FUNCTION": "", "WAKE_BUCKET": ""}
 	perFunction := map[string]map[string]string{
 		"ReceiverFunction": {
-			"WEBHOOK_SOURCES_SECRET_ARN": "",
+			// The document itself, not the relay's copy in S3 (nor the
+			// secret an older template names).
 			"WEBHOOK_SOURCES":            st.Sources,
+			"WEBHOOK_SOURCES_OBJECT":     "",
+			"WEBHOOK_SOURCES_SECRET_ARN": "",
 		},
-		// One drain per `sam local invoke`: in real time an invocation
-		// polls for 70 s (PROCESSOR_RUN_FOR), which a local invoke would
-		// sit through.
+		// One drain per `sam local invoke`, without the second a deployed
+		// invocation lingers (PROCESSOR_RUN_FOR) for the receivers'
+		// debounced wake-ups, which do not come here.
 		"ProcessorFunction": {"PROCESSOR_RUN_FOR": "0"},
 		"ArchiverFunction":  archive,
 		// The operator functions read archived bodies, and the acting one
@@ -109,7 +125,7 @@ func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, err
 			continue
 		}
 		vars := map[string]string{}
-		for _, set := range []map[string]string{database, own} {
+		for _, set := range []map[string]string{database, noWake, own} {
 			for k, v := range set {
 				if _, declared := fn.Environment[k]; declared {
 					vars[k] = v

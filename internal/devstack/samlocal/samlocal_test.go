@@ -80,12 +80,36 @@ func TestEnvPointsContainersAtTheDevStack(t *testing.T) {
 		}
 	}
 	// A local invoke of the processor drains once and returns, instead
-	// of polling for the 70 s of real time.
+	// of lingering for wake-ups that never come here.
 	if p := env["ProcessorFunction"]; p["PROCESSOR_RUN_FOR"] != "0" {
 		t.Errorf("processor's PROCESSOR_RUN_FOR = %q, want 0 (one drain per invoke)", p["PROCESSOR_RUN_FOR"])
 	}
-	if r := env["ReceiverFunction"]; r["WEBHOOK_SOURCES"] != devStack.Sources || r["WEBHOOK_SOURCES_SECRET_ARN"] != "" {
+	// The receiver verifies with the document itself, not the relay's
+	// copy in a control bucket that sam local does not have.
+	if r := env["ReceiverFunction"]; r["WEBHOOK_SOURCES"] != devStack.Sources || r["WEBHOOK_SOURCES_OBJECT"] != "" {
 		t.Errorf("receiver's sources: %v", r)
+	}
+	// Nothing wakes or arms anything: no Lambda endpoint, no control
+	// bucket, no EventBridge under sam local.
+	for _, id := range []string{"ReceiverFunction", "ProcessorFunction", "ArchiverFunction", "OperatorReadFunction", "OperatorFunction"} {
+		vars, fn := env[id], tpl.Functions[id]
+		if _, declared := fn.Environment["WAKE_BUCKET"]; !declared {
+			t.Errorf("the template no longer declares WAKE_BUCKET for %s: env.json cannot turn its markers off", id)
+		}
+		if got, set := vars["WAKE_BUCKET"]; !set || got != "" {
+			t.Errorf("%s: WAKE_BUCKET = %q (set %v), want it set empty", id, got, set)
+		}
+		if _, declared := fn.Environment["WAKE_MODE"]; declared && vars["WAKE_MODE"] != "none" {
+			t.Errorf("%s: WAKE_MODE = %q, want none", id, vars["WAKE_MODE"])
+		}
+	}
+	if _, declared := tpl.Functions["ReceiverFunction"].Environment["WAKE_MODE"]; !declared {
+		t.Error("the template no longer declares the receiver's WAKE_MODE")
+	}
+	for _, id := range []string{"RelayFunction", "MigrationFrontFunction"} {
+		if _, ok := env[id]; ok {
+			t.Errorf("%s only answers AWS's events; env.json has nothing for it", id)
+		}
 	}
 	for _, id := range []string{"ArchiverFunction", "OperatorReadFunction", "OperatorFunction"} {
 		if a := env[id]; a["S3_ENDPOINT"] != "http://host.docker.internal:7071" || a["S3_ACCESS_KEY_ID"] != "locals3" || a["ARCHIVE_BUCKET"] != "webhook-inbox-dev" {

@@ -28,15 +28,21 @@ import (
 // by a service halfway through, and the operability details (access logs,
 // log levels, endpoint policies, the database's log).
 
-// TestSchemaOutlivesItsPathToS3: in every mode, the migration custom
-// resource (DatabaseSchema) depends on each resource between the migration
-// function and S3 (where it PUTs its answer to CloudFormation's pre-signed
-// URL) and Secrets Manager (read at start-up): its subnets and security
-// groups, the endpoints, their route tables and those tables' subnet
-// associations. CloudFormation deletes a resource before what it depends
-// on, so on `sam delete` (or a rollback) the Delete answer still has its
-// route; without it the associations went first and the delete hung for
-// the resource's service timeout.
+// TestSchemaOutlivesItsPathToS3: in every profile and mode, the migration
+// custom resource (DatabaseSchema) depends on each resource of the
+// migration function's network: its subnets and security group, and its
+// way to S3 (the gateway endpoint, its route tables and those tables'
+// subnet associations). CloudFormation deletes a resource before what it
+// depends on
+// (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-dependson.html),
+// so on `sam delete` (or a rollback) the function keeps its whole network
+// for as long as the resource can call it. CloudFormation's requests are
+// answered from outside the VPC: the ServiceToken is the front, which, like
+// the relay, has no VpcConfig, and the migration function inside may call
+// no AWS API at all (no Secrets Manager, no interface endpoint on its
+// path). The control bucket is emptied before it goes: SourcesCopy, whose
+// Delete the relay answers by emptying it, depends on it (and on the
+// relay), and the receiver, which reads the copy, depends on SourcesCopy.
 func TestSchemaOutlivesItsPathToS3(t *testing.T) {
 	t.Parallel()
 	for _, sc := range scenarios {
@@ -46,21 +52,21 @@ func TestSchemaOutlivesItsPathToS3(t *testing.T) {
 			var want []string
 			switch {
 			case d.create:
-				want = []string{"EndpointSecurityGroup", "MigratorSecurityGroup", "PrivateRouteTable", "PrivateSubnetA", "PrivateSubnetARouteTable",
-					"PrivateSubnetB", "PrivateSubnetBRouteTable", "S3Endpoint", "SecretsManagerEndpoint"}
+				want = []string{"MigratorSecurityGroup", "PrivateRouteTable", "PrivateSubnetA", "PrivateSubnetARouteTable",
+					"PrivateSubnetB", "PrivateSubnetBRouteTable", "S3Endpoint"}
 			case d.vpc && !d.nat:
 				// Your subnets and route tables are not the stack's to delete.
-				want = []string{"EndpointSecurityGroup", "MigratorSecurityGroup", "S3Endpoint", "SecretsManagerEndpoint"}
+				want = []string{"MigratorSecurityGroup", "S3Endpoint"}
 			case d.vpc:
 				want = []string{"MigratorSecurityGroup"}
 			}
 			path := d.schemaPath()
 			if !slices.Equal(path, want) {
-				t.Errorf("the migration function's way out = %v, want %v", path, want)
+				t.Errorf("the migration function's network = %v, want %v", path, want)
 			}
 			for _, id := range path {
 				if !d.dependsOn("DatabaseSchema", id) {
-					t.Errorf("DatabaseSchema does not depend on %s (%s): CloudFormation may delete it first, and the Delete answer has no route", id, d.res[id].Type)
+					t.Errorf("DatabaseSchema does not depend on %s (%s): CloudFormation may delete it first", id, d.res[id].Type)
 				}
 			}
 			if !d.vpc {
@@ -69,6 +75,28 @@ func TestSchemaOutlivesItsPathToS3(t *testing.T) {
 						t.Errorf("no VPC, yet %s (%s)", id, r.Type)
 					}
 				}
+			}
+			// Inside the VPC the migration function calls no AWS API: it
+			// writes its logs through Lambda, and its front hands it the
+			// admin's credentials.
+			if got := keys(allowed(d.roleOf("MigrationFunction"))); !slices.Equal(got, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+				t.Errorf("the migration function may %v, want its logs only", got)
+			}
+			if canon(d.res["DatabaseSchema"].Properties["ServiceToken"]) != canon(map[string]any{"Fn::GetAtt": []any{"MigrationFrontFunction", "Arn"}}) {
+				t.Errorf("DatabaseSchema's ServiceToken is %v, want the front", d.res["DatabaseSchema"].Properties["ServiceToken"])
+			}
+			for id := range outsideVpc {
+				if d.inVpc(id) {
+					t.Errorf("%s runs in the VPC: it answers CloudFormation and calls AWS from outside it", id)
+				}
+			}
+			for _, dep := range [][2]string{{"SourcesCopy", "ControlBucket"}, {"SourcesCopy", "RelayFunction"}, {"ReceiverFunction", "SourcesCopy"}} {
+				if !d.dependsOn(dep[0], dep[1]) {
+					t.Errorf("%s does not depend on %s", dep[0], dep[1])
+				}
+			}
+			if canon(d.res["SourcesCopy"].Properties["ServiceToken"]) != canon(map[string]any{"Fn::GetAtt": []any{"RelayFunction", "Arn"}}) {
+				t.Errorf("SourcesCopy's ServiceToken is %v, want the relay", d.res["SourcesCopy"].Properties["ServiceToken"])
 			}
 			// The property that carries the order is one the migration
 			// function accepts (it refuses any other).
@@ -81,11 +109,15 @@ func TestSchemaOutlivesItsPathToS3(t *testing.T) {
 	}
 }
 
-// schemaPath lists the template's resources on the migration function's
-// way to S3 and Secrets Manager, sorted: the subnets and security groups of
-// its VpcConfig, every VPC endpoint with its route tables, subnets and
-// security groups, and the subnet associations of those route tables.
+// schemaPath lists the template's resources of the migration function's
+// network, sorted: the subnets and security groups of its VpcConfig, the
+// gateway endpoints of its VPC with their route tables, and the subnet
+// associations of those route tables.
 func (d deployed) schemaPath() []string {
+	vc, ok := d.res["MigrationFunction"].Properties["VpcConfig"].(map[string]any)
+	if !ok {
+		return nil
+	}
 	seen := map[string]bool{}
 	add := func(v any) {
 		if id := target(v); id != "" {
@@ -95,20 +127,17 @@ func (d deployed) schemaPath() []string {
 		}
 	}
 	list := func(v any) []any { l, _ := v.([]any); return l }
-	if vc, ok := d.res["MigrationFunction"].Properties["VpcConfig"].(map[string]any); ok {
-		for _, v := range append(list(vc["SubnetIds"]), list(vc["SecurityGroupIds"])...) {
-			add(v)
-		}
+	subnets := list(vc["SubnetIds"])
+	for _, v := range append(slices.Clone(subnets), list(vc["SecurityGroupIds"])...) {
+		add(v)
 	}
 	for id, r := range d.res {
-		if r.Type != "AWS::EC2::VPCEndpoint" {
+		if r.Type != "AWS::EC2::VPCEndpoint" || r.Properties["VpcEndpointType"] != "Gateway" || len(subnets) == 0 || canon(r.Properties["VpcId"]) != canon(d.vpcOf(subnets[0])) {
 			continue
 		}
 		seen[id] = true
-		for _, k := range []string{"RouteTableIds", "SubnetIds", "SecurityGroupIds"} {
-			for _, v := range list(r.Properties[k]) {
-				add(v)
-			}
+		for _, v := range list(r.Properties["RouteTableIds"]) {
+			add(v)
 		}
 	}
 	for id, r := range d.res {
@@ -117,6 +146,34 @@ func (d deployed) schemaPath() []string {
 		}
 	}
 	return keys(seen)
+}
+
+// checkMigration: the migration function in the VPC applies the schema
+// (MIGRATOR_MODE=apply) straight to the database as its owner, never
+// through the proxy, without IAM tokens or a secret of its own, within a
+// timeout shorter than its front's, which invokes exactly this deploy's
+// version of it (MIGRATOR_FUNCTION, the Release DatabaseSchema names).
+func (d deployed) checkMigration(t *testing.T) {
+	t.Helper()
+	env := envOf(d.res["MigrationFunction"])
+	host := any("db.example.internal")
+	switch {
+	case d.instance():
+		host = map[string]any{"Fn::GetAtt": []any{"PostgresInstance", "Endpoint.Address"}}
+	case d.cluster():
+		host = map[string]any{"Fn::GetAtt": []any{"DatabaseCluster", "Endpoint.Address"}}
+	}
+	if env["MIGRATOR_MODE"] != "apply" || canon(env["DATABASE_HOST"]) != canon(host) || env["DATABASE_PROXY_TARGET"] != "" {
+		t.Errorf("the migration function: MIGRATOR_MODE=%v, DATABASE_HOST=%s, DATABASE_PROXY_TARGET=%v; want apply, straight to %s", env["MIGRATOR_MODE"], canon(env["DATABASE_HOST"]), env["DATABASE_PROXY_TARGET"], canon(host))
+	}
+	front := envOf(d.res["MigrationFrontFunction"])
+	if front["MIGRATOR_MODE"] != "front" || canon(front["MIGRATOR_FUNCTION"]) != canon(d.res["DatabaseSchema"].Properties["Release"]) {
+		t.Errorf("the front: MIGRATOR_MODE=%v, MIGRATOR_FUNCTION=%s; want front, invoking DatabaseSchema's Release %s", front["MIGRATOR_MODE"], canon(front["MIGRATOR_FUNCTION"]), canon(d.res["DatabaseSchema"].Properties["Release"]))
+	}
+	apply, frontTimeout := seconds(d.res["MigrationFunction"].Properties, "Timeout"), seconds(d.res["MigrationFrontFunction"].Properties, "Timeout")
+	if apply <= 0 || apply >= frontTimeout {
+		t.Errorf("the migration function's timeout %v, its front's %v: the front must outwait it, to answer with its result", apply, frontTimeout)
+	}
 }
 
 // TestAlarmsNotifyTheTopic: with no AlarmTopicArn the stack makes a topic
@@ -208,23 +265,36 @@ func TestAlarmsNotifyTheTopic(t *testing.T) {
 
 // TestRulesAcceptWhatWorks: the rules that guard the deploy-time edges let
 // through the combinations that deploy: auto-pause on an engine that has
-// it, a region the embedded RDS CA bundle covers (or any region with
-// DatabaseSslMode=require, or existing mode), zones named in create mode.
+// it (economy always pauses; high-volume at a minimum of 0 only; the
+// standard profile's RDS instance never does, whatever its version), IAM
+// authentication named in create mode, a region the embedded RDS CA
+// bundle covers (or any region with DatabaseSslMode=require, or existing
+// mode), zones named in create mode.
 func TestRulesAcceptWhatWorks(t *testing.T) {
 	t.Parallel()
 	doc := translated(t)
-	for name, params := range map[string]map[string]string{
-		"auto-pause on 16.3":           with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "16.3"),
-		"auto-pause on 15.7":           with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "15.7"),
-		"auto-pause on 15.10":          with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "15.10"),
-		"auto-pause on 17.0":           with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "17.0"),
-		"15.2 without auto-pause":      with(nil, "DatabaseEngineVersion", "15.2"),
-		"a region the bundle names":    with(nil, "AWS::Region", "eu-south-2"),
-		"another region, require":      with(nil, "AWS::Region", "il-central-1", "DatabaseSslMode", "require"),
-		"another region, existing":     with(existing, "AWS::Region", "il-central-1"),
-		"zones named in create mode":   with(nil, "AvailabilityZones", "us-east-1c,us-east-1d"),
-		"the largest body API GW gets": with(nil, "MaxBodyBytes", "4194304"),
-	} {
+	cases := map[string]map[string]string{
+		"economy on 16.3":                 with(nil, "Profile", economy, "DatabaseEngineVersion", "16.3"),
+		"economy on 15.7":                 with(nil, "Profile", economy, "DatabaseEngineVersion", "15.7"),
+		"economy on 15.10":                with(nil, "Profile", economy, "DatabaseEngineVersion", "15.10"),
+		"economy on 17.0":                 with(nil, "Profile", economy, "DatabaseEngineVersion", "17.0"),
+		"high-volume paused on 16.3":      with(nil, "Profile", highVolume, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "16.3"),
+		"high-volume on 15.2, not paused": with(nil, "Profile", highVolume, "DatabaseEngineVersion", "15.2"),
+		"standard on 16.2":                with(nil, "Profile", standard, "DatabaseEngineVersion", "16.2", "DatabaseMinCapacity", "0"),
+		"standard on 15.2":                with(nil, "Profile", standard, "DatabaseEngineVersion", "15.2"),
+		"economy, existing, on 16.2":      with(existing, "Profile", economy, "DatabaseEngineVersion", "16.2"),
+		"a region the bundle names":       with(nil, "AWS::Region", "eu-south-2"),
+		"another region, require":         with(nil, "AWS::Region", "il-central-1", "DatabaseSslMode", "require"),
+		"another region, existing":        with(existing, "AWS::Region", "il-central-1"),
+		"zones named in create mode":      with(nil, "AvailabilityZones", "us-east-1c,us-east-1d"),
+		"the largest body API GW gets":    with(nil, "MaxBodyBytes", "4194304"),
+		"existing with passwords":         with(existing, "DatabaseAuth", "password"),
+	}
+	for _, p := range profiles {
+		cases[p+", create, iam named"] = with(nil, "Profile", p, "DatabaseAuth", "iam")
+		cases[p+", create, auto"] = with(nil, "Profile", p, "DatabaseAuth", "auto")
+	}
+	for name, params := range cases {
 		st, err := samtemplate.NewStack(doc, params)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -255,6 +325,8 @@ func TestParametersRefuseWhatCannotDeploy(t *testing.T) {
 		"a minor with a leading zero": with(nil, "DatabaseEngineVersion", "15.06"),
 		"a log level that drops EMF":  with(nil, "LogLevel", "WARN"),
 		"not an e-mail address":       with(nil, "AlarmEmail", "ops"),
+		"an unknown profile":          with(nil, "Profile", "premium"),
+		"an unknown dashboard choice": with(nil, "MonitoringDashboard", "sometimes"),
 	} {
 		if _, err := samtemplate.NewStack(doc, params); err == nil {
 			t.Errorf("%s: %v accepted", name, params)
@@ -366,65 +438,7 @@ func TestRdsCaRuleNamesTheBundlesRegions(t *testing.T) {
 	}
 }
 
-// TestSchedulesDropStaleTicks: every schedule that invokes a function
-// gives up on a tick it could not deliver within the function's period (5
-// minutes at least), and so does the function's asynchronous queue for a
-// throttled one, so throttled ticks are never run hours late, all at once
-// (EventBridge's default is 24 hours, Lambda's 6).
-func TestSchedulesDropStaleTicks(t *testing.T) {
-	t.Parallel()
-	d := deploy(t, scenario{params: with(nil)})
-	scheduled := 0
-	for id, r := range d.res {
-		var targets []any
-		var expr string
-		switch r.Type {
-		case "AWS::Events::Rule":
-			targets, _ = r.Properties["Targets"].([]any)
-			expr, _ = r.Properties["ScheduleExpression"].(string)
-		case "AWS::Scheduler::Schedule":
-			targets = []any{r.Properties["Target"]}
-			expr, _ = r.Properties["ScheduleExpression"].(string)
-		default:
-			continue
-		}
-		if expr == "" {
-			continue
-		}
-		period := 5 * time.Minute
-		if p, err := samtemplate.ParseRate(expr); err == nil && p > period {
-			period = p
-		}
-		for _, tg := range targets {
-			tm := tg.(map[string]any)
-			fn := target(tm["Arn"])
-			if d.res[fn].Type != "AWS::Lambda::Function" {
-				continue
-			}
-			scheduled++
-			age := seconds(tm["RetryPolicy"], "MaximumEventAgeInSeconds")
-			if age <= 0 || age > period {
-				t.Errorf("%s (%s) keeps retrying %s's tick for %v, want at most %v", id, expr, fn, age, period)
-			}
-			found := false
-			for _, c := range d.res {
-				if c.Type == "AWS::Lambda::EventInvokeConfig" && target(c.Properties["FunctionName"]) == fn {
-					found = true
-					if a := seconds(c.Properties, "MaximumEventAgeInSeconds"); a <= 0 || a > period {
-						t.Errorf("%s's asynchronous queue keeps a tick %v, want at most %v", fn, a, period)
-					}
-				}
-			}
-			if !found {
-				t.Errorf("%s has no EventInvokeConfig: a throttled tick waits up to 6 hours", fn)
-			}
-		}
-	}
-	if scheduled == 0 {
-		t.Error("no schedule invokes a function")
-	}
-}
-
+// seconds reads a number of seconds from m[k] (0 when it is not one).
 func seconds(m any, k string) time.Duration {
 	v, _ := m.(map[string]any)[k]
 	n, err := strconv.Atoi(fmt.Sprint(v))
@@ -501,26 +515,32 @@ func TestLambdaLogLevels(t *testing.T) {
 }
 
 // checkEndpointPolicy: the interface endpoints the stack makes each have a
-// policy of their own (without one, AWS attaches full access), and the
-// Secrets Manager one lets through what the stack's functions read there
-// and nothing else: one Allow of secretsmanager:GetSecretValue, by
-// principals of this account, on exactly the secrets the functions' roles
-// may read.
+// policy of their own (without one, AWS attaches full access:
+// https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html),
+// each one Allow, by principals of this account only, of what the
+// functions in the VPC do through it and nothing else: the Lambda endpoint
+// invokes the processor (its ARN, and its versions and aliases), the
+// Secrets Manager one reads exactly the secrets the functions' roles may
+// read.
 func (d deployed) checkEndpointPolicy(t *testing.T) {
 	t.Helper()
-	var read []string
+	// What the functions in the VPC may do, by action.
+	through := map[string][]string{}
 	for id := range dbRoles {
-		for _, st := range statements(d.res[target(d.res[id].Properties["Role"])]) {
-			if st["Effect"] == "Allow" && slices.Contains(samtemplate.Strings(st["Action"]), "secretsmanager:GetSecretValue") {
-				for _, r := range resources(st) {
-					if c := canon(r); !slices.Contains(read, c) {
-						read = append(read, c)
-					}
+		if !d.inVpc(id) {
+			continue
+		}
+		for action, res := range allowed(d.roleOf(id)) {
+			for _, r := range res {
+				if !slices.Contains(through[action], r) {
+					through[action] = append(through[action], r)
 				}
 			}
 		}
 	}
-	sort.Strings(read)
+	for a := range through {
+		sort.Strings(through[a])
+	}
 	for id, r := range d.res {
 		if r.Type != "AWS::EC2::VPCEndpoint" || r.Properties["VpcEndpointType"] != "Interface" {
 			continue
@@ -530,66 +550,194 @@ func (d deployed) checkEndpointPolicy(t *testing.T) {
 			t.Errorf("%s has no endpoint policy: anyone in the VPC may use it for anything", id)
 			continue
 		}
-		if name, _ := r.Properties["ServiceName"].(string); !strings.HasSuffix(name, ".secretsmanager") {
-			continue
-		}
-		sts, _ := doc["Statement"].([]any)
+		sts := policyStatements(doc)
 		if len(sts) != 1 {
 			t.Errorf("%s: %d statements, want one", id, len(sts))
 			continue
 		}
-		st := sts[0].(map[string]any)
-		if st["Effect"] != "Allow" || st["Action"] != "secretsmanager:GetSecretValue" || canon(st["Principal"]) != `{"AWS":"123456789012"}` ||
+		st := sts[0]
+		var action string
+		var want []string
+		switch name, _ := r.Properties["ServiceName"].(string); {
+		case strings.HasSuffix(name, ".secretsmanager"):
+			action, want = "secretsmanager:GetSecretValue", through["secretsmanager:GetSecretValue"]
+		case strings.HasSuffix(name, ".lambda"):
+			action = "lambda:InvokeFunction"
+			want = []string{canon(map[string]any{"Fn::GetAtt": []any{"ProcessorFunction", "Arn"}}), canon(sub("${ProcessorFunction.Arn}:*"))}
+			for _, r := range through[action] {
+				if !slices.Contains(want, r) {
+					t.Errorf("a function in the VPC may invoke %s, which %s does not let through", r, id)
+				}
+			}
+		default:
+			t.Errorf("%s: an interface endpoint for %s, which no function needs", id, name)
+			continue
+		}
+		if st["Effect"] != "Allow" || st["Action"] != action || canon(st["Principal"]) != `{"AWS":"123456789012"}` ||
 			canon(st["Condition"]) != `{"StringEquals":{"aws:PrincipalAccount":"123456789012"}}` {
-			t.Errorf("%s: %s, want GetSecretValue by this account only", id, canon(st))
+			t.Errorf("%s: %s, want %s by this account only", id, canon(st), action)
 		}
 		var got []string
 		for _, r := range resources(st) {
 			got = append(got, canon(r))
 		}
 		sort.Strings(got)
-		if !slices.Equal(got, read) {
-			t.Errorf("%s lets through %v,\nthe functions read %v", id, got, read)
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s lets through %v,\nwant %v", id, got, want)
 		}
 	}
 }
 
-// checkDatabaseLog: in create mode the cluster exports PostgreSQL's log to
+// checkDatabaseLog: in create mode the database exports PostgreSQL's log to
 // the log group RDS names after it, which the stack makes with the stack's
-// retention before the instance that writes it; the cluster keeps the
+// retention before the instance that writes it: /aws/rds/instance/<id>/
+// for the standard profile's instance (named, so that the group's name is
+// known), /aws/rds/cluster/<cluster>/ for Aurora, whose cluster keeps the
 // identifier CloudFormation gave it (naming it would replace it).
 func (d deployed) checkDatabaseLog(t *testing.T) {
 	t.Helper()
 	if !d.create {
 		return
 	}
-	c := d.res["DatabaseCluster"].Properties
-	if canon(c["EnableCloudwatchLogsExports"]) != `["postgresql"]` {
-		t.Errorf("cluster log exports %v", c["EnableCloudwatchLogsExports"])
-	}
-	if v, ok := c["DBClusterIdentifier"]; ok {
+	db, group, writer, name := "DatabaseCluster", "DatabaseLogGroup", "DatabaseInstance", sub("/aws/rds/cluster/${DatabaseCluster}/postgresql")
+	if d.instance() {
+		db, group, writer, name = "PostgresInstance", "PostgresLogGroup", "PostgresInstance", "/aws/rds/instance/webhook-inbox-postgres/postgresql"
+		if id := d.res[db].Properties["DBInstanceIdentifier"]; id != "webhook-inbox-postgres" {
+			t.Errorf("the instance is named %v, not what its log group says", id)
+		}
+	} else if v, ok := d.res[db].Properties["DBClusterIdentifier"]; ok {
 		t.Errorf("the cluster is named %v: setting a name replaces a running cluster", v)
 	}
-	g := d.res["DatabaseLogGroup"].Properties
-	if canon(g["LogGroupName"]) != canon(sub("/aws/rds/cluster/${DatabaseCluster}/postgresql")) || canon(g["RetentionInDays"]) != canon(d.st.Param("LogRetentionDays")) {
+	if canon(d.res[db].Properties["EnableCloudwatchLogsExports"]) != `["postgresql"]` {
+		t.Errorf("%s log exports %v", db, d.res[db].Properties["EnableCloudwatchLogsExports"])
+	}
+	g := d.res[group].Properties
+	if canon(g["LogGroupName"]) != canon(name) || canon(g["RetentionInDays"]) != canon(d.st.Param("LogRetentionDays")) {
 		t.Errorf("database log group %s", canon(g))
 	}
-	if !slices.Contains(d.res["DatabaseInstance"].DependsOn, "DatabaseLogGroup") {
-		t.Error("the instance may write its log before the log group exists (RDS would make it, without retention)")
+	if !slices.Contains(d.res[writer].DependsOn, group) {
+		t.Errorf("%s may write its log before %s exists (RDS would make it, without retention)", writer, group)
+	}
+	for _, other := range []string{"PostgresLogGroup", "DatabaseLogGroup"} {
+		if _, ok := d.res[other]; ok && other != group {
+			t.Errorf("%s without its database", other)
+		}
 	}
 }
 
-// checkProxyTarget: in create mode every function that connects through
-// RDS Proxy waits for the proxy's target group, so it never starts before
-// the cluster is registered as the proxy's target.
+// checkProxyTarget: with the stack's RDS Proxy (high-volume, create mode)
+// every function that connects through it waits for the proxy's target
+// group, so it never starts before the cluster is registered as the
+// proxy's target; without it, nothing names a target.
 func (d deployed) checkProxyTarget(t *testing.T) {
 	t.Helper()
-	if !d.create {
-		return
+	for fn := range dbRoles {
+		v := envOf(d.res[fn])["DATABASE_PROXY_TARGET"]
+		switch {
+		case d.proxy() && roleSecrets[fn] != "":
+			if !d.dependsOn(fn, "DatabaseProxyTargetGroup") {
+				t.Errorf("%s does not wait for DatabaseProxyTargetGroup", fn)
+			}
+		case v != "":
+			t.Errorf("%s: DATABASE_PROXY_TARGET=%v, but it does not connect through the stack's proxy", fn, canon(v))
+		}
 	}
-	for fn := range roleSecrets {
-		if !d.dependsOn(fn, "DatabaseProxyTargetGroup") {
-			t.Errorf("%s does not wait for DatabaseProxyTargetGroup", fn)
+}
+
+// alarmed is what each function's AWS/Lambda alarms watch: the functions
+// that run unattended, on their errors and throttles; the relay on its
+// errors (EventBridge retries its events). A failed migration fails its
+// deploy, which shows it; an operator function answers someone at a
+// terminal.
+var alarmed = map[string][]string{
+	"ReceiverFunction":  {"Errors", "Throttles"},
+	"ProcessorFunction": {"Errors", "Throttles"},
+	"ArchiverFunction":  {"Errors", "Throttles"},
+	"RelayFunction":     {"Errors"},
+}
+
+// checkAlarms: the 18 alarms, each notifying the alarm topic when it goes
+// into ALARM and when it is OK again; among them the wake-ups'
+// (WakeFailedAlarm on the receiver's WakeFailed metric) and the functions'
+// of alarmed, and nothing else on a function.
+func (d deployed) checkAlarms(t *testing.T) {
+	t.Helper()
+	topic := canon([]any{map[string]any{"Ref": "AlarmTopic"}})
+	watched := map[string][]string{}
+	n := 0
+	for id, r := range d.res {
+		if r.Type != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		n++
+		p := r.Properties
+		for _, k := range []string{"AlarmActions", "OKActions"} {
+			if canon(p[k]) != topic {
+				t.Errorf("%s %s = %s, want %s", id, k, canon(p[k]), topic)
+			}
+		}
+		if p["Namespace"] == "AWS/Lambda" {
+			dims, _ := p["Dimensions"].([]any)
+			for _, dim := range dims {
+				if dm := dim.(map[string]any); dm["Name"] == "FunctionName" {
+					watched[target(dm["Value"])] = append(watched[target(dm["Value"])], p["MetricName"].(string))
+				}
+			}
+		}
+	}
+	if n != 18 {
+		t.Errorf("%d alarms, want 18", n)
+	}
+	for fn := range watched {
+		sort.Strings(watched[fn])
+	}
+	if canon(watched) != canon(alarmed) {
+		t.Errorf("the functions' alarms watch %s, want %s", canon(watched), canon(alarmed))
+	}
+	wake := d.res["WakeFailedAlarm"].Properties
+	if wake["Namespace"] != "WebhookInbox" || wake["MetricName"] != "WakeFailed" || wake["Statistic"] != "Sum" || wake["ComparisonOperator"] != "GreaterThanThreshold" || canon(wake["Threshold"]) != "0" {
+		t.Errorf("WakeFailedAlarm = %s", canon(wake))
+	}
+	relay := d.res["RelayErrorsAlarm"].Properties
+	if relay["Namespace"] != "AWS/Lambda" || relay["MetricName"] != "Errors" || canon(relay["Dimensions"]) != canon([]any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": "RelayFunction"}}}) {
+		t.Errorf("RelayErrorsAlarm = %s", canon(relay))
+	}
+}
+
+// TestDashboardFollowsMonitoringDashboard: the dashboard ($3 a month
+// beyond an account's free three) is made when asked (create), never with
+// none, and with auto for the high-volume profile only; its output goes
+// with it, and what it shows exists.
+func TestDashboardFollowsMonitoringDashboard(t *testing.T) {
+	t.Parallel()
+	for _, p := range profiles {
+		for _, choice := range []string{"auto", "create", "none"} {
+			d := deploy(t, scenario{params: with(nil, "Profile", p, "MonitoringDashboard", choice)})
+			want := choice == "create" || (choice == "auto" && p == highVolume)
+			dash, made := d.res["Dashboard"]
+			outs, err := d.st.Outputs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, output := outs["DashboardName"]
+			if made != want || output != want {
+				t.Errorf("%s, MonitoringDashboard=%s: dashboard %v, output %v; want %v", p, choice, made, output, want)
+			}
+			if !made {
+				continue
+			}
+			body := canon(dash.Properties)
+			for _, w := range []string{"Throttles", `\"5xx\"`, "Errors", "BacklogOldestAgeSeconds", "DeadLettersOpen", "ReceiptToProcessedP99Ms", "SuspectedReplay"} {
+				if !strings.Contains(body, w) {
+					t.Errorf("the dashboard does not show %s", w)
+				}
+			}
+			for _, id := range references(dash.Properties) {
+				if _, ok := d.res[id]; !ok && !strings.HasPrefix(id, "AWS::") {
+					t.Errorf("the dashboard shows %s, which does not exist", id)
+				}
+			}
 		}
 	}
 }

@@ -2,8 +2,8 @@ package samtemplate_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,10 +13,18 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/relay"
+	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 const sourcesSecret = "arn:aws:secretsmanager:us-east-1:123456789012:secret:inbox-sources-GhIjKl"
@@ -52,11 +60,39 @@ func props(t *testing.T, resources map[string]any, id string) map[string]any {
 	return p
 }
 
-var functionIDs = []string{"ArchiverFunction", "MigrationFunction", "OperatorFunction", "OperatorReadFunction", "ProcessorFunction", "ReceiverFunction"}
+var functionIDs = []string{"ArchiverFunction", "MigrationFrontFunction", "MigrationFunction", "OperatorFunction", "OperatorReadFunction",
+	"ProcessorFunction", "ReceiverFunction", "RelayFunction"}
 
-// TestFunctionsBuildAndRun checks what `sam build` and the runtime need:
-// the Makefile target SAM's makefile build method calls, the bootstrap
-// handler, arm64 and provided.al2023, the route and the schedules.
+// binaries are the packages the functions' Makefile targets build: the
+// operator function and the migration function are each one binary
+// deployed twice.
+var binaries = map[string]string{
+	"ArchiverFunction":       "./functions/archiver",
+	"MigrationFrontFunction": "./functions/migrator",
+	"MigrationFunction":      "./functions/migrator",
+	"OperatorFunction":       "./functions/operator",
+	"OperatorReadFunction":   "./functions/operator",
+	"ProcessorFunction":      "./functions/processor",
+	"ReceiverFunction":       "./functions/receiver",
+	"RelayFunction":          "./functions/relay",
+}
+
+// samEvents are the SAM events of each function, by type: the receiver's two
+// routes and the relay's two EventBridge rules; no function has a
+// Schedule or ScheduleV2 event (nothing polls at idle), and the others are
+// invoked by who wakes them (TestNoProfilePollsAtIdle).
+var samEvents = map[string][]string{
+	"ReceiverFunction": {"HttpApi", "HttpApi"},
+	"RelayFunction":    {"EventBridgeRule", "EventBridgeRule"},
+}
+
+// TestFunctionsBuildAndRun checks what `sam build` and the runtime need
+// for the eight functions: the Makefile target SAM's makefile build method
+// calls, building the function's package, the bootstrap handler, arm64
+// and provided.al2023, the database variables sam local may override, the
+// routes and the events; then, in every profile and mode, that each
+// function's own configuration code accepts the environment the template
+// gives it once deployed (acceptsItsEnvironment).
 func TestFunctionsBuildAndRun(t *testing.T) {
 	t.Parallel()
 	tpl, _ := load(t, nil)
@@ -67,21 +103,31 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 	if got := tpl.FunctionIDs(); strings.Join(got, ",") != strings.Join(functionIDs, ",") {
 		t.Fatalf("functions = %v, want %v", got, functionIDs)
 	}
+	res, err := tpl.Stack.Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range functionIDs {
 		f := tpl.Functions[id]
 		if f.BuildMethod != "makefile" || f.Handler != "bootstrap" || f.Runtime != "provided.al2023" ||
 			len(f.Architectures) != 1 || f.Architectures[0] != "arm64" || f.CodeURI != "." {
 			t.Errorf("%s: %+v", id, f)
 		}
-		if !regexp.MustCompile(`(?m)^build-` + id + `:`).Match(makefile) {
-			t.Errorf("the Makefile has no build-%s target", id)
+		target := regexp.MustCompile(`(?m)^build-` + id + `:.*\n\t.* -o \$\(ARTIFACTS_DIR\)/bootstrap (\S+)$`).FindSubmatch(makefile)
+		if target == nil || string(target[1]) != binaries[id] {
+			t.Errorf("the Makefile's build-%s target builds %q, want %s", id, target, binaries[id])
 		}
-		if f.Timeout <= 0 {
+		if f.Timeout <= 0 || f.Timeout > 15*time.Minute {
 			t.Errorf("%s: timeout %v", id, f.Timeout)
 		}
-		// sam local overrides only declared variables: the database's
-		// are declared for every function.
-		for _, k := range []string{"DATABASE_URL", "DATABASE_SECRET_ARN", "DATABASE_HOST", "DATABASE_PORT", "DATABASE_NAME", "DATABASE_IAM_AUTH", "DATABASE_SSLMODE"} {
+		// sam local overrides only declared variables: the database's are
+		// declared for every function that connects, and the secret's for
+		// those that read one.
+		want := []string{"DATABASE_URL", "DATABASE_HOST", "DATABASE_PORT", "DATABASE_NAME", "DATABASE_IAM_AUTH", "DATABASE_SSLMODE"}
+		if _, ok := roleSecrets[id]; ok || id == "MigrationFrontFunction" {
+			want = append(want, "DATABASE_SECRET_ARN")
+		}
+		for _, k := range want {
 			if _, ok := f.Environment[k]; !ok {
 				t.Errorf("%s does not declare %s", id, k)
 			}
@@ -90,6 +136,15 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 			if strings.Contains(v, "${") {
 				t.Errorf("%s: %s=%q is not resolved", id, k, v)
 			}
+		}
+		var types []string
+		evs, _ := res[id].Properties["Events"].(map[string]any)
+		for _, ev := range evs {
+			types = append(types, fmt.Sprint(ev.(map[string]any)["Type"]))
+		}
+		slices.Sort(types)
+		if !slices.Equal(types, samEvents[id]) || len(f.Schedules) > 0 {
+			t.Errorf("%s's events %v (schedules %+v), want %v", id, types, f.Schedules, samEvents[id])
 		}
 	}
 	rcv := tpl.Functions["ReceiverFunction"]
@@ -101,30 +156,11 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 	if rcv.Environment["WEBHOOK_MAX_BODY_BYTES"] != "1048576" {
 		t.Errorf("WEBHOOK_MAX_BODY_BYTES = %q", rcv.Environment["WEBHOOK_MAX_BODY_BYTES"])
 	}
-	for id, every := range map[string]time.Duration{"ProcessorFunction": time.Minute, "ArchiverFunction": time.Hour} {
-		f := tpl.Functions[id]
-		if len(f.Schedules) != 1 || !f.Schedules[0].Enabled {
-			t.Fatalf("%s schedules = %+v", id, f.Schedules)
-		}
-		if d, err := samtemplate.ParseRate(f.Schedules[0].Expression); err != nil || d != every {
-			t.Errorf("%s schedule %q = %v, %v; want %v", id, f.Schedules[0].Expression, d, err, every)
-		}
-		if len(f.Routes) != 0 {
-			t.Errorf("%s must not be reachable over HTTP", id)
-		}
-	}
-	mig := tpl.Functions["MigrationFunction"]
-	if len(mig.Routes)+len(mig.Schedules) != 0 {
-		t.Errorf("the migration function runs for CloudFormation only: %+v %+v", mig.Routes, mig.Schedules)
-	}
 	// The operator function, twice: reached through its function URL only
 	// (checked on the translated template), its timeout that of a page
 	// (read) or of an action bounded per call (act).
 	for id, timeout := range map[string]time.Duration{"OperatorReadFunction": 2 * time.Minute, "OperatorFunction": 5 * time.Minute} {
 		f := tpl.Functions[id]
-		if len(f.Routes)+len(f.Schedules) != 0 {
-			t.Errorf("%s is reached through its function URL only: %+v %+v", id, f.Routes, f.Schedules)
-		}
 		if f.Timeout != timeout || f.MemorySize != 512 {
 			t.Errorf("%s: timeout %v, memory %d MB; want %v and 512", id, f.Timeout, f.MemorySize, timeout)
 		}
@@ -137,56 +173,246 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 			t.Errorf("%s has a function URL %+v", id, f.URL)
 		}
 	}
-	// Migrations may rewrite a large table; Lambda stops at 15 minutes.
-	if mig.Timeout < 10*time.Minute || mig.Timeout > 15*time.Minute {
-		t.Errorf("migration timeout %v", mig.Timeout)
+	// Migrations may rewrite a large table; Lambda stops at 15 minutes, and
+	// the front, which waits for the migration function's answer, must
+	// outlast it.
+	mig, front := tpl.Functions["MigrationFunction"], tpl.Functions["MigrationFrontFunction"]
+	if mig.Timeout < 10*time.Minute || mig.Timeout >= front.Timeout {
+		t.Errorf("migration timeout %v, its front's %v", mig.Timeout, front.Timeout)
 	}
-	// The processor's drain needs its safety margin (40 s) within the timeout.
-	if tpl.Functions["ProcessorFunction"].Timeout < 2*time.Minute {
-		t.Errorf("processor timeout %v leaves little time after the safety margin", tpl.Functions["ProcessorFunction"].Timeout)
+
+	// What the receiver reads at start-up from the control bucket (the
+	// relay's copy of the sources secret), served by a local S3 under the
+	// name the bucket gets once deployed, in place of S3 behind the
+	// gateway endpoint.
+	sources, err := os.ReadFile(filepath.Join(repoRoot, "dev", "sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := s3test.Server(t)
+	bucket := s3test.Config(srv, standIns{}.bucketName("ControlBucket"))
+	store := s3test.Open(t, bucket)
+	if err := store.CreateBucket(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(t.Context(), relay.DefaultSourcesKey, sources, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	s3Env := map[string]string{blobstore.EnvEndpoint: bucket.Endpoint, blobstore.EnvAccessKeyID: bucket.AccessKeyID, blobstore.EnvSecretAccessKey: bucket.SecretAccessKey}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			params := map[string]any{}
+			for k, v := range sc.params {
+				params[k] = v
+			}
+			tpl, _ := load(t, params)
+			acceptsItsEnvironment(t, sc, tpl, s3Env)
+		})
 	}
 }
 
-// TestProcessorRunsInRealTime: by default each processor invocation polls
-// for longer than the schedule's period, so the next one is polling before
-// it stops, and its run plus the safety margin the processor keeps after
-// it fits in the function's timeout, with the values the processor itself
-// reads from the template's environment; ProcessorRealTime=disabled makes
-// each invocation one drain. Either way the processor knows the archive's
-// bucket (replays of archived events).
-func TestProcessorRunsInRealTime(t *testing.T) {
+// acceptsItsEnvironment: each function's own start-up code accepts the
+// environment the template gives it once deployed, and reads from it what
+// the scenario says: the functions that connect resolve their database
+// (secrets.Environment, with the stack's secrets standing in for Secrets
+// Manager) to the profile's endpoint, as their own role or, for the
+// migration function, as the admin whose secret its front hands it, and
+// then read their configuration; the wakers wake the processor as the
+// profile says; the relay knows what to arm and copy; the front invokes
+// this deploy's migration function.
+func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template, s3Env map[string]string) {
+	t.Helper()
+	ctx := t.Context()
+	sm := newSecretsOf(t, tpl)
+	res, err := tpl.Stack.Resources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := standIns{res: res}
+	direct := "db.example.internal"
+	switch {
+	case sc.instance():
+		direct = s.host("PostgresInstance")
+	case sc.cluster():
+		direct = s.host("DatabaseCluster")
+	}
+	functions := direct
+	if sc.proxy() {
+		functions, _ = s.getAtt("DatabaseProxy", "Endpoint")
+	}
+	control, processorName := s.bucketName("ControlBucket"), s.functionName("ProcessorFunction")
+	wakeMode := wake.Mode(sc.wakeMode())
+	// connects checks a function's resolved database URL.
+	connects := func(id, url, host, user string) {
+		t.Helper()
+		want := "postgres://" + user + "@" + host + ":5432/webhook_inbox?sslmode=verify-full"
+		if url != want {
+			t.Errorf("%s connects to %s, want %s", id, url, want)
+		}
+	}
+	for _, id := range functionIDs {
+		over := map[string]string{}
+		if id == "ReceiverFunction" {
+			over = s3Env
+		}
+		if id == "MigrationFunction" {
+			// The apply mode reads the admin secret the front names in its
+			// payload (schemaresource.Applier).
+			admin, err := s.resolve(envOf(res["MigrationFrontFunction"])["DATABASE_SECRET_ARN"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			over = map[string]string{"DATABASE_SECRET_ARN": admin}
+		}
+		getenv := deployedEnv(t, tpl, id, over)
+		if _, err := settings.LoggerFromEnv(getenv); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+		switch id {
+		case "RelayFunction":
+			c, err := relay.ConfigFromEnv(getenv)
+			if err != nil {
+				t.Errorf("the relay refuses its environment: %v", err)
+				continue
+			}
+			if c.ControlBucket != control || c.SourcesSecretARN != sourcesSecret || c.SourcesKey != relay.DefaultSourcesKey || c.ScheduleGroup != "webhook-inbox-wake" ||
+				c.Targets[relay.TargetProcessor] != s.functionArn("ProcessorFunction") || c.Targets[relay.TargetArchiver] != s.functionArn("ArchiverFunction") ||
+				!strings.HasPrefix(c.SchedulerRoleARN, "arn:aws:iam::") {
+				t.Errorf("the relay's configuration %+v", c)
+			}
+			continue
+		case "MigrationFrontFunction":
+			mode, modeErr := schemaresource.ModeFromEnv(getenv)
+			c, err := schemaresource.FrontConfigFromEnv(getenv)
+			if err := errors.Join(modeErr, err); err != nil || mode != schemaresource.ModeFront {
+				t.Errorf("the front refuses its environment (mode %q): %v", mode, err)
+				continue
+			}
+			admin := adminSecret
+			switch {
+			case sc.instance():
+				admin = s.masterSecretArn("PostgresInstance")
+			case sc.cluster():
+				admin = s.masterSecretArn("DatabaseCluster")
+			}
+			if c.Function != s.functionArn("MigrationFunction")+":1" || c.DatabaseSecretARN != admin {
+				t.Errorf("the front invokes %s with %s, want this deploy's version of the migration function with %s", c.Function, c.DatabaseSecretARN, admin)
+			}
+			continue
+		}
+		resolved, _, err := secrets.EnvironmentFrom(ctx, getenv, sm)
+		if err != nil {
+			t.Errorf("%s cannot resolve its database: %v", id, err)
+			continue
+		}
+		switch id {
+		case "MigrationFunction":
+			mode, modeErr := schemaresource.ModeFromEnv(getenv)
+			c, err := schemaresource.ConfigFromEnv(resolved)
+			if err := errors.Join(modeErr, err); err != nil || mode != schemaresource.ModeApply {
+				t.Errorf("the migration function refuses its environment (mode %q): %v", mode, err)
+				continue
+			}
+			// Straight to the database, never through the proxy.
+			connects(id, c.Database.URL, direct, "webhook_admin")
+		case "ReceiverFunction":
+			c, err := receiver.ConfigFromEnv(resolved)
+			if err != nil {
+				t.Errorf("the receiver refuses its environment: %v", err)
+				continue
+			}
+			connects(id, c.Database.URL, functions, dbRoles[id])
+			if c.Sources == nil || len(c.Sources.Names()) == 0 {
+				t.Error("the receiver read no sources from the control bucket's copy")
+			}
+			if c.Waking.Mode != wakeMode || c.Waking.Function != processorName || c.Waking.Bucket != control {
+				t.Errorf("the receiver wakes %+v, want %s of %s, markers in %s", c.Waking, wakeMode, processorName, control)
+			}
+		case "ProcessorFunction":
+			c, err := processor.ConfigFromEnv(resolved)
+			if err != nil {
+				t.Errorf("the processor refuses its environment: %v", err)
+				continue
+			}
+			connects(id, c.Database.URL, functions, dbRoles[id])
+			if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != control || c.Archive.Bucket != s.bucketName("ArchiveBucket") {
+				t.Errorf("the processor wakes %+v, reads the archive %q", c.Waking, c.Archive.Bucket)
+			}
+		case "ArchiverFunction":
+			c, err := archive.ConfigFromEnv(resolved)
+			if err != nil {
+				t.Errorf("the archiver refuses its environment: %v", err)
+				continue
+			}
+			connects(id, c.Database.URL, functions, dbRoles[id])
+			if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != control || c.S3.Bucket != s.bucketName("ArchiveBucket") {
+				t.Errorf("the archiver arms %+v, archives to %q", c.Waking, c.S3.Bucket)
+			}
+		case "OperatorFunction", "OperatorReadFunction":
+			c, err := operations.ConfigFromEnv(resolved)
+			if err != nil {
+				t.Errorf("%s refuses its environment: %v", id, err)
+				continue
+			}
+			connects(id, c.Database.URL, functions, dbRoles[id])
+			want := wake.ModeNone
+			if id == "OperatorFunction" {
+				want = wakeMode
+			}
+			if c.Waking.Mode != want || (want == wake.ModeInvoke && c.Waking.Function != processorName) {
+				t.Errorf("%s wakes %+v, want %s", id, c.Waking, want)
+			}
+		default:
+			t.Errorf("%s: no check of its environment", id)
+		}
+	}
+}
+
+// TestWokenProcessorSettings: in every profile, the processor the
+// wake-ups start reads the template's environment as it is deployed: each
+// invocation drains, then lingers PROCESSOR_RUN_FOR (1 s) polling, longer
+// than every waker's debounce (WAKE_DEBOUNCE) so that a receipt the
+// receiver did not wake it for is still found, and short, so that nothing
+// runs on while nothing arrives; its run and the safety margin after it
+// fit in its timeout; it wakes nothing at once but arms its later work in
+// the control bucket, knows the archive (replays) and the archive's age;
+// and a wake-up that waited in Lambda's queue for more than 15 minutes is
+// dropped, after two retries.
+func TestWokenProcessorSettings(t *testing.T) {
 	t.Parallel()
-	for _, realTime := range []string{"enabled", "disabled"} {
-		tpl, res := load(t, map[string]any{"ProcessorRealTime": realTime})
+	for _, p := range profiles {
+		tpl, res := load(t, map[string]any{"Profile": p})
 		fn := tpl.Functions["ProcessorFunction"]
-		env := maps.Clone(fn.Environment)
-		env["DATABASE_URL"] = "postgres://template-test@127.0.0.1:1/x" // the secret's, in AWS
-		c, err := processor.ConfigFromEnv(func(k string) string { return env[k] })
+		db := map[string]string{"DATABASE_URL": "postgres://template-test@127.0.0.1:1/x"} // the secret's, in AWS
+		c, err := processor.ConfigFromEnv(deployedEnv(t, tpl, "ProcessorFunction", db))
 		if err != nil {
-			t.Fatalf("%s: the processor refuses the template's environment: %v", realTime, err)
+			t.Fatalf("%s: the processor refuses the template's environment: %v", p, err)
 		}
-		period, err := samtemplate.ParseRate(fn.Schedules[0].Expression)
-		if err != nil {
-			t.Fatal(err)
+		for id := range wakers {
+			w, err := wake.ConfigFromEnv(deployedEnv(t, tpl, id, nil))
+			if err != nil {
+				t.Fatalf("%s: %s's wake-ups: %v", p, id, err)
+			}
+			if c.RunFor <= w.Debounce {
+				t.Errorf("%s: the processor lingers %v, %s debounces %v: a debounced receipt waits for the sweep", p, c.RunFor, id, w.Debounce)
+			}
 		}
-		if realTime == "disabled" {
-			if c.RunFor != 0 || period != time.Minute {
-				t.Errorf("real time disabled: run for %s, schedule %s; want one drain a minute", c.RunFor, period)
-			}
-		} else {
-			if c.RunFor <= period || c.RunFor > period+15*time.Second {
-				t.Errorf("each invocation polls %s on a %s schedule: want a little longer, so that one is always polling", c.RunFor, period)
-			}
-			if c.PollInterval > 200*time.Millisecond {
-				t.Errorf("poll interval %s: an event would wait longer than real time allows", c.PollInterval)
-			}
+		if c.RunFor <= c.Waking.Debounce || c.RunFor > 5*time.Second || c.PollInterval >= c.RunFor {
+			t.Errorf("%s: each wake-up runs %v polling every %v (debounce %v)", p, c.RunFor, c.PollInterval, c.Waking.Debounce)
 		}
 		if fn.Timeout <= c.RunFor+c.SafetyMargin {
-			t.Errorf("%s: timeout %s leaves no room for the run (%s) and its safety margin (%s)", realTime, fn.Timeout, c.RunFor, c.SafetyMargin)
+			t.Errorf("%s: timeout %s leaves no room for the run (%s) and its safety margin (%s)", p, fn.Timeout, c.RunFor, c.SafetyMargin)
 		}
-		vars := props(t, res, "ProcessorFunction")["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if bucket := mustJSON(vars["ARCHIVE_BUCKET"]); bucket != `{"Ref":"ArchiveBucket"}` {
-			t.Errorf("%s: the processor's ARCHIVE_BUCKET = %s, want the archive's bucket", realTime, bucket)
+		if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != (standIns{}).bucketName("ControlBucket") || c.ArchiveAfter != 7*24*time.Hour ||
+			c.Archive.Bucket != (standIns{}).bucketName("ArchiveBucket") {
+			t.Errorf("%s: waking %+v, archive after %v, archive %q", p, c.Waking, c.ArchiveAfter, c.Archive.Bucket)
+		}
+		if eic := mustJSON(props(t, res, "ProcessorFunction")["EventInvokeConfig"]); eic != `{"MaximumEventAgeInSeconds":900,"MaximumRetryAttempts":2}` {
+			t.Errorf("%s: the processor's EventInvokeConfig %s", p, eic)
+		}
+		if len(fn.Schedules)+len(fn.Routes) != 0 {
+			t.Errorf("%s: the processor runs on %+v %+v: it runs only when woken", p, fn.Schedules, fn.Routes)
 		}
 	}
 }
@@ -259,27 +485,50 @@ Resources:
 }
 
 // TestOperatorFunctionsReadTheirEnvironment: the operator function
-// accepts each deployment's environment, as it reads it (a Ref is known
-// once deployed: a value stands in for the bucket), with the access the
-// deployment says and the archive's settings the archiver has.
+// accepts each deployment's environment, as it reads it once deployed, in
+// every profile, with the access the deployment says and the archive's
+// settings the archiver has; the acting one wakes the processor after a
+// requeue or replay as the receiver does (its WAKE_* variables), the
+// read-only one wakes nothing.
 func TestOperatorFunctionsReadTheirEnvironment(t *testing.T) {
 	t.Parallel()
-	tpl, _ := load(t, map[string]any{"ArchiveMinAge": "48h", "ArchiveBatchSize": 250})
-	arch := tpl.Functions["ArchiverFunction"].Environment
-	for id, access := range map[string]operations.Access{"OperatorReadFunction": operations.AccessRead, "OperatorFunction": operations.AccessAct} {
-		env := maps.Clone(tpl.Functions[id].Environment)
-		env["DATABASE_URL"] = "postgres://template-test@127.0.0.1:1/x" // the secret's, in AWS
-		env["ARCHIVE_BUCKET"] = "archive-bucket"                       // !Ref ArchiveBucket
-		c, err := operations.ConfigFromEnv(func(k string) string { return env[k] })
-		if err != nil {
-			t.Fatalf("%s refuses the template's environment: %v", id, err)
-		}
-		if c.Access != access || c.Archive == nil || c.Archive.Prefix != "archive" || c.Archive.MinAge != 48*time.Hour || c.Archive.BatchSize != 250 {
-			t.Errorf("%s: access %q, archive %+v", id, c.Access, c.Archive)
-		}
-		for _, k := range []string{"ARCHIVE_PREFIX", "ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "S3_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"} {
-			if v, ok := tpl.Functions[id].Environment[k]; !ok || v != arch[k] {
-				t.Errorf("%s: %s=%q, the archiver's %q", id, k, v, arch[k])
+	for _, p := range profiles {
+		tpl, _ := load(t, map[string]any{"Profile": p, "ArchiveMinAge": "48h", "ArchiveBatchSize": 250})
+		arch := tpl.Functions["ArchiverFunction"].Environment
+		rcv := deployedEnv(t, tpl, "ReceiverFunction", nil)
+		db := map[string]string{"DATABASE_URL": "postgres://template-test@127.0.0.1:1/x"} // the secret's, in AWS
+		for id, access := range map[string]operations.Access{"OperatorReadFunction": operations.AccessRead, "OperatorFunction": operations.AccessAct} {
+			getenv := deployedEnv(t, tpl, id, db)
+			c, err := operations.ConfigFromEnv(getenv)
+			if err != nil {
+				t.Fatalf("%s, %s refuses the template's environment: %v", p, id, err)
+			}
+			if c.Access != access || c.Archive == nil || c.Archive.Prefix != "archive" || c.Archive.MinAge != 48*time.Hour || c.Archive.BatchSize != 250 {
+				t.Errorf("%s, %s: access %q, archive %+v", p, id, c.Access, c.Archive)
+			}
+			for _, k := range []string{"ARCHIVE_PREFIX", "ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "S3_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"} {
+				if v, ok := tpl.Functions[id].Environment[k]; !ok || v != arch[k] {
+					t.Errorf("%s, %s: %s=%q, the archiver's %q", p, id, k, v, arch[k])
+				}
+			}
+			switch access {
+			case operations.AccessAct:
+				for _, k := range []string{wake.EnvMode, wake.EnvFunction, wake.EnvBucket, wake.EnvDebounce, "WAKE_ENDPOINT"} {
+					if getenv(k) != rcv(k) {
+						t.Errorf("%s, %s: %s=%q, the receiver's %q", p, id, k, getenv(k), rcv(k))
+					}
+				}
+				want := wake.ModeInvoke
+				if p == economy {
+					want = wake.ModeObject
+				}
+				if c.Waking.Mode != want || c.Waking.Function != (standIns{}).functionName("ProcessorFunction") || c.Waking.Bucket != (standIns{}).bucketName("ControlBucket") {
+					t.Errorf("%s, %s wakes %+v, want %s", p, id, c.Waking, want)
+				}
+			default:
+				if c.Waking.Mode != wake.ModeNone {
+					t.Errorf("%s, %s wakes %+v", p, id, c.Waking)
+				}
 			}
 		}
 	}
@@ -399,13 +648,16 @@ func TestArchiveKeepsASafetyNet(t *testing.T) {
 }
 
 // TestOperations: every function logs to its own log group with a
-// retention, and every function that runs unattended has an alarm on its
-// errors and on its throttles (the operator functions answer an operator
-// at a terminal, who sees each failure as it happens); the API has one on
-// its 5xx answers; the dashboard shows them.
+// retention; the receiver, the processor and the archiver, which run
+// unattended, have an alarm on their errors and on their throttles, the
+// relay on its errors (alarmed), and no other function has one (the
+// operator functions answer an operator at a terminal, who sees each
+// failure as it happens; a failed migration fails its deploy); the API has
+// one on its 5xx answers, the wake-ups on their failures; the dashboard
+// (the high-volume profile's by default) shows them.
 func TestOperations(t *testing.T) {
 	t.Parallel()
-	tpl, res := load(t, nil)
+	tpl, res := load(t, map[string]any{"Profile": highVolume})
 	for _, id := range tpl.FunctionIDs() {
 		lc, _ := props(t, res, id)["LoggingConfig"].(map[string]any)
 		group, _ := lc["LogGroup"].(map[string]any)
@@ -445,7 +697,7 @@ func TestOperations(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable", "SuspectedReplay",
-		archive.MetricTableBloat, archive.MetricIndexBloat} {
+		archive.MetricTableBloat, archive.MetricIndexBloat, "WakeFailed"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}
@@ -467,8 +719,8 @@ func TestOperations(t *testing.T) {
 	}
 	for _, m := range []string{"Errors", "Throttles"} {
 		for _, id := range tpl.FunctionIDs() {
-			if !perFunction[m][id] && id != "OperatorFunction" && id != "OperatorReadFunction" {
-				t.Errorf("no alarm on %s's %s", id, m)
+			if want := slices.Contains(alarmed[id], m); perFunction[m][id] != want {
+				t.Errorf("alarm on %s's %s: %v, want %v", id, m, perFunction[m][id], want)
 			}
 		}
 	}

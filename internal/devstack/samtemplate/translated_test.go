@@ -1,6 +1,7 @@
 package samtemplate_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,14 +13,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 )
 
 // These checks read the template SAM hands CloudFormation (SAM's own
 // translator, as cfn-lint runs it: scripts/sam-translate.py), evaluated for
-// each way to deploy, so they see every role, policy and resource that is
-// really created, including what SAM generates.
+// each way to deploy (every profile, in create mode and in existing mode
+// with and without subnets, endpoints and IAM authentication), so they see
+// every role, policy and resource that is really created, including what
+// SAM generates.
 
 var (
 	translateOnce sync.Once
@@ -56,20 +60,61 @@ const (
 	userRtbs      = "rtb-0a0a0a0a,rtb-0b0b0b0b"
 	userProxyID   = "prx-0123456789abcdef"
 	userClusterID = "cluster-ABCDEFGHIJKLMNOPQRSTUVWXY"
+	userDbID      = "db-ABCDEFGHIJKL"
 )
+
+// The deployment profiles (Profile), the default first among equals.
+const (
+	economy    = "economy"
+	standard   = "standard"
+	highVolume = "high-volume"
+)
+
+var profiles = []string{economy, standard, highVolume}
 
 // scenario is one way to deploy, with what it should give.
 type scenario struct {
-	name   string
-	params map[string]string
-	create bool // DatabaseMode=create
-	iam    bool // DatabaseAuth=iam
-	vpc    bool // the functions run in a VPC
-	nat    bool // the subnets reach AWS by themselves (VpcEndpoints=none)
+	name    string
+	params  map[string]string
+	profile string // Profile ("" reads it from params, default standard)
+	create  bool   // DatabaseMode=create
+	iam     bool   // the functions sign RDS IAM tokens (always in create mode)
+	vpc     bool   // the functions (but the relay and the front) run in a VPC
+	nat     bool   // the subnets reach AWS by themselves (VpcEndpoints=none)
 	// roleSecrets: the stack generates a secret per role (for the
 	// functions, or for a proxy that logs in with them).
 	roleSecrets bool
-	connectID   string // the rds-db:connect resource id ("" in create mode: the stack's proxy)
+	connectID   string // existing mode's rds-db:connect resource id (DatabaseResourceId)
+}
+
+func (s scenario) economy() bool    { return s.profile == economy }
+func (s scenario) highVolume() bool { return s.profile == highVolume }
+
+// instance, cluster, proxy: what create mode makes for the profile: an RDS
+// for PostgreSQL instance (standard), an Aurora Serverless v2 cluster
+// (economy, high-volume), RDS Proxy in front of it (high-volume).
+func (s scenario) instance() bool { return s.create && s.profile == standard }
+func (s scenario) cluster() bool  { return s.create && s.profile != standard }
+func (s scenario) proxy() bool    { return s.create && s.highVolume() }
+
+// endpoints: the stack makes the VPC endpoints its functions need.
+func (s scenario) endpoints() bool { return s.create || (s.vpc && !s.nat) }
+
+// lambdaEndpoint: the receiver wakes the processor with lambda:Invoke from
+// the VPC (every profile but economy).
+func (s scenario) lambdaEndpoint() bool { return s.endpoints() && !s.economy() }
+
+// secretsEndpoint: the functions read their passwords from the VPC
+// (existing mode with password authentication only).
+func (s scenario) secretsEndpoint() bool { return s.endpoints() && !s.iam }
+
+// wakeMode is WAKE_MODE: an asynchronous invoke, or a marker object in the
+// economy profile, which pays for no interface endpoint.
+func (s scenario) wakeMode() string {
+	if s.economy() {
+		return "object"
+	}
+	return "invoke"
 }
 
 var existing = map[string]string{"DatabaseMode": "existing", "DatabaseHost": "db.example.internal", "DatabaseAdminSecretArn": adminSecret}
@@ -85,17 +130,42 @@ func with(base map[string]string, kv ...string) map[string]string {
 	return out
 }
 
-var scenarios = []scenario{
-	{name: "create, password", params: with(nil), create: true, vpc: true, roleSecrets: true},
-	{name: "create, iam", params: with(nil, "DatabaseAuth", "iam"), create: true, iam: true, vpc: true, roleSecrets: true},
-	{name: "create, paused when idle", params: with(nil, "DatabaseMinCapacity", "0", "DatabaseMaxCapacity", "2"), create: true, vpc: true, roleSecrets: true},
-	{name: "existing, password, no VPC", params: with(existing), roleSecrets: true},
-	{name: "existing, password, VPC with endpoints", params: with(existing, "SubnetIds", userSubnets, "SecurityGroupIds", userGroups, "VpcId", userVpc, "RouteTableIds", userRtbs), vpc: true, roleSecrets: true},
-	{name: "existing, password, VPC with NAT", params: with(existing, "SubnetIds", userSubnets, "SecurityGroupIds", userGroups, "VpcId", userVpc, "VpcEndpoints", "none"), vpc: true, nat: true, roleSecrets: true},
-	{name: "existing, iam direct, VPC with endpoints", params: with(existing, "DatabaseAuth", "iam", "DatabaseResourceId", userClusterID, "SubnetIds", userSubnets, "SecurityGroupIds", userGroups, "VpcId", userVpc, "RouteTableIds", userRtbs), iam: true, vpc: true, connectID: userClusterID},
-	{name: "existing, iam through your proxy, VPC with NAT", params: with(existing, "DatabaseAuth", "iam", "DatabaseResourceId", userProxyID, "SubnetIds", userSubnets, "SecurityGroupIds", userGroups, "VpcId", userVpc, "VpcEndpoints", "none"), iam: true, vpc: true, nat: true, roleSecrets: true, connectID: userProxyID},
-	{name: "existing, iam direct, no VPC", params: with(existing, "DatabaseAuth", "iam", "DatabaseResourceId", "db-ABCDEFGHIJKL"), iam: true, connectID: "db-ABCDEFGHIJKL"},
-}
+// scenarios: each profile in create mode (as chosen, and with DatabaseAuth
+// named), and in existing mode without subnets, with subnets and the
+// stack's endpoints, and with subnets that have NAT (VpcEndpoints=none),
+// authenticating with passwords, with IAM directly, and with IAM through
+// your RDS Proxy; and high-volume with a minimum of 0 ACU.
+var scenarios = func() []scenario {
+	subnets := []string{"SubnetIds", userSubnets, "SecurityGroupIds", userGroups, "VpcId", userVpc}
+	withEndpoints := append(slices.Clone(subnets), "RouteTableIds", userRtbs)
+	withNat := append(slices.Clone(subnets), "VpcEndpoints", "none")
+	var out []scenario
+	for _, p := range profiles {
+		create := func(kv ...string) map[string]string { return with(nil, append([]string{"Profile", p}, kv...)...) }
+		exist := func(kv ...string) map[string]string { return with(existing, append([]string{"Profile", p}, kv...)...) }
+		iam := func(id string, kv []string) []string {
+			return append([]string{"DatabaseAuth", "iam", "DatabaseResourceId", id}, kv...)
+		}
+		hv := p == highVolume
+		out = append(out,
+			scenario{name: p + ", create", params: create(), create: true, iam: true, vpc: true, roleSecrets: hv},
+			scenario{name: p + ", create, iam named", params: create("DatabaseAuth", "iam"), create: true, iam: true, vpc: true, roleSecrets: hv},
+			scenario{name: p + ", existing, password, no VPC", params: exist(), roleSecrets: true},
+			scenario{name: p + ", existing, password, VPC with endpoints", params: exist(withEndpoints...), vpc: true, roleSecrets: true},
+			scenario{name: p + ", existing, password, VPC with NAT", params: exist(withNat...), vpc: true, nat: true, roleSecrets: true},
+			scenario{name: p + ", existing, iam direct, VPC with endpoints", params: exist(iam(userClusterID, withEndpoints)...), iam: true, vpc: true, connectID: userClusterID},
+			scenario{name: p + ", existing, iam through your proxy, VPC with endpoints", params: exist(iam(userProxyID, withEndpoints)...), iam: true, vpc: true, roleSecrets: true, connectID: userProxyID},
+			scenario{name: p + ", existing, iam through your proxy, VPC with NAT", params: exist(iam(userProxyID, withNat)...), iam: true, vpc: true, nat: true, roleSecrets: true, connectID: userProxyID},
+			scenario{name: p + ", existing, iam direct, no VPC", params: exist(iam(userDbID, nil)...), iam: true, connectID: userDbID},
+		)
+	}
+	out = append(out, scenario{name: "high-volume, create, paused when idle", params: with(nil, "Profile", highVolume, "DatabaseMinCapacity", "0", "DatabaseMaxCapacity", "2"),
+		create: true, iam: true, vpc: true, roleSecrets: true})
+	for i := range out {
+		out[i].profile = out[i].params["Profile"]
+	}
+	return out
+}()
 
 // deployed is a scenario's evaluated, translated stack.
 type deployed struct {
@@ -106,6 +176,7 @@ type deployed struct {
 
 func deploy(t *testing.T, sc scenario) deployed {
 	t.Helper()
+	sc.profile = cmp.Or(sc.profile, sc.params["Profile"], standard)
 	st, err := samtemplate.NewStack(translated(t), sc.params)
 	if err != nil {
 		t.Fatal(err)
@@ -120,15 +191,18 @@ func deploy(t *testing.T, sc scenario) deployed {
 	return deployed{scenario: sc, st: st, res: res}
 }
 
-// The six functions, with their own database role (none for the
-// migration function, which connects as the admin).
+// dbRoles are the eight functions, with their own database role: none for
+// the migration function (it connects as the admin, with the credentials
+// its front hands it), the front and the relay (no database at all).
 var dbRoles = map[string]string{
-	"ReceiverFunction":     "webhook_receiver",
-	"ProcessorFunction":    "webhook_processor",
-	"ArchiverFunction":     "webhook_archiver",
-	"OperatorReadFunction": "webhook_operator_read",
-	"OperatorFunction":     "webhook_operator",
-	"MigrationFunction":    "",
+	"ReceiverFunction":       "webhook_receiver",
+	"ProcessorFunction":      "webhook_processor",
+	"ArchiverFunction":       "webhook_archiver",
+	"OperatorReadFunction":   "webhook_operator_read",
+	"OperatorFunction":       "webhook_operator",
+	"MigrationFunction":      "",
+	"MigrationFrontFunction": "",
+	"RelayFunction":          "",
 }
 
 var roleSecrets = map[string]string{
@@ -138,6 +212,12 @@ var roleSecrets = map[string]string{
 	"OperatorReadFunction": "OperatorReadDatabaseSecret",
 	"OperatorFunction":     "OperatorDatabaseSecret",
 }
+
+// outsideVpc are the functions that never run in a VPC: they call the AWS
+// APIs (Secrets Manager, EventBridge Scheduler, CloudFormation's
+// pre-signed URL) that the functions inside cannot reach without an
+// interface endpoint billed by the hour (docs/relay.md).
+var outsideVpc = map[string]bool{"RelayFunction": true, "MigrationFrontFunction": true}
 
 // operatorFunctions are the operator function's two deployments, with
 // their OPERATOR_ACCESS.
@@ -149,23 +229,62 @@ func TestTranslatedTemplate(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			d := deploy(t, sc)
+			d.checkReferences(t)
 			d.checkFunctions(t)
 			d.checkRoles(t)
 			d.checkNetwork(t)
+			d.checkEndpoints(t)
+			d.checkEndpointPolicy(t)
 			d.checkSchemaFirst(t)
 			d.checkOwnDatabaseRole(t)
 			d.checkDatabase(t)
-			d.checkOperatorFunctions(t)
-			d.checkOperatorPolicies(t)
-			d.checkOutputs(t)
-			d.checkEndpointPolicy(t)
 			d.checkDatabaseLog(t)
 			d.checkProxyTarget(t)
+			d.checkMigration(t)
+			d.checkWake(t)
+			d.checkSources(t)
+			d.checkControlBucket(t)
+			d.checkRelay(t)
+			d.checkScheduler(t)
+			d.checkOperatorFunctions(t)
+			d.checkOperatorPolicies(t)
+			d.checkAlarms(t)
+			d.checkOutputs(t)
 		})
 	}
 }
 
-// checkFunctions: the six functions, each with one role of its own.
+// checkReferences: every Ref, Fn::GetAtt and Fn::Sub variable of a
+// resource or an output, and every DependsOn, names a resource this
+// scenario has (or a pseudo parameter): CloudFormation refuses a template
+// that names one its conditions left out.
+func (d deployed) checkReferences(t *testing.T) {
+	t.Helper()
+	check := func(where string, v any) {
+		for _, id := range references(v) {
+			if _, ok := d.res[id]; !ok && !strings.HasPrefix(id, "AWS::") {
+				t.Errorf("%s names %s, which this scenario does not create", where, id)
+			}
+		}
+	}
+	for id, r := range d.res {
+		check(id, r.Properties)
+		for _, dep := range r.DependsOn {
+			if _, ok := d.res[dep]; !ok {
+				t.Errorf("%s depends on %s, which this scenario does not create", id, dep)
+			}
+		}
+	}
+	outs, err := d.st.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, v := range outs {
+		check("output "+id, v)
+	}
+}
+
+// checkFunctions: the eight functions, each with one role of its own.
 func (d deployed) checkFunctions(t *testing.T) {
 	t.Helper()
 	seen := map[string]string{}
@@ -203,16 +322,39 @@ func (d deployed) checkFunctions(t *testing.T) {
 	}
 }
 
-// s3Access is every S3 action each function may take: the archiver and
-// the acting operator function write, delete and list the archive, and
-// only the latter deletes versions (an expunge's) and lists them; the
-// processor and the read-only operator function read archived bodies
-// back, nothing else.
-var s3Access = map[string][]string{
-	"ArchiverFunction":     {"s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject"},
-	"ProcessorFunction":    {"s3:GetObject"},
-	"OperatorReadFunction": {"s3:GetObject"},
-	"OperatorFunction":     {"s3:DeleteObject", "s3:DeleteObjectVersion", "s3:GetObject", "s3:ListBucket", "s3:ListBucketVersions", "s3:PutObject"},
+// The S3 resources the roles name, as the evaluated template writes them.
+var (
+	archiveObjects = canon(sub("${ArchiveBucket.Arn}/archive/*"))
+	archiveBucket  = canon(map[string]any{"Fn::GetAtt": []any{"ArchiveBucket", "Arn"}})
+	controlBucket  = canon(map[string]any{"Fn::GetAtt": []any{"ControlBucket", "Arn"}})
+)
+
+func controlObjects(path string) string { return canon(sub("${ControlBucket.Arn}/" + path)) }
+
+// s3Grants is every S3 action each function may take, each on the one
+// resource it may take it on ("action resource"), sorted:
+//
+//   - the archive: the archiver and the acting operator function write,
+//     delete and list it, and only the latter deletes versions (an
+//     expunge's) and lists them; the processor and the read-only operator
+//     function read archived bodies back, nothing else;
+//   - the control bucket: the receiver reads the sources copy and writes
+//     wake-up markers (wake/now/ in economy, wake/arm/ for its sweep), as
+//     the acting operator function does after a requeue; the processor arms
+//     its own and the archiver's later runs, the archiver its own only (the
+//     relay, which keeps the copy and empties the bucket, is held to
+//     relayMay by checkRelay);
+//   - the migration function and its front: none.
+var s3Grants = map[string][]string{
+	"ArchiverFunction": {"s3:DeleteObject " + archiveObjects, "s3:GetObject " + archiveObjects, "s3:ListBucket " + archiveBucket, "s3:PutObject " + archiveObjects,
+		"s3:PutObject " + controlObjects("wake/arm/archiver/*")},
+	"ProcessorFunction":    {"s3:GetObject " + archiveObjects, "s3:PutObject " + controlObjects("wake/arm/*")},
+	"OperatorReadFunction": {"s3:GetObject " + archiveObjects},
+	"OperatorFunction": {"s3:DeleteObject " + archiveObjects, "s3:DeleteObjectVersion " + archiveObjects, "s3:GetObject " + archiveObjects,
+		"s3:ListBucket " + archiveBucket, "s3:ListBucketVersions " + archiveBucket, "s3:PutObject " + archiveObjects, "s3:PutObject " + controlObjects("wake/*")},
+	"ReceiverFunction":       {"s3:GetObject " + controlObjects("config/sources.json"), "s3:PutObject " + controlObjects("wake/*")},
+	"MigrationFunction":      nil,
+	"MigrationFrontFunction": nil,
 }
 
 // s3Denied is what a function is explicitly denied, whatever else it is
@@ -223,23 +365,46 @@ var s3Denied = map[string][]string{
 	"OperatorFunction": {"s3:DeleteBucketPolicy", "s3:PutBucketPolicy", "s3:PutBucketVersioning", "s3:PutLifecycleConfiguration"},
 }
 
-// s3Resource is the one resource each S3 action may be allowed on: an
-// object action on the archive's objects, a list on the bucket.
-func s3Resource(action string) string {
-	if strings.HasPrefix(action, "s3:ListBucket") {
-		return canon(map[string]any{"Fn::GetAtt": []any{"ArchiveBucket", "Arn"}})
-	}
-	return canon(sub("${ArchiveBucket.Arn}/archive/*"))
-}
-
 // sub is a Fn::Sub of s without variables, as NewStack gives it.
 func sub(s string) any { return map[string]any{"Fn::Sub": []any{s, map[string]any{}}} }
 
+// roleOf returns a function's role resource.
+func (d deployed) roleOf(fn string) samtemplate.Resource {
+	return d.res[target(d.res[fn].Properties["Role"])]
+}
+
+// inVpc: the function runs in a VPC in this scenario.
+func (d deployed) inVpc(fn string) bool {
+	_, ok := d.res[fn].Properties["VpcConfig"]
+	return ok
+}
+
+// allowed returns every action a role's inline policies allow, each with
+// the canonical JSON of the resources it is allowed on.
+func allowed(role samtemplate.Resource) map[string][]string {
+	out := map[string][]string{}
+	for _, st := range statements(role) {
+		if st["Effect"] != "Allow" {
+			continue
+		}
+		for _, a := range samtemplate.Strings(st["Action"]) {
+			for _, r := range resources(st) {
+				out[a] = append(out[a], canon(r))
+			}
+		}
+	}
+	for a := range out {
+		sort.Strings(out[a])
+	}
+	return out
+}
+
 // checkRoles: every function's role is the template's own AWS::IAM::Role
-// (SAM adds no managed policy to it), with the VPC-access managed policy
-// exactly when the function runs in a VPC, its logs in its own log group,
-// the S3 actions of s3Access and no others, each on its s3Resource only,
-// the denials of s3Denied, and no wildcard action or resource.
+// for Lambda (SAM adds no managed policy to it), with the VPC-access managed
+// policy exactly when the function runs in a VPC (never the relay or the
+// front), its logs in its own log group, the S3 grants of s3Grants and no
+// others (the relay's: checkRelay), the denials of s3Denied, and no
+// wildcard action or resource.
 func (d deployed) checkRoles(t *testing.T) {
 	t.Helper()
 	for id := range dbRoles {
@@ -253,9 +418,9 @@ func (d deployed) checkRoles(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(role.Properties["AssumeRolePolicyDocument"]), "lambda.amazonaws.com") {
 			t.Errorf("%s: role %s is not for Lambda", id, roleID)
 		}
-		_, inVpc := fn.Properties["VpcConfig"]
-		if inVpc != d.vpc {
-			t.Errorf("%s: in a VPC = %v, want %v", id, inVpc, d.vpc)
+		inVpc := d.inVpc(id)
+		if want := d.vpc && !outsideVpc[id]; inVpc != want {
+			t.Errorf("%s: in a VPC = %v, want %v", id, inVpc, want)
 		}
 		managed := samtemplate.Strings(role.Properties["ManagedPolicyArns"])
 		switch {
@@ -266,12 +431,10 @@ func (d deployed) checkRoles(t *testing.T) {
 		}
 		logGroup := target(fn.Properties["LoggingConfig"].(map[string]any)["LogGroup"])
 		logsOwn := false
-		var s3Actions, s3Denials []string
+		var s3, s3Denials []string
 		for _, st := range statements(role) {
 			if st["Effect"] == "Deny" {
-				for _, a := range samtemplate.Strings(st["Action"]) {
-					s3Denials = append(s3Denials, a)
-				}
+				s3Denials = append(s3Denials, samtemplate.Strings(st["Action"])...)
 				if want := canon([]any{map[string]any{"Fn::GetAtt": []any{"ArchiveBucket", "Arn"}}, sub("${ArchiveBucket.Arn}/*")}); canon(resources(st)) != want {
 					t.Errorf("%s is denied %v on %s, want the bucket and all its objects %s", id, st["Action"], canon(resources(st)), want)
 				}
@@ -284,9 +447,8 @@ func (d deployed) checkRoles(t *testing.T) {
 					t.Errorf("%s: wildcard action %q", id, a)
 				}
 				if strings.HasPrefix(a, "s3:") {
-					s3Actions = append(s3Actions, a)
-					if r := resources(st); len(r) != 1 || canon(r[0]) != s3Resource(a) {
-						t.Errorf("%s may %s on %s, want %s only", id, a, canon(r), s3Resource(a))
+					for _, r := range resources(st) {
+						s3 = append(s3, a+" "+canon(r))
 					}
 				}
 			}
@@ -307,34 +469,70 @@ func (d deployed) checkRoles(t *testing.T) {
 		if !logsOwn {
 			t.Errorf("%s cannot write its own logs", id)
 		}
-		sort.Strings(s3Actions)
-		if !slices.Equal(s3Actions, s3Access[id]) {
-			t.Errorf("%s's S3 actions = %v, want %v", id, s3Actions, s3Access[id])
+		sort.Strings(s3)
+		if want, held := s3Grants[id]; held && !slices.Equal(s3, want) {
+			t.Errorf("%s's S3 grants\n%s\nwant\n%s", id, strings.Join(s3, "\n"), strings.Join(want, "\n"))
 		}
 		sort.Strings(s3Denials)
 		if !slices.Equal(s3Denials, s3Denied[id]) {
 			t.Errorf("%s is denied %v, want %v", id, s3Denials, s3Denied[id])
 		}
+		if got, want := keys(allowed(role)), d.actions(id); id != "RelayFunction" && !slices.Equal(got, want) {
+			t.Errorf("%s may %v,\nwant   %v", id, got, want)
+		}
 	}
 }
 
-// checkNetwork: every function in a VPC reaches S3 and Secrets Manager (an
-// endpoint in its VPC that its subnets route to and its security groups may
-// use, or NAT the parameters declare), and nothing else is created for it
-// outside a VPC.
+// actions is every action a function's role allows, sorted: its logs, its
+// S3 grants, its database login (its own secret, or rds-db:connect), and
+// what it calls besides: the wakers invoke the processor (not in economy,
+// which writes a marker), the front reads the database secrets and invokes
+// the migration function (the relay's: checkRelay, against relayMay and
+// relayNeeds).
+func (d deployed) actions(fn string) []string {
+	set := map[string]bool{"logs:CreateLogStream": true, "logs:PutLogEvents": true}
+	for _, g := range s3Grants[fn] {
+		action, _, _ := strings.Cut(g, " ")
+		set[action] = true
+	}
+	switch {
+	case roleSecrets[fn] != "" && d.iam:
+		set["rds-db:connect"] = true
+	case roleSecrets[fn] != "":
+		set["secretsmanager:GetSecretValue"] = true
+	}
+	switch fn {
+	case "ReceiverFunction", "OperatorFunction":
+		set["lambda:InvokeFunction"] = !d.economy()
+	case "MigrationFrontFunction":
+		set["secretsmanager:GetSecretValue"], set["lambda:InvokeFunction"] = true, true
+	}
+	var out []string
+	for a, on := range set {
+		if on {
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reachedFromVpc maps each AWS service a function inside a VPC may call to
+// the kind of VPC endpoint that takes it there: S3 through the free
+// gateway endpoint, Lambda (the receiver's wake-up invoke) and Secrets
+// Manager (passwords, existing mode only) through interface endpoints.
+// Two prefixes a role may hold need no route: logs (Lambda itself ships
+// the function's logs, with the function's role) and rds-db (an IAM token
+// is signed locally and checked by the database). Any other service a
+// function in the VPC is allowed to call would need a route it has not.
+var reachedFromVpc = map[string]string{"s3": "Gateway", "lambda": "Interface", "secretsmanager": "Interface", "logs": "", "rds-db": ""}
+
+// checkNetwork: every function in a VPC reaches each AWS service its role
+// lets it call: an endpoint in its VPC (the gateway endpoint's route tables
+// serving its subnets; an interface endpoint with private DNS whose
+// security group admits its groups on 443), or NAT the parameters declare.
 func (d deployed) checkNetwork(t *testing.T) {
 	t.Helper()
-	endpoints := map[string]samtemplate.Resource{}
-	for id, r := range d.res {
-		if r.Type == "AWS::EC2::VPCEndpoint" {
-			endpoints[id] = r
-		}
-	}
-	if !d.vpc || d.nat {
-		if len(endpoints) > 0 {
-			t.Errorf("endpoints created although the functions need none: %v", keys(endpoints))
-		}
-	}
 	for id := range dbRoles {
 		vc, ok := d.res[id].Properties["VpcConfig"].(map[string]any)
 		if !ok {
@@ -346,31 +544,40 @@ func (d deployed) checkNetwork(t *testing.T) {
 			t.Errorf("%s: VpcConfig %v", id, vc)
 			continue
 		}
-		if d.nat {
-			continue // declared by VpcEndpoints=none
-		}
 		vpc := d.vpcOf(subnets[0])
-		s3, sm := false, false
-		for _, ep := range endpoints {
-			p := ep.Properties
-			if canon(p["VpcId"]) != canon(vpc) {
+		for action := range allowed(d.roleOf(id)) {
+			service, _, _ := strings.Cut(action, ":")
+			kind, known := reachedFromVpc[service]
+			switch {
+			case !known:
+				t.Errorf("%s in a VPC may call %s, which no endpoint of the stack reaches", id, action)
+				continue
+			case kind == "" || d.nat: // no route needed, or NAT declared by VpcEndpoints=none
 				continue
 			}
-			switch p["ServiceName"] {
-			case "com.amazonaws.us-east-1.s3":
-				s3 = p["VpcEndpointType"] == "Gateway" && d.routesTo(subnets, p["RouteTableIds"])
-			case "com.amazonaws.us-east-1.secretsmanager":
-				sm = p["VpcEndpointType"] == "Interface" && p["PrivateDnsEnabled"] == true &&
-					containsAll(p["SubnetIds"], subnets) && d.admits(p["SecurityGroupIds"], groups, 443)
+			if !d.reaches(service, kind, vpc, subnets, groups) {
+				t.Errorf("%s (subnets %v, groups %v) may call %s but cannot reach %s", id, canon(subnets), canon(groups), action, service)
 			}
 		}
-		if !s3 {
-			t.Errorf("%s (subnets %v) has no route to S3", id, subnets)
+	}
+}
+
+// reaches: an endpoint of kind for service in vpc serves a function in
+// subnets with groups.
+func (d deployed) reaches(service, kind string, vpc any, subnets, groups []any) bool {
+	for _, ep := range d.res {
+		p := ep.Properties
+		if ep.Type != "AWS::EC2::VPCEndpoint" || p["ServiceName"] != "com.amazonaws.us-east-1."+service || p["VpcEndpointType"] != kind || canon(p["VpcId"]) != canon(vpc) {
+			continue
 		}
-		if !sm {
-			t.Errorf("%s (subnets %v, groups %v) cannot reach Secrets Manager", id, subnets, groups)
+		if kind == "Gateway" && d.routesTo(subnets, p["RouteTableIds"]) {
+			return true
+		}
+		if kind == "Interface" && p["PrivateDnsEnabled"] == true && d.admits(p["SecurityGroupIds"], groups, 443) {
+			return true
 		}
 	}
+	return false
 }
 
 // vpcOf is the VPC of a subnet: the template's subnet's VpcId, or the
@@ -426,11 +633,70 @@ func (d deployed) admits(groups any, sources []any, port int) bool {
 	return false
 }
 
+// checkEndpoints: exactly the endpoints the profile pays for. Create mode:
+// the free S3 gateway endpoint, and the Lambda interface endpoint in one
+// subnet (standard: $7.30 a month) or both (high-volume), none in economy.
+// Existing mode with subnets and VpcEndpoints=create: the same in your
+// subnets, and a Secrets Manager endpoint only with password
+// authentication. Nothing with NAT or without a VPC. The endpoints' group
+// exists with an interface endpoint only, and admits the functions' group
+// on 443 only.
+func (d deployed) checkEndpoints(t *testing.T) {
+	t.Helper()
+	got := map[string]samtemplate.Resource{}
+	for id, r := range d.res {
+		if r.Type == "AWS::EC2::VPCEndpoint" {
+			got[id] = r
+		}
+	}
+	var want []string
+	if d.endpoints() {
+		want = append(want, "S3Endpoint")
+	}
+	if d.lambdaEndpoint() {
+		want = append(want, "LambdaEndpoint")
+	}
+	if d.secretsEndpoint() {
+		want = append(want, "SecretsManagerEndpoint")
+	}
+	sort.Strings(want)
+	if !slices.Equal(keys(got), want) {
+		t.Errorf("endpoints %v, want %v", keys(got), want)
+	}
+	if ep, ok := got["LambdaEndpoint"]; ok {
+		var subnets any = []any{map[string]any{"Ref": "PrivateSubnetA"}}
+		switch {
+		case !d.create:
+			subnets = []any{"subnet-0a1b2c3d", "subnet-0e5f6a7b"}
+		case d.highVolume():
+			subnets = []any{map[string]any{"Ref": "PrivateSubnetA"}, map[string]any{"Ref": "PrivateSubnetB"}}
+		}
+		if canon(ep.Properties["SubnetIds"]) != canon(subnets) {
+			t.Errorf("the Lambda endpoint is in %s, want %s", canon(ep.Properties["SubnetIds"]), canon(subnets))
+		}
+	}
+	if ep, ok := got["SecretsManagerEndpoint"]; ok && canon(ep.Properties["SubnetIds"]) != canon([]any{"subnet-0a1b2c3d", "subnet-0e5f6a7b"}) {
+		t.Errorf("the Secrets Manager endpoint is in %s, want your subnets", canon(ep.Properties["SubnetIds"]))
+	}
+	sg, ok := d.res["EndpointSecurityGroup"]
+	if interfaces := d.lambdaEndpoint() || d.secretsEndpoint(); ok != interfaces {
+		t.Errorf("EndpointSecurityGroup made = %v, with interface endpoints = %v", ok, interfaces)
+	}
+	if ok {
+		want := canon([]any{map[string]any{"Description": "HTTPS from the functions", "IpProtocol": "tcp", "FromPort": float64(443), "ToPort": float64(443),
+			"SourceSecurityGroupId": map[string]any{"Ref": "FunctionSecurityGroup"}}})
+		if got := canon(sg.Properties["SecurityGroupIngress"]); got != want {
+			t.Errorf("the endpoints admit %s, want %s", got, want)
+		}
+	}
+}
+
 // checkSchemaFirst: the migration custom resource has the contract's
-// shape, and the five functions (which need the schema) depend on it, so
-// CloudFormation creates or updates it first; it runs on each deploy of
-// new code (Release is a version of the migration function), and in create
-// mode it waits for the database instance.
+// shape; its ServiceToken is the front outside the VPC; the five functions
+// that connect (which need the schema) depend on it, so CloudFormation
+// creates or updates it first; it runs on each deploy of new code (Release
+// is a version of the migration function), and in create mode it waits for
+// the database instance.
 func (d deployed) checkSchemaFirst(t *testing.T) {
 	t.Helper()
 	s, ok := d.res["DatabaseSchema"]
@@ -438,8 +704,8 @@ func (d deployed) checkSchemaFirst(t *testing.T) {
 		t.Fatalf("no Custom::DatabaseSchema: %+v", s)
 	}
 	p := s.Properties
-	if canon(p["ServiceToken"]) != canon(map[string]any{"Fn::GetAtt": []any{"MigrationFunction", "Arn"}}) {
-		t.Errorf("ServiceToken = %v", p["ServiceToken"])
+	if canon(p["ServiceToken"]) != canon(map[string]any{"Fn::GetAtt": []any{"MigrationFrontFunction", "Arn"}}) {
+		t.Errorf("ServiceToken = %v, want the front's ARN", p["ServiceToken"])
 	}
 	wantAuth := "password"
 	if d.iam && !d.roleSecrets {
@@ -457,40 +723,41 @@ func (d deployed) checkSchemaFirst(t *testing.T) {
 		if canon(p[key]) != canon(want) {
 			t.Errorf("%s = %v, want %v", key, p[key], want)
 		}
+		if _, made := d.res[secret]; made != d.roleSecrets {
+			t.Errorf("%s made = %v, want %v", secret, made, d.roleSecrets)
+		}
 	}
 	version, ok := d.res[target(p["Release"])]
 	if !ok || version.Type != "AWS::Lambda::Version" || target(version.Properties["FunctionName"]) != "MigrationFunction" {
 		t.Errorf("Release %v is not a version of the migration function", p["Release"])
 	}
-	if timeout := canon(p["ServiceTimeout"]); timeout == "" || timeout > "3600" && len(timeout) >= 4 {
-		t.Errorf("ServiceTimeout = %v", p["ServiceTimeout"])
+	// CloudFormation waits ServiceTimeout for the answer, which the front
+	// gives within its own timeout.
+	front := seconds(d.res["MigrationFrontFunction"].Properties, "Timeout")
+	if timeout := seconds(p, "ServiceTimeout"); timeout < front || timeout > time.Hour {
+		t.Errorf("ServiceTimeout = %v, want at least the front's timeout %v", p["ServiceTimeout"], front)
 	}
 	for fn := range roleSecrets {
 		if !slices.Contains(d.res[fn].DependsOn, "DatabaseSchema") {
 			t.Errorf("%s does not depend on DatabaseSchema: new code could serve before its schema", fn)
 		}
 	}
-	if d.create && !d.dependsOn("DatabaseSchema", "DatabaseInstance") {
-		t.Error("DatabaseSchema does not wait for the database instance")
+	switch {
+	case d.instance() && !d.dependsOn("DatabaseSchema", "PostgresInstance"):
+		t.Error("DatabaseSchema does not wait for the RDS instance")
+	case d.cluster() && !d.dependsOn("DatabaseSchema", "DatabaseInstance"):
+		t.Error("DatabaseSchema does not wait for the cluster's instance")
 	}
-	// The migration function answers CloudFormation through S3 (and reads
-	// its secrets through Secrets Manager): the endpoints must exist
-	// before it runs and outlive its last answer when the stack goes.
-	for id, r := range d.res {
-		if r.Type == "AWS::EC2::VPCEndpoint" && !d.dependsOn("DatabaseSchema", id) {
-			t.Errorf("DatabaseSchema does not wait for %s", id)
-		}
-	}
-	// CloudFormation invokes the unqualified function; a failed run is
-	// reported, not retried behind CloudFormation's back.
+	// CloudFormation invokes the front's unqualified function; a failed
+	// run is reported, not retried behind CloudFormation's back.
 	retries := false
 	for _, r := range d.res {
-		if r.Type == "AWS::Lambda::EventInvokeConfig" && target(r.Properties["FunctionName"]) == "MigrationFunction" && r.Properties["Qualifier"] == "$LATEST" {
+		if r.Type == "AWS::Lambda::EventInvokeConfig" && target(r.Properties["FunctionName"]) == "MigrationFrontFunction" && r.Properties["Qualifier"] == "$LATEST" {
 			retries = canon(r.Properties["MaximumRetryAttempts"]) == "0"
 		}
 	}
 	if !retries {
-		t.Error("the migration function's $LATEST keeps Lambda's automatic retries")
+		t.Error("the front's $LATEST keeps Lambda's automatic retries")
 	}
 }
 
@@ -522,21 +789,20 @@ func (d deployed) dependsOn(from, to string) bool {
 }
 
 // checkOwnDatabaseRole: each function's IAM role can connect as its own
-// database role only: with passwords it reads its own role's secret and
-// no other, with IAM it may rds-db:connect as its own database user only;
-// its environment names the same.
+// database role only: with passwords it reads its own role's secret and no
+// other, with IAM it may rds-db:connect as its own database user only, on
+// the profile's database (the proxy, the instance or the cluster); its
+// environment names the same. No function reads the sources secret but the
+// relay; the migration function reads no secret (its front hands it the
+// admin's), and the front reads the admin secret, and the roles' secrets
+// when the stack makes them.
 func (d deployed) checkOwnDatabaseRole(t *testing.T) {
 	t.Helper()
-	allSecrets := map[string]bool{}
-	for _, s := range roleSecrets {
-		allSecrets[s] = true
-	}
 	for fn, dbRole := range dbRoles {
-		env := d.res[fn].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-		role := d.res[target(d.res[fn].Properties["Role"])]
+		env := envOf(d.res[fn])
 		var reads []string
 		var connects []any
-		for _, st := range statements(role) {
+		for _, st := range statements(d.roleOf(fn)) {
 			acts := samtemplate.Strings(st["Action"])
 			for _, r := range resources(st) {
 				if slices.Contains(acts, "secretsmanager:GetSecretValue") {
@@ -548,102 +814,173 @@ func (d deployed) checkOwnDatabaseRole(t *testing.T) {
 			}
 		}
 		sort.Strings(reads)
-		if fn == "MigrationFunction" {
-			want := []string{canon(adminSecretOf(d))}
+		var want []string
+		switch fn {
+		case "RelayFunction":
+			want = []string{canon(sourcesSecret)}
+		case "MigrationFrontFunction":
+			want = []string{canon(d.adminSecret())}
 			if d.roleSecrets {
 				for _, s := range roleSecrets {
 					want = append(want, canon(map[string]any{"Ref": s}))
 				}
 			}
-			sort.Strings(want)
-			if !slices.Equal(reads, want) {
-				t.Errorf("the migration function reads %v, want %v", reads, want)
+			if canon(env["DATABASE_SECRET_ARN"]) != canon(d.adminSecret()) {
+				t.Errorf("the front hands the migration function %v, want the admin secret %v", env["DATABASE_SECRET_ARN"], d.adminSecret())
 			}
-			if len(connects) > 0 || env["DATABASE_IAM_AUTH"] != "false" || canon(env["DATABASE_SECRET_ARN"]) != canon(adminSecretOf(d)) {
-				t.Errorf("the migration function connects as %v / %v / IAM %v", env["DATABASE_SECRET_ARN"], connects, env["DATABASE_IAM_AUTH"])
+		case "MigrationFunction":
+			if v := env["DATABASE_SECRET_ARN"]; v != nil && v != "" {
+				t.Errorf("the migration function reads DATABASE_SECRET_ARN=%v: its front hands it the admin's", v)
 			}
-			continue
-		}
-		own := map[string]any{"Ref": roleSecrets[fn]}
-		var want []string
-		if fn == "ReceiverFunction" {
-			want = append(want, canon(sourcesSecret))
-		}
-		if !d.iam {
-			want = append(want, canon(own))
-			if canon(env["DATABASE_SECRET_ARN"]) != canon(own) || env["DATABASE_USER"] != "" || env["DATABASE_IAM_AUTH"] != "false" {
-				t.Errorf("%s: environment %v, want its own secret %v", fn, env, own)
+			if env["DATABASE_IAM_AUTH"] != "false" {
+				t.Errorf("the migration function signs IAM tokens (%v): it logs in as the admin", env["DATABASE_IAM_AUTH"])
 			}
-			if len(connects) > 0 {
-				t.Errorf("%s may rds-db:connect %v with password auth", fn, connects)
-			}
-		} else {
-			if env["DATABASE_SECRET_ARN"] != "" || env["DATABASE_USER"] != dbRole || env["DATABASE_IAM_AUTH"] != "true" {
+		default:
+			own := map[string]any{"Ref": roleSecrets[fn]}
+			if !d.iam {
+				want = append(want, canon(own))
+				if canon(env["DATABASE_SECRET_ARN"]) != canon(own) || env["DATABASE_USER"] != "" || env["DATABASE_IAM_AUTH"] != "false" {
+					t.Errorf("%s: environment %v, want its own secret %v", fn, env, own)
+				}
+			} else if env["DATABASE_SECRET_ARN"] != "" || env["DATABASE_USER"] != dbRole || env["DATABASE_IAM_AUTH"] != "true" {
 				t.Errorf("%s: environment %v, want IAM as %s", fn, env, dbRole)
-			}
-			if len(connects) != 1 || !d.connectsAs(connects[0], dbRole) {
-				t.Errorf("%s may rds-db:connect %v, want only as %s", fn, connects, dbRole)
 			}
 		}
 		sort.Strings(want)
 		if !slices.Equal(reads, want) {
 			t.Errorf("%s reads secrets %v, want %v", fn, reads, want)
 		}
+		switch {
+		case dbRole == "" || !d.iam:
+			if len(connects) > 0 {
+				t.Errorf("%s may rds-db:connect %v", fn, connects)
+			}
+		case len(connects) != 1 || !d.connectsAs(connects[0], dbRole):
+			t.Errorf("%s may rds-db:connect %s, want only as %s on %s", fn, canon(connects), dbRole, canon(d.connectResourceID()))
+		}
 	}
 }
 
-func adminSecretOf(d deployed) any {
-	if d.create {
+// adminSecret is what the migration front reads to log in as the owner:
+// the master secret RDS manages for the instance or the cluster, or yours.
+func (d deployed) adminSecret() any {
+	switch {
+	case d.instance():
+		return map[string]any{"Fn::GetAtt": []any{"PostgresInstance", "MasterUserSecret.SecretArn"}}
+	case d.cluster():
 		return map[string]any{"Fn::GetAtt": []any{"DatabaseCluster", "MasterUserSecret.SecretArn"}}
 	}
 	return adminSecret
 }
 
-// connectsAs: an rds-db:connect resource for user on the right database:
-// your resource id, or in create mode the stack's proxy (its id is the
-// seventh field of its ARN).
+// connectResourceID is what rds-db:connect names in create mode: the
+// proxy's id (the seventh field of its ARN), the instance's DbiResourceId
+// or the cluster's DBClusterResourceId:
+// https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/UsingWithRDS.IAMDBAuth.IAMPolicy.html
+func (d deployed) connectResourceID() any {
+	switch {
+	case !d.create:
+		return d.connectID
+	case d.proxy():
+		return map[string]any{"Fn::Select": []any{float64(6), map[string]any{"Fn::Split": []any{":", map[string]any{"Fn::GetAtt": []any{"DatabaseProxy", "DBProxyArn"}}}}}}
+	case d.instance():
+		return map[string]any{"Fn::GetAtt": []any{"PostgresInstance", "DbiResourceId"}}
+	}
+	return map[string]any{"Fn::GetAtt": []any{"DatabaseCluster", "DBClusterResourceId"}}
+}
+
+// connectsAs: an rds-db:connect resource for user on the scenario's
+// database.
 func (d deployed) connectsAs(r any, user string) bool {
-	if d.connectID != "" {
+	if !d.create {
 		return r == "arn:aws:rds-db:us-east-1:123456789012:dbuser:"+d.connectID+"/"+user
 	}
 	sub, _ := r.(map[string]any)["Fn::Sub"].([]any)
 	if len(sub) != 2 || sub[0] != "arn:aws:rds-db:us-east-1:123456789012:dbuser:${Id}/"+user {
 		return false
 	}
-	id := sub[1].(map[string]any)["Id"]
-	return canon(id) == canon(map[string]any{"Fn::Select": []any{float64(6), map[string]any{"Fn::Split": []any{":", map[string]any{"Fn::GetAtt": []any{"DatabaseProxy", "DBProxyArn"}}}}}})
+	return canon(sub[1].(map[string]any)["Id"]) == canon(d.connectResourceID())
 }
 
-// checkDatabase: in create mode, only the proxy and the migration function
-// reach the database, only the functions reach the proxy, which logs in with
-// the five role secrets (and requires IAM with DatabaseAuth=iam), and
-// deleting the stack keeps a snapshot. In existing mode nothing of it is
-// created.
+// databaseResources are the RDS resources each way to deploy makes.
+func (d deployed) databaseResources() []string {
+	switch {
+	case !d.create:
+		return nil
+	case d.instance():
+		return []string{"DatabaseSubnetGroup", "PostgresInstance"}
+	case d.proxy():
+		return []string{"DatabaseCluster", "DatabaseInstance", "DatabaseProxy", "DatabaseProxyTargetGroup", "DatabaseSubnetGroup"}
+	}
+	return []string{"DatabaseCluster", "DatabaseInstance", "DatabaseSubnetGroup"}
+}
+
+// checkDatabase: in create mode, the profile's database: standard an RDS
+// for PostgreSQL db.t4g.micro in one zone on gp3, economy and high-volume
+// Aurora Serverless v2 (economy at 0 ACU, pausing; high-volume at
+// DatabaseMinCapacity, pausing only at 0, behind RDS Proxy), each with IAM
+// authentication, its master secret managed by RDS and a snapshot when it
+// goes. Only the functions (or, with the proxy, only the proxy) and the
+// migration function reach the database; only the functions reach the
+// proxy, which logs in with the five role secrets and requires IAM. In
+// existing mode nothing of it is created.
 func (d deployed) checkDatabase(t *testing.T) {
 	t.Helper()
-	cluster, ok := d.res["DatabaseCluster"]
-	if !d.create {
-		for id, r := range d.res {
-			if strings.HasPrefix(r.Type, "AWS::RDS::") || r.Type == "AWS::EC2::VPC" {
-				t.Errorf("existing mode creates %s (%s)", id, r.Type)
-			}
+	var rds []string
+	for id, r := range d.res {
+		if strings.HasPrefix(r.Type, "AWS::RDS::") {
+			rds = append(rds, id)
 		}
+		if !d.create && r.Type == "AWS::EC2::VPC" {
+			t.Errorf("existing mode creates %s (%s)", id, r.Type)
+		}
+	}
+	sort.Strings(rds)
+	if want := d.databaseResources(); !slices.Equal(rds, want) {
+		t.Errorf("database resources %v, want %v", rds, want)
 		return
 	}
-	if !ok {
-		t.Fatal("create mode has no cluster")
+	if !d.create {
+		return
 	}
-	if doc := translated(t)["Resources"].(map[string]any)["DatabaseCluster"].(map[string]any); doc["DeletionPolicy"] != "Snapshot" || doc["UpdateReplacePolicy"] != "Snapshot" {
-		t.Errorf("the cluster is not snapshotted when deleted or replaced: %v %v", doc["DeletionPolicy"], doc["UpdateReplacePolicy"])
+	doc := translated(t)["Resources"].(map[string]any)
+	snapshotted := []string{"DatabaseCluster"}
+	if d.instance() {
+		snapshotted = []string{"PostgresInstance"}
 	}
-	p := cluster.Properties
-	if p["Engine"] != "aurora-postgresql" || p["ManageMasterUserPassword"] != true || p["StorageEncrypted"] != true {
-		t.Errorf("cluster %v", p)
+	for _, id := range snapshotted {
+		if r := doc[id].(map[string]any); r["DeletionPolicy"] != "Snapshot" || r["UpdateReplacePolicy"] != "Snapshot" {
+			t.Errorf("%s is not snapshotted when deleted or replaced: %v %v", id, r["DeletionPolicy"], r["UpdateReplacePolicy"])
+		}
 	}
-	scaling := p["ServerlessV2ScalingConfiguration"].(map[string]any)
-	_, pauses := scaling["SecondsUntilAutoPause"]
-	if pauses != (d.st.Param("DatabaseMinCapacity") == "0") {
-		t.Errorf("scaling %v with minimum %v", scaling, d.st.Param("DatabaseMinCapacity"))
+	if d.instance() {
+		p := d.res["PostgresInstance"].Properties
+		for k, v := range map[string]any{"Engine": "postgres", "DBInstanceClass": "db.t4g.micro", "StorageType": "gp3", "AllocatedStorage": "20",
+			"MultiAZ": false, "EnableIAMDatabaseAuthentication": true, "ManageMasterUserPassword": true, "StorageEncrypted": true, "PubliclyAccessible": false} {
+			if canon(p[k]) != canon(v) {
+				t.Errorf("the instance's %s = %v, want %v", k, p[k], v)
+			}
+		}
+		if canon(p["VPCSecurityGroups"]) != canon([]any{map[string]any{"Ref": "DatabaseSecurityGroup"}}) {
+			t.Errorf("the instance's groups %v", p["VPCSecurityGroups"])
+		}
+	} else {
+		p := d.res["DatabaseCluster"].Properties
+		if p["Engine"] != "aurora-postgresql" || p["ManageMasterUserPassword"] != true || p["StorageEncrypted"] != true || p["EnableIAMDatabaseAuthentication"] != true {
+			t.Errorf("cluster %v", p)
+		}
+		scaling := p["ServerlessV2ScalingConfiguration"].(map[string]any)
+		minimum := fmt.Sprint(d.st.Param("DatabaseMinCapacity"))
+		if d.economy() {
+			minimum = "0"
+		}
+		pause, pauses := scaling["SecondsUntilAutoPause"]
+		if fmt.Sprint(scaling["MinCapacity"]) != minimum || pauses != (minimum == "0") || (pauses && fmt.Sprint(pause) != d.st.Param("DatabaseAutoPauseSeconds")) {
+			t.Errorf("%s: scaling %s, want a minimum of %s ACU, pausing only at 0", d.profile, canon(scaling), minimum)
+		}
+		if i := d.res["DatabaseInstance"].Properties; i["DBInstanceClass"] != "db.serverless" || i["PubliclyAccessible"] != false {
+			t.Errorf("the cluster's instance %v", i)
+		}
 	}
 	ingress := func(sg string) []string {
 		var from []string
@@ -652,13 +989,28 @@ func (d deployed) checkDatabase(t *testing.T) {
 			if _, cidr := rm["CidrIp"]; cidr {
 				from = append(from, "cidr")
 			}
+			if canon(rm["FromPort"]) != "5432" || canon(rm["ToPort"]) != "5432" {
+				t.Errorf("%s admits ports %v-%v", sg, rm["FromPort"], rm["ToPort"])
+			}
 			from = append(from, target(rm["SourceSecurityGroupId"]))
 		}
 		sort.Strings(from)
 		return from
 	}
-	if got := ingress("DatabaseSecurityGroup"); !slices.Equal(got, []string{"MigratorSecurityGroup", "ProxySecurityGroup"}) {
-		t.Errorf("the database admits %v", got)
+	wantIngress := []string{"FunctionSecurityGroup", "MigratorSecurityGroup"}
+	if d.proxy() {
+		wantIngress = []string{"MigratorSecurityGroup", "ProxySecurityGroup"}
+	}
+	if got := ingress("DatabaseSecurityGroup"); !slices.Equal(got, wantIngress) {
+		t.Errorf("the database admits %v, want %v", got, wantIngress)
+	}
+	if !d.proxy() {
+		for _, id := range []string{"ProxySecurityGroup", "ProxyRole"} {
+			if _, ok := d.res[id]; ok {
+				t.Errorf("%s without a proxy", id)
+			}
+		}
+		return
 	}
 	if got := ingress("ProxySecurityGroup"); !slices.Equal(got, []string{"FunctionSecurityGroup"}) {
 		t.Errorf("the proxy admits %v", got)
@@ -668,12 +1020,8 @@ func (d deployed) checkDatabase(t *testing.T) {
 	for _, a := range proxy["Auth"].([]any) {
 		am := a.(map[string]any)
 		registered = append(registered, target(am["SecretArn"]))
-		want := "DISABLED"
-		if d.iam {
-			want = "REQUIRED"
-		}
-		if am["IAMAuth"] != want {
-			t.Errorf("proxy auth %v, want IAMAuth %s", am, want)
+		if am["IAMAuth"] != "REQUIRED" {
+			t.Errorf("proxy auth %v, want IAMAuth REQUIRED (create mode signs IAM tokens)", am)
 		}
 	}
 	sort.Strings(registered)
@@ -699,9 +1047,9 @@ func (d deployed) checkDatabase(t *testing.T) {
 // reached only through their function URLs, with AWS_IAM auth and no
 // CORS, and no resource policy lets anyone invoke them (SAM adds none for
 // AWS_IAM; a public URL would need one); no Allow anywhere names the
-// principal "*" (the bucket policy's Deny of plain HTTP does, as it
-// should). Each says its access and knows the archive, and runs in the
-// VPC exactly as the receiver does.
+// principal "*" (the buckets' Deny statements do, as they should). Each
+// says its access and knows the archive, and runs in the VPC exactly as
+// the receiver does.
 func (d deployed) checkOperatorFunctions(t *testing.T) {
 	t.Helper()
 	urls := map[string]bool{}
@@ -736,7 +1084,7 @@ func (d deployed) checkOperatorFunctions(t *testing.T) {
 	receiverVpc := canon(d.res["ReceiverFunction"].Properties["VpcConfig"])
 	for fn, access := range operatorFunctions {
 		p := d.res[fn].Properties
-		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		env := envOf(d.res[fn])
 		if env["OPERATOR_ACCESS"] != access || canon(env["ARCHIVE_BUCKET"]) != canon(map[string]any{"Ref": "ArchiveBucket"}) || env["ARCHIVE_PREFIX"] != "archive" {
 			t.Errorf("%s: environment %v, want OPERATOR_ACCESS=%s and the archive", fn, env, access)
 		}
@@ -775,9 +1123,6 @@ func operatorPolicies() map[string][]map[string]any {
 		for i, id := range ids {
 			out[i] = map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
 		}
-		if len(out) == 1 {
-			return []any{out[0]}
-		}
 		return out
 	}
 	policy := func(res []any) []map[string]any {
@@ -815,18 +1160,9 @@ func (d deployed) checkOperatorPolicies(t *testing.T) {
 				t.Errorf("%s sets %s: %v", id, k, v)
 			}
 		}
-		doc, _ := r.Properties["PolicyDocument"].(map[string]any)
-		sts, _ := doc["Statement"].([]any)
 		var got, wantJSON []string
-		for _, st := range sts {
-			m := maps.Clone(st.(map[string]any))
-			delete(m, "Sid")
-			if res, ok := m["Resource"].([]any); ok {
-				sorted := slices.Clone(res)
-				slices.SortFunc(sorted, func(a, b any) int { return strings.Compare(canon(a), canon(b)) })
-				m["Resource"] = sorted
-			}
-			got = append(got, canon(m))
+		for _, st := range policyStatements(r.Properties["PolicyDocument"]) {
+			got = append(got, withoutSid(st))
 		}
 		for _, st := range want {
 			wantJSON = append(wantJSON, canon(st))
@@ -839,9 +1175,33 @@ func (d deployed) checkOperatorPolicies(t *testing.T) {
 	}
 }
 
-// checkOutputs: the operators' URLs and policies are outputs (webhookctl
-// --stack reads the URLs; an admin attaches the policies), and so are the
-// operator roles' secrets whenever the stack makes them, as the others'.
+// withoutSid is a statement's canonical JSON without its Sid, its resource
+// list sorted.
+func withoutSid(st map[string]any) string {
+	m := maps.Clone(st)
+	delete(m, "Sid")
+	if res, ok := m["Resource"].([]any); ok {
+		sorted := slices.Clone(res)
+		slices.SortFunc(sorted, func(a, b any) int { return strings.Compare(canon(a), canon(b)) })
+		m["Resource"] = sorted
+	}
+	return canon(m)
+}
+
+// dashboard: the scenario makes the dashboard (MonitoringDashboard=create,
+// or auto in the high-volume profile).
+func (d deployed) dashboard() bool {
+	m := d.st.Param("MonitoringDashboard")
+	return m == "create" || (m == "auto" && d.highVolume())
+}
+
+// checkOutputs: exactly the outputs this scenario's resources give: the
+// operators' URLs and policies (webhookctl --stack reads the URLs; an admin
+// attaches the policies), the control bucket, the database's endpoint and
+// admin secret and the private subnets in create mode, the proxy's
+// endpoint with the proxy, the migration function's group in a VPC, the
+// role secrets whenever the stack makes them, the dashboard when there is
+// one.
 func (d deployed) checkOutputs(t *testing.T) {
 	t.Helper()
 	outs, err := d.st.Outputs()
@@ -855,24 +1215,45 @@ func (d deployed) checkOutputs(t *testing.T) {
 		"OperatorActPolicyArn":  map[string]any{"Ref": "OperatorActPolicy"},
 		"WebhookUrl":            nil,
 		"ArchiveBucketName":     map[string]any{"Ref": "ArchiveBucket"},
+		"ControlBucketName":     map[string]any{"Ref": "ControlBucket"},
+		"MigrationFunctionName": map[string]any{"Ref": "MigrationFunction"},
 		"ApiEndpoint":           map[string]any{"Fn::GetAtt": []any{"WebhookApi", "ApiEndpoint"}},
 		"AlarmTopicArn":         map[string]any{"Ref": "AlarmTopic"},
 	}
-	for fn, secret := range roleSecrets {
-		if d.roleSecrets {
+	if d.roleSecrets {
+		for _, secret := range roleSecrets {
 			want[secret+"Arn"] = map[string]any{"Ref": secret}
-		} else if _, ok := outs[secret+"Arn"]; ok {
-			t.Errorf("output %sArn without the secret (%s)", secret, fn)
 		}
+	}
+	if d.vpc {
+		want["AdminSecurityGroupId"] = map[string]any{"Ref": "MigratorSecurityGroup"}
+	}
+	if d.create {
+		db := "DatabaseCluster"
+		if d.instance() {
+			db = "PostgresInstance"
+		}
+		want["DatabaseEndpoint"] = map[string]any{"Fn::GetAtt": []any{db, "Endpoint.Address"}}
+		want["DatabaseAdminSecretArn"] = d.adminSecret()
+		want["PrivateSubnetIds"] = map[string]any{"Fn::Join": []any{",", []any{map[string]any{"Ref": "PrivateSubnetA"}, map[string]any{"Ref": "PrivateSubnetB"}}}}
+	}
+	if d.proxy() {
+		want["DatabaseProxyEndpoint"] = map[string]any{"Fn::GetAtt": []any{"DatabaseProxy", "Endpoint"}}
+	}
+	if d.dashboard() {
+		want["DashboardName"] = map[string]any{"Ref": "Dashboard"}
+	}
+	if !slices.Equal(keys(outs), keys(want)) {
+		t.Errorf("outputs %v,\nwant    %v", keys(outs), keys(want))
 	}
 	for id, v := range want {
 		got, ok := outs[id]
-		if !ok || (v != nil && canon(got) != canon(v)) {
-			t.Errorf("output %s = %v (present %v), want %s", id, canon(got), ok, canon(v))
+		if ok && v != nil && canon(got) != canon(v) {
+			t.Errorf("output %s = %v, want %s", id, canon(got), canon(v))
 		}
 	}
 	doc := translated(t)["Outputs"].(map[string]any)
-	for _, id := range []string{"OperatorReadUrl", "OperatorUrl", "OperatorReadPolicyArn", "OperatorActPolicyArn", "OperatorReadDatabaseSecretArn", "OperatorDatabaseSecretArn"} {
+	for id := range outs {
 		if desc, _ := doc[id].(map[string]any)["Description"].(string); desc == "" {
 			t.Errorf("output %s has no description", id)
 		}
@@ -884,11 +1265,12 @@ func (d deployed) checkOutputs(t *testing.T) {
 func TestRulesRefuseInconsistentParameters(t *testing.T) {
 	t.Parallel()
 	doc := translated(t)
-	cases := []struct {
+	type refusal struct {
 		name   string
 		params map[string]string
 		want   string // in the failed assertion's description
-	}{
+	}
+	cases := []refusal{
 		{"existing without a host", with(existing, "DatabaseHost", ""), "needs DatabaseHost"},
 		{"existing without an admin secret", with(existing, "DatabaseAdminSecretArn", ""), "needs DatabaseAdminSecretArn"},
 		{"iam without a resource id", with(existing, "DatabaseAuth", "iam"), "DatabaseResourceId"},
@@ -901,13 +1283,20 @@ func TestRulesRefuseInconsistentParameters(t *testing.T) {
 		{"create with an admin secret", with(nil, "DatabaseAdminSecretArn", adminSecret), "leave DatabaseHost"},
 		{"create with subnets", with(nil, "SubnetIds", userSubnets, "SecurityGroupIds", userGroups), "leave SubnetIds"},
 		{"create with a resource id", with(nil, "DatabaseAuth", "iam", "DatabaseResourceId", userProxyID), "leave DatabaseHost"},
-		{"max below min", with(nil, "DatabaseMinCapacity", "4", "DatabaseMaxCapacity", "2"), "at least DatabaseMinCapacity"},
-		{"real time on a slower schedule", with(nil, "ProcessorSchedule", "rate(5 minutes)"), "set ProcessorRealTime=disabled"},
-		{"auto-pause on 16.2", with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "16.2"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
-		{"auto-pause on 15.6", with(nil, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "15.6", "DatabaseMaxCapacity", "1"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
+		{"max below min", with(nil, "Profile", highVolume, "DatabaseMinCapacity", "4", "DatabaseMaxCapacity", "2"), "at least DatabaseMinCapacity"},
+		// economy always pauses (0 ACU), whatever DatabaseMinCapacity says.
+		{"economy on 16.2", with(nil, "Profile", economy, "DatabaseEngineVersion", "16.2"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
+		{"economy on 15.6", with(nil, "Profile", economy, "DatabaseEngineVersion", "15.6", "DatabaseMinCapacity", "0.5"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
+		{"high-volume paused on 16.2", with(nil, "Profile", highVolume, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "16.2"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
+		{"high-volume paused on 15.6", with(nil, "Profile", highVolume, "DatabaseMinCapacity", "0", "DatabaseEngineVersion", "15.6", "DatabaseMaxCapacity", "1"), "needs Aurora PostgreSQL 15.7, 16.3 or newer"},
 		{"create where the RDS CA bundle stops", with(nil, "AWS::Region", "il-central-1"), "Deploy with DatabaseSslMode=require"},
 		{"verify-ca where the RDS CA bundle stops", with(nil, "AWS::Region", "ap-southeast-7", "DatabaseSslMode", "verify-ca"), "renew the bundle"},
 		{"zones in existing mode", with(existing, "AvailabilityZones", "us-east-1a,us-east-1b"), "only applies to DatabaseMode=create"},
+	}
+	// Create mode signs IAM tokens in every profile: its VPC has no
+	// Secrets Manager endpoint to read passwords through.
+	for _, p := range profiles {
+		cases = append(cases, refusal{p + ", create with passwords", with(nil, "Profile", p, "DatabaseAuth", "password"), "leave DatabaseAuth at auto or set iam"})
 	}
 	for _, c := range cases {
 		st, err := samtemplate.NewStack(doc, c.params)
@@ -931,11 +1320,18 @@ func statements(role samtemplate.Resource) []map[string]any {
 	var out []map[string]any
 	pols, _ := role.Properties["Policies"].([]any)
 	for _, p := range pols {
-		doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
-		sts, _ := doc["Statement"].([]any)
-		for _, s := range sts {
-			out = append(out, s.(map[string]any))
-		}
+		out = append(out, policyStatements(p.(map[string]any)["PolicyDocument"])...)
+	}
+	return out
+}
+
+// policyStatements returns a policy document's statements.
+func policyStatements(doc any) []map[string]any {
+	var out []map[string]any
+	m, _ := doc.(map[string]any)
+	sts, _ := m["Statement"].([]any)
+	for _, s := range sts {
+		out = append(out, s.(map[string]any))
 	}
 	return out
 }
@@ -945,6 +1341,13 @@ func resources(st map[string]any) []any {
 		return l
 	}
 	return []any{st["Resource"]}
+}
+
+// envOf returns a function's environment variables.
+func envOf(fn samtemplate.Resource) map[string]any {
+	env, _ := fn.Properties["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	return vars
 }
 
 // target is the logical id a Ref or Fn::GetAtt points at ("" for anything
@@ -961,7 +1364,8 @@ func target(v any) string {
 	return ""
 }
 
-// references lists the logical ids v refers to (Ref, Fn::GetAtt, Fn::Sub).
+// references lists the logical ids v refers to (Ref, Fn::GetAtt, Fn::Sub,
+// leaving out a Fn::Sub's own variables).
 func references(v any) []string {
 	var out []string
 	switch x := v.(type) {
@@ -975,10 +1379,13 @@ func references(v any) []string {
 		}
 		if sub, ok := x["Fn::Sub"].([]any); ok && len(sub) == 2 {
 			s, _ := sub[0].(string)
+			vars, _ := sub[1].(map[string]any)
 			for _, m := range strings.Split(s, "${")[1:] {
 				name, _, _ := strings.Cut(m, "}")
 				name, _, _ = strings.Cut(name, ".")
-				out = append(out, name)
+				if _, own := vars[name]; !own && !strings.HasPrefix(name, "!") {
+					out = append(out, name)
+				}
 			}
 		}
 		for _, e := range x {

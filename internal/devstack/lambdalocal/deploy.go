@@ -1,0 +1,424 @@
+package lambdalocal
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+)
+
+// The local stack's names: the account and region of its ARNs (those the
+// template's evaluation assumes, samtemplate), and its stack name.
+const (
+	Account   = "123456789012"
+	Region    = "us-east-1"
+	StackName = "webhook-inbox-local"
+)
+
+// FunctionARN is the local ARN of the function logicalID: its name is its
+// logical id (in AWS, <stack>-<logical id>-<suffix>).
+func FunctionARN(logicalID string) string {
+	return "arn:aws:lambda:" + Region + ":" + Account + ":function:" + logicalID
+}
+
+// AdminSecretARN is the local stand-in of the database's master secret,
+// which RDS manages in create mode (the front's DATABASE_SECRET_ARN).
+const AdminSecretARN = "arn:aws:secretsmanager:" + Region + ":" + Account + ":secret:rds!db-" + StackName
+
+// deployment is what a deployed stack knows that the template does not:
+// each resource's physical id (what Ref gives) and attributes (what
+// Fn::GetAtt gives), here the local stand-ins' (the local buckets, the
+// functions' local names and ARNs, the local database's host and port,
+// the local secrets' ARNs).
+type deployment struct {
+	refs  map[string]string
+	attrs map[string]string
+	// buckets are the S3 buckets' local names, by logical id; notify those
+	// whose EventBridge notifications the template turns on; versioned
+	// those it versions.
+	buckets          map[string]string
+	notify, versions []string
+}
+
+// newDeployment names the local stand-in of each resource of res (a
+// bucket webhook-inbox-local-<logical id>, lowercased); db is the local
+// database.
+func newDeployment(res map[string]samtemplate.Resource, db *url.URL) *deployment {
+	d := &deployment{refs: map[string]string{}, attrs: map[string]string{}, buckets: map[string]string{}}
+	host, port := db.Hostname(), db.Port()
+	if port == "" {
+		port = "5432"
+	}
+	ids := make([]string, 0, len(res))
+	for id := range res {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r := res[id]
+		local := strings.ToLower(StackName + "-" + id)
+		switch r.Type {
+		case "AWS::Serverless::Function", "AWS::Lambda::Function":
+			d.refs[id] = id
+			d.attrs[id+".Arn"] = FunctionARN(id)
+			// AutoPublishAlias's version and alias (SAM's Ref forms).
+			d.refs[id+".Version"] = FunctionARN(id) + ":1"
+			d.refs[id+".Alias"] = FunctionARN(id) + ":live"
+		case "AWS::S3::Bucket":
+			name := local
+			d.buckets[id] = name
+			d.refs[id] = name
+			d.attrs[id+".Arn"] = "arn:aws:s3:::" + name
+			if nc, _ := r.Properties["NotificationConfiguration"].(map[string]any); nc != nil {
+				if eb, _ := nc["EventBridgeConfiguration"].(map[string]any); eb != nil && fmt.Sprint(eb["EventBridgeEnabled"]) == "true" {
+					d.notify = append(d.notify, name)
+				}
+			}
+			if vc, _ := r.Properties["VersioningConfiguration"].(map[string]any); vc != nil && vc["Status"] == "Enabled" {
+				d.versions = append(d.versions, name)
+			}
+		case "AWS::Scheduler::ScheduleGroup":
+			name, _ := r.Properties["Name"].(string)
+			if name == "" {
+				name = local
+			}
+			d.refs[id] = name
+			d.attrs[id+".Arn"] = "arn:aws:scheduler:" + Region + ":" + Account + ":schedule-group/" + name
+		case "AWS::IAM::Role":
+			d.refs[id] = local
+			d.attrs[id+".Arn"] = "arn:aws:iam::" + Account + ":role/" + local
+		case "AWS::SecretsManager::Secret":
+			d.refs[id] = "arn:aws:secretsmanager:" + Region + ":" + Account + ":secret:" + local
+		case "AWS::RDS::DBInstance", "AWS::RDS::DBCluster", "AWS::RDS::DBProxy":
+			// The one local database stands for the instance, the cluster
+			// and the proxy alike: RDS Proxy is not reproduced.
+			d.refs[id] = local
+			for _, a := range []string{"Endpoint.Address", "ReadEndpoint.Address", "Endpoint"} {
+				d.attrs[id+"."+a] = host
+			}
+			d.attrs[id+".Endpoint.Port"] = port
+			d.attrs[id+".MasterUserSecret.SecretArn"] = AdminSecretARN
+			d.attrs[id+".DbiResourceId"] = "db-LOCAL"
+			d.attrs[id+".DBClusterResourceId"] = "cluster-LOCAL"
+			d.attrs[id+".DBProxyArn"] = "arn:aws:rds:" + Region + ":" + Account + ":db-proxy:prx-local"
+		default:
+			// Not read by any function (an endpoint's id, a target
+			// group's): a name of its own.
+			d.refs[id] = local
+		}
+	}
+	return d
+}
+
+// unresolved describes a value known only once deployed that the local
+// stack has no stand-in for.
+type unresolved []string
+
+// resolve replaces what only a deployed stack knows (Ref, Fn::GetAtt,
+// Fn::Sub and Fn::Join over them, as samtemplate leaves them) with the
+// local stand-ins' values. strict, a reference to something the local
+// stack does not stand in for is recorded in missing; otherwise it
+// becomes "local-<what>", for properties nothing reads.
+func (d *deployment) resolve(v any, strict bool, missing *unresolved) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = d.resolve(e, strict, missing)
+		}
+		return out
+	case map[string]any:
+		if len(x) == 1 {
+			for k, arg := range x {
+				switch k {
+				case "Ref":
+					name, _ := arg.(string)
+					return d.lookup(d.refs, name, "Ref "+name, strict, missing)
+				case "Fn::GetAtt":
+					name := getAttName(arg)
+					return d.lookup(d.attrs, name, "Fn::GetAtt "+name, strict, missing)
+				case "Fn::Sub":
+					return d.sub(arg, strict, missing)
+				case "Fn::Join":
+					a, _ := arg.([]any)
+					if len(a) == 2 {
+						sep, _ := a[0].(string)
+						parts, _ := d.resolve(a[1], strict, missing).([]any)
+						strs := make([]string, len(parts))
+						for i, p := range parts {
+							strs[i] = fmt.Sprint(p)
+						}
+						return strings.Join(strs, sep)
+					}
+				}
+				if strings.HasPrefix(k, "Fn::") {
+					if strict {
+						*missing = append(*missing, k)
+					}
+					return "local-" + strings.TrimPrefix(k, "Fn::")
+				}
+			}
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = d.resolve(e, strict, missing)
+		}
+		return out
+	}
+	return v
+}
+
+func (d *deployment) lookup(m map[string]string, name, what string, strict bool, missing *unresolved) string {
+	if v, ok := m[name]; ok {
+		return v
+	}
+	if strict {
+		*missing = append(*missing, what)
+	}
+	return "local-" + name
+}
+
+// getAttName is a Fn::GetAtt's "Resource.Attribute".
+func getAttName(arg any) string {
+	switch a := arg.(type) {
+	case string:
+		return a
+	case []any:
+		parts := make([]string, len(a))
+		for i, p := range a {
+			parts[i] = fmt.Sprint(p)
+		}
+		return strings.Join(parts, ".")
+	}
+	return fmt.Sprint(arg)
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
+
+// sub finishes a Fn::Sub that samtemplate left in its long form
+// [string, {variables it could not resolve}].
+func (d *deployment) sub(arg any, strict bool, missing *unresolved) any {
+	var tmpl string
+	vars := map[string]any{}
+	switch a := arg.(type) {
+	case string:
+		tmpl = a
+	case []any:
+		if len(a) == 2 {
+			tmpl, _ = a[0].(string)
+			vars, _ = a[1].(map[string]any)
+		}
+	}
+	return subVar.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[2 : len(m)-1]
+		if v, ok := vars[name]; ok {
+			return fmt.Sprint(d.resolve(v, strict, missing))
+		}
+		if strings.Contains(name, ".") {
+			return d.lookup(d.attrs, name, "Fn::Sub ${"+name+"}", strict, missing)
+		}
+		return d.lookup(d.refs, name, "Fn::Sub ${"+name+"}", strict, missing)
+	})
+}
+
+// environment is function res's template environment with the local
+// stand-ins' values; missing names each variable whose value the local
+// stack has no stand-in for.
+func (d *deployment) environment(r samtemplate.Resource) (map[string]string, map[string]unresolved) {
+	env, _ := r.Properties["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	out := map[string]string{}
+	missing := map[string]unresolved{}
+	for k, v := range vars {
+		var m unresolved
+		out[k] = fmt.Sprint(d.resolve(v, true, &m))
+		if len(m) > 0 {
+			missing[k] = m
+		}
+	}
+	return out, missing
+}
+
+// rules returns the template's event rules, each a localevents.Rule: every
+// function's EventBridgeRule events (SAM), and every AWS::Events::Rule
+// resource whose targets are the template's functions. It refuses what the
+// local stack cannot run as AWS would: a function's Schedule or ScheduleV2
+// event (nothing runs on a clock here: the stack is idle when nothing
+// arrives), a rule on a schedule, on another event bus, or that rewrites
+// the event for its target, and event types it does not know.
+func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.Rule, error) {
+	ids := make([]string, 0, len(res))
+	for id := range res {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var (
+		out  []localevents.Rule
+		errs []error
+	)
+	for _, id := range ids {
+		r := res[id]
+		switch r.Type {
+		case "AWS::Serverless::Function":
+			events, _ := r.Properties["Events"].(map[string]any)
+			names := make([]string, 0, len(events))
+			for name := range events {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				ev, _ := events[name].(map[string]any)
+				props, _ := ev["Properties"].(map[string]any)
+				switch typ, _ := ev["Type"].(string); typ {
+				case "HttpApi":
+					// Served by the local API front.
+				case "EventBridgeRule":
+					if err := servable(props, "EventBusName", "Input", "InputPath", "InputTransformer"); err != nil {
+						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: %w", id, name, err))
+						continue
+					}
+					var m unresolved
+					pattern, _ := d.resolve(props["Pattern"], true, &m).(map[string]any)
+					if len(m) > 0 {
+						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: its pattern names %s, which the local stack does not stand in for", id, name, strings.Join(m, ", ")))
+						continue
+					}
+					if err := localevents.CheckPattern(pattern); err != nil {
+						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: %w", id, name, err))
+						continue
+					}
+					out = append(out, localevents.Rule{Name: id + "." + name, Pattern: pattern, Targets: []string{FunctionARN(id)}})
+				case "Schedule", "ScheduleV2":
+					errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s is a %s: the local stack runs nothing on a clock (nothing is to poll at idle); arm a one-time wake-up instead (shared/wake)", id, name, typ))
+				default:
+					errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s of type %s is not served locally", id, name, typ))
+				}
+			}
+		case "AWS::Events::Rule":
+			if state, _ := r.Properties["State"].(string); state == "DISABLED" {
+				continue
+			}
+			if _, ok := r.Properties["ScheduleExpression"]; ok {
+				errs = append(errs, fmt.Errorf("lambdalocal: rule %s runs on a schedule: the local stack runs nothing on a clock", id))
+				continue
+			}
+			if err := servable(r.Properties, "EventBusName"); err != nil {
+				errs = append(errs, fmt.Errorf("lambdalocal: rule %s: %w", id, err))
+				continue
+			}
+			var m unresolved
+			pattern, _ := d.resolve(r.Properties["EventPattern"], true, &m).(map[string]any)
+			targets, _ := r.Properties["Targets"].([]any)
+			rule := localevents.Rule{Name: id, Pattern: pattern}
+			for _, t := range targets {
+				tm, _ := t.(map[string]any)
+				if err := servable(tm, "Input", "InputPath", "InputTransformer"); err != nil {
+					errs = append(errs, fmt.Errorf("lambdalocal: rule %s's target: %w", id, err))
+					continue
+				}
+				arn := fmt.Sprint(d.resolve(tm["Arn"], true, &m))
+				if !strings.HasPrefix(arn, FunctionARN("")) {
+					errs = append(errs, fmt.Errorf("lambdalocal: rule %s's target %s is not one of the template's functions", id, arn))
+					continue
+				}
+				rule.Targets = append(rule.Targets, arn)
+			}
+			if len(m) > 0 {
+				errs = append(errs, fmt.Errorf("lambdalocal: rule %s names %s, which the local stack does not stand in for", id, strings.Join(m, ", ")))
+				continue
+			}
+			if err := localevents.CheckPattern(pattern); err != nil {
+				errs = append(errs, fmt.Errorf("lambdalocal: rule %s: %w", id, err))
+				continue
+			}
+			out = append(out, rule)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// servable refuses the properties a rule or event may have that the local
+// bus does not serve: another event bus, an input of the rule's own.
+func servable(props map[string]any, keys ...string) error {
+	for _, k := range keys {
+		v, ok := props[k]
+		if !ok || v == nil || v == "" || (k == "EventBusName" && v == "default") {
+			continue
+		}
+		return fmt.Errorf("%s is not served locally (the local bus is the default one, and hands targets the event as it is)", k)
+	}
+	return nil
+}
+
+// customResource is one of the template's custom resources, as the local
+// stack sends its requests.
+type customResource struct {
+	id, typ string
+	// function is the logical id of its ServiceToken's function.
+	function string
+	props    map[string]any
+	// physical is the id its function answered Create with.
+	physical string
+}
+
+// customResources returns the template's custom resources, sorted by
+// logical id, each served by one of the template's functions. Their
+// properties carry the local stand-ins' values (a reference to what the
+// local stack has no stand-in for, which their functions do not read,
+// such as the network path DatabaseSchema names, becomes "local-<name>"),
+// and scalars are sent as strings, as CloudFormation sends them
+// (https://github.com/aws-cloudformation/cloudformation-coverage-roadmap/issues/1037).
+func (d *deployment) customResources(res map[string]samtemplate.Resource) ([]customResource, error) {
+	ids := make([]string, 0, len(res))
+	for id := range res {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var (
+		out  []customResource
+		errs []error
+	)
+	for _, id := range ids {
+		r := res[id]
+		if !strings.HasPrefix(r.Type, "Custom::") && r.Type != "AWS::CloudFormation::CustomResource" {
+			continue
+		}
+		var m unresolved
+		token := fmt.Sprint(d.resolve(r.Properties["ServiceToken"], true, &m))
+		fn, isLocal := strings.CutPrefix(token, FunctionARN(""))
+		if _, declared := res[fn]; len(m) > 0 || !isLocal || !declared {
+			errs = append(errs, fmt.Errorf("lambdalocal: custom resource %s: its ServiceToken is not one of the template's functions", id))
+			continue
+		}
+		props, _ := stringify(d.resolve(r.Properties, false, nil)).(map[string]any)
+		props["ServiceToken"] = token
+		out = append(out, customResource{id: id, typ: r.Type, function: fn, props: props})
+	}
+	return out, errors.Join(errs...)
+}
+
+// stringify turns numbers and booleans into strings, everywhere in v.
+func stringify(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stringify(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = stringify(e)
+		}
+		return out
+	case string, nil:
+		return v
+	}
+	return fmt.Sprint(v)
+}
