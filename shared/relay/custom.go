@@ -13,8 +13,8 @@ import (
 // The custom resource the relay answers for.
 const (
 	// ResourceType is the stack's resource: its Create and Update copy the
-	// sources document; its Delete deletes the copy and empties the
-	// control bucket's prefixes. Its properties are not read (the relay's
+	// sources document and arm a processor wake-up a minute on; its Delete
+	// deletes the copy and empties the control bucket's prefixes. Its properties are not read (the relay's
 	// environment says what to copy): give it one that changes with the
 	// secret (its ARN) to have CloudFormation send Update when it does.
 	ResourceType = "Custom::SourcesCopy"
@@ -55,6 +55,16 @@ func (r *Relay) customResource(ctx context.Context, req cfnresponse.Request) (Ou
 			resp.Status = cfnresponse.StatusSuccess
 			resp.Reason = fmt.Sprintf("copied version %s of the sources secret to s3://%s/%s", version, r.cfg.ControlBucket, r.cfg.SourcesKey)
 			resp.Data = map[string]string{DataSourcesKey: r.cfg.SourcesKey, DataSecretVersion: version}
+			// A deploy may leave events stored and not processed (those of
+			// a release whose processor polled, or that arrived while the
+			// processor was replaced): a wake-up a minute on finds them,
+			// whether or not another event ever arrives. It never fails the
+			// deploy; the next receipt wakes the processor anyway.
+			if name, err := r.schedule(work, TargetProcessor, r.now()); err != nil {
+				r.log.Warn("relay: the processor's wake-up after the deploy could not be armed", "cause", CauseScheduleFailed, "err", err)
+			} else {
+				out.Armed = append(out.Armed, name)
+			}
 		}
 	case rt == cfnresponse.RequestDelete:
 		n, err := r.empty(work)

@@ -416,6 +416,9 @@ func TestCopyOnLabelUpdate(t *testing.T) {
 		t.Fatalf("%+v %v\n%s", out, err, f.logs)
 	}
 	f.checkCopy(validSources, out.Copied)
+	if len(out.Armed) != 0 {
+		t.Fatalf("a new version of the secret armed %v", out.Armed)
+	}
 
 	rotated := strings.Replace(validSources, sourcesSecret, sourcesSecret+"-2", 1)
 	f.secrets.Put(f.secretARN, rotated)
@@ -503,6 +506,22 @@ func TestCustomResource(t *testing.T) {
 	f.checkAnswer("Create", "SUCCESS", fmt.Sprintf("copied version %s of the sources secret to s3://%s/config/sources.json", out.Copied, f.bucket.Bucket),
 		fmt.Sprintf(`{"SecretVersionId":%q,"SourcesKey":"config/sources.json"}`, out.Copied))
 	f.checkCopy(validSources, out.Copied)
+	// A deploy arms a processor wake-up a minute on, for whatever it left
+	// stored and not processed.
+	if len(out.Armed) != 1 || !strings.HasPrefix(out.Armed[0], "processor-") {
+		t.Fatalf("armed after Create: %v", out.Armed)
+	}
+	if _, ok := f.sched.Get(group, out.Armed[0]); !ok {
+		t.Fatalf("no schedule %s: %+v", out.Armed[0], f.sched.Schedules())
+	}
+	// A deploy arms a processor wake-up a minute on, for whatever it left
+	// stored and not processed.
+	if len(out.Armed) != 1 || !strings.HasPrefix(out.Armed[0], "processor-") {
+		t.Fatalf("armed after Create: %v", out.Armed)
+	}
+	if _, ok := f.sched.Get(group, out.Armed[0]); !ok {
+		t.Fatalf("no schedule %s: %+v", out.Armed[0], f.sched.Schedules())
+	}
 
 	rotated := strings.Replace(validSources, sourcesSecret, sourcesSecret+"-2", 1)
 	f.secrets.Put(f.secretARN, rotated)

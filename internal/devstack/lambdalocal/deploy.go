@@ -26,6 +26,15 @@ func FunctionARN(logicalID string) string {
 	return "arn:aws:lambda:" + Region + ":" + Account + ":function:" + logicalID
 }
 
+// FunctionName is the local name of the function logicalID: the
+// template's FunctionName when it is a plain name, else the logical id.
+func FunctionName(logicalID string, r samtemplate.Resource) string {
+	if n, ok := r.Properties["FunctionName"].(string); ok && n != "" {
+		return n
+	}
+	return logicalID
+}
+
 // AdminSecretARN is the local stand-in of the database's master secret,
 // which RDS manages in create mode (the front's DATABASE_SECRET_ARN).
 const AdminSecretARN = "arn:aws:secretsmanager:" + Region + ":" + Account + ":secret:rds!db-" + StackName
@@ -64,11 +73,15 @@ func newDeployment(res map[string]samtemplate.Resource, db *url.URL) *deployment
 		local := strings.ToLower(StackName + "-" + id)
 		switch r.Type {
 		case "AWS::Serverless::Function", "AWS::Lambda::Function":
-			d.refs[id] = id
-			d.attrs[id+".Arn"] = FunctionARN(id)
+			// Its name: the template's FunctionName when it gives one (the
+			// relay and the schedules name the processor and the archiver
+			// by theirs), else its logical id.
+			name := FunctionName(id, r)
+			d.refs[id] = name
+			d.attrs[id+".Arn"] = FunctionARN(name)
 			// AutoPublishAlias's version and alias (SAM's Ref forms).
-			d.refs[id+".Version"] = FunctionARN(id) + ":1"
-			d.refs[id+".Alias"] = FunctionARN(id) + ":live"
+			d.refs[id+".Version"] = FunctionARN(name) + ":1"
+			d.refs[id+".Alias"] = FunctionARN(name) + ":live"
 		case "AWS::S3::Bucket":
 			name := local
 			d.buckets[id] = name
@@ -292,7 +305,7 @@ func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.R
 						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: %w", id, name, err))
 						continue
 					}
-					out = append(out, localevents.Rule{Name: id + "." + name, Pattern: pattern, Targets: []string{FunctionARN(id)}})
+					out = append(out, localevents.Rule{Name: id + "." + name, Pattern: pattern, Targets: []string{FunctionARN(FunctionName(id, r))}})
 				case "Schedule", "ScheduleV2":
 					errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s is a %s: the local stack runs nothing on a clock (nothing is to poll at idle); arm a one-time wake-up instead (shared/wake)", id, name, typ))
 				default:

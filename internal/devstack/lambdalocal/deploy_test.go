@@ -61,12 +61,12 @@ func TestLocalStackStandsInForEveryDeployedValue(t *testing.T) {
 		}
 		control := d.buckets["ControlBucket"]
 		want := map[string]map[string]string{
-			"ReceiverFunction": {"WAKE_MODE": c.wake, "WAKE_FUNCTION": "ProcessorFunction", "WAKE_BUCKET": control,
+			"ReceiverFunction": {"WAKE_MODE": c.wake, "WAKE_FUNCTION": "webhook-inbox-processor", "WAKE_BUCKET": control,
 				"WEBHOOK_SOURCES_OBJECT": "s3://" + control + "/config/sources.json"},
 			"ProcessorFunction": {"WAKE_BUCKET": control, "ARCHIVE_BUCKET": "webhook-inbox-local-archivebucket"},
-			"OperatorFunction":  {"WAKE_MODE": c.wake, "WAKE_FUNCTION": "ProcessorFunction", "WAKE_BUCKET": control},
-			"RelayFunction": {"RELAY_CONTROL_BUCKET": control, "RELAY_PROCESSOR_ARN": FunctionARN("ProcessorFunction"),
-				"RELAY_ARCHIVER_ARN": FunctionARN("ArchiverFunction"), "RELAY_SOURCES_SECRET_ARN": c.params["SourcesSecretArn"].(string),
+			"OperatorFunction":  {"WAKE_MODE": c.wake, "WAKE_FUNCTION": "webhook-inbox-processor", "WAKE_BUCKET": control},
+			"RelayFunction": {"RELAY_CONTROL_BUCKET": control, "RELAY_PROCESSOR_ARN": FunctionARN("webhook-inbox-processor"),
+				"RELAY_ARCHIVER_ARN": FunctionARN("webhook-inbox-archiver"), "RELAY_SOURCES_SECRET_ARN": c.params["SourcesSecretArn"].(string),
 				"RELAY_SCHEDULE_GROUP": "webhook-inbox-wake"},
 			"MigrationFrontFunction": {"MIGRATOR_MODE": "front", "MIGRATOR_FUNCTION": FunctionARN(MigrationFunctionID) + ":1"},
 			"MigrationFunction":      {"MIGRATOR_MODE": "apply"},

@@ -128,7 +128,7 @@ func (c *clock) String() string    { return c.Now().UTC().Format(time.RFC3339) }
 func invocations(stack *lambdalocal.Stack, id string) []localinvoke.Invocation {
 	var out []localinvoke.Invocation
 	for _, inv := range stack.Invoke.Invocations() {
-		if inv.Function == id {
+		if inv.Function == id || inv.Function == stack.Names[id] {
 			out = append(out, inv)
 		}
 	}
@@ -331,7 +331,7 @@ func standardProfile(t *testing.T, root string, tpl *samtemplate.Template, bins 
 		return slices.ContainsFunc(targets, func(n string) bool { return strings.HasPrefix(n, "processor-") }) &&
 			slices.ContainsFunc(targets, func(n string) bool { return strings.HasPrefix(n, "archiver-") }), fmt.Sprintf("schedules %v", targets)
 	})
-	targets := map[string]string{"processor": "ProcessorFunction", "archiver": "ArchiverFunction"}
+	targets := map[string]string{"processor": "webhook-inbox-processor", "archiver": "webhook-inbox-archiver"}
 	for _, sc := range stack.Scheduler.Schedules() {
 		if sc.ActionAfterCompletion != "DELETE" || sc.Target.Arn != lambdalocal.FunctionARN(targets[strings.SplitN(sc.Name, "-", 2)[0]]) ||
 			sc.Target.Input != relay.WakeInput || !strings.HasSuffix(sc.GroupName, "-wake") {

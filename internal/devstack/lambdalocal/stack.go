@@ -89,7 +89,11 @@ type StackOptions struct {
 type Stack struct {
 	// Functions are every function of the template, by logical id.
 	Functions map[string]*Emulator
-	Front     http.Handler
+	// Names maps each function's logical id to its name, what its
+	// invocations are recorded under (the template's FunctionName, or the
+	// logical id).
+	Names map[string]string
+	Front http.Handler
 	// URLs are the functions' function URLs, by logical id (those whose
 	// template declares FunctionUrlConfig), each an http.Handler to serve
 	// on its own listener as Lambda serves each on its own domain.
@@ -287,6 +291,14 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		}
 		s.Functions[id] = em
 		s.Invoke.Register(id, em.Invoke)
+		name := FunctionName(id, res[id])
+		if name != id {
+			s.Invoke.Register(name, em.Invoke)
+		}
+		if s.Names == nil {
+			s.Names = map[string]string{}
+		}
+		s.Names[id] = name
 		for _, r := range fn.Routes {
 			routes = append(routes, Route{Method: r.Method, Path: r.Path, Function: em})
 		}

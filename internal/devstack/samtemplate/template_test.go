@@ -277,7 +277,7 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 				continue
 			}
 			if c.ControlBucket != control || c.SourcesSecretARN != sourcesSecret || c.SourcesKey != relay.DefaultSourcesKey || c.ScheduleGroup != "webhook-inbox-wake" ||
-				c.Targets[relay.TargetProcessor] != s.functionArn("ProcessorFunction") || c.Targets[relay.TargetArchiver] != s.functionArn("ArchiverFunction") ||
+				c.Targets[relay.TargetProcessor] != processorARN || c.Targets[relay.TargetArchiver] != archiverARN ||
 				!strings.HasPrefix(c.SchedulerRoleARN, "arn:aws:iam::") {
 				t.Errorf("the relay's configuration %+v", c)
 			}

@@ -291,16 +291,22 @@ var (
 		"logs:CreateLogStream":          {canon(map[string]any{"Fn::GetAtt": []any{"RelayLogGroup", "Arn"}})},
 		"logs:PutLogEvents":             {canon(map[string]any{"Fn::GetAtt": []any{"RelayLogGroup", "Arn"}})},
 		"secretsmanager:GetSecretValue": {canon(sourcesSecret)},
-		"s3:PutObject":                  {controlObjects("*")},
-		"s3:GetObject":                  {controlObjects("*")},
-		"s3:DeleteObject":               {controlObjects("*")},
+		"s3:PutObject":                  {controlObjects("config/*")},
+		"s3:GetObject":                  {controlObjects("config/*")},
+		"s3:DeleteObject":               {controlObjects("config/*"), controlObjects("wake/*")},
+		"s3:DeleteObjectVersion":        {controlObjects("config/*"), controlObjects("wake/*")},
 		"s3:ListBucket":                 {controlBucket},
 		"s3:ListBucketVersions":         {controlBucket},
-		"scheduler:CreateSchedule":      {canon(sub("arn:aws:scheduler:us-east-1:123456789012:schedule/${WakeScheduleGroup}/*"))},
+		"scheduler:CreateSchedule":      {canon("arn:aws:scheduler:us-east-1:123456789012:schedule/webhook-inbox-wake/*")},
 		"iam:PassRole":                  {canon(map[string]any{"Fn::GetAtt": []any{"SchedulerRole", "Arn"}})},
 	}
 	relayNeeds = []string{"logs:PutLogEvents", "secretsmanager:GetSecretValue", "s3:PutObject", "s3:ListBucketVersions", "s3:DeleteObject",
-		"scheduler:CreateSchedule", "iam:PassRole"}
+		"s3:DeleteObjectVersion", "scheduler:CreateSchedule", "iam:PassRole"}
+	// processorARN and archiverARN are the functions' ARNs by their names,
+	// as the relay and the schedules' role name them (see
+	// TestMarkerWritersGoBeforeTheBucketIsEmptied).
+	processorARN = "arn:aws:lambda:us-east-1:123456789012:function:webhook-inbox-processor"
+	archiverARN  = "arn:aws:lambda:us-east-1:123456789012:function:webhook-inbox-archiver"
 )
 
 // checkRelay: the relay runs outside the VPC with the permissions of
@@ -334,10 +340,13 @@ func (d deployed) checkRelay(t *testing.T) {
 	env := envOf(d.res["RelayFunction"])
 	for k, v := range map[string]any{
 		"RELAY_CONTROL_BUCKET":     map[string]any{"Ref": "ControlBucket"},
-		"RELAY_SCHEDULE_GROUP":     map[string]any{"Ref": "WakeScheduleGroup"},
+		"RELAY_SCHEDULE_GROUP":     "webhook-inbox-wake",
 		"RELAY_SCHEDULER_ROLE_ARN": map[string]any{"Fn::GetAtt": []any{"SchedulerRole", "Arn"}},
-		"RELAY_PROCESSOR_ARN":      map[string]any{"Fn::GetAtt": []any{"ProcessorFunction", "Arn"}},
-		"RELAY_ARCHIVER_ARN":       map[string]any{"Fn::GetAtt": []any{"ArchiverFunction", "Arn"}},
+		"RELAY_PROCESSOR_ARN":      processorARN,
+		"RELAY_ARCHIVER_ARN":       archiverARN,
+		// It uses no database, so it waits for none.
+		"DATABASE_HOST": "",
+		"DATABASE_PORT": "",
 	} {
 		if canon(env[k]) != canon(v) {
 			t.Errorf("the relay's %s = %s, want %s", k, canon(env[k]), canon(v))
@@ -396,7 +405,7 @@ func (d deployed) checkScheduler(t *testing.T) {
 	if _, ok := role.Properties["ManagedPolicyArns"]; ok {
 		t.Errorf("SchedulerRole has managed policies %v", role.Properties["ManagedPolicyArns"])
 	}
-	wantMay := map[string][]string{"lambda:InvokeFunction": {canon(map[string]any{"Fn::GetAtt": []any{"ArchiverFunction", "Arn"}}), canon(map[string]any{"Fn::GetAtt": []any{"ProcessorFunction", "Arn"}})}}
+	wantMay := map[string][]string{"lambda:InvokeFunction": {canon(archiverARN), canon(processorARN)}}
 	if got := allowed(role); canon(got) != canon(wantMay) {
 		t.Errorf("SchedulerRole may %s, want %s", canon(got), canon(wantMay))
 	}
@@ -460,6 +469,7 @@ func (d deployed) processorInvokers() map[string][]string {
 // and event source mappings that target it, and its function URL.
 func (d deployed) invokers(fn string) map[string][]string {
 	out := map[string][]string{}
+	name, _ := d.res[fn].Properties["FunctionName"].(string)
 	add := func(kind, id string) {
 		if !slices.Contains(out[kind], id) {
 			out[kind] = append(out[kind], id)
@@ -472,7 +482,7 @@ func (d deployed) invokers(fn string) map[string][]string {
 		}
 		for _, a := range samtemplate.Strings(st["Action"]) {
 			if a == "*" || a == "lambda:*" || strings.HasPrefix(a, "lambda:Invoke") {
-				return slices.Contains(references(st["Resource"]), fn) || canon(st["Resource"]) == `"*"`
+				return slices.Contains(references(st["Resource"]), fn) || canon(st["Resource"]) == `"*"` || namesFunction(st["Resource"], name)
 			}
 		}
 		return false
@@ -513,4 +523,52 @@ func (d deployed) invokers(fn string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// TestMarkerWritersGoBeforeTheBucketIsEmptied: on delete, SourcesCopy's
+// Delete empties the control bucket so that CloudFormation can delete it;
+// whatever could write a marker afterwards would leave it non-empty and the
+// delete DELETE_FAILED. So everything that writes markers (the receiver,
+// the processor, the archiver, the acting operator function) and the
+// schedule group (whose pending schedules start the processor) depends on
+// SourcesCopy, and is deleted before it. The relay and the schedules' role
+// name the processor and the archiver by the names those functions are
+// given, without referring to them, or the dependency would be circular.
+func TestMarkerWritersGoBeforeTheBucketIsEmptied(t *testing.T) {
+	t.Parallel()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			d := deploy(t, sc)
+			for _, id := range []string{"ReceiverFunction", "ProcessorFunction", "ArchiverFunction", "OperatorFunction", "WakeScheduleGroup"} {
+				if !d.dependsOn(id, "SourcesCopy") {
+					t.Errorf("%s does not depend on SourcesCopy: CloudFormation may empty the control bucket before it is gone", id)
+				}
+			}
+			if !d.dependsOn("SourcesCopy", "ControlBucket") {
+				t.Error("SourcesCopy does not depend on ControlBucket")
+			}
+			for id, arn := range map[string]string{"ProcessorFunction": processorARN, "ArchiverFunction": archiverARN} {
+				name := d.res[id].Properties["FunctionName"]
+				if n, _ := name.(string); !strings.HasSuffix(arn, ":function:"+n) || n == "" {
+					t.Errorf("%s is named %v, but the relay and the schedules invoke %s", id, name, arn)
+				}
+			}
+		})
+	}
+}
+
+// namesFunction reports whether a policy's resources name the function
+// called name by its ARN (a function named in the template, so that a
+// policy can name it without referring to it).
+func namesFunction(resources any, name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range samtemplate.Strings(resources) {
+		if strings.HasSuffix(r, ":function:"+name) || strings.HasSuffix(r, ":function:"+name+":*") {
+			return true
+		}
+	}
+	return false
 }
