@@ -172,7 +172,7 @@ func (b *bench) ingestFigures(ctx context.Context, jobs []ingestJob) ([]IngestFi
 	}
 	sides := make([]*side, len(jobs))
 	for k, j := range jobs {
-		srv, err := b.startReceiver(ctx, j.T, j.Conc, j.Set, nil)
+		srv, err := b.startReceiver(ctx, j.T, j.Conc, j.Set, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -308,8 +308,9 @@ type receiverServer struct {
 // JSON log lines with their EMF metrics (written to io.Discard: formatting
 // them is part of the cost, writing them to CloudWatch is not), the default
 // store timeout and body limit, cache_statement query mode. timing, when
-// set, receives the time of each insert.
-func (b *bench) startReceiver(ctx context.Context, t target, conc int, set *source.Set, timing *storeTiming) (*receiverServer, error) {
+// set, receives the time of each insert. waker, when set, wakes the
+// processor after each stored event, as the deployed receiver's does.
+func (b *bench) startReceiver(ctx context.Context, t target, conc int, set *source.Set, timing *storeTiming, waker receiver.Waker) (*receiverServer, error) {
 	pool, err := storage.PoolConfig{
 		URL: t.URL(), ApplicationName: "bench-receiver", MaxConns: int32(conc), ConnectTimeout: 3 * time.Second,
 	}.Open(ctx)
@@ -326,6 +327,7 @@ func (b *bench) startReceiver(ctx context.Context, t target, conc int, set *sour
 		Store:   store,
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Metrics: metrics.Emitter{},
+		Wake:    waker,
 	})
 	if err != nil {
 		pool.Close()
@@ -499,7 +501,7 @@ func (b *bench) profileReceiver(ctx context.Context, src *source.Source, set *so
 		return err
 	}
 	timing := &storeTiming{}
-	srv, err := b.startReceiver(ctx, t, conc, set, timing)
+	srv, err := b.startReceiver(ctx, t, conc, set, timing, nil)
 	if err != nil {
 		return err
 	}

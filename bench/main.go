@@ -19,8 +19,10 @@
 //     cluster (fsync off, in memory) and on a durable one (fsync and
 //     full-page writes on, on disk: the production case), in turns;
 //   - latency: the receiver offered events at fixed rates by an open-loop
-//     generator while one processor runs in real time beside it; each
-//     event's receipt-to-processed time read from the table;
+//     generator, waking the processor after each stored event through the
+//     deployed path (its debounced asynchronous lambda:Invoke, answered by
+//     the Invoke stand-in, which runs each invocation in a container of
+//     its own); each event's receipt-to-processed time read from the table;
 //   - history: ten million processed, archived events loaded, then ingest
 //     and drain again over them, beside the empty-table figures;
 //   - console: a million stored events (and dead letters, operator
@@ -51,6 +53,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // Settings are the knobs of a run; every one is printed on the page.
@@ -77,19 +80,27 @@ type Settings struct {
 	// stages.
 	Durable bool `json:"durable"`
 	// The latency stage: offered rates (events per second), the measured
-	// window, the warm-up before it, the longest the processor may take
-	// after it, whether the durable cluster is measured too, and the
-	// real-time loop's poll interval.
-	LatencyRates    []int         `json:"latency_rates"`
-	LatencyDuration time.Duration `json:"-"`
-	LatencyWarmup   time.Duration `json:"-"`
-	LatencyGrace    time.Duration `json:"-"`
-	LatencyS        float64       `json:"latency_seconds"`
-	LatencyWarmupS  float64       `json:"latency_warmup_seconds"`
-	LatencyGraceS   float64       `json:"latency_grace_seconds"`
-	LatencyDurable  bool          `json:"latency_durable"`
-	PollMs          float64       `json:"realtime_poll_ms"`
-	ReceiverConns   int           `json:"latency_receiver_conns"`
+	// window (longer at a rate too low to send LatencyMinEvents in it),
+	// the warm-up before it, the longest the processor's invocations may
+	// take after it, and whether the durable cluster is measured too. The
+	// wake-up path runs with the deployed defaults: the receiver's
+	// debounce (WAKE_DEBOUNCE), how long each processor invocation keeps
+	// polling after it starts (PROCESSOR_RUN_FOR), and its poll interval
+	// meanwhile (PROCESSOR_POLL_INTERVAL; the JSON name is from when one
+	// processor polled for the whole stage).
+	LatencyRates     []int         `json:"latency_rates"`
+	LatencyDuration  time.Duration `json:"-"`
+	LatencyWarmup    time.Duration `json:"-"`
+	LatencyGrace     time.Duration `json:"-"`
+	LatencyS         float64       `json:"latency_seconds"`
+	LatencyMinEvents int           `json:"latency_min_events"`
+	LatencyWarmupS   float64       `json:"latency_warmup_seconds"`
+	LatencyGraceS    float64       `json:"latency_grace_seconds"`
+	LatencyDurable   bool          `json:"latency_durable"`
+	PollMs           float64       `json:"realtime_poll_ms"`
+	DebounceMs       float64       `json:"wake_debounce_ms"`
+	RunForMs         float64       `json:"processor_run_for_ms"`
+	ReceiverConns    int           `json:"latency_receiver_conns"`
 	// HistoryEvents is the history stage's preloaded events; HistoryRiver
 	// loads as many completed jobs for River.
 	HistoryEvents int  `json:"history_events"`
@@ -126,10 +137,12 @@ func run(args []string) error {
 		drainRuns   = fs.Int("drain-runs", 3, "measured runs per drain figure")
 		processors  = fs.Int("processors", 8, "concurrent processors in the drain (as concurrent Lambda invocations)")
 		durable     = fs.Bool("durable", true, "also run the drain (and the latency) on a durable cluster: fsync and full-page writes on, on disk")
-		latRates    = fs.String("latency-rates", "100,1000", "events per second offered in the latency stage (comma-separated)")
-		latDur      = fs.Duration("latency-duration", 30*time.Second, "measured window of each latency figure")
+		latRates    = fs.String("latency-rates", "1,100,1000", "events per second offered in the latency stage (comma-separated); "+
+			"at 1/s, slower than the receiver's wake-up debounce, every event wakes an invocation of its own, as at a low-volume stack")
+		latDur      = fs.Duration("latency-duration", 30*time.Second, "measured window of each latency figure (at least; see -latency-min-events)")
+		latMin      = fs.Int("latency-min-events", 200, "events each latency window sends at least: a rate too low for -latency-duration gets a longer window")
 		latWarm     = fs.Duration("latency-warmup", 5*time.Second, "warm-up at the same rate before each latency window")
-		latGrace    = fs.Duration("latency-grace", 30*time.Second, "longest the processor may take after a latency window to finish its events")
+		latGrace    = fs.Duration("latency-grace", 30*time.Second, "longest the processor's invocations may take after a latency window to finish its events")
 		latDurable  = fs.Bool("latency-durable", true, "measure the latency on the durable cluster too (with -durable)")
 		histEvents  = fs.Int("history", 10_000_000, "processed, archived events loaded before the history stage's ingest and drain")
 		histRiver   = fs.Bool("history-river", true, "give River as many completed jobs in the history stage")
@@ -158,8 +171,9 @@ func run(args []string) error {
 		LimitClients: *processors, RiverWorkers: riverMaxWorkers, ArchiveBatch: 1000, PgbenchThreads: 2,
 		Durable:         *durable,
 		LatencyDuration: *latDur, LatencyWarmup: *latWarm, LatencyGrace: *latGrace,
-		LatencyS: latDur.Seconds(), LatencyWarmupS: latWarm.Seconds(), LatencyGraceS: latGrace.Seconds(),
-		LatencyDurable: *latDurable && *durable, PollMs: float64(realtimePoll) / float64(time.Millisecond),
+		LatencyS: latDur.Seconds(), LatencyMinEvents: *latMin, LatencyWarmupS: latWarm.Seconds(), LatencyGraceS: latGrace.Seconds(),
+		LatencyDurable: *latDurable && *durable,
+		PollMs:         ms(processor.DefaultPollInterval), DebounceMs: ms(wake.DefaultDebounce), RunForMs: ms(processor.DefaultRunFor),
 		ReceiverConns: latencyReceiverConns,
 		HistoryEvents: *histEvents, HistoryRiver: *histRiver,
 		ConsoleEvents: *conEvents, ConsoleRequests: *conRequests,
@@ -171,8 +185,8 @@ func run(args []string) error {
 		}
 		s.LatencyRates = append(s.LatencyRates, n)
 	}
-	if s.LatencyDuration < time.Second || s.LatencyWarmup < 0 || s.LatencyGrace < 0 || s.HistoryEvents < 0 {
-		return errors.New("-latency-duration must be at least 1s, -latency-warmup, -latency-grace and -history not negative")
+	if s.LatencyDuration < time.Second || s.LatencyMinEvents < 0 || s.LatencyWarmup < 0 || s.LatencyGrace < 0 || s.HistoryEvents < 0 {
+		return errors.New("-latency-duration must be at least 1s, -latency-min-events, -latency-warmup, -latency-grace and -history not negative")
 	}
 	if s.ConsoleEvents < 1000 || s.ConsoleRequests < 1 {
 		return errors.New("-console-events must be at least 1000 (one dead event in a thousand), -console-requests positive")
@@ -404,3 +418,6 @@ func writeFile(path string, data []byte) error {
 	}
 	return nil
 }
+
+// ms returns d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -198,6 +198,28 @@ func (r *Report) LatencyEnd(cluster string, highest bool) *LatencyFigure {
 	return best
 }
 
+// LatencyAt returns the latency figure of a cluster at an offered rate,
+// or nil.
+func (r *Report) LatencyAt(cluster string, rate float64) *LatencyFigure {
+	for i := range r.Latency {
+		if l := &r.Latency[i]; l.Cluster == cluster && l.OfferedPerSec == rate {
+			return l
+		}
+	}
+	return nil
+}
+
+// LambdaInit returns the Lambda stage's figure of a function (its init
+// under the emulator), or nil when the stage did not run.
+func (r *Report) LambdaInit(function string) *LambdaFigure {
+	for i := range r.Lambda {
+		if r.Lambda[i].Function == function {
+			return &r.Lambda[i]
+		}
+	}
+	return nil
+}
+
 // VersusAt returns the history comparison of a system in a figure whose
 // name starts with prefix (the last such: the highest concurrency of the
 // ingest), or nil.
@@ -377,9 +399,10 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f %9.2f\n", "drain fsync "+fsync+" (processor/limit)", thousands(d.Processor.Median), thousands(d.Limit.Median), d.RatioLimit, d.CPURatioLimit)
 	}
 	for _, l := range r.Latency {
-		fmt.Fprintf(&sb, "%-42s %9.0f ms p50 %9s p99 %9s max (%d of %d processed)\n",
+		fmt.Fprintf(&sb, "%-42s %9s p50 %9s p99 %9s max (%d of %d processed; %d invocations, at most %d at once)\n",
 			fmt.Sprintf("latency %s %.0f/s (sent %.0f/s)", l.Cluster, l.OfferedPerSec, l.AchievedPerSec),
-			l.P50Ms, atLeast(l.P99Ms, l.P99AtLeast), atLeast(l.MaxMs, l.MaxAtLeast), l.Processed, l.Stored)
+			atLeast(l.P50Ms, l.P50AtLeast), atLeast(l.P99Ms, l.P99AtLeast), atLeast(l.MaxMs, l.MaxAtLeast), l.Processed, l.Stored,
+			l.Invocations, l.PeakConcurrency)
 	}
 	if h := r.History; h != nil {
 		for _, v := range h.Versus {

@@ -58,6 +58,38 @@ func TestWaitPercentile(t *testing.T) {
 	}
 }
 
+// TestCountSince checks the invocations counted from a time on and the
+// most that ran at once then.
+func TestCountSince(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond) }
+	spans := []span{
+		{at(0), at(1000)},    // a warm-up invocation, running at from
+		{at(100), at(300)},   // over before from: not counted
+		{at(600), at(1600)},  // started before from, overlaps the next two
+		{at(1000), at(2000)}, // starts as the first ends: one container
+		{at(1200), at(1300)},
+		{at(3000), at(4000)},
+	}
+	started, peak := countSince(spans, at(500))
+	if started != 4 || peak != 3 {
+		t.Fatalf("countSince: %d started, %d at once; want 4 and 3", started, peak)
+	}
+	if started, peak := countSince(nil, at(0)); started != 0 || peak != 0 {
+		t.Fatalf("no spans: %d, %d", started, peak)
+	}
+}
+
+// TestLatencyWindow checks that a low rate gets a window long enough for
+// the minimum of events, in whole seconds.
+func TestLatencyWindow(t *testing.T) {
+	s := Settings{LatencyDuration: 30 * time.Second, LatencyMinEvents: 200}
+	for rate, want := range map[float64]time.Duration{1000: 30 * time.Second, 2: 100 * time.Second, 1: 200 * time.Second, 3: 67 * time.Second} {
+		if got := latencyWindow(s, rate); got != want {
+			t.Errorf("latencyWindow at %v/s = %s, want %s", rate, got, want)
+		}
+	}
+}
+
 // TestStatementName checks that the processor's statements are named by
 // their sqlc names.
 func TestStatementName(t *testing.T) {
@@ -85,7 +117,7 @@ func TestSmoke(t *testing.T) {
 		"-out", out, "-stages", "ingest,drain,latency,history",
 		"-runs", "1", "-duration", "1s", "-warmup", "1s", "-concurrency", "4", "-duplicates", "500",
 		"-drain-events", "1000", "-drain-runs", "1", "-processors", "2",
-		"-latency-rates", "50", "-latency-duration", "2s", "-latency-warmup", "1s", "-latency-grace", "5s",
+		"-latency-rates", "2,50", "-latency-duration", "2s", "-latency-min-events", "6", "-latency-warmup", "1s", "-latency-grace", "5s",
 		"-history", "20000",
 	})
 	if err != nil {
@@ -104,18 +136,31 @@ func TestSmoke(t *testing.T) {
 		t.Fatal("no drain figure for each cluster")
 	case rep.Drain.Processor.HeapPeakBytes == 0:
 		t.Fatal("no heap figure for the processor")
-	case len(rep.Latency) != 2 || rep.Latency[0].Stored == 0:
+	case len(rep.Latency) != 4:
 		t.Fatalf("latency figures: %+v", rep.Latency)
 	case rep.History == nil || rep.History.Drain == nil || len(rep.History.Versus) == 0:
 		t.Fatalf("history: %+v", rep.History)
 	case rep.Machine.Durable == nil || rep.Machine.Durable.FileSystem == "":
 		t.Fatal("the durable cluster's disk is not described")
 	}
+	// Only the wake-ups process the events: every one of them processed
+	// means the receiver woke the processor's invocations through the
+	// Invoke stand-in, and that none was left behind.
+	for _, l := range rep.Latency {
+		if l.Stored == 0 || l.Processed != l.Stored || l.Invocations == 0 || l.PeakConcurrency == 0 ||
+			l.InvocationErrors != 0 || l.WakeErrors != 0 {
+			t.Errorf("latency figure: %+v", l)
+		}
+	}
+	if l := rep.Latency[0]; l.OfferedPerSec != 2 || l.Seconds != 3 || l.Sent != 6 {
+		t.Errorf("the 2/s window is not stretched to 6 events: %+v", l)
+	}
 	md, err := os.ReadFile(filepath.Join(out, "benchmarks.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### fsync on", "## Latency", "## History", "over 20 000 events of history", "**Latency.**", "**History.**"} {
+	for _, want := range []string{"### fsync on", "## Latency", "## History", "over 20 000 events of history", "**Latency.**", "**History.**",
+		"through the wake-up path", "| invocations (most at once) |", "AsyncEventAge"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("the page lacks %q", want)
 		}
