@@ -572,3 +572,26 @@ func namesFunction(resources any, name string) bool {
 	}
 	return false
 }
+
+// TestIdleRaisesNoAlarm: an idle stack writes no metric (nothing runs), so
+// no alarm may take missing data for a breach, or every quiet hour would
+// page someone. (BacklogAgeAlarm did, when a processor always polled.)
+func TestIdleRaisesNoAlarm(t *testing.T) {
+	t.Parallel()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			d := deploy(t, sc)
+			for id, r := range d.res {
+				if r.Type != "AWS::CloudWatch::Alarm" {
+					continue
+				}
+				switch m := r.Properties["TreatMissingData"]; m {
+				case "notBreaching", "ignore":
+				default:
+					t.Errorf("%s treats missing data as %v: an idle stack would set it off", id, m)
+				}
+			}
+		})
+	}
+}
