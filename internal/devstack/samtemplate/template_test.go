@@ -750,9 +750,12 @@ func TestReservedConcurrencyIsOptional(t *testing.T) {
 			t.Errorf("%s reserves %v by default", id, v)
 		}
 	}
-	_, res = load(t, map[string]any{"ReceiverReservedConcurrency": 40})
+	_, res = load(t, map[string]any{"ReceiverReservedConcurrency": 40, "ProcessorReservedConcurrency": 4})
 	if v := props(t, res, "ReceiverFunction")["ReservedConcurrentExecutions"]; v != "40" && v != float64(40) {
 		t.Errorf("ReceiverReservedConcurrency=40 gives %v", v)
+	}
+	if v := props(t, res, "ProcessorFunction")["ReservedConcurrentExecutions"]; v != "4" && v != float64(4) {
+		t.Errorf("ProcessorReservedConcurrency=4 gives %v", v)
 	}
 }
 
