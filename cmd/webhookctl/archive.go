@@ -32,7 +32,7 @@ ARCHIVE_BUCKET, ARCHIVE_PREFIX, ARCHIVE_BATCH_SIZE, and S3_ENDPOINT,
 S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY for a local S3 (in AWS, your
 credentials' chain and AWS_REGION).
 
-It is safe beside the scheduled archiver: concurrent archivers take
+It is safe beside the deployed archiver: concurrent archivers take
 disjoint batches. Interrupted (Ctrl-C), it stops after rolling back the
 batch in flight; what was committed stays archived. --dry-run counts what
 a run would archive now.`,

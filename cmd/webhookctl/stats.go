@@ -125,7 +125,7 @@ func printStats(out io.Writer, r *operations.Stats) error {
 	fmt.Fprintf(tw, "\nBACKLOG\n")
 	fmt.Fprintf(tw, "  unprocessed\t%d\tdue %d, in flight %d, retrying %d\n", b.Unprocessed, b.Due, b.InFlight, b.Retrying)
 	if b.OldestDueAt != nil {
-		fmt.Fprintf(tw, "  oldest due\tdue since %s\t(processors pick due events up within a second, or a schedule tick with real time off; longer means stuck)\n", operations.Ago(now, *b.OldestDueAt))
+		fmt.Fprintf(tw, "  oldest due\tdue since %s\t(a woken processor picks due events up within seconds, a retry within about two minutes of its time, a lost wake-up at the sweep 5 minutes after its receipt; longer means stuck)\n", operations.Ago(now, *b.OldestDueAt))
 	} else {
 		fmt.Fprintf(tw, "  oldest due\t-\tnothing is due\n")
 	}

@@ -25,9 +25,10 @@ them is honoured):
   - the migrations;
   - the receiver on --addr, with the sources of WEBHOOK_SOURCES /
     WEBHOOK_SOURCES_FILE (default dev/sources.json, whose secrets are fake);
-  - the processor, in real time as the Lambda runs it (polling every
-    PROCESSOR_POLL_INTERVAL, default 200ms, in runs of PROCESSOR_RUN_FOR),
-    with the handlers of shared/handlers;
+  - the processor, with the handlers of shared/handlers: the deployed
+    function's invocations back to back (each polls every
+    PROCESSOR_POLL_INTERVAL, default 200ms, for PROCESSOR_RUN_FOR), since
+    there is no Lambda to wake here;
   - S3: S3_ENDPOINT when set; otherwise a local versitygw (pinned in
     tools/go.mod) with its objects under --s3-data; and the archiver every
     --archive-every, archiving events processed more than --archive-age

@@ -38,7 +38,7 @@ func scheduled(t *testing.T) json.RawMessage {
 	return raw
 }
 
-// TestScheduledDrain: the Lambda entry with real time off
+// TestScheduledDrain: the Lambda entry, each invocation one drain
 // (PROCESSOR_RUN_FOR=0), connected as the processor's database role,
 // drains what the receiver stored, with the example handlers routed by
 // source kind writing their tables (created by the migration function, not
@@ -93,7 +93,7 @@ func TestScheduledDrain(t *testing.T) {
 	if stmt != "35s" || idle != "35s" {
 		t.Fatalf("session timeouts = %s, %s", stmt, idle)
 	}
-	// A second tick finds nothing.
+	// A second wake-up finds nothing.
 	if st, err := h(ctx, scheduled(t)); err != nil || st.Claimed != 0 {
 		t.Fatalf("second invocation = %+v, %v", st, err)
 	}

@@ -97,7 +97,7 @@ func TestProfilesMeetTheirIdleTargets(t *testing.T) {
 	}
 }
 
-// Today's template (before profiles) is priced whole: every resource it
+// Today's template is priced whole in every profile: every resource it
 // creates has a rule or is known to be free.
 func TestEveryResourceOfTheTemplateIsPriced(t *testing.T) {
 	t.Parallel()
@@ -117,7 +117,7 @@ func TestEveryWayToDeployIsPriced(t *testing.T) {
 	vpc := map[string]string{"SubnetIds": "subnet-0a1b2c3d,subnet-0e5f6a7b", "SecurityGroupIds": "sg-0db0000001", "VpcId": "vpc-0123abcd", "RouteTableIds": "rtb-0a0a0a0a,rtb-0b0b0b0b"}
 	for name, params := range map[string][]map[string]string{
 		"create, iam":                        {{"DatabaseAuth": "iam"}},
-		"create, paused when idle":           {{"DatabaseMinCapacity": "0", "DatabaseMaxCapacity": "2", "ProcessorRealTime": "disabled", "ProcessorSchedule": "rate(10 minutes)"}},
+		"create, paused when idle":           {{"Profile": "high-volume", "DatabaseMinCapacity": "0", "DatabaseMaxCapacity": "2"}},
 		"existing, no VPC":                   {existing},
 		"existing, VPC with endpoints":       {existing, vpc},
 		"existing, VPC with NAT, iam direct": {existing, vpc, {"VpcEndpoints": "none", "RouteTableIds": "", "DatabaseAuth": "iam", "DatabaseResourceId": "db-ABCDEFGHIJKL"}},

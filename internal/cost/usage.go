@@ -127,7 +127,7 @@ func (u Usage) Assumptions() []Assumption {
 		Assumption{"Aurora", fmt.Sprintf("%s I/O requests per webhook; %s GB for a near-empty database; a minimum of 0 that cannot pause holds %s ACU (not confirmed); with webhooks spread over the month a pausing instance never pauses", num(u.AuroraIOPerWebhook), num(u.IdleDatabaseGB), num(u.AwakeMinACU))},
 		Assumption{"RDS instance", "its allocated storage holds the month's growth; backups within the free 100% of it; CPU within the burstable baseline (no surplus credits)"},
 		Assumption{"logs", fmt.Sprintf("%s bytes per invocation; %s bytes per API access-log record when the stage logs", num(u.LogBytesPerInvocation), num(u.AccessLogBytes))},
-		Assumption{"Lambda endpoint data", fmt.Sprintf("%s bytes per wake invoke; Secrets Manager endpoint data only at cold starts (not counted)", num(u.WakeInvokeBytes))},
+		Assumption{"Lambda endpoint data", fmt.Sprintf("%s bytes per wake invoke (create mode has no Secrets Manager endpoint)", num(u.WakeInvokeBytes))},
 		Assumption{"billed nothing", "gateway VPC endpoints (S3; third party: basavytix.com, awsnegotiations.com), and the types internal/cost lists as free: the VPC and its subnets, route tables and security groups, IAM, Lambda permissions, URLs and invoke settings, subnet groups, bucket and topic policies, custom resources"},
 		Assumption{"EventBridge rules", "a rule on AWS management events bills nothing (AWS's EventBridge pricing page); a scheduled rule bills nothing itself (not confirmed), its target's runs are priced"},
 		Assumption{"EventBridge Scheduler", fmt.Sprintf("%s one-time schedules fired per million webhooks (retries, archiver runs), when the stack has a schedule group", num(u.ScheduledWakeups))},

@@ -148,8 +148,9 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	if !local.EMF {
 		c.Receiver.Metrics.Off = true
 		c.Archive.Metrics.Off = true
-		// A metrics line every run (70 s) buries the log; the processor
-		// still logs each drain that handled something.
+		// A metrics line every run (one a PROCESSOR_RUN_FOR, back to back)
+		// buries the log; the processor still logs each drain that
+		// handled something.
 		c.Processor.Metrics = nil
 	}
 	c.Archive.QuietIdle = true

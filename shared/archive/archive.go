@@ -331,9 +331,10 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 }
 
 // RunEvery calls RunOnce every interval (and once at once) until ctx is
-// done, for a long-running process such as the dev stack; in AWS the
-// schedule does this. A failed run is logged by RunOnce and retried at the
-// next tick: nothing it leaves behind needs more. It returns ctx's error.
+// done, for a long-running process such as the dev stack; the deployed
+// archiver runs no loop, each invocation arming the next (Invocation). A
+// failed run is logged by RunOnce and retried at the next interval:
+// nothing it leaves behind needs more. It returns ctx's error.
 func (a *Archiver) RunEvery(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -39,7 +39,8 @@ const MaxBatchSize = 100_000
 
 // The archiver's pool. A batch uses one connection at a time; the second
 // covers an expunge or sweep without waiting, and the function's
-// concurrency (1: a schedule) keeps the total small.
+// concurrency (usually 1: one armed run per minute at most, each arming
+// the next as it ends) keeps the total small.
 const (
 	poolApplicationName = "webhook-inbox-archiver"
 	poolMaxConns        = 2

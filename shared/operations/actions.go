@@ -389,7 +389,7 @@ type ArchiveRunResult struct {
 // ArchiveRun does what one invocation of the archiver function does, at
 // most MaxBatches objects of it: the bodies of events processed more than
 // MinAge ago go to S3, oldest first, then orphan objects are swept. It is
-// safe beside the scheduled archiver: concurrent archivers take disjoint
+// safe beside the deployed archiver: concurrent archivers take disjoint
 // batches. A dry run counts what a pass would archive now.
 func (s *Service) ArchiveRun(ctx context.Context, r ArchiveRunRequest) (*ArchiveRunResult, error) {
 	if r.MinAge < 0 || r.MaxBatches < 0 {

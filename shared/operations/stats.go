@@ -67,9 +67,11 @@ type Backlog struct {
 	Due         int64 `json:"due"`
 	InFlight    int64 `json:"in_flight"`
 	Retrying    int64 `json:"retrying"`
-	// OldestDueAt is when the oldest due event became due: the processor
-	// picks due events up within a second (or a schedule tick with real
-	// time off); longer means stuck.
+	// OldestDueAt is when the oldest due event became due: a woken
+	// processor picks due events up within seconds, a retry within about
+	// two minutes of its time (its wake-up is armed on a whole minute), and
+	// an event whose wake-up was lost at the sweep, 5 minutes after its
+	// receipt; longer means stuck.
 	OldestDueAt              *time.Time `json:"oldest_due_at"`
 	OldestDueAgeSeconds      float64    `json:"oldest_due_age_seconds"`
 	OldestReceivedAt         *time.Time `json:"oldest_received_at"`

@@ -31,8 +31,8 @@ const (
 	// EnvArchiveAfter is Config.ArchiveAfter: the archiver's own
 	// variable, so one template parameter sets both.
 	EnvArchiveAfter = "ARCHIVE_MIN_AGE"
-	// EnvRunFor is Config.RunFor: how long each scheduled invocation keeps
-	// polling; 0 turns real time off (one drain per invocation).
+	// EnvRunFor is Config.RunFor: how long each invocation keeps polling
+	// after it starts; 0 makes each invocation one drain.
 	EnvRunFor = "PROCESSOR_RUN_FOR"
 )
 

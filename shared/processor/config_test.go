@@ -114,8 +114,9 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 	}
 }
 
-// TestConfigFromEnvRealTime: 0 turns real time off; a run must leave room
-// to poll and, with its safety margin, fit in a Lambda invocation.
+// TestConfigFromEnvRealTime: PROCESSOR_RUN_FOR=0 makes each invocation one
+// drain; a run must leave room to poll and, with its safety margin, fit in
+// a Lambda invocation.
 func TestConfigFromEnvRealTime(t *testing.T) {
 	t.Parallel()
 	c, err := processor.ConfigFromEnv(getenvOf(map[string]string{"DATABASE_URL": "postgres://x@h/db", "PROCESSOR_RUN_FOR": "0"}))

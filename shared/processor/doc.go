@@ -46,12 +46,16 @@
 // Lambda's are; skew only shifts when a row is seen as due, never whether it
 // is applied once.
 //
-// [Processor.Run] keeps a processor draining in real time: whenever a drain
-// finds nothing due it waits Config.PollInterval and drains again, until a
-// given time, so an event's handler starts within about that interval of
-// its receipt. [Processor.Invocation] is what one scheduled Lambda
-// invocation runs (Run for Config.RunFor, or one Drain), [Processor.Serve]
-// runs invocations back to back for make dev.
+// The deployed processor runs only when woken (shared/wake: after a
+// receipt, at an armed retry or lease end, at the sweep, after an
+// operator's requeue or replay). [Processor.Run] keeps it draining for a
+// while: whenever a drain finds nothing due it waits Config.PollInterval
+// and drains again, until a given time, so an event committed meanwhile
+// is handled within about that interval, and a receiver that debounces its
+// wake-ups leaves nothing behind. [Processor.Invocation] is what one
+// invocation runs (Run for Config.RunFor, or one Drain, then the arming of
+// what its work left for later); [Processor.Serve] runs invocations back
+// to back for make dev, which has no Lambda to wake.
 //
 // See docs/processor.md, and the example handlers in shared/handlers.
 package processor

@@ -157,9 +157,10 @@ type Config struct {
 	// ignores it.
 	Database storage.PoolConfig
 	// PollInterval is how long Run waits, after a drain that found nothing
-	// due, before it claims again: the latency real time buys, and the
-	// load it costs (a claim per interval per running processor). Zero
-	// means DefaultPollInterval.
+	// due, before it claims again: it bounds how long an event committed
+	// while an invocation lingers waits for it, and sets what the linger
+	// costs (a look for due events per interval per running processor).
+	// Zero means DefaultPollInterval.
 	PollInterval time.Duration
 	// RunFor is how long each invocation keeps polling after it starts
 	// (Invocation runs Run until start + RunFor): the linger that lets a
@@ -538,7 +539,7 @@ func (p *Processor) stopped(ctx context.Context, st Stats, err error) (Stats, er
 }
 
 // timeLeft reports whether an event may start now: SafetyMargin must fit
-// before ctx's deadline (real time, since Lambda's deadline is) and, when
+// before ctx's deadline (on the wall clock, as Lambda's deadline is) and, when
 // leaseEnd is set, before the lease's end (the processor's clock, which set
 // it).
 func (p *Processor) timeLeft(ctx context.Context, leaseEnd time.Time) bool {

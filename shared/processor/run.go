@@ -24,8 +24,9 @@ const (
 	DefaultPollInterval = 200 * time.Millisecond
 	// MinPollInterval and MaxPollInterval bound PollInterval: below the
 	// minimum the polls would be most of the database's work for no
-	// latency one could notice behind a sender's own; above the maximum
-	// the schedule alone does as well.
+	// latency one could notice behind a sender's own; above the maximum a
+	// lingering invocation would pay for minutes of waiting to look once
+	// more, which the next wake-up does anyway.
 	MinPollInterval = 10 * time.Millisecond
 	MaxPollInterval = time.Minute
 	// DefaultRunFor is Config.RunFor's default: twice the receiver's
@@ -87,11 +88,11 @@ func (p *Processor) Invocation(ctx context.Context) (Stats, error) {
 	return st, errors.Join(err, p.armNext(context.WithoutCancel(ctx), st))
 }
 
-// Serve runs the scheduled invocations back to back until ctx is done,
-// each a Run of RunFor with its own metrics line, as the deployed function
-// does with its overlapping invocations; with RunFor 0 it stands in for
-// the schedule and drains once every schedule period instead. It is the
-// long-running processor of make dev. A failed invocation is logged and
+// Serve runs invocations back to back until ctx is done, each a Run of
+// RunFor with its own metrics line, as the deployed function's woken
+// invocations do; with RunFor 0 each invocation is one drain, and Serve
+// waits out the rest of each schedule period before the next. It is the
+// long-running processor of make dev, which has no Lambda to wake. A failed invocation is logged and
 // the next one runs; it returns nil when ctx is done or its deadline's
 // margin is reached.
 func (p *Processor) Serve(ctx context.Context, schedule time.Duration) error {

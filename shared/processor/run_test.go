@@ -421,7 +421,7 @@ func TestLatencyPercentiles(t *testing.T) {
 	}
 }
 
-// TestInvocation: a scheduled invocation runs until RunFor from its start,
+// TestInvocation: a woken invocation runs until RunFor from its start,
 // or, with RunFor 0, drains once, each with its own kind of line.
 func TestInvocation(t *testing.T) {
 	t.Parallel()
@@ -453,15 +453,15 @@ func TestInvocation(t *testing.T) {
 }
 
 // TestServe: make dev's processor runs back-to-back runs, each with its own
-// line, handling events as they come; without real time it drains once a
+// line, handling events as they come; with RunFor 0 it drains once a
 // schedule period; either way it stops with ctx.
 func TestServe(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	for name, cfg := range map[string]processor.Config{
-		"real time":        {Now: time.Now, RunFor: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond, Metrics: &metrics.Emitter{}},
-		"scheduled drains": {Now: time.Now, Metrics: &metrics.Emitter{}},
+		"runs of RunFor": {Now: time.Now, RunFor: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond, Metrics: &metrics.Emitter{}},
+		"one drain each": {Now: time.Now, Metrics: &metrics.Emitter{}},
 	} {
 		p := f.processor(cfg)
 		ctx, cancel := context.WithCancel(f.ctx)
