@@ -38,8 +38,8 @@ func (a *Archiver) Invocation(ctx context.Context) (Result, error) {
 
 // armNext arms the archiver's next run: at once (the relay makes that the
 // next minute) when this run stopped with work left, FailedRunRetry after a
-// failed run, and otherwise when the oldest processed body still in
-// Postgres becomes archivable; nothing when there is none.
+// failed run, and otherwise at the hour after the oldest processed body
+// still in Postgres becomes archivable; nothing when there is none.
 func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error {
 	ctx, cancel := context.WithTimeout(ctx, armTimeout)
 	defer cancel()
@@ -59,7 +59,10 @@ func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error 
 		case p.Due > 0:
 			at = now
 		case p.OldestProcessedAt != nil:
-			at = p.OldestProcessedAt.Add(a.cfg.MinAge)
+			// The hour after it comes of age, as the processor arms it:
+			// under steady traffic a body comes of age every minute, and
+			// an object a minute would cost a PUT (and a run) each.
+			at = p.OldestProcessedAt.Add(a.cfg.MinAge).Truncate(time.Hour).Add(time.Hour)
 		default:
 			return nil
 		}

@@ -54,11 +54,12 @@ func TestInvocationArmsTheNextRun(t *testing.T) {
 	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 1 || res.Truncated {
 		t.Fatalf("second run: %+v, %v", res, err)
 	}
-	if want := recent.Add(time.Hour); len(rec.at) != 2 || !rec.at[1].Equal(want) {
-		t.Fatalf("armed %v, want the recent event's time plus MinAge (%s)", rec.at, want)
+	want := recent.Add(time.Hour).Truncate(time.Hour).Add(time.Hour)
+	if len(rec.at) != 2 || !rec.at[1].Equal(want) {
+		t.Fatalf("armed %v, want the hour after the recent event comes of age (%s)", rec.at, want)
 	}
 	// At that time it is archived, and nothing is left to arm for.
-	later := now.Add(time.Hour)
+	later := want
 	a = f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, func() time.Time { return later } })
 	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 1 {
 		t.Fatalf("third run: %+v, %v", res, err)
