@@ -114,26 +114,7 @@ func (f *Front) HandleEvent(ctx context.Context, raw json.RawMessage) (Response,
 // Handle answers one request. The error is the delivery's, never the
 // work's: a FAILED answer delivered is a successful invocation.
 func (f *Front) Handle(ctx context.Context, req Request) (Response, error) {
-	start := time.Now()
-	rt := string(req.RequestType)
-	logRequest(f.log, req)
-	resp := cfnresponse.For(req, PhysicalResourceID)
-	work, reserve, cancel := cfnresponse.WorkContext(ctx)
-	defer cancel()
-	var redact []string
-	switch rt {
-	case RequestCreate, RequestUpdate:
-		var res ApplyResult
-		res, redact = f.createOrUpdate(work, reserve, req)
-		resp.Status, resp.Reason, resp.Data = res.Status, res.Reason, res.Data
-	case RequestDelete:
-		// Nothing to do, nothing to ask the apply function: the database
-		// outlives the stack.
-		resp.Status, resp.Reason = StatusSuccess, deleteReason
-	default:
-		resp.Status, resp.Reason = StatusFailed, fmt.Sprintf("unknown request type %q", rt)
-	}
-	return answer(ctx, f.log, f.send, req, resp, redact, start)
+	return respond(ctx, f.log, f.send, req, f.createOrUpdate)
 }
 
 // createOrUpdate reads the secrets, invokes the apply function and returns

@@ -244,9 +244,21 @@ func (h *Handler) HandleEvent(ctx context.Context, raw json.RawMessage) (Respons
 // returns it. The error is the delivery's, never the work's: a FAILED
 // answer delivered is a successful invocation.
 func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
+	return respond(ctx, h.log, h.send, req, func(work context.Context, reserve time.Duration, req Request) (ApplyResult, []string) {
+		return h.createOrUpdate(work, reserve, string(req.RequestType), req.ResourceProperties)
+	})
+}
+
+// respond answers req, in every mode that answers CloudFormation: Create
+// and Update by createOrUpdate within the invocation's deadline less the
+// answer's reserve, Delete at once (the database outlives the stack), and
+// PUTs the answer with every secret value read kept out of it. The error
+// is the delivery's, never the work's.
+func respond(ctx context.Context, log *slog.Logger, send cfnresponse.Sender, req Request,
+	createOrUpdate func(work context.Context, reserve time.Duration, req Request) (ApplyResult, []string)) (Response, error) {
 	start := time.Now()
 	rt := string(req.RequestType)
-	logRequest(h.log, req)
+	logRequest(log, req)
 	resp := cfnresponse.For(req, PhysicalResourceID)
 	work, reserve, cancel := cfnresponse.WorkContext(ctx)
 	defer cancel()
@@ -254,14 +266,16 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 	switch rt {
 	case RequestCreate, RequestUpdate:
 		var res ApplyResult
-		res, redact = h.createOrUpdate(work, reserve, rt, req.ResourceProperties)
+		res, redact = createOrUpdate(work, reserve, req)
 		resp.Status, resp.Reason, resp.Data = res.Status, res.Reason, res.Data
 	case RequestDelete:
+		// Nothing to do: the database, its data and its roles outlive the
+		// stack (nor does the front ask the apply function anything).
 		resp.Status, resp.Reason = StatusSuccess, deleteReason
 	default:
 		resp.Status, resp.Reason = StatusFailed, fmt.Sprintf("unknown request type %q", rt)
 	}
-	return answer(ctx, h.log, h.send, req, resp, redact, start)
+	return answer(ctx, log, send, req, resp, redact, start)
 }
 
 // logRequest logs a request's line: never its ResponseURL (pre-signed:
