@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
@@ -224,5 +226,29 @@ func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}
+	}
+}
+
+// paidInvoicesRegister is a user's handler package taking invoice.paid for
+// every Stripe source, which the example stripedunning already handles.
+func paidInvoicesRegister(r *processor.Registry) {
+	stripedunning.Register(r, processor.Kind("stripe"))
+	r.HandleFunc(processor.Kind("stripe"), stripedunning.TypePaid, func(context.Context, pgx.Tx, *processor.Event) error { return nil })
+}
+
+// TestSetupRefusesADuplicateRoute: a route registered twice fails start-up
+// with one line naming both registrations (no panic, no stack trace), before
+// the database is even reached.
+func TestSetupRefusesADuplicateRoute(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error"}
+	_, _, err := setupWith(t.Context(), func(k string) string { return env[k] }, paidInvoicesRegister)
+	if err == nil {
+		t.Fatal("setup with a duplicate route succeeded")
+	}
+	want := regexp.MustCompile(`^processor: route kind stripe, type invoice\.paid registered twice: ` +
+		`by shared/handlers/stripedunning\.Register \(dunning\.go:\d+\) and by functions/processor\.paidInvoicesRegister \(main_test\.go:\d+\)$`)
+	if !want.MatchString(err.Error()) {
+		t.Fatalf("err = %q, want one line matching %s", err, want)
 	}
 }

@@ -1369,6 +1369,9 @@ func testPGMisc(t *testing.T, e *env) {
 func testHandlerQueries(t *testing.T, e *env) {
 	reg := processor.NewRegistry()
 	handlers.Register(reg)
+	if err := reg.Err(); err != nil {
+		t.Fatal(err)
+	}
 	apply := func(kind, eventType, fixture string) {
 		t.Helper()
 		body := must[[]byte](t)(os.ReadFile(filepath.Join("..", "handlers", fixture)))
