@@ -33,9 +33,13 @@ setup: ## install what the tests and the dev stack need (PostgreSQL server, pinn
 	@# Build the pinned tools once into Go's cache (later runs are cache hits).
 	@for t in gotestsum versitygw aws-lambda-rie sqlc; do $(GOTOOLS) -n $$t >/dev/null; done
 
+# DEV_ARGS are more flags of `webhookdev dev` (make dev DEV_ARGS=--samples);
+# --watch restarts the stack with the new code when a Go file changes.
+DEV_ARGS ?=
+
 .PHONY: dev
-dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver
-	$(GO) run ./cmd/webhookdev dev
+dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver; restarts on code changes
+	$(GO) run ./cmd/webhookdev dev --watch $(DEV_ARGS)
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2000000x)

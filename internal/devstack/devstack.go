@@ -86,6 +86,14 @@ type Options struct {
 	SamEnvFile string
 	// Getenv is the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// Samples prints, at start-up, a curl with a freshly signed sample
+	// for each source (--samples) instead of one compact `webhookdev
+	// send` line per source.
+	Samples bool
+	// KeepUnhandled leaves the events processed without a handler as they
+	// are at start-up, printing the command that replays them; by default
+	// those whose route now has a handler are replayed (CatchUp).
+	KeepUnhandled bool
 	// OnArchiveRun, when set, is called after each archiver pass with its
 	// result (tests wait for passes with it instead of sleeping).
 	OnArchiveRun func(archive.Result, error)
@@ -256,6 +264,12 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
+	// What waits since the last run: the backlog, drained as the
+	// processor starts, and the events that came before their handler.
+	// A failure here is said and the stack runs on: it is a convenience.
+	if err := CatchUp(ctx, out, storage.New(opPool), reg, !o.KeepUnhandled); err != nil {
+		fmt.Fprintf(out, "%v (the stack runs on; webhookctl replay --outcome unhandled does it by hand)\n", err)
+	}
 	var lns []net.Listener
 	defer func() {
 		for _, l := range lns {
@@ -312,7 +326,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if !o.EMF {
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
-	PrintSamples(out, rc.Sources, base)
+	PrintSamples(out, rc.Sources, base, o.Samples)
 	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved)()
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 
@@ -400,6 +414,13 @@ func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url stri
 			stop()
 			return "", nil, fmt.Errorf("create the dev database: %w", err)
 		}
+	}
+	if was := cluster.PortMoved(); was != 0 {
+		// The port is kept across restarts (localpg's port file); said
+		// when it could not be, since a saved psql or GUI connection
+		// now points elsewhere. webhookctl reads the new one from the
+		// stack file.
+		fmt.Fprintf(out, "database: port %d, its port last time, is taken by another process: now on port %d\n", was, cluster.Port())
 	}
 	fmt.Fprintf(out, "database: %s (psql %q)\n", cluster.URL(Database), cluster.URL(Database))
 	return cluster.URL(Database), stop, nil

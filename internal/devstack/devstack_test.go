@@ -148,6 +148,10 @@ func TestDevStack(t *testing.T) {
 		!bytes.Contains(samEnv, []byte("host.docker.internal:"+dbPort[1]+"/")) || !bytes.Contains(samEnv, []byte(`"S3_ENDPOINT": "http://host.docker.internal:`)) {
 		t.Fatalf("env.json:\n%s", samEnv)
 	}
+	// The samples, compact: one send line per source, no curl.
+	if s := out.String(); !strings.Contains(s, "go run ./cmd/webhookdev send stripe dev/samples/stripe.json --url "+m[1]+"\n") || strings.Contains(s, "curl -sS") {
+		t.Errorf("the samples are not one send line per source:\n%s", s)
+	}
 	if !strings.Contains(out.String(), "sam local start-api --port 3001 --env-vars "+samEnvFile) {
 		t.Errorf("no sam local command in the start-up lines:\n%s", out.String())
 	}

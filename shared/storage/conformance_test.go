@@ -729,6 +729,13 @@ func testEventList(t *testing.T, e *env) {
 	if _, err := s.EventList(e.ctx, storage.EventFilter{Outcome: "bogus"}, e.now, 10); err == nil {
 		t.Fatal("unknown outcome accepted")
 	}
+	// The same, counted per route (make dev's start-up replay).
+	counts := must[[]storage.UnhandledCount](t)(s.EventCountUnhandledByRoute(e.ctx))
+	if !slices.ContainsFunc(counts, func(c storage.UnhandledCount) bool {
+		return c.Source == "shop" && c.EventType == unhandled.Type && c.SourceKind == unhandled.SourceKind && c.Count == 1
+	}) {
+		t.Fatalf("unhandled per route: %+v", counts)
+	}
 }
 
 // The real run resets, in chunks, exactly what the dry run counted, each
