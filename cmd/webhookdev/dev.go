@@ -22,7 +22,15 @@ them is honoured):
 
   - PostgreSQL: DATABASE_URL when set; otherwise a cluster started from the
     machine's own binaries with its data under --data (kept between runs);
-  - the migrations;
+  - the migrations and the functions' database roles, as the migration
+    function applies them, as the database's owner; then each component
+    connects as its deployed role (webhook_receiver, webhook_processor,
+    webhook_archiver, webhook_operator and webhook_operator_read), with
+    its deployed grants and a local password kept in .local/roles.json,
+    so that a missing grant fails here as it would deployed. Roles belong
+    to the whole server: on a DATABASE_URL server make dev creates or
+    updates them there. --as-owner (or WEBHOOKDEV_AS_OWNER=true) connects
+    every component as the owner instead;
   - the receiver on --addr, with the sources of WEBHOOK_SOURCES /
     WEBHOOK_SOURCES_FILE (default dev/sources.json, whose secrets are fake);
   - the processor, with the handlers of shared/handlers: the deployed
@@ -55,6 +63,7 @@ Ctrl-C stops everything.`,
 	cmd.Flags().StringVar(&o.S3Dir, "s3-data", filepath.Join(".local", "s3"), "folder of the local S3 server's buckets when S3_ENDPOINT is not set")
 	cmd.Flags().DurationVar(&o.ArchiveAge, "archive-age", 0, "archive events processed longer ago than this (default ARCHIVE_MIN_AGE, else 1m)")
 	cmd.Flags().DurationVar(&o.ArchiveEvery, "archive-every", devstack.DefaultArchiveEvery, "time between archiver runs")
+	cmd.Flags().BoolVar(&o.AsOwner, "as-owner", false, "connect every component as the database's owner, not as its deployed role (default "+devstack.EnvAsOwner+")")
 	cmd.Flags().BoolVar(&o.EMF, "emf", emf, "log as the Lambdas do: JSON lines with EMF metrics (default "+devstack.EnvEMF+")")
 	return cmd
 }
