@@ -27,7 +27,15 @@ them is honoured):
 
   - PostgreSQL: DATABASE_URL when set; otherwise a cluster started from the
     machine's own binaries with its data under --data (kept between runs);
-  - the migrations;
+  - the migrations and the functions' database roles, as the migration
+    function applies them, as the database's owner; then each component
+    connects as its deployed role (webhook_receiver, webhook_processor,
+    webhook_archiver, webhook_operator and webhook_operator_read), with
+    its deployed grants and a local password kept in .local/roles.json,
+    so that a missing grant fails here as it would deployed. Roles belong
+    to the whole server: on a DATABASE_URL server make dev creates or
+    updates them there. --as-owner (or WEBHOOKDEV_AS_OWNER=true) connects
+    every component as the owner instead;
   - the receiver on --addr, with the sources of WEBHOOK_SOURCES /
     WEBHOOK_SOURCES_FILE (default dev/sources.json, whose secrets are fake);
   - the processor, with the handlers of shared/handlers: the deployed
@@ -81,6 +89,7 @@ Ctrl-C stops everything.`,
 	cmd.Flags().BoolVar(&watching, "watch", false, "rebuild and restart the stack when a .go or .sql file of the module, go.mod or dev/sources.json changes (what make dev runs); a build that fails leaves the running stack until the code compiles")
 	cmd.Flags().BoolVar(&o.Samples, "samples", false, "print a curl with a freshly signed sample event per source at start-up (default: one `webhookdev send` line per source)")
 	cmd.Flags().BoolVar(&replay, "replay-unhandled", true, "at start-up, replay the events processed without a handler whose (source or kind, type) has one now; false prints the command instead")
+	cmd.Flags().BoolVar(&o.AsOwner, "as-owner", false, "connect every component as the database's owner, not as its deployed role (default "+devstack.EnvAsOwner+")")
 	cmd.Flags().BoolVar(&o.EMF, "emf", emf, "log as the Lambdas do: JSON lines with EMF metrics (default "+devstack.EnvEMF+")")
 	return cmd
 }

@@ -4,11 +4,12 @@
 // functions' database roles holding exactly the privileges their statements
 // use.
 //
-// The migration function (functions/migrator, at each deploy) and the
-// tests' template databases run Apply, so every test runs on the deployed
-// schema and can connect as a function's role; `make dev` and `webhookctl
-// migrate up` run Migrate, as the owner, with no roles. Nothing else
-// changes the schema: the functions' roles cannot.
+// The migration function (functions/migrator, at each deploy), `make dev`
+// (with local passwords, then each component connects as its role) and
+// the tests' template databases run Apply, so every test and the dev
+// stack run on the deployed schema and grants; `webhookctl migrate up`
+// runs Migrate, as the owner, with no roles. Nothing else changes the
+// schema: the functions' roles cannot.
 package dbschema
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -68,17 +70,25 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Versions, error) {
 
 // Grants returns every privilege of the function roles: the core tables'
 // (migrate.CoreGrants) and, for the processor's role, what each handler
-// package's Tables declares.
-func Grants() []migrate.Grant {
+// package's Tables declares, with USAGE on the sequences of the tables it
+// may insert into (migrate.Grant.Sequences; migrate.OwnedSequences names
+// them from the catalogue).
+func Grants() []migrate.Grant { return GrantsOf(handlers.Tables) }
+
+// GrantsOf is Grants for these handler packages' Tables.
+func GrantsOf(tables []processor.Tables) []migrate.Grant {
 	grants := migrate.CoreGrants()
-	for _, t := range handlers.Tables {
+	for _, t := range tables {
 		tables := make([]string, 0, len(t.Grants))
 		for table := range t.Grants {
 			tables = append(tables, table)
 		}
 		slices.Sort(tables) // one order, so that every run issues the same statements
 		for _, table := range tables {
-			grants = append(grants, migrate.Grant{Role: migrate.RoleProcessor, On: table, Privileges: t.Grants[table]})
+			// Sequences: the sequences the table owns (serial and identity
+			// columns) get USAGE with its INSERT, so that Tables lists
+			// tables only.
+			grants = append(grants, migrate.Grant{Role: migrate.RoleProcessor, On: table, Privileges: t.Grants[table], Sequences: true})
 		}
 	}
 	return grants
