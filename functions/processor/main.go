@@ -40,7 +40,7 @@ import (
 func main() {
 	// First, so that init already runs under the limit.
 	_, memErr := memlimit.Apply(os.Getenv)
-	h, pool, err := setup(context.Background(), os.Getenv)
+	h, pool, err := setup(context.Background(), os.Getenv, handlers.Register)
 	if err != nil {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("processor: start-up failed", "err", err)
 		os.Exit(1)
@@ -56,9 +56,11 @@ func main() {
 // stats it returns show in a manual invoke and in tests.
 type handlerFunc = func(context.Context, json.RawMessage) (processor.Stats, error)
 
-// setup reads the configuration and builds the Lambda handler. The pool is
-// made once per container, at init, and reused by every invocation.
-func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpool.Pool, error) {
+// setup reads the configuration and builds the Lambda handler, with the
+// handlers register registers (handlers.Register; the tests register their
+// own). The pool is made once per container, at init, and reused by every
+// invocation.
+func setup(ctx context.Context, getenv func(string) string, register func(*processor.Registry)) (handlerFunc, *pgxpool.Pool, error) {
 	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
@@ -76,7 +78,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 		return nil, nil, err
 	}
 	reg := processor.NewRegistry()
-	handlers.Register(reg)
+	register(reg)
 	cfg.Pool, cfg.Registry, cfg.Logger = pool, reg, log
 	waker, err := wake.Open(ctx, cfg.Waking)
 	if err != nil {

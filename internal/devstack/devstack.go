@@ -187,7 +187,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	// The schema and the handlers' tables, as the database's owner, which
 	// make dev runs everything as. In AWS the migration function applies
 	// them at each deploy, and each function connects as a role of its own.
-	version, err := dbschema.Migrate(ctx, procPool)
+	version, err := dbschema.Migrate(ctx, procPool, handlers.Tables)
 	if err != nil {
 		return err
 	}

@@ -44,9 +44,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
+
+// Tables are the handler packages every test database is migrated with,
+// and whose privileges its processor role holds: the application's
+// (handlers.Tables, whatever a fork registers) and the tests' own
+// (testhandler), which the project's processing tests register instead of
+// the application's handlers.
+var Tables = testhandler.With(handlers.Tables)
 
 // RolePassword is the function roles' password on the tests' servers. A
 // throwaway cluster trusts every local connection and ignores it; a
@@ -236,7 +245,7 @@ func migrateDB(ctx context.Context, dbURL string) error {
 	for _, r := range migrate.FunctionRoles() {
 		passwords[r] = RolePassword
 	}
-	_, err = dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	_, err = dbschema.Apply(ctx, pool, Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	return err
 }
 
