@@ -111,6 +111,9 @@ type Options struct {
 	// Register registers the processor's handlers; nil is
 	// handlers.Register, what the processor Lambda runs.
 	Register func(*processor.Registry)
+	// Tables are the handler packages' tables to migrate and grant; nil
+	// is handlers.Tables, what the migration function applies.
+	Tables []processor.Tables
 }
 
 // Run runs the dev stack until ctx is done, writing what it does, then its
@@ -492,15 +495,19 @@ func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url stri
 // roles with their deployed grants and local passwords (dbschema.Apply, as
 // the migration function runs it), returning the passwords.
 func migrateAndRoles(ctx context.Context, pool *pgxpool.Pool, o Options) (map[string]string, dbschema.Versions, error) {
+	tables := o.Tables
+	if tables == nil {
+		tables = handlers.Tables
+	}
 	if o.AsOwner {
-		v, err := dbschema.Migrate(ctx, pool)
+		v, err := dbschema.Migrate(ctx, pool, tables)
 		return nil, v, err
 	}
 	passwords, err := rolePasswords(o.RolesFile)
 	if err != nil {
 		return nil, dbschema.Versions{}, err
 	}
-	v, err := dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	v, err := dbschema.Apply(ctx, pool, tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	if err != nil {
 		return nil, v, fmt.Errorf("%w (make dev connects each component as its deployed database role, which the database's owner must be able to create and grant; --as-owner or %s=true connects all as the owner instead)", err, EnvAsOwner)
 	}

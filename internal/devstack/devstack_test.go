@@ -26,8 +26,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
@@ -82,8 +82,10 @@ func TestDevStack(t *testing.T) {
 	if _, err := owner.Exec(ctx, `CREATE TABLE dev_undeclared (id bigint GENERATED ALWAYS AS IDENTITY, event_id text)`); err != nil {
 		t.Fatal(err)
 	}
+	// The tests' own handler serves every Stripe event, whatever the
+	// application registers.
 	register := func(r *processor.Registry) {
-		handlers.Register(r)
+		testhandler.Register(r, processor.Kind("stripe"), processor.AnyType)
 		r.HandleFunc(processor.Source("github"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
 			_, err := tx.Exec(ctx, `INSERT INTO dev_undeclared (event_id) VALUES ($1)`, ev.EventID)
 			return err
@@ -100,7 +102,7 @@ func TestDevStack(t *testing.T) {
 				}
 			},
 			Addr: "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
-			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Getenv: func(k string) string { return env[k] },
+			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Tables: pgtest.Tables, Getenv: func(k string) string { return env[k] },
 		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
@@ -265,13 +265,14 @@ func TestEveryKindHasAShapeAndASample(t *testing.T) {
 	}
 }
 
-// The generator names the handler that already serves the new route: the
-// issue's first handler, invoice.paid for kind stripe, is the example's.
+// The generator names the handler that already serves the new route (as
+// the example stripedunning serves the first handler, invoice.paid
+// for kind stripe).
 func TestClashNamesTheRegisteredHandler(t *testing.T) {
 	t.Parallel()
 	reg := processor.NewRegistry()
-	handlers.Register(reg)
-	if c := Clash(reg, paid); !strings.Contains(c, "stripedunning.handlePaid") {
+	testhandler.Register(reg, processor.Kind("stripe"), "invoice.paid")
+	if c := Clash(reg, paid); !strings.Contains(c, "testhandler.Record") {
 		t.Fatalf("clash = %q", c)
 	}
 	if c := Clash(reg, Spec{Name: "x", Kind: "github", Type: "push"}); c != "" {

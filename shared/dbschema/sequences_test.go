@@ -12,7 +12,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -36,12 +35,12 @@ DROP TABLE paid_invoices;
 	}
 }
 
-// setRolesFor applies the roles with the registered handlers' Tables and
+// setRolesFor applies the roles with the test databases. Tables and
 // extra, as the migration function would with extra registered.
 func setRolesFor(t *testing.T, pool *pgxpool.Pool, extra ...processor.Tables) {
 	t.Helper()
-	tables := append(slices.Clone(handlers.Tables), extra...)
-	if err := migrate.Roles(t.Context(), pool, migrate.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords(), Grants: dbschema.GrantsOf(tables)}); err != nil {
+	tables := append(slices.Clone(pgtest.Tables), extra...)
+	if err := migrate.Roles(t.Context(), pool, migrate.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords(), Grants: dbschema.Grants(tables)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -88,7 +87,7 @@ func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
 			t.Errorf("the processor lacks USAGE on %s", seq)
 		}
 	}
-	grants, err := migrate.OwnedSequences(ctx, pool, dbschema.GrantsOf(append(slices.Clone(handlers.Tables), tb)))
+	grants, err := migrate.OwnedSequences(ctx, pool, dbschema.Grants(append(slices.Clone(pgtest.Tables), tb)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +159,7 @@ func TestIdentityAndSerialNeeds(t *testing.T) {
 		}
 	}
 	// INSERT on both tables, no sequence: Sequences off, as a hand would.
-	grants := append(dbschema.Grants(),
+	grants := append(dbschema.Grants(pgtest.Tables),
 		migrate.Grant{Role: migrate.RoleProcessor, On: "ident_only", Privileges: []string{"INSERT"}},
 		migrate.Grant{Role: migrate.RoleProcessor, On: "serial_only", Privileges: []string{"INSERT"}},
 		migrate.Grant{Role: migrate.RoleProcessor, On: "fk_child", Privileges: []string{"INSERT"}})
