@@ -78,6 +78,10 @@ setup-browser: ## install Chromium for the console's browser tests (make test do
 test: setup setup-browser build lint generate-check ## everything: install, build, vet, generated code fresh, fuzz smoke, all tests against a real Postgres
 	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
+	@# A user's first handler (webhookdev new handler, a table with an identity
+	@# column), generated into a copy of the module, leaves every test that links
+	@# the handlers green; a step of its own so that the two runs do not compete.
+	WEBHOOK_INBOX_SUITE_IN_COPY=1 $(GO) test -count=1 -timeout 30m -run TestGeneratedHandlerLeavesTheSuiteGreen ./internal/scaffold
 
 .PHONY: cost
 cost: ## each deployment profile's monthly cost from the translated template and dated prices; fails when docs/deploy.md disagrees (go run ./cmd/webhookdev cost -w rewrites it)

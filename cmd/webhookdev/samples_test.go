@@ -92,19 +92,38 @@ func TestReadmeIDs(t *testing.T) {
 
 // `new handler` refuses, writing nothing, what it cannot write; the
 // command runs in the real repository here, so only refusals are tried
-// (internal/scaffold's tests write into copies).
+// (internal/scaffold's tests write into copies), under a name no package
+// has, and the "exists" case under whichever handler package the
+// application has: the test holds in a fork.
 func TestNewHandlerRefusals(t *testing.T) {
-	for _, tc := range []struct {
+	const name = "wirefusedhandler"
+	if _, err := os.Stat(filepath.Join("shared", "handlers", name)); err == nil {
+		t.Fatalf("shared/handlers/%s exists: the test needs a name no package has", name)
+	}
+	cases := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"paid_invoices", "--kind", "stripe", "--type", "invoice.paid"}, "Go package name"},
-		{[]string{"paidinvoices", "--kind", "paypal", "--type", "invoice.paid"}, `kind "paypal"`},
-		{[]string{"paidinvoices", "--type", "invoice.paid"}, "--kind or --source"},
-		{[]string{"paidinvoices", "--kind", "stripe", "--source", "stripe", "--type", "invoice.paid"}, "not both"},
-		{[]string{"paidinvoices", "--source", "nosuchsource", "--type", "invoice.paid"}, "no source named"},
-		{[]string{"stripedunning", "--kind", "stripe", "--type", "invoice.paid"}, "exists"},
-	} {
+		{[]string{"wi_refused_handler", "--kind", "stripe", "--type", "invoice.paid"}, "Go package name"},
+		{[]string{name, "--kind", "paypal", "--type", "invoice.paid"}, `kind "paypal"`},
+		{[]string{name, "--type", "invoice.paid"}, "--kind or --source"},
+		{[]string{name, "--kind", "stripe", "--source", "stripe", "--type", "invoice.paid"}, "not both"},
+		{[]string{name, "--source", "nosuchsource", "--type", "invoice.paid"}, "no source named"},
+	}
+	entries, err := os.ReadDir(filepath.Join("shared", "handlers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			cases = append(cases, struct {
+				args []string
+				want string
+			}{[]string{e.Name(), "--kind", "stripe", "--type", "invoice.paid"}, "exists"})
+			break
+		}
+	}
+	for _, tc := range cases {
 		before, err := os.ReadFile("shared/handlers/local.go")
 		if err != nil {
 			t.Fatal(err)
@@ -116,8 +135,8 @@ func TestNewHandlerRefusals(t *testing.T) {
 		if after, _ := os.ReadFile("shared/handlers/local.go"); string(after) != string(before) {
 			t.Fatalf("new handler %s changed local.go", strings.Join(tc.args, " "))
 		}
-		if _, err := os.Stat("shared/handlers/paidinvoices"); err == nil {
-			t.Fatal("a refused new handler wrote shared/handlers/paidinvoices")
+		if _, err := os.Stat(filepath.Join("shared", "handlers", name)); err == nil {
+			t.Fatalf("a refused new handler wrote shared/handlers/%s", name)
 		}
 	}
 }

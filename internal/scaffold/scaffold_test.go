@@ -5,12 +5,17 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
@@ -306,9 +311,74 @@ func TestGeneratedHandlerBuildsAndPasses(t *testing.T) {
 	}
 }
 
+// EnvSuiteInCopy runs TestGeneratedHandlerLeavesTheSuiteGreen (make test
+// sets it for a step of its own, after the main run, so that the nested
+// run does not compete with it for the machine).
+const EnvSuiteInCopy = "WEBHOOK_INBOX_SUITE_IN_COPY"
+
+// TestGeneratedHandlerLeavesTheSuiteGreen: a user's first handler package,
+// generated into a copy of the module (a table with an identity column,
+// registered in local.go), leaves every test that could see it green: the
+// tests of every package whose test binary links shared/handlers (go list
+// -test -deps), the heavy tier included, which migrate it into every test
+// database, compile it into the Lambda binaries under the emulator and
+// route through it. This package is left out: it would run itself.
+func TestGeneratedHandlerLeavesTheSuiteGreen(t *testing.T) {
+	tier.Heavy(t, "runs the tests of every package that links the handlers, in a copy of the module with a generated handler")
+	if os.Getenv(EnvSuiteInCopy) != "1" {
+		t.Skip(EnvSuiteInCopy + "=1 runs it (make test does, in a step of its own)")
+	}
+	root := copyModule(t, "docs")
+	if _, err := Write(root, paid); err != nil {
+		t.Fatal(err)
+	}
+	// Where the route is already served (by the example stripedunning, as
+	// the repository ships), the user does what the generator says:
+	// removes that package's registration from local.go, keeping its code
+	// and its tables.
+	reg := processor.NewRegistry()
+	handlers.Register(reg)
+	if h, ok := reg.Lookup("", paid.Kind, paid.Type); ok && Clash(reg, paid) != "" {
+		fn := runtime.FuncForPC(reflect.ValueOf(h).Pointer()).Name() // .../shared/handlers/stripedunning.handlePaid
+		pkg := path.Base(fn[:strings.LastIndex(fn, ".")])
+		local := filepath.Join(root, LocalFile)
+		b, err := os.ReadFile(local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for line := range strings.Lines(string(b)) {
+			if !strings.Contains(line, pkg+".Register(") {
+				kept = append(kept, line)
+			}
+		}
+		if len(kept) == strings.Count(string(b), "\n") {
+			t.Fatalf("%s serves %s %s, and no line of %s registers it", fn, paid.Kind, paid.Type, LocalFile)
+		}
+		if err := os.WriteFile(local, []byte(strings.Join(kept, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := gocmd(t, root, "list", "-test", "-f", "{{if .ForTest}}{{.ForTest}} {{join .Deps \" \"}}{{end}}", "./...")
+	const handlersPkg = "github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	self := "github.com/webhook-inbox/webhook-inbox/internal/scaffold"
+	var pkgs []string
+	for line := range strings.Lines(list) {
+		f := strings.Fields(line)
+		if len(f) > 1 && f[0] != self && slices.Contains(f[1:], handlersPkg) && !slices.Contains(pkgs, f[0]) {
+			pkgs = append(pkgs, f[0])
+		}
+	}
+	if !slices.Contains(pkgs, "github.com/webhook-inbox/webhook-inbox/shared/dbschema") || !slices.Contains(pkgs, "github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal") {
+		t.Fatalf("the packages linking the handlers miss dbschema or lambdalocal: %v", pkgs)
+	}
+	out := gocmd(t, root, append([]string{"test", "-trimpath", "-count=1", "-timeout", "20m"}, pkgs...)...)
+	t.Logf("%d packages green with the generated handler:\n%s", len(pkgs), out)
+}
+
 // copyModule copies the module's source (no .git, no local data, not the
 // bench module) into a temporary directory.
-func copyModule(t *testing.T) string {
+func copyModule(t *testing.T, keep ...string) string {
 	t.Helper()
 	root := t.TempDir()
 	src, err := filepath.Abs(repoRoot)
@@ -316,6 +386,9 @@ func copyModule(t *testing.T) string {
 		t.Fatal(err)
 	}
 	skip := map[string]bool{".git": true, ".local": true, "bench": true, "docs": true, "node_modules": true}
+	for _, k := range keep {
+		delete(skip, k)
+	}
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

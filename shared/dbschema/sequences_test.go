@@ -16,22 +16,22 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-// paidInvoices is a handler package's Tables as a user writes it: one
+// seqtestInvoices is a handler package's Tables as a user writes it: one
 // table with an identity column and a serial one, declared with the
 // privileges of its statements and nothing about its sequences.
-func paidInvoices(privileges ...string) processor.Tables {
+func seqtestInvoices(privileges ...string) processor.Tables {
 	return processor.Tables{
-		Name: "paidinvoices", Dir: "migrations", VersionTable: "paidinvoices_goose_db_version",
-		Migrations: fstest.MapFS{"migrations/00001_paid_invoices.sql": {Data: []byte(`-- +goose Up
-CREATE TABLE paid_invoices (
+		Name: "seqtest", Dir: "migrations", VersionTable: "seqtest_goose_db_version",
+		Migrations: fstest.MapFS{"migrations/00001_seqtest_invoices.sql": {Data: []byte(`-- +goose Up
+CREATE TABLE seqtest_invoices (
 	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	seq bigserial NOT NULL,
 	invoice_id text NOT NULL UNIQUE
 );
 -- +goose Down
-DROP TABLE paid_invoices;
+DROP TABLE seqtest_invoices;
 `)}},
-		Grants: map[string][]string{"paid_invoices": privileges},
+		Grants: map[string][]string{"seqtest_invoices": privileges},
 	}
 }
 
@@ -64,13 +64,13 @@ func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
-	tb := paidInvoices("SELECT", "INSERT")
+	tb := seqtestInvoices("SELECT", "INSERT")
 	if _, err := migrate.FS(ctx, pool, tb.Migrations, tb.Dir, tb.VersionTable); err != nil {
 		t.Fatal(err)
 	}
 	as := pgtest.As(t, pool, migrate.RoleProcessor)
 	insert := func(id string) error {
-		_, err := as.Exec(ctx, `INSERT INTO paid_invoices (invoice_id) VALUES ($1)`, id)
+		_, err := as.Exec(ctx, `INSERT INTO seqtest_invoices (invoice_id) VALUES ($1)`, id)
 		return err
 	}
 	denied := func(err error, object string) bool {
@@ -82,7 +82,7 @@ func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
 	if err := insert("in_1"); err != nil {
 		t.Fatalf("insert as the processor with the table declared: %v", err)
 	}
-	for _, seq := range []string{"paid_invoices_id_seq", "paid_invoices_seq_seq"} {
+	for _, seq := range []string{"seqtest_invoices_id_seq", "seqtest_invoices_seq_seq"} {
 		if !sequencePrivilege(t, pool, seq) {
 			t.Errorf("the processor lacks USAGE on %s", seq)
 		}
@@ -111,28 +111,28 @@ func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
 	if got := held(t, pool, migrate.RoleProcessor); !slices.Equal(got, want) {
 		t.Errorf("the processor holds\n%v\nwant\n%v", got, want)
 	}
-	for _, p := range []privilege{{"paid_invoices_id_seq", "", "USAGE"}, {"paid_invoices_seq_seq", "", "USAGE"}, {"paid_invoices", "", "INSERT"}} {
+	for _, p := range []privilege{{"seqtest_invoices_id_seq", "", "USAGE"}, {"seqtest_invoices_seq_seq", "", "USAGE"}, {"seqtest_invoices", "", "INSERT"}} {
 		if !slices.Contains(want, p) {
 			t.Errorf("OwnedSequences does not list %v", p)
 		}
 	}
 
 	// Without INSERT, nothing calls nextval: no sequence.
-	setRolesFor(t, pool, paidInvoices("SELECT"))
-	if sequencePrivilege(t, pool, "paid_invoices_id_seq") || sequencePrivilege(t, pool, "paid_invoices_seq_seq") {
+	setRolesFor(t, pool, seqtestInvoices("SELECT"))
+	if sequencePrivilege(t, pool, "seqtest_invoices_id_seq") || sequencePrivilege(t, pool, "seqtest_invoices_seq_seq") {
 		t.Error("a table declared with SELECT only gave its sequences USAGE")
 	}
-	if err := insert("in_2"); !denied(err, "paid_invoices") {
+	if err := insert("in_2"); !denied(err, "seqtest_invoices") {
 		t.Errorf("insert without INSERT: %v", err)
 	}
 
 	// The table no longer declared: its grants and its sequences' are
 	// revoked, as every grant not listed is.
 	setRolesFor(t, pool)
-	if sequencePrivilege(t, pool, "paid_invoices_id_seq") || sequencePrivilege(t, pool, "paid_invoices_seq_seq") {
+	if sequencePrivilege(t, pool, "seqtest_invoices_id_seq") || sequencePrivilege(t, pool, "seqtest_invoices_seq_seq") {
 		t.Error("the sequences kept USAGE after their table left Tables")
 	}
-	if err := insert("in_3"); !denied(err, "paid_invoices") {
+	if err := insert("in_3"); !denied(err, "seqtest_invoices") {
 		t.Errorf("insert into an undeclared table: %v", err)
 	}
 }
