@@ -390,7 +390,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
 	PrintSamples(out, rc.Sources, base, o.Samples)
-	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved)()
+	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved, passwords)()
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 
 	runCtx, stopRun := context.WithCancel(ctx)
