@@ -202,6 +202,19 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 			p.Close()
 		}
 	}()
+	// The handlers first, as the processor Lambda does: a route registered
+	// twice stops the start with one line naming both registrations,
+	// before anything is migrated.
+	reg := processor.NewRegistry()
+	register := o.Register
+	if register == nil {
+		register = handlers.Register
+	}
+	register(reg)
+	if err := reg.Err(); err != nil {
+		return err
+	}
+
 	// The schema, the handlers' tables and the functions' roles, as the
 	// database's owner, the one user that migrates: as the migration
 	// function applies them at each deploy.
@@ -277,12 +290,6 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 
 	// The processor, as the Lambda builds it, reading archived bodies for
 	// replays from the same archive.
-	reg := processor.NewRegistry()
-	register := o.Register
-	if register == nil {
-		register = handlers.Register
-	}
-	register(reg)
 	pc := cfgs.Processor
 	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
 	if pc.Archive.Bucket != "" {

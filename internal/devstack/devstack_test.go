@@ -320,3 +320,27 @@ func TestDevStack(t *testing.T) {
 		t.Errorf("%d archiver run lines, want 1 (the pass that archived; idle passes are quiet):\n%s", n, log)
 	}
 }
+
+// TestDevStackRefusesADuplicateRoute: a route registered twice stops make
+// dev's start with the one line naming both registrations, before the
+// database is migrated (the database here could not even be reached).
+func TestDevStackRefusesADuplicateRoute(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/nowhere?connect_timeout=1", "LOG_LEVEL": "error"}
+	register := func(r *processor.Registry) {
+		testhandler.Register(r, processor.Kind("stripe"), "invoice.paid")
+		r.HandleFunc(processor.Kind("stripe"), "invoice.paid", func(context.Context, pgx.Tx, *processor.Event) error { return nil })
+	}
+	var out lockedBuffer
+	err := devstack.Run(t.Context(), &out, devstack.Options{
+		StackFile: filepath.Join(t.TempDir(), "devstack.json"), SamEnvFile: filepath.Join(t.TempDir(), "env.json"),
+		RolesFile: filepath.Join(t.TempDir(), "roles.json"), Register: register, Getenv: func(k string) string { return env[k] },
+	})
+	want := regexp.MustCompile(`^processor: route kind stripe, type invoice\.paid registered twice: by internal/testkit/testhandler\.Register \(testhandler\.go:\d+\) and by internal/devstack_test\.TestDevStackRefusesADuplicateRoute\.func1 \(devstack_test\.go:\d+\)$`)
+	if err == nil || !want.MatchString(err.Error()) {
+		t.Fatalf("err = %v, want one line matching %s\n%s", err, want, out.String())
+	}
+	if strings.Contains(out.String(), "schema:") {
+		t.Fatalf("the schema was migrated before the routes were checked:\n%s", out.String())
+	}
+}
