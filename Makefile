@@ -33,9 +33,13 @@ setup: ## install what the tests and the dev stack need (PostgreSQL server, pinn
 	@# Build the pinned tools once into Go's cache (later runs are cache hits).
 	@for t in gotestsum versitygw aws-lambda-rie sqlc; do $(GOTOOLS) -n $$t >/dev/null; done
 
+# DEV_ARGS are more flags of `webhookdev dev` (make dev DEV_ARGS=--samples);
+# --watch restarts the stack with the new code when a Go file changes.
+DEV_ARGS ?=
+
 .PHONY: dev
-dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver
-	$(GO) run ./cmd/webhookdev dev
+dev: setup ## the whole system in one process: Postgres, S3, receiver on http://127.0.0.1:3000, processor, archiver; restarts on code changes
+	$(GO) run ./cmd/webhookdev dev --watch $(DEV_ARGS)
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2000000x)
@@ -74,6 +78,10 @@ setup-browser: ## install Chromium for the console's browser tests (make test do
 test: setup setup-browser build lint generate-check ## everything: install, build, vet, generated code fresh, fuzz smoke, all tests against a real Postgres
 	@./scripts/fuzz-smoke.sh
 	$(GOTOOLS) gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg -- -count=1 -race -timeout 20m $(PKGS)
+	@# A user's first handler (webhookdev new handler, a table with an identity
+	@# column), generated into a copy of the module, leaves every test that links
+	@# the handlers green; a step of its own so that the two runs do not compete.
+	WEBHOOK_INBOX_SUITE_IN_COPY=1 $(GO) test -count=1 -timeout 30m -run TestGeneratedHandlerLeavesTheSuiteGreen ./internal/scaffold
 
 .PHONY: cost
 cost: ## each deployment profile's monthly cost from the translated template and dated prices; fails when docs/deploy.md disagrees (go run ./cmd/webhookdev cost -w rewrites it)

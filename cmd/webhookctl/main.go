@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
@@ -53,6 +54,7 @@ func newRootCmd() *cobra.Command {
 	}
 	registerRemote(root)
 	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(), newWhoamiCmd(),
-		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd(), newConsoleCmd())
+		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd(), newConsoleCmd(),
+		newHandlersCmd(handlers.Register))
 	return root
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -31,7 +32,7 @@ a deploy.`,
 				return err
 			}
 			defer pool.Close()
-			v, err := dbschema.Migrate(cmd.Context(), pool)
+			v, err := dbschema.Migrate(cmd.Context(), pool, handlers.Tables)
 			if err != nil {
 				return err
 			}

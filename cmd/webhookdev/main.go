@@ -39,6 +39,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd())
+	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newNewCmd())
 	return root
 }

@@ -25,7 +25,10 @@ the receiver's answer. For kinds that carry the event id or type in a header
 and --type set them. The easiest way to try the system:
 
   make dev &
-  go run ./cmd/webhookdev send stripe testdata-event.json`,
+  go run ./cmd/webhookdev send stripe dev/samples/stripe.json
+
+dev/samples/ holds a sample event for each kind, and dev/samples/README.md
+the command that sends each.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := devenv.LookupSource(cmd.Context(), os.Getenv, args[0])

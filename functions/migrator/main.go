@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -80,7 +81,7 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 			return nil, nil, err
 		}
 		slog.SetDefault(log)
-		a := schemaresource.NewApplier(getenv, log)
+		a := schemaresource.NewApplier(getenv, handlers.Tables, log)
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }, func() {}, nil
 	}
 	if modeErr != nil {
@@ -102,7 +103,7 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Pool, cfg.Logger = pool, log
+	cfg.Pool, cfg.Logger, cfg.Tables = pool, log, handlers.Tables
 	h, err := schemaresource.New(cfg)
 	if err != nil {
 		pool.Close()

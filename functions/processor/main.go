@@ -59,6 +59,19 @@ type handlerFunc = func(context.Context, json.RawMessage) (processor.Stats, erro
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and reused by every invocation.
 func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpool.Pool, error) {
+	return setupWith(ctx, getenv, handlers.Register)
+}
+
+// setupWith is setup with the handlers register wires (tests give their
+// own).
+func setupWith(ctx context.Context, getenv func(string) string, register func(*processor.Registry)) (handlerFunc, *pgxpool.Pool, error) {
+	// The handlers first: a route registered twice fails start-up with one
+	// line naming both registrations, before any connection is made.
+	reg := processor.NewRegistry()
+	register(reg)
+	if err := reg.Err(); err != nil {
+		return nil, nil, err
+	}
 	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
@@ -75,8 +88,6 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 	if err != nil {
 		return nil, nil, err
 	}
-	reg := processor.NewRegistry()
-	handlers.Register(reg)
 	cfg.Pool, cfg.Registry, cfg.Logger = pool, reg, log
 	waker, err := wake.Open(ctx, cfg.Waking)
 	if err != nil {

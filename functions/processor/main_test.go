@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -38,16 +39,24 @@ func scheduled(t *testing.T) json.RawMessage {
 	return raw
 }
 
+// register registers the tests' own handler (not the application's, which
+// a fork changes) by source kind, as the application's are.
+func register(r *processor.Registry) {
+	testhandler.Register(r, processor.Kind("stripe"), "invoice.payment_failed")
+	testhandler.Register(r, processor.Kind("square"), "order.created")
+}
+
 // TestScheduledDrain: the Lambda entry, each invocation one drain
 // (PROCESSOR_RUN_FOR=0), connected as the processor's database role,
-// drains what the receiver stored, with the example handlers routed by
-// source kind writing their tables (created by the migration function, not
-// by the processor), and the unhandled event marked processed.
+// drains what the receiver stored, with the handlers routed by source kind
+// writing their table (created by the migration function, not by the
+// processor, with an identity column), and the unhandled event marked
+// processed.
 func TestScheduledDrain(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
 	env := map[string]string{"DATABASE_URL": pgtest.RoleURL(t, url, migrate.RoleProcessor), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error", "PROCESSOR_RUN_FOR": "0"}
-	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	h, pool, err := setupWith(t.Context(), func(k string) string { return env[k] }, register)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +88,10 @@ func TestScheduledDrain(t *testing.T) {
 	if err != nil || st.Handled != 2 || st.Unhandled != 1 || st.Stopped != processor.StopDrained {
 		t.Fatalf("invocation = %+v, %v", st, err)
 	}
-	if d, err := stripedunning.Get(t.Context(), owner, "stripe", "in_1"); err != nil || d.Status != stripedunning.StatusPastDue {
-		t.Fatalf("dunning = %+v, %v", d, err)
-	}
-	if o, err := squareorders.Get(t.Context(), owner, "square", "o1"); err != nil || o.Version != 1 {
-		t.Fatalf("order = %+v, %v", o, err)
+	for src, id := range map[string]string{"stripe": "evt_fail_1", "square": "sq-evt-1"} {
+		if recs, err := testhandler.Records(t.Context(), owner, src); err != nil || len(recs) != 1 || recs[0].EventID != id {
+			t.Fatalf("%s: records = %+v, %v", src, recs, err)
+		}
 	}
 	// The connections carry the processor's session timeouts.
 	var stmt, idle string
@@ -109,7 +117,7 @@ func TestInvocationInRealTime(t *testing.T) {
 		"DATABASE_URL": pgtest.RoleURL(t, url, migrate.RoleProcessor), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error",
 		"PROCESSOR_RUN_FOR": "2s", "PROCESSOR_POLL_INTERVAL": "50ms",
 	}
-	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	h, pool, err := setupWith(t.Context(), func(k string) string { return env[k] }, register)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +173,7 @@ func TestInvocationInRealTime(t *testing.T) {
 func TestNearDeadlineInvocationClaimsNothing(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtest.URL(t), "WEBHOOK_SOURCES": sources, "LOG_LEVEL": "error"}
-	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	h, pool, err := setupWith(t.Context(), func(k string) string { return env[k] }, register)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +197,7 @@ func TestSetupFailsFast(t *testing.T) {
 		"unknown policy":  {map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x", "PROCESSOR_UNHANDLED": "drop"}, "PROCESSOR_UNHANDLED"},
 		"margin too thin": {map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x", "PROCESSOR_HANDLER_TIMEOUT": "1m", "PROCESSOR_SAFETY_MARGIN": "30s"}, "PROCESSOR_SAFETY_MARGIN"},
 	} {
-		_, _, err := setup(t.Context(), func(k string) string { return tc.env[k] })
+		_, _, err := setupWith(t.Context(), func(k string) string { return tc.env[k] }, register)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to name %s", name, err, tc.want)
 		}
@@ -202,7 +210,7 @@ func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 	t.Parallel()
 	// A short run: it polls through the failures and fails at its end.
 	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error", "PROCESSOR_RUN_FOR": "1s", "PROCESSOR_POLL_INTERVAL": "50ms"}
-	h, pool, err := setup(t.Context(), func(k string) string { return env[k] })
+	h, pool, err := setupWith(t.Context(), func(k string) string { return env[k] }, register)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,10 +227,35 @@ func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"LOG_LEVEL": "loud", "PROCESSOR_LEASE": "soon", "PROCESSOR_UNHANDLED": "ignore"}
-	_, _, err := setup(t.Context(), func(k string) string { return env[k] })
+	_, _, err := setupWith(t.Context(), func(k string) string { return env[k] }, register)
 	for _, want := range []string{"DATABASE_URL", "LOG_LEVEL", "PROCESSOR_LEASE", "PROCESSOR_UNHANDLED"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}
+	}
+}
+
+// paidInvoicesRegister is a user's handler taking invoice.paid for every
+// Stripe source, which a handler package (here the tests' own) already
+// handles.
+func paidInvoicesRegister(r *processor.Registry) {
+	testhandler.Register(r, processor.Kind("stripe"), "invoice.paid")
+	r.HandleFunc(processor.Kind("stripe"), "invoice.paid", func(context.Context, pgx.Tx, *processor.Event) error { return nil })
+}
+
+// TestSetupRefusesADuplicateRoute: a route registered twice fails start-up
+// with one line naming both registrations (no panic, no stack trace), before
+// the database is even reached.
+func TestSetupRefusesADuplicateRoute(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error"}
+	_, _, err := setupWith(t.Context(), func(k string) string { return env[k] }, paidInvoicesRegister)
+	if err == nil {
+		t.Fatal("setup with a duplicate route succeeded")
+	}
+	want := regexp.MustCompile(`^processor: route kind stripe, type invoice\.paid registered twice: ` +
+		`by internal/testkit/testhandler\.Register \(testhandler\.go:\d+\) and by functions/processor\.paidInvoicesRegister \(main_test\.go:\d+\)$`)
+	if !want.MatchString(err.Error()) {
+		t.Fatalf("err = %q, want one line matching %s", err, want)
 	}
 }

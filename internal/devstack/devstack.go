@@ -22,6 +22,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // EnvEMF, when true, makes the dev stack log as the Lambdas do (JSON lines
@@ -86,9 +89,31 @@ type Options struct {
 	SamEnvFile string
 	// Getenv is the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// Samples prints, at start-up, a curl with a freshly signed sample
+	// for each source (--samples) instead of one compact `webhookdev
+	// send` line per source.
+	Samples bool
+	// KeepUnhandled leaves the events processed without a handler as they
+	// are at start-up, printing the command that replays them; by default
+	// those whose route now has a handler are replayed (CatchUp).
+	KeepUnhandled bool
 	// OnArchiveRun, when set, is called after each archiver pass with its
 	// result (tests wait for passes with it instead of sleeping).
 	OnArchiveRun func(archive.Result, error)
+	// AsOwner connects every component as the database's owner (the
+	// DATABASE_URL's user, or the local cluster's superuser), as make dev
+	// did before it ran each as its deployed role: for a server where
+	// that user may not create roles. --as-owner, or WEBHOOKDEV_AS_OWNER.
+	AsOwner bool
+	// RolesFile keeps the function roles' local passwords between runs;
+	// "" means RolesFile under the repository root.
+	RolesFile string
+	// Register registers the processor's handlers; nil is
+	// handlers.Register, what the processor Lambda runs.
+	Register func(*processor.Registry)
+	// Tables are the handler packages' tables to migrate and grant; nil
+	// is handlers.Tables, what the migration function applies.
+	Tables []processor.Tables
 }
 
 // Run runs the dev stack until ctx is done, writing what it does, then its
@@ -110,6 +135,12 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	}
 	if o.SamEnvFile == "" {
 		o.SamEnvFile = filepath.Join(root, samlocal.EnvFile)
+	}
+	if o.RolesFile == "" {
+		o.RolesFile = filepath.Join(root, RolesFile)
+	}
+	if asOwner, _ := strconv.ParseBool(getenv(EnvAsOwner)); asOwner {
+		o.AsOwner = true
 	}
 	// Secrets named in the environment are resolved as a Lambda resolves
 	// them; the stack file keeps the unresolved names (StackEnv).
@@ -171,27 +202,70 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 			p.Close()
 		}
 	}()
-	open := func(c storage.PoolConfig) (*pgxpool.Pool, error) {
+	// The handlers first, as the processor Lambda does: a route registered
+	// twice stops the start with one line naming both registrations,
+	// before anything is migrated.
+	reg := processor.NewRegistry()
+	register := o.Register
+	if register == nil {
+		register = handlers.Register
+	}
+	register(reg)
+	if err := reg.Err(); err != nil {
+		return err
+	}
+
+	// The schema, the handlers' tables and the functions' roles, as the
+	// database's owner, the one user that migrates: as the migration
+	// function applies them at each deploy.
+	ownerCfg := cfgs.Processor.Database
+	ownerCfg.Credentials = creds
+	ownerPool, err := ownerCfg.Open(ctx)
+	if err != nil {
+		return err
+	}
+	var owner string
+	if err := ownerPool.QueryRow(ctx, `SELECT current_user`).Scan(&owner); err != nil {
+		ownerPool.Close()
+		return fmt.Errorf("database: %w", err)
+	}
+	passwords, version, err := migrateAndRoles(ctx, ownerPool, o)
+	ownerPool.Close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "schema: migrated to version %s as %s\n", version, owner)
+	if o.AsOwner {
+		fmt.Fprintf(out, "database roles: none; every component connects as %s (--as-owner: a missing grant does not fail here as it would deployed)\n", owner)
+	} else {
+		var as []string
+		for _, c := range componentRoles {
+			as = append(as, c.component+" as "+c.role)
+		}
+		fmt.Fprintf(out, "database roles: %s, each with its deployed grants (passwords in %s; --as-owner connects all as %s)\n", strings.Join(as, ", "), o.RolesFile, owner)
+		if !cfgs.LocalDatabase {
+			fmt.Fprintf(out, "database roles: roles belong to the whole server of DATABASE_URL, not to its database: make dev created or updated them there and set their passwords; a stack deployed on the same server would be locked out (give make dev a server of its own, or --as-owner)\n")
+		}
+	}
+
+	// Each component gets the pool its Lambda opens, as its function's
+	// role.
+	open := func(c storage.PoolConfig, component, role string) (*pgxpool.Pool, error) {
 		c.Credentials = creds
+		if !o.AsOwner {
+			c.Credentials = roleLogin{role: role, password: passwords[role]}
+		}
 		pool, err := c.Open(ctx)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", component, err)
 		}
 		pools = append(pools, pool)
 		return pool, nil
 	}
-	procPool, err := open(cfgs.Processor.Database)
+	procPool, err := open(cfgs.Processor.Database, "processor", migrate.RoleProcessor)
 	if err != nil {
 		return err
 	}
-	// The schema and the handlers' tables, as the database's owner, which
-	// make dev runs everything as. In AWS the migration function applies
-	// them at each deploy, and each function connects as a role of its own.
-	version, err := dbschema.Migrate(ctx, procPool)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "schema: migrated to version %s\n", version)
 
 	// The archiver, as the Lambda builds it; the bucket is made if missing.
 	blobs, err := blobstore.Open(ctx, cfgs.Archive.S3)
@@ -201,7 +275,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err := blobs.CreateBucket(ctx); err != nil {
 		return err
 	}
-	archPool, err := open(cfgs.Archive.Database)
+	archPool, err := open(cfgs.Archive.Database, "archiver", migrate.RoleArchiver)
 	if err != nil {
 		return err
 	}
@@ -216,8 +290,6 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 
 	// The processor, as the Lambda builds it, reading archived bodies for
 	// replays from the same archive.
-	reg := processor.NewRegistry()
-	handlers.Register(reg)
 	pc := cfgs.Processor
 	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
 	if pc.Archive.Bucket != "" {
@@ -231,7 +303,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}
 
 	// The receiver, as the Lambda builds it, behind the same recovery.
-	recvPool, err := open(cfgs.Receiver.Database)
+	recvPool, err := open(cfgs.Receiver.Database, "receiver", migrate.RoleReceiver)
 	if err != nil {
 		return err
 	}
@@ -248,13 +320,25 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}()
 	// The operator function, as the template deploys it: read-only and
 	// acting, each behind the stand-in for its URL's IAM check.
-	opPool, err := open(cfgs.Operator.Database)
+	opPool, err := open(cfgs.Operator.Database, "operator API (acting)", migrate.RoleOperator)
 	if err != nil {
 		return err
 	}
-	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), Archive: cfgs.Operator.Archive, Logger: log})
+	readDB := cfgs.Operator.Database
+	readDB.ApplicationName += "-read" // as pg_stat_activity tells the two apart
+	opReadPool, err := open(readDB, "operator API (read-only)", migrate.RoleOperatorRead)
 	if err != nil {
 		return err
+	}
+	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Logger: log})
+	if err != nil {
+		return err
+	}
+	// What waits since the last run: the backlog, drained as the
+	// processor starts, and the events that came before their handler.
+	// A failure here is said and the stack runs on: it is a convenience.
+	if err := CatchUp(ctx, out, storage.New(opPool), reg, !o.KeepUnhandled); err != nil {
+		fmt.Fprintf(out, "%v (the stack runs on; webhookctl replay --outcome unhandled does it by hand)\n", err)
 	}
 	var lns []net.Listener
 	defer func() {
@@ -312,8 +396,8 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if !o.EMF {
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
-	PrintSamples(out, rc.Sources, base)
-	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved)()
+	PrintSamples(out, rc.Sources, base, o.Samples)
+	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved, passwords)()
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -373,7 +457,9 @@ func processorPlan(c processor.Config) string {
 // database exists on it; stop shuts the cluster down.
 func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url string, stop func(), err error) {
 	fmt.Fprintf(out, "database: starting local PostgreSQL in %s ...\n", dataDir)
-	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir})
+	// Every role but the superuser logs in with its password, as on RDS:
+	// the function roles' passwords are checked here as they are there.
+	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Passwords: true})
 	if err != nil {
 		return "", nil, err
 	}
@@ -401,6 +487,36 @@ func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url stri
 			return "", nil, fmt.Errorf("create the dev database: %w", err)
 		}
 	}
+	if was := cluster.PortMoved(); was != 0 {
+		// The port is kept across restarts (localpg's port file); said
+		// when it could not be, since a saved psql or GUI connection
+		// now points elsewhere. webhookctl reads the new one from the
+		// stack file.
+		fmt.Fprintf(out, "database: port %d, its port last time, is taken by another process: now on port %d\n", was, cluster.Port())
+	}
 	fmt.Fprintf(out, "database: %s (psql %q)\n", cluster.URL(Database), cluster.URL(Database))
 	return cluster.URL(Database), stop, nil
+}
+
+// migrateAndRoles applies the schema and, unless o.AsOwner, the function
+// roles with their deployed grants and local passwords (dbschema.Apply, as
+// the migration function runs it), returning the passwords.
+func migrateAndRoles(ctx context.Context, pool *pgxpool.Pool, o Options) (map[string]string, dbschema.Versions, error) {
+	tables := o.Tables
+	if tables == nil {
+		tables = handlers.Tables
+	}
+	if o.AsOwner {
+		v, err := dbschema.Migrate(ctx, pool, tables)
+		return nil, v, err
+	}
+	passwords, err := rolePasswords(o.RolesFile)
+	if err != nil {
+		return nil, dbschema.Versions{}, err
+	}
+	v, err := dbschema.Apply(ctx, pool, tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	if err != nil {
+		return nil, v, fmt.Errorf("%w (make dev connects each component as its deployed database role, which the database's owner must be able to create and grant; --as-owner or %s=true connects all as the owner instead)", err, EnvAsOwner)
+	}
+	return passwords, v, nil
 }

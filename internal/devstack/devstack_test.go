@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -57,7 +58,10 @@ func (b *lockedBuffer) String() string {
 // handlers and archived to S3; the log reads as lines for a
 // person, with no EMF and no line for the archiver's idle passes; the
 // stack file tells an operator's command where it is while it runs; and
-// Ctrl-C stops everything cleanly and removes the file.
+// Ctrl-C stops everything cleanly and removes the file. Each component
+// connects as its deployed role, with a password the stack keeps in its
+// roles file, and a handler writing to a table no Tables declares fails
+// as it would deployed, with the privilege and the entry to add.
 func TestDevStack(t *testing.T) {
 	tier.Heavy(t, "runs the whole dev stack")
 	t.Parallel()
@@ -65,8 +69,28 @@ func TestDevStack(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": url, "LOG_LEVEL": "info"}
 	stackFile := filepath.Join(t.TempDir(), "devstack.json")
 	samEnvFile := filepath.Join(t.TempDir(), "env.json")
+	rolesFile := filepath.Join(t.TempDir(), "roles.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// A table of the user's that no Tables declares: the owner made it,
+	// the processor's role may not write it.
+	owner, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(context.Background())
+	if _, err := owner.Exec(ctx, `CREATE TABLE dev_undeclared (id bigint GENERATED ALWAYS AS IDENTITY, event_id text)`); err != nil {
+		t.Fatal(err)
+	}
+	// The tests' own handler serves every Stripe event, whatever the
+	// application registers.
+	register := func(r *processor.Registry) {
+		testhandler.Register(r, processor.Kind("stripe"), processor.AnyType)
+		r.HandleFunc(processor.Source("github"), processor.AnyType, func(ctx context.Context, tx pgx.Tx, ev *processor.Event) error {
+			_, err := tx.Exec(ctx, `INSERT INTO dev_undeclared (event_id) VALUES ($1)`, ev.EventID)
+			return err
+		})
+	}
 	var out lockedBuffer
 	var passes atomic.Int64 // archiver passes that archived nothing
 	done := make(chan error, 1)
@@ -78,7 +102,7 @@ func TestDevStack(t *testing.T) {
 				}
 			},
 			Addr: "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
-			StackFile: stackFile, SamEnvFile: samEnvFile, Getenv: func(k string) string { return env[k] },
+			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Tables: pgtest.Tables, Getenv: func(k string) string { return env[k] },
 		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)
@@ -95,6 +119,20 @@ func TestDevStack(t *testing.T) {
 		m = base.FindStringSubmatch(s)
 		return m != nil && strings.Contains(s, "Ctrl-C stops the stack."), "the dev stack did not start:\n" + s
 	})
+
+	// Each component as its role, said at start-up; their passwords kept
+	// for the next run, readable by this user alone.
+	if !strings.Contains(out.String(), "database roles: receiver as webhook_receiver, processor as webhook_processor, archiver as webhook_archiver, "+
+		"operator API (acting) as webhook_operator, operator API (read-only) as webhook_operator_read, each with its deployed grants (passwords in "+rolesFile) {
+		t.Errorf("no roles in the start-up lines:\n%s", out.String())
+	}
+	if fi, err := os.Stat(rolesFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("roles file: %v %v", fi, err)
+	}
+	var rolePasswords map[string]string
+	if b, err := os.ReadFile(rolesFile); err != nil || json.Unmarshal(b, &rolePasswords) != nil || len(rolePasswords) != 5 || rolePasswords["webhook_processor"] == "" {
+		t.Fatalf("roles file holds %v (%v)", rolePasswords, err)
+	}
 
 	// The stack file: this process, this database, the local S3.
 	b, err := os.ReadFile(stackFile)
@@ -127,6 +165,19 @@ func TestDevStack(t *testing.T) {
 		if err != nil || who.Access != want || who.Operator != id.ARN || !who.Verified {
 			t.Fatalf("whoami as %s = %+v, %v", name, who, err)
 		}
+		// A read on the endpoint of the identity's access, so that its
+		// pool connects (checked below).
+		readURL := st.Operator.ReadURL
+		if want == operations.AccessAct {
+			readURL = st.Operator.URL
+		}
+		c, err = operatorclient.New(operatorclient.Config{ReadURL: readURL, ActURL: st.Operator.URL, HTTP: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Stats(ctx, operations.StatsQuery{}); err != nil {
+			t.Fatalf("stats as %s: %v", name, err)
+		}
 	}
 	if resp, err := http.Get(st.Operator.ReadURL + "/v1/whoami"); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("an unsigned request to the operator API: %v %v", resp, err)
@@ -148,6 +199,10 @@ func TestDevStack(t *testing.T) {
 		!bytes.Contains(samEnv, []byte("host.docker.internal:"+dbPort[1]+"/")) || !bytes.Contains(samEnv, []byte(`"S3_ENDPOINT": "http://host.docker.internal:`)) {
 		t.Fatalf("env.json:\n%s", samEnv)
 	}
+	// The samples, compact: one send line per source, no curl.
+	if s := out.String(); !strings.Contains(s, "go run ./cmd/webhookdev send stripe dev/samples/stripe.json --url "+m[1]+"\n") || strings.Contains(s, "curl -sS") {
+		t.Errorf("the samples are not one send line per source:\n%s", s)
+	}
 	if !strings.Contains(out.String(), "sam local start-api --port 3001 --env-vars "+samEnvFile) {
 		t.Errorf("no sam local command in the start-up lines:\n%s", out.String())
 	}
@@ -167,11 +222,7 @@ func TestDevStack(t *testing.T) {
 	if err != nil || code != 200 || !bytes.Contains(body, []byte("accepted")) {
 		t.Fatalf("sample: %d %s %v", code, body, err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := owner
 	poll.Until(t, 30*time.Second, func() (bool, string) {
 		var outcome string
 		_ = conn.QueryRow(ctx, `SELECT coalesce(outcome, '') FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&outcome)
@@ -193,6 +244,46 @@ func TestDevStack(t *testing.T) {
 		_ = conn.QueryRow(ctx, `SELECT archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&archived)
 		return archived, fmt.Sprintf("not archived\n%s", out.String())
 	})
+	// A handler writing to a table no Tables declares fails under the
+	// processor's role, as deployed, naming the privilege and the entry.
+	gh, _ := sources.Lookup("github")
+	ghReq, err := sender.Sample(gh, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body, err := ghReq.Post(ctx, http.DefaultClient, m[1]); err != nil || code != 200 {
+		t.Fatalf("github sample: %d %s %v", code, body, err)
+	}
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		var lastError string
+		_ = conn.QueryRow(ctx, `SELECT coalesce(last_error, '') FROM webhook_events WHERE provider = 'github' AND event_id = $1`, ghReq.EventID).Scan(&lastError)
+		return strings.Contains(lastError, "permission denied for table dev_undeclared (SQLSTATE 42501): the processor's database role lacks INSERT on it") &&
+			strings.Contains(lastError, `processor.Tables Grants ("dev_undeclared": {"INSERT", ...}) and deploy (make dev applies it at start)`), "last_error = " + lastError
+	})
+
+	// Every component connected as its function's role.
+	wantRoles := map[string]string{
+		"webhook-inbox-receiver": "webhook_receiver", "webhook-inbox-processor": "webhook_processor", "webhook-inbox-archiver": "webhook_archiver",
+		"webhook-inbox-operator": "webhook_operator", "webhook-inbox-operator-read": "webhook_operator_read",
+	}
+	rows, err := conn.Query(ctx, `SELECT DISTINCT application_name, usename::text FROM pg_stat_activity WHERE datname = current_database() AND application_name <> ''`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var app, user string
+		if err := rows.Scan(&app, &user); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := wantRoles[app]; ok {
+			got[app] = user
+		}
+	}
+	if rows.Err() != nil || fmt.Sprint(got) != fmt.Sprint(wantRoles) {
+		t.Errorf("components connected as %v (%v), want %v", got, rows.Err(), wantRoles)
+	}
+
 	// A few idle archiver passes, which must print nothing.
 	idle := passes.Load()
 	poll.Until(t, 30*time.Second, func() (bool, string) {
@@ -227,5 +318,29 @@ func TestDevStack(t *testing.T) {
 	}
 	if n := strings.Count(log, "archive: run done"); n != 1 {
 		t.Errorf("%d archiver run lines, want 1 (the pass that archived; idle passes are quiet):\n%s", n, log)
+	}
+}
+
+// TestDevStackRefusesADuplicateRoute: a route registered twice stops make
+// dev's start with the one line naming both registrations, before the
+// database is migrated (the database here could not even be reached).
+func TestDevStackRefusesADuplicateRoute(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/nowhere?connect_timeout=1", "LOG_LEVEL": "error"}
+	register := func(r *processor.Registry) {
+		testhandler.Register(r, processor.Kind("stripe"), "invoice.paid")
+		r.HandleFunc(processor.Kind("stripe"), "invoice.paid", func(context.Context, pgx.Tx, *processor.Event) error { return nil })
+	}
+	var out lockedBuffer
+	err := devstack.Run(t.Context(), &out, devstack.Options{
+		StackFile: filepath.Join(t.TempDir(), "devstack.json"), SamEnvFile: filepath.Join(t.TempDir(), "env.json"),
+		RolesFile: filepath.Join(t.TempDir(), "roles.json"), Register: register, Getenv: func(k string) string { return env[k] },
+	})
+	want := regexp.MustCompile(`^processor: route kind stripe, type invoice\.paid registered twice: by internal/testkit/testhandler\.Register \(testhandler\.go:\d+\) and by internal/devstack_test\.TestDevStackRefusesADuplicateRoute\.func1 \(devstack_test\.go:\d+\)$`)
+	if err == nil || !want.MatchString(err.Error()) {
+		t.Fatalf("err = %v, want one line matching %s\n%s", err, want, out.String())
+	}
+	if strings.Contains(out.String(), "schema:") {
+		t.Fatalf("the schema was migrated before the routes were checked:\n%s", out.String())
 	}
 }

@@ -147,7 +147,7 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "api: %s/webhooks/{source} -> ReceiverFunction\n", base)
 	if sources, _, err := devenv.Sources(getenv); err == nil {
-		PrintSamples(out, sources, base)
+		PrintSamples(out, sources, base, false)
 	}
 	// Each function URL on a loopback port of its own, as Lambda serves
 	// each on its own domain.

@@ -3,9 +3,11 @@ package devstack
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -21,7 +23,7 @@ const SamLocalPort = 3001
 // the local servers' loopback ports to it. sam local is optional: any
 // problem is said and skipped, never fatal. stop removes the file and the
 // relays.
-func samLocal(out io.Writer, root, path string, cfgs Configs, resolved func(string) string) (stop func()) {
+func samLocal(out io.Writer, root, path string, cfgs Configs, resolved func(string) string, passwords map[string]string) (stop func()) {
 	stop = func() {}
 	tpl, err := samtemplate.Open(filepath.Join(root, "template.yaml"), map[string]any{
 		"SourcesSecretArn": "arn:aws:secretsmanager:us-east-1:000000000000:secret:local",
@@ -44,6 +46,14 @@ func samLocal(out io.Writer, root, path string, cfgs Configs, resolved func(stri
 		DatabaseURL: cfgs.Receiver.Database.URL,
 		S3Endpoint:  s3.Endpoint, S3AccessKeyID: s3.AccessKeyID, S3SecretAccessKey: s3.SecretAccessKey,
 		Bucket: s3.Bucket, MinAge: cfgs.Archive.MinAge.String(), Sources: sources,
+	}
+	if passwords != nil {
+		// Each function's container connects as its deployed role, as
+		// make dev's components do.
+		st.Logins = map[string]*url.Userinfo{}
+		for id, role := range lambdalocal.FunctionRoles {
+			st.Logins[id] = url.UserPassword(role, passwords[role])
+		}
 	}
 	env, err := samlocal.Env(tpl, st)
 	if err == nil {

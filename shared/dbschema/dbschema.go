@@ -1,14 +1,16 @@
 // Package dbschema brings a database to the schema this build of
 // webhook-inbox needs: the core tables' migrations (shared/storage/migrate),
-// every handler package's own (handlers.Tables), and, with Apply, the
-// functions' database roles holding exactly the privileges their statements
-// use.
+// the handler packages' own (the processor.Tables it is given: the
+// application's handlers.Tables in every entry point, those plus the tests'
+// own handler in the tests), and, with Apply, the functions' database roles
+// holding exactly the privileges their statements use.
 //
-// The migration function (functions/migrator, at each deploy) and the
-// tests' template databases run Apply, so every test runs on the deployed
-// schema and can connect as a function's role; `make dev` and `webhookctl
-// migrate up` run Migrate, as the owner, with no roles. Nothing else
-// changes the schema: the functions' roles cannot.
+// The migration function (functions/migrator, at each deploy), `make dev`
+// (with local passwords, then each component connects as its role) and
+// the tests' template databases run Apply, so every test and the dev
+// stack run on the deployed schema and grants; `webhookctl migrate up`
+// runs Migrate, as the owner, with no roles. Nothing else changes the
+// schema: the functions' roles cannot.
 package dbschema
 
 import (
@@ -19,7 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -47,16 +49,16 @@ func (v Versions) String() string {
 	return fmt.Sprintf("%d (%s)", v.Core, strings.Join(parts, ", "))
 }
 
-// Migrate applies every pending migration, the core's then each handler
-// package's, and returns the versions reached. It is idempotent, and
-// concurrent runs take turns (goose's advisory lock).
-func Migrate(ctx context.Context, pool *pgxpool.Pool) (Versions, error) {
+// Migrate applies every pending migration, the core's then each of tables'
+// (usually handlers.Tables), and returns the versions reached. It is
+// idempotent, and concurrent runs take turns (goose's advisory lock).
+func Migrate(ctx context.Context, pool *pgxpool.Pool, tables []processor.Tables) (Versions, error) {
 	core, err := migrate.Up(ctx, pool)
 	if err != nil {
 		return Versions{}, err
 	}
 	v := Versions{Core: core, Handlers: map[string]int64{}}
-	for _, t := range handlers.Tables {
+	for _, t := range tables {
 		hv, err := migrate.FS(ctx, pool, t.Migrations, t.Dir, t.VersionTable)
 		if err != nil {
 			return v, fmt.Errorf("handler package %s: %w", t.Name, err)
@@ -67,38 +69,44 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Versions, error) {
 }
 
 // Grants returns every privilege of the function roles: the core tables'
-// (migrate.CoreGrants) and, for the processor's role, what each handler
-// package's Tables declares.
-func Grants() []migrate.Grant {
+// (migrate.CoreGrants) and, for the processor's role, what each of tables
+// declares, with USAGE on the sequences of the tables it may insert into
+// (migrate.Grant.Sequences; migrate.OwnedSequences names them from the
+// catalogue).
+func Grants(tables []processor.Tables) []migrate.Grant {
 	grants := migrate.CoreGrants()
-	for _, t := range handlers.Tables {
+	for _, t := range tables {
 		tables := make([]string, 0, len(t.Grants))
 		for table := range t.Grants {
 			tables = append(tables, table)
 		}
 		slices.Sort(tables) // one order, so that every run issues the same statements
 		for _, table := range tables {
-			grants = append(grants, migrate.Grant{Role: migrate.RoleProcessor, On: table, Privileges: t.Grants[table]})
+			// Sequences: the sequences the table owns (serial and identity
+			// columns) get USAGE with its INSERT, so that Tables lists
+			// tables only.
+			grants = append(grants, migrate.Grant{Role: migrate.RoleProcessor, On: table, Privileges: t.Grants[table], Sequences: true})
 		}
 	}
 	return grants
 }
 
 // RolesOptions are how the function roles authenticate (see
-// migrate.RolesOptions); their privileges are always Grants().
+// migrate.RolesOptions); their privileges are always the Grants of the
+// tables applied.
 type RolesOptions struct {
 	Auth      migrate.Auth
 	Passwords map[string]string // by role, with migrate.AuthPassword
 }
 
-// Apply runs Migrate, then sets up the function roles (migrate.Roles) with
-// Grants(). It needs a user that owns the schema's tables and may create
-// roles.
-func Apply(ctx context.Context, pool *pgxpool.Pool, o RolesOptions) (Versions, error) {
-	v, err := Migrate(ctx, pool)
+// Apply runs Migrate with tables, then sets up the function roles
+// (migrate.Roles) with Grants(tables). It needs a user that owns the
+// schema's tables and may create roles.
+func Apply(ctx context.Context, pool *pgxpool.Pool, tables []processor.Tables, o RolesOptions) (Versions, error) {
+	v, err := Migrate(ctx, pool, tables)
 	if err != nil {
 		return v, err
 	}
-	err = migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: o.Auth, Passwords: o.Passwords, Grants: Grants()})
+	err = migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: o.Auth, Passwords: o.Passwords, Grants: Grants(tables)})
 	return v, err
 }

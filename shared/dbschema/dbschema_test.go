@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -31,7 +31,7 @@ func passwords() map[string]string {
 }
 
 func apply(ctx context.Context, pool *pgxpool.Pool) (dbschema.Versions, error) {
-	return dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords()})
+	return dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords()})
 }
 
 // TestApplyIsIdempotentAndKeepsVersionsApart: applied again (pgtest applied
@@ -56,10 +56,10 @@ func TestApplyIsIdempotentAndKeepsVersionsApart(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT max(version_id) FROM goose_db_version`).Scan(&core); err != nil || core != v.Core {
 		t.Fatalf("goose_db_version = %d, %v: the handlers' migrations leaked into it", core, err)
 	}
-	if len(v.Handlers) != len(handlers.Tables) {
+	if len(v.Handlers) != len(pgtest.Tables) {
 		t.Fatalf("handler versions = %v", v.Handlers)
 	}
-	for _, tb := range handlers.Tables {
+	for _, tb := range pgtest.Tables {
 		var hv int64
 		if err := pool.QueryRow(ctx, `SELECT max(version_id) FROM `+pgx.Identifier{tb.VersionTable}.Sanitize()).Scan(&hv); err != nil || hv != v.Handlers[tb.Name] || hv < 1 {
 			t.Errorf("%s: version table says %d (%v), Apply %d", tb.Name, hv, err, v.Handlers[tb.Name])
@@ -71,7 +71,7 @@ func TestApplyIsIdempotentAndKeepsVersionsApart(t *testing.T) {
 			}
 		}
 	}
-	if got := v.String(); !strings.HasPrefix(got, fmt.Sprintf("%d (", v.Core)) || !strings.Contains(got, "stripedunning 1") {
+	if got := v.String(); !strings.HasPrefix(got, fmt.Sprintf("%d (", v.Core)) || !strings.Contains(got, "testhandler 1") {
 		t.Fatalf("Versions.String() = %q", got)
 	}
 }
@@ -107,10 +107,16 @@ func held(t *testing.T, pool *pgxpool.Pool, role string) []privilege {
 	return out
 }
 
-// expected is what Grants() says role holds, in held's shape.
-func expected(role string) []privilege {
+// expected is what Grants says role holds, in held's shape, with the
+// sequences the declared tables own (migrate.OwnedSequences).
+func expected(t *testing.T, pool *pgxpool.Pool, role string) []privilege {
+	t.Helper()
+	grants, err := migrate.OwnedSequences(t.Context(), pool, dbschema.Grants(pgtest.Tables))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []privilege
-	for _, g := range dbschema.Grants() {
+	for _, g := range grants {
 		if g.Role != role {
 			continue
 		}
@@ -130,7 +136,7 @@ func expected(role string) []privilege {
 }
 
 // TestRolesHoldExactlyTheirGrants: the catalogue holds, for each role,
-// exactly the privileges Grants() lists (table and column ACLs), even after
+// exactly the privileges Grants lists (table and column ACLs), even after
 // someone granted it more: Apply revokes what is not listed.
 func TestRolesHoldExactlyTheirGrants(t *testing.T) {
 	t.Parallel()
@@ -144,7 +150,7 @@ func TestRolesHoldExactlyTheirGrants(t *testing.T) {
 		`GRANT UPDATE ON goose_db_version TO webhook_archiver`,
 		`GRANT CREATE ON SCHEMA public TO webhook_archiver`,
 		`GRANT INSERT, UPDATE ON webhook_events TO webhook_operator_read`,
-		`GRANT SELECT ON stripe_dunning TO webhook_operator_read`,
+		`GRANT SELECT ON ` + testhandler.Table + ` TO webhook_operator_read`,
 		`GRANT UPDATE (event_id, body_sha256) ON webhook_events TO webhook_operator`,
 		`GRANT DELETE ON webhook_operator_actions TO webhook_operator`,
 		`GRANT CREATE, TEMPORARY ON DATABASE ` + pgx.Identifier{pool.Config().ConnConfig.Database}.Sanitize() + ` TO webhook_receiver`,
@@ -157,7 +163,7 @@ func TestRolesHoldExactlyTheirGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, role := range migrate.FunctionRoles() {
-		got, want := held(t, pool, role), expected(role)
+		got, want := held(t, pool, role), expected(t, pool, role)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s holds\n%v\nwant\n%v", role, got, want)
 		}
@@ -168,7 +174,7 @@ func TestRolesHoldExactlyTheirGrants(t *testing.T) {
 		}
 	}
 	// The processor's grants include every handler package's declaration.
-	for _, tb := range handlers.Tables {
+	for _, tb := range pgtest.Tables {
 		for table, privs := range tb.Grants {
 			for _, p := range privs {
 				var ok bool
@@ -242,12 +248,12 @@ func TestApplyRefusesABadGrant(t *testing.T) {
 		{migrate.Grant{Role: migrate.RoleReceiver, On: "webhook_events_id_seq", Privileges: []string{"USAGE"}, Columns: []string{"x"}}, "names columns"},
 	} {
 		err := migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords(),
-			Grants: append(dbschema.Grants(), c.g)})
+			Grants: append(dbschema.Grants(pgtest.Tables), c.g)})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err = %v, want %q", c.g, err, c.want)
 		}
 	}
-	if got := held(t, pool, migrate.RoleProcessor); !slices.Equal(got, expected(migrate.RoleProcessor)) {
+	if got := held(t, pool, migrate.RoleProcessor); !slices.Equal(got, expected(t, pool, migrate.RoleProcessor)) {
 		t.Fatalf("a failed Apply changed the grants: %v", got)
 	}
 	if err := migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: migrate.AuthPassword}); err == nil || !strings.Contains(err.Error(), "no password for") {
@@ -301,7 +307,7 @@ func TestRolesAuthentication(t *testing.T) {
 	}
 
 	// A first deploy, on an empty database.
-	if _, err := dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("one")}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("one")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -332,7 +338,7 @@ func TestRolesAuthentication(t *testing.T) {
 		}
 	}
 	// A rotation: the next deploy sets the secrets' new passwords.
-	if _, err := dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("two")}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("two")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -357,7 +363,7 @@ func TestRolesAuthentication(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE ROLE rds_iam`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -371,7 +377,7 @@ func TestRolesAuthentication(t *testing.T) {
 		}
 	}
 	// Back to passwords: rds_iam goes, or RDS would refuse them.
-	if _, err := dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("three")}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("three")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -395,7 +401,7 @@ func TestIAMWithoutRDSIAM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := dbschema.Apply(t.Context(), pool, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
+	if _, err := dbschema.Apply(t.Context(), pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
 		t.Fatal(err)
 	}
 	var n int

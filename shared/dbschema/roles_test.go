@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,10 +18,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
-	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -159,16 +155,11 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	ctx := t.Context()
 	owner := pgtest.Pool(t)
 	store := storage.New(owner)
-	fixture := func(path string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "handlers", path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	clock := time.Now().Add(time.Minute)
 	reg := processor.NewRegistry()
-	handlers.Register(reg)
+	// The tests' own handler package, not the application's: its table has
+	// an identity column, whose sequence the role must be able to use.
+	testhandler.Register(reg, processor.Kind("app"), "order.created", "order.updated")
 	reg.HandleFunc(processor.Source("test"), "fails", func(context.Context, pgx.Tx, *processor.Event) error { return errors.New("down") })
 	reg.HandleFunc(processor.Source("test"), "poison", func(context.Context, pgx.Tx, *processor.Event) error {
 		return processor.Permanent(errors.New("never"))
@@ -178,8 +169,8 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		return nil
 	})
 	for _, o := range []factory.EventOpts{
-		{Source: "stripe", SourceKind: "stripe", Type: stripedunning.TypePaymentFailed, Body: fixture("stripedunning/testdata/invoice_payment_failed.json")},
-		{Source: "square", SourceKind: "square", Type: squareorders.TypeOrderCreated, Body: fixture("squareorders/testdata/order_created.json")},
+		{Source: "shop", SourceKind: "app", Type: "order.created"},
+		{Source: "shop", SourceKind: "app", Type: "order.updated"},
 		{Source: "stripe", SourceKind: "stripe", Type: "customer.created"},
 		{Source: "test", SourceKind: "test", Type: "fails"},
 		{Source: "test", SourceKind: "test", Type: "poison"},
@@ -227,8 +218,8 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	if st, err := p2.Drain(dctx); err != nil || st.Released == 0 {
 		t.Fatalf("drain with a slow event = %+v, %v", st, err)
 	}
-	if _, err := stripedunning.Get(ctx, owner, "stripe", "in_1PzInvA1b2C3d4E5"); err != nil {
-		t.Fatalf("dunning row: %v", err)
+	if recs, err := testhandler.Records(ctx, owner, "shop"); err != nil || len(recs) != 2 || recs[0].ID == recs[1].ID {
+		t.Fatalf("the handler's records = %+v, %v", recs, err)
 	}
 }
 
@@ -331,7 +322,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 		`ALTER TABLE webhook_events ADD COLUMN intruder int`,
 		`ALTER TABLE webhook_events DROP CONSTRAINT webhook_events_provider_event_id_key`,
 		`DROP TABLE webhook_events`,
-		`DROP TABLE stripe_dunning`,
+		`DROP TABLE testkit_records`,
 		`TRUNCATE webhook_events`,
 		`CREATE SCHEMA intruder`,
 		`CREATE FUNCTION intruder() RETURNS int LANGUAGE sql AS 'SELECT 1'`,
@@ -351,8 +342,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM webhook_payload_mismatches`,
 			`SELECT * FROM webhook_archive_objects`,
 			`INSERT INTO webhook_archive_objects (key, provider) VALUES ('k', 'p')`,
-			`SELECT * FROM stripe_dunning`,
-			`SELECT * FROM square_orders`,
+			`SELECT * FROM testkit_records`,
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size, processed_at) VALUES ('p', 'e', '\x00', 0, now())`,
 		},
 		migrate.RoleProcessor: {
@@ -365,8 +355,8 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM webhook_payload_mismatches`,
 			`SELECT * FROM webhook_archive_objects`,
 			`INSERT INTO webhook_archive_objects (key, provider) VALUES ('k', 'p')`,
-			`DELETE FROM stripe_dunning`,
-			`DELETE FROM square_orders`,
+			`DELETE FROM testkit_records`,
+			`UPDATE testkit_records SET event_type = ''`,
 		},
 		migrate.RoleArchiver: {
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
@@ -375,8 +365,8 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM webhook_dead_letters`,
 			`SELECT * FROM webhook_rejections`,
 			`SELECT * FROM webhook_payload_mismatches`,
-			`SELECT * FROM stripe_dunning`,
-			`INSERT INTO square_orders (source, order_id, location_id, state, version, last_event_id) VALUES ('s', 'o', 'l', 'OPEN', 1, 'e')`,
+			`SELECT * FROM testkit_records`,
+			`INSERT INTO testkit_records (source, event_id, event_type) VALUES ('s', 'e', 't')`,
 		},
 		// Read-only in the database itself: every write of every table,
 		// and the handlers' tables, which no operator page shows.
@@ -395,8 +385,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`DELETE FROM webhook_rejections`,
 			`SELECT nextval('webhook_operator_actions_id_seq')`,
 			`SELECT * FROM webhook_events FOR UPDATE`,
-			`SELECT * FROM stripe_dunning`,
-			`SELECT * FROM square_orders`,
+			`SELECT * FROM testkit_records`,
 		},
 		// The acting operator writes only what its actions write: never an
 		// event's key, hash or attempt count, a new event or dead letter,
@@ -423,8 +412,8 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`UPDATE webhook_archive_objects SET key = 'k'`,
 			`DELETE FROM webhook_rejections`,
 			`DELETE FROM webhook_payload_mismatches`,
-			`SELECT * FROM stripe_dunning`,
-			`DELETE FROM square_orders`,
+			`SELECT * FROM testkit_records`,
+			`DELETE FROM testkit_records`,
 		},
 	}
 	for _, role := range migrate.FunctionRoles() {

@@ -83,6 +83,13 @@ const (
 const (
 	// CauseHandlerFailed: the handler returned an error; retried.
 	CauseHandlerFailed Cause = "handler_failed"
+	// CauseHandlerPrivilege: the handler's statement was refused for a
+	// privilege the processor's role lacks (SQLSTATE 42501): a table
+	// missing from its package's processor.Tables Grants. Retried like a
+	// failure, since the deploy that declares it fixes the events still
+	// in their retry window; the error names the table and the entry to
+	// add.
+	CauseHandlerPrivilege Cause = "handler_privilege"
 	// CauseHandlerPanic: the handler panicked; retried like a failure.
 	CauseHandlerPanic Cause = "handler_panic"
 	// CauseHandlerTimeout: the handler (or its commit) outlived the

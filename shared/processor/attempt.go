@@ -97,6 +97,9 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 		a.Outcome, a.FinishedAt = inbox.AttemptHandled, p.cfg.Now()
 		return a, nil
 	}
+	if perr := privilegeError(herr, htx.last); perr != nil {
+		herr = perr
+	}
 	cause := causeOf(herr, hctx)
 	var pe *panicError
 	if errors.As(herr, &pe) {

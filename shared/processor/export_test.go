@@ -9,3 +9,6 @@ func (p *Processor) RecoverClaims(ctx context.Context) (Stats, error) {
 	err := p.recoverClaims(ctx, &st)
 	return st, err
 }
+
+// PrivilegeError is privilegeError, for its table test.
+var PrivilegeError = privilegeError

@@ -256,6 +256,11 @@ func (c Config) validate() error {
 	if _, err := ParseUnhandledPolicy(string(c.Unhandled)); err != nil {
 		errs = append(errs, fmt.Errorf("processor: Unhandled: %w", err))
 	}
+	// A route registered twice (or not at all, for an empty match) is the
+	// handlers' mistake: refuse to start rather than guess which one runs.
+	if c.Registry != nil {
+		errs = append(errs, c.Registry.Err())
+	}
 	return errors.Join(errs...)
 }
 
@@ -310,6 +315,7 @@ func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	logShadows(cfg.Logger, cfg.Registry, cfg.SourceKinds)
 	name := cfg.Name
 	if name == "" {
 		host, _ := os.Hostname()
@@ -324,6 +330,18 @@ func New(cfg Config) (*Processor, error) {
 		backoff: Backoff{Base: cfg.BackoffBase, Cap: cfg.BackoffCap, Rand: cfg.Rand},
 		name:    name + "/" + hex.EncodeToString(suffix),
 	}, nil
+}
+
+// logShadows says, one line each, which routes by source name take the
+// events of a kind route, so that an override is never silent. It needs
+// the sources' kinds: the deployed processor, given no sources document,
+// has none and says nothing (webhookctl handlers shows them).
+func logShadows(log *slog.Logger, reg *Registry, sourceKinds map[string]string) {
+	for _, s := range reg.Shadows(sourceKinds) {
+		log.Warn("processor: a route by source name shadows a route by kind",
+			"source", s.Source, "route", s.By.String(), "route_site", s.By.Site,
+			"shadows", s.Kind.String(), "shadows_site", s.Kind.Site)
+	}
 }
 
 // Config returns the processor's configuration, defaults applied.

@@ -29,10 +29,14 @@ type Tables struct {
 	// VersionTable is goose's version table for these migrations, apart
 	// from the core schema's so that their numbering is the package's own.
 	VersionTable string
-	// Grants are the privileges the package's statements need, by table or
-	// sequence: SELECT, INSERT, UPDATE, DELETE on a table (a serial column
-	// also needs USAGE on its sequence). A statement that needs more is
-	// refused (SQLSTATE 42501) in the processor, and in the tests of
-	// shared/dbschema, which run every handler as the processor's role.
+	// Grants are the privileges the package's statements need, by table:
+	// SELECT, INSERT, UPDATE, DELETE. The sequences a table owns (its
+	// identity and serial columns) get USAGE with its INSERT, without a
+	// word here (migrate.Grant.Sequences), and a foreign key's check needs
+	// nothing on the table it references. A statement that needs more is
+	// refused (SQLSTATE 42501) in the processor, under make dev (which
+	// runs the processor as its role), and in a handler's test run as the
+	// processor's role; the attempt's error then names the table and the
+	// entry to add (cause handler_privilege).
 	Grants map[string][]string
 }

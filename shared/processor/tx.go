@@ -28,6 +28,11 @@ type handlerTx struct {
 	// err is the failure to take the savepoint: every later statement
 	// fails with it, and the transaction is given up.
 	err error
+	// last is the handler's latest statement, "" when unknown (a batch, a
+	// statement sent on Conn): a handler returns at its first failing
+	// statement, so a refused privilege is named after it
+	// (privilegeError).
+	last string
 }
 
 var _ pgx.Tx = (*handlerTx)(nil)
@@ -76,6 +81,7 @@ func (t *handlerTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns 
 	if err != nil {
 		return 0, err
 	}
+	t.last = "INSERT" // COPY FROM needs what INSERT needs
 	return sp.CopyFrom(ctx, table, columns, src)
 }
 
@@ -84,6 +90,7 @@ func (t *handlerTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResult
 	if err != nil {
 		return errBatch{err}
 	}
+	t.last = "" // which of the batch's statements fails is not known here
 	return sp.SendBatch(ctx, b)
 }
 
@@ -101,6 +108,7 @@ func (t *handlerTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Stat
 	if err != nil {
 		return nil, err
 	}
+	t.last = sql
 	return sp.Prepare(ctx, name, sql)
 }
 
@@ -109,6 +117,7 @@ func (t *handlerTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
+	t.last = sql
 	return sp.Exec(ctx, sql, args...)
 }
 
@@ -117,6 +126,7 @@ func (t *handlerTx) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 	if err != nil {
 		return nil, err
 	}
+	t.last = sql
 	return sp.Query(ctx, sql, args...)
 }
 
@@ -125,6 +135,7 @@ func (t *handlerTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	if err != nil {
 		return errRow{err}
 	}
+	t.last = sql
 	return sp.QueryRow(ctx, sql, args...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 )
 
@@ -23,23 +24,25 @@ import (
 // the credentials are the request's.
 type Applier struct {
 	getenv  func(string) string
+	tables  []processor.Tables
 	log     *slog.Logger
 	initErr error
 }
 
 // NewApplier returns the apply mode's handler, reading the database's
-// variables with getenv at each request.
-func NewApplier(getenv func(string) string, log *slog.Logger) *Applier {
+// variables with getenv at each request and migrating tables (the
+// handler packages', handlers.Tables) as Config.Tables says.
+func NewApplier(getenv func(string) string, tables []processor.Tables, log *slog.Logger) *Applier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Applier{getenv: getenv, log: log}
+	return &Applier{getenv: getenv, tables: tables, log: log}
 }
 
 // FailingApplier returns the handler of an apply function whose start-up
 // failed: every request's result is FAILED with cause as the reason.
 func FailingApplier(cause error, log *slog.Logger) *Applier {
-	a := NewApplier(func(string) string { return "" }, log)
+	a := NewApplier(func(string) string { return "" }, nil, log)
 	a.initErr = cause
 	return a
 }
@@ -145,7 +148,7 @@ func (a *Applier) apply(work context.Context, reserve time.Duration, req ApplyRe
 		return failed(rt + " failed: " + err.Error())
 	}
 	defer pool.Close()
-	cfg.Pool, cfg.Secrets, cfg.Logger = pool, sm, a.log
+	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Tables = pool, sm, a.log, a.tables
 	h := newHandler(cfg)
 	res, values := h.createOrUpdate(work, reserve, rt, req.Properties)
 	res.Reason = cfnresponse.Redact(res.Reason, values)

@@ -96,7 +96,7 @@ func setupFront(t *testing.T, applyEnv map[string]string) *frontFixture {
 	f.secrets.values[adminARN] = adminSecret(t, f.url)
 	// The apply function's environment says where the database is, never
 	// how to log in: that comes in the payload.
-	f.apply = schemaresource.NewApplier(func(k string) string { return applyEnv[k] }, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	f.apply = schemaresource.NewApplier(func(k string) string { return applyEnv[k] }, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	f.api = newInvokeAPI(t, func(ctx context.Context, raw json.RawMessage) (any, error) { return f.apply.HandleEvent(ctx, raw) })
 	f.front = f.newFront(lambdaClient(f.api.srv.URL))
 	f.handler(f.url) // the owner's pool, for the checks
@@ -142,7 +142,7 @@ func TestFrontCreateUpdateDelete(t *testing.T) {
 	t.Parallel()
 	f := setupFront(t, nil)
 	v := latest(t)
-	reason := fmt.Sprintf("schema at version %d (squareorders 1, stripedunning 1); roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", v)
+	reason := fmt.Sprintf("schema at version %d (testhandler 1); roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", v)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, v)
 
 	if _, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), time.Minute); err != nil {
@@ -259,7 +259,7 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 			f.secrets.values[adminARN] = "postgres://postgres:" + adminPassword + "@127.0.0.1:1/inbox?sslmode=disable"
 			fn := c.fn
 			if fn == nil {
-				a := schemaresource.NewApplier(func(string) string { return "" }, slog.New(slog.NewJSONHandler(f.logs, nil)))
+				a := schemaresource.NewApplier(func(string) string { return "" }, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
 				fn = func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
 			}
 			f.api = newInvokeAPI(t, fn)
@@ -320,7 +320,7 @@ func applyRequest(f *fixture, props map[string]any) schemaresource.ApplyRequest 
 func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := schemaresource.NewApplier(func(string) string { return "" }, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	a := schemaresource.NewApplier(func(string) string { return "" }, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	encode := func(v any) json.RawMessage {
 		b, err := json.Marshal(v)
 		if err != nil {

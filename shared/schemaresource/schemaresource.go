@@ -60,6 +60,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -164,6 +165,9 @@ type Config struct {
 	// caller opens it as Pool.
 	Database storage.PoolConfig
 	Pool     *pgxpool.Pool
+	// Tables are the handler packages' tables to migrate and grant:
+	// handlers.Tables, which the migration function passes.
+	Tables []processor.Tables
 	// Secrets reads the roles' secrets (password mode); nil loads the AWS
 	// configuration on first use.
 	Secrets secrets.Getter
@@ -378,7 +382,7 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 			values = append(values, pw)
 		}
 	}
-	v, err := dbschema.Apply(ctx, h.cfg.Pool, opts)
+	v, err := dbschema.Apply(ctx, h.cfg.Pool, h.cfg.Tables, opts)
 	return v, values, err
 }
 

@@ -375,6 +375,27 @@ func (e executor) EventGetBacklogStats(ctx context.Context, now time.Time) (Back
 	}, nil
 }
 
+// UnhandledCount is the events of one source, kind and type that were
+// processed without a handler (outcome unhandled).
+type UnhandledCount struct {
+	Source, SourceKind, EventType string
+	Count                         int64
+}
+
+// EventCountUnhandledByRoute counts the unhandled, unexpunged events per
+// source, kind and type.
+func (e executor) EventCountUnhandledByRoute(ctx context.Context) ([]UnhandledCount, error) {
+	rows, err := queries.EventCountUnhandledByRoute(ctx, e.db)
+	if err != nil {
+		return nil, fmt.Errorf("count unhandled events: %w", err)
+	}
+	out := make([]UnhandledCount, len(rows))
+	for i, r := range rows {
+		out[i] = UnhandledCount{Source: r.Source, SourceKind: r.SourceKind, EventType: r.EventType, Count: r.Count}
+	}
+	return out, nil
+}
+
 // ReplayFilter selects processed events to replay. The zero value matches
 // none: set All, or at least one field.
 type ReplayFilter struct {

@@ -38,6 +38,7 @@ type Executor interface {
 	EventDeadLetter(ctx context.Context, ids []int64) (deadLetterIDs map[int64]int64, err error)
 	EventGetBacklog(ctx context.Context, now time.Time) (Backlog, error)
 	EventGetBacklogStats(ctx context.Context, now time.Time) (BacklogStats, error)
+	EventCountUnhandledByRoute(ctx context.Context) ([]UnhandledCount, error)
 	EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOptions) (ReplayResult, error)
 	EventCountArchivable(ctx context.Context, processedBefore time.Time) (int64, error)
 	EventGetArchiveProgress(ctx context.Context, cutoff time.Time) (ArchiveProgress, error)

@@ -56,7 +56,12 @@ type Options struct {
 	// when that is a tmpfs with room (memory makes the cluster several times
 	// faster), else under os.TempDir().
 	Dir string
-	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
+	// Port is the TCP port on 127.0.0.1; 0 picks a free one. With a
+	// given Dir, the port picked is remembered in Dir/port and taken
+	// again by the next Start while it is free, so the dev stack's
+	// database keeps its address across restarts (a psql session, a GUI
+	// client's saved connection); Cluster.PortMoved says when it was not
+	// free.
 	Port int
 	// Passwords makes TCP connections of every role but postgres
 	// authenticate with a SCRAM-SHA-256 password, as RDS and Aurora do, so
@@ -94,6 +99,7 @@ type Cluster struct {
 	cred    *syscall.Credential
 
 	port    int  // fixed once Start returns, so URLs handed out stay valid
+	moved   int  // the remembered port, when it was taken and another picked
 	durable bool // Options.Durable
 	tls     bool // Options.TLS: server.crt and server.key are in dir
 
@@ -229,12 +235,68 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	if err := c.startPicking(ctx, opts.Port == 0); err != nil {
+	pick := opts.Port == 0
+	remembered := 0
+	if pick && !c.owned {
+		remembered = readPortFile(c.dir)
+	}
+	if remembered > 0 {
+		if err := c.startRemembered(ctx, remembered); err != nil {
+			c.Close()
+			return nil, err
+		}
+	} else if err := c.startPicking(ctx, pick); err != nil {
 		// A server that missed pg_ctl's deadline may still come up.
 		c.Close()
 		return nil, err
 	}
+	if pick && !c.owned {
+		// Best effort: without the file the next start picks a new port,
+		// which is what happened before there was one.
+		_ = os.WriteFile(filepath.Join(c.dir, portFile), []byte(strconv.Itoa(c.port)+"\n"), 0o644)
+	}
 	return c, nil
+}
+
+// portFile, in a given Dir, holds the port the cluster last started on.
+const portFile = "port"
+
+// readPortFile returns the port remembered in dir, 0 when there is none
+// or it is not a port (a hand-edited file is not worth failing over).
+func readPortFile(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, portFile))
+	if err != nil {
+		return 0
+	}
+	p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || p <= 0 || p > 65535 {
+		return 0
+	}
+	return p
+}
+
+// startRemembered starts the server on the port it had last time, or, when
+// another process holds that port now, on a fresh one (PortMoved).
+func (c *Cluster) startRemembered(ctx context.Context, port int) error {
+	c.port = port
+	if portFree(port) {
+		err := c.start(ctx)
+		if err == nil || !errors.Is(err, errPortInUse) {
+			return err
+		}
+	}
+	c.moved = port
+	return c.startPicking(ctx, true)
+}
+
+// portFree reports whether port can be bound on the loopback now.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // create prepares the folder for the server user and runs initdb unless the
@@ -375,6 +437,11 @@ func (c *Cluster) URL(dbname string) string {
 // Port returns the server's TCP port, which stays the same across Stop and
 // Start so that URLs handed out stay valid.
 func (c *Cluster) Port() int { return c.port }
+
+// PortMoved returns the port the cluster had last time in its Dir when
+// another process held it at Start, so that it runs on Port instead; 0
+// when it kept its port (or had none remembered).
+func (c *Cluster) PortMoved() int { return c.moved }
 
 // Dir returns the cluster folder (data directory, server log, socket).
 func (c *Cluster) Dir() string { return c.dir }

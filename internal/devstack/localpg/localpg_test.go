@@ -209,20 +209,7 @@ func TestDiedBehindBack(t *testing.T) {
 // and a later Start finds the data in it.
 func TestDirReused(t *testing.T) {
 	ctx := t.Context()
-	dir := filepath.Join(t.TempDir(), "pg")
-	if os.Geteuid() == 0 {
-		// t.TempDir may sit under a root-only TMPDIR; the server user must
-		// reach the folder.
-		base, err := os.MkdirTemp("/tmp", "localpg_test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(base) })
-		dir = filepath.Join(base, "pg")
-	}
+	dir := clusterDir(t)
 	c := start(t, localpg.Options{Dir: dir})
 	if _, err := connect(ctx, t, c).Exec(ctx, "CREATE TABLE kept AS SELECT 1 AS v"); err != nil {
 		t.Fatal(err)
@@ -238,6 +225,74 @@ func TestDirReused(t *testing.T) {
 	var v int
 	if err := connect(ctx, t, c).QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != 1 {
 		t.Fatalf("after reopening: v=%d, err=%v; want 1, nil", v, err)
+	}
+}
+
+// clusterDir is a folder for a cluster of a given Dir, reachable by the
+// server's user.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return filepath.Join(t.TempDir(), "pg")
+	}
+	// t.TempDir may sit under a root-only TMPDIR; the server user must
+	// reach the folder.
+	base, err := os.MkdirTemp("/tmp", "localpg_test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	return filepath.Join(base, "pg")
+}
+
+// TestPortRemembered checks the dev stack's stable address: a cluster of
+// a given Dir starts again on the port it had, and when another process
+// holds that port it starts on a fresh one and says so (PortMoved), then
+// keeps the new one.
+func TestPortRemembered(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := clusterDir(t)
+	c := start(t, localpg.Options{Dir: dir})
+	first := c.Port()
+	if c.PortMoved() != 0 {
+		t.Errorf("first start: PortMoved = %d, want 0", c.PortMoved())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c = start(t, localpg.Options{Dir: dir})
+	if c.Port() != first || c.PortMoved() != 0 {
+		t.Fatalf("restarted on port %d (moved from %d), want %d again", c.Port(), c.PortMoved(), first)
+	}
+	connect(ctx, t, c)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Someone else takes the port while the cluster is down.
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(first)))
+	if err != nil {
+		t.Skipf("port %d taken by another process meanwhile: %v", first, err)
+	}
+	defer l.Close()
+	c = start(t, localpg.Options{Dir: dir})
+	if c.Port() == first || c.PortMoved() != first {
+		t.Fatalf("with port %d taken: started on %d, PortMoved %d", first, c.Port(), c.PortMoved())
+	}
+	connect(ctx, t, c)
+	second := c.Port()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	c = start(t, localpg.Options{Dir: dir})
+	if c.Port() != second {
+		t.Errorf("after the move: started on %d, want the new port %d", c.Port(), second)
 	}
 }
 

@@ -41,6 +41,10 @@ const Region = "us-east-1"
 type Config struct {
 	// Store is the database. Required.
 	Store *storage.Store
+	// ReadStore, when set, is the read-only endpoint's database (the dev
+	// stack's pool as webhook_operator_read, as the template deploys it);
+	// nil is Store.
+	ReadStore *storage.Store
 	// Archive is the archiver's configuration, or nil.
 	Archive *archive.Config
 	// Logger gets the operator API's lines and the stand-in's refusals.
@@ -89,7 +93,11 @@ func New(cfg Config) (*Endpoints, error) {
 // endpoint is one function URL: the stand-in's check, then the handler,
 // over a Service of the given access.
 func endpoint(cfg Config, access operations.Access, target string, v *iamlocal.Verifier, log *slog.Logger) (http.Handler, error) {
-	svc, err := operations.New(operations.Config{Store: cfg.Store, Access: access, Archive: cfg.Archive, Logger: log})
+	store := cfg.Store
+	if access == operations.AccessRead && cfg.ReadStore != nil {
+		store = cfg.ReadStore
+	}
+	svc, err := operations.New(operations.Config{Store: store, Access: access, Archive: cfg.Archive, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -39,6 +40,11 @@ var EnvFile = filepath.Join(".local", "env.json")
 type Stack struct {
 	// DatabaseURL is the dev stack's database (make dev's DATABASE_URL).
 	DatabaseURL string
+	// Logins are, by function (its logical ID), the login its
+	// DATABASE_URL carries instead of DatabaseURL's: its deployed role's,
+	// as make dev connects each component. A function without one gets
+	// DatabaseURL's (make dev --as-owner).
+	Logins map[string]*url.Userinfo
 	// S3Endpoint, S3AccessKeyID, S3SecretAccessKey, Bucket and MinAge are
 	// the archiver's S3 settings.
 	S3Endpoint, S3AccessKeyID, S3SecretAccessKey, Bucket, MinAge string
@@ -125,6 +131,13 @@ func Env(tpl *samtemplate.Template, st Stack) (map[string]map[string]string, err
 			continue
 		}
 		vars := map[string]string{}
+		database := database
+		if login := st.Logins[id]; login != nil {
+			u, _ := url.Parse(dbURL)
+			u.User = login
+			database = maps.Clone(database)
+			database["DATABASE_URL"] = u.String()
+		}
 		for _, set := range []map[string]string{database, noWake, own} {
 			for k, v := range set {
 				if _, declared := fn.Environment[k]; declared {

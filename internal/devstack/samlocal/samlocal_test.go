@@ -136,6 +136,32 @@ func TestEnvPointsContainersAtTheDevStack(t *testing.T) {
 	}
 }
 
+// TestEnvConnectsEachFunctionAsItsRole: with make dev's role logins, each
+// function's container connects as its deployed role, as make dev's
+// components do, to the same database; without (--as-owner), as the URL's
+// user.
+func TestEnvConnectsEachFunctionAsItsRole(t *testing.T) {
+	t.Parallel()
+	st := devStack
+	st.Logins = map[string]*url.Userinfo{
+		"ReceiverFunction":  url.UserPassword("webhook_receiver", "pw-r"),
+		"ProcessorFunction": url.UserPassword("webhook_processor", "pw-p"),
+	}
+	env, err := samlocal.Env(template(t), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"ReceiverFunction":  "postgres://webhook_receiver:pw-r@host.docker.internal:54321/webhook_inbox?sslmode=disable",
+		"ProcessorFunction": "postgres://webhook_processor:pw-p@host.docker.internal:54321/webhook_inbox?sslmode=disable",
+		"ArchiverFunction":  "postgres://postgres@host.docker.internal:54321/webhook_inbox?sslmode=disable",
+	} {
+		if got := env[id]["DATABASE_URL"]; got != want {
+			t.Errorf("%s: DATABASE_URL = %q, want %q", id, got, want)
+		}
+	}
+}
+
 // TestWriteEnv: the file is JSON for --env-vars, readable by its owner only.
 func TestWriteEnv(t *testing.T) {
 	t.Parallel()

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,9 +45,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
+	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
+
+// Tables are the handler packages every test database is migrated with,
+// and whose privileges its processor role holds: the application's
+// (handlers.Tables, whatever a fork registers), the tests' own
+// (testhandler), which the project's processing tests register instead of
+// the application's handlers, and those given to Main.
+var Tables = testhandler.With(handlers.Tables)
 
 // RolePassword is the function roles' password on the tests' servers. A
 // throwaway cluster trusts every local connection and ignores it; a
@@ -90,8 +101,18 @@ type server struct {
 
 // Main runs the tests and then drops the databases and stops the cluster
 // that they used, before exiting with their result. Call it from TestMain.
-func Main(m *testing.M) {
+//
+// tables are handler packages' Tables the tests' databases need besides
+// Tables: a handler package passes its own, so that its tests hold whether
+// or not shared/handlers registers it (a fork may keep an example's code
+// and drop its registration).
+func Main(m *testing.M, tables ...processor.Tables) {
 	mainCalled.Store(true)
+	for _, tb := range tables {
+		if !slices.ContainsFunc(Tables, func(have processor.Tables) bool { return have.Name == tb.Name }) {
+			Tables = append(slices.Clone(Tables), tb)
+		}
+	}
 	code := m.Run()
 	if err := teardown(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: teardown: %v\n", err)
@@ -236,7 +257,7 @@ func migrateDB(ctx context.Context, dbURL string) error {
 	for _, r := range migrate.FunctionRoles() {
 		passwords[r] = RolePassword
 	}
-	_, err = dbschema.Apply(ctx, pool, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	_, err = dbschema.Apply(ctx, pool, Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	return err
 }
 

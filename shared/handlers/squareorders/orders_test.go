@@ -20,7 +20,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain gives the tests databases with the package's tables, whether or
+// not shared/handlers registers it.
+func TestMain(m *testing.M) { pgtest.Main(m, squareorders.Tables) }
 
 const orderID = "eA3vssLHKJrv9H0IdJCM3gNqfdcZY"
 

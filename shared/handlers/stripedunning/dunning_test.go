@@ -18,7 +18,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain gives the tests databases with the package's tables, whether or
+// not shared/handlers registers it.
+func TestMain(m *testing.M) { pgtest.Main(m, stripedunning.Tables) }
 
 const (
 	invoiceID  = "in_1PzInvA1b2C3d4E5"

@@ -49,6 +49,13 @@ type Grant struct {
 	// Columns, when set, limit the privileges to these columns of the
 	// table.
 	Columns []string
+	// Sequences, on a table grant that holds INSERT, also grants USAGE on
+	// every sequence the table owns (its serial and identity columns':
+	// what nextval, a serial column's default, needs), found in the
+	// catalogue at each run (OwnedSequences), so that a handler package's
+	// Tables need not name them and they come and go with the table's
+	// grant.
+	Sequences bool
 }
 
 // CoreGrants returns what each function's statements need on the core

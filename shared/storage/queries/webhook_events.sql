@@ -481,3 +481,14 @@ SELECT date_bin(make_interval(secs => @bucket_seconds::float8), created_at, @sin
   FROM webhook_events
  WHERE created_at >= @since::timestamptz AND created_at < @until::timestamptz
  GROUP BY 1 ORDER BY 1;
+
+-- name: EventCountUnhandledByRoute :many
+-- Events processed without a handler (outcome 'unhandled'), per source,
+-- kind and type: the dev stack's start-up replays those whose route now
+-- has a handler. webhook_events_unhandled_idx (00012) holds exactly these
+-- rows; expunged events have no body to replay.
+SELECT provider, source_kind, event_type, count(*) AS count
+  FROM webhook_events
+ WHERE outcome = 'unhandled' AND expunged_at IS NULL
+ GROUP BY provider, source_kind, event_type
+ ORDER BY provider, source_kind, event_type;

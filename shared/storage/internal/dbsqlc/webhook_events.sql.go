@@ -316,6 +316,50 @@ func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountR
 	return i, err
 }
 
+const eventCountUnhandledByRoute = `-- name: EventCountUnhandledByRoute :many
+SELECT provider, source_kind, event_type, count(*) AS count
+  FROM webhook_events
+ WHERE outcome = 'unhandled' AND expunged_at IS NULL
+ GROUP BY provider, source_kind, event_type
+ ORDER BY provider, source_kind, event_type
+`
+
+type EventCountUnhandledByRouteRow struct {
+	Source     string
+	SourceKind string
+	EventType  string
+	Count      int64
+}
+
+// Events processed without a handler (outcome 'unhandled'), per source,
+// kind and type: the dev stack's start-up replays those whose route now
+// has a handler. webhook_events_unhandled_idx (00012) holds exactly these
+// rows; expunged events have no body to replay.
+func (q *Queries) EventCountUnhandledByRoute(ctx context.Context, db DBTX) ([]EventCountUnhandledByRouteRow, error) {
+	rows, err := db.Query(ctx, eventCountUnhandledByRoute)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventCountUnhandledByRouteRow
+	for rows.Next() {
+		var i EventCountUnhandledByRouteRow
+		if err := rows.Scan(
+			&i.Source,
+			&i.SourceKind,
+			&i.EventType,
+			&i.Count,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventDeadLetter = `-- name: EventDeadLetter :many
 INSERT INTO webhook_dead_letters (event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at)
 SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.attempts,

@@ -1,0 +1,83 @@
+package scaffold
+
+// shape is what the generated handler reads of a kind's events: the Go
+// type it decodes the payload into, and the field that names what the
+// event is about (its subject: the invoice, the order, the repository),
+// written in the handler's row. Each follows the sender's documented
+// payload and dev/samples/<kind>.json.
+type shape struct {
+	// Doc is where the sender documents the payload.
+	Doc string
+	// Payload is the body of the `type payload struct` declaration.
+	Payload string
+	// Subject is an expression of p (a payload) giving the subject, and
+	// SubjectPath the same in the payload's terms, for errors and comments.
+	Subject, SubjectPath string
+	// Imports are the standard packages Payload needs.
+	Imports []string
+}
+
+var shapes = map[string]shape{
+	"stripe": {
+		Doc: "https://docs.stripe.com/api/events/object",
+		Payload: `Type string ` + "`json:\"type\"`" + `
+	Data struct {
+		// Object is the Stripe object the event is about (an invoice for
+		// invoice.paid): its id and its type.
+		Object struct {
+			ID     string ` + "`json:\"id\"`" + `
+			Object string ` + "`json:\"object\"`" + `
+		} ` + "`json:\"object\"`" + `
+	} ` + "`json:\"data\"`",
+		Subject: "p.Data.Object.ID", SubjectPath: "data.object.id",
+	},
+	"square": {
+		Doc: "https://developer.squareup.com/docs/webhooks/overview",
+		Payload: `MerchantID string ` + "`json:\"merchant_id\"`" + `
+	Data       struct {
+		// Type and ID name the Square object the event is about (an order
+		// for order.created); Object holds it, by event.
+		Type string ` + "`json:\"type\"`" + `
+		ID   string ` + "`json:\"id\"`" + `
+	} ` + "`json:\"data\"`",
+		Subject: "p.Data.ID", SubjectPath: "data.id",
+	},
+	"github": {
+		Doc: "https://docs.github.com/en/webhooks/webhook-events-and-payloads",
+		Payload: `// Action is the event's action (opened, closed, ...); the event's
+	// type (issues, push, ...) is ev.Type, from the X-GitHub-Event header.
+	Action     string ` + "`json:\"action\"`" + `
+	Repository struct {
+		FullName string ` + "`json:\"full_name\"`" + `
+	} ` + "`json:\"repository\"`",
+		Subject: "p.Repository.FullName", SubjectPath: "repository.full_name",
+	},
+	"shopify": {
+		Doc: "https://shopify.dev/docs/api/webhooks",
+		Payload: `// ID is the resource's id (the order for orders/create): a JSON
+	// number larger than a float64 holds exactly, so kept as its digits.
+	// The topic (orders/create, ...) is ev.Type, from X-Shopify-Topic.
+	ID json.Number ` + "`json:\"id\"`" + `
+	Name string ` + "`json:\"name\"`",
+		Subject: "p.ID.String()", SubjectPath: "id", Imports: []string{"encoding/json"},
+	},
+	"standard": {
+		Doc: "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md",
+		Payload: `Type string ` + "`json:\"type\"`" + `
+	// Data is the sender's own object; Standard Webhooks leaves its shape
+	// to the sender. Most put the object's id in it.
+	Data struct {
+		ID string ` + "`json:\"id\"`" + `
+	} ` + "`json:\"data\"`",
+		Subject: "p.Data.ID", SubjectPath: "data.id",
+	},
+	"hmac": {
+		Doc: "docs/sources/hmac.md",
+		Payload: `// The shape is the sender's own: dev/samples/hmac.json's is an id, a
+	// type and a data object with its own id.
+	Data struct {
+		ID string ` + "`json:\"id\"`" + `
+	} ` + "`json:\"data\"`",
+		Subject: "p.Data.ID", SubjectPath: "data.id",
+	},
+}
