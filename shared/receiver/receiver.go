@@ -11,12 +11,16 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -144,8 +148,12 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP routes the request.
+// ServeHTTP routes the request. Every answer is nosniff, the mux's own
+// 307 to a cleaned path included (it echoes the path, in an HTML body for
+// a GET): no browser may read an answer as anything but its Content-Type.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -248,10 +256,12 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	src, ok := h.cfg.Sources.Lookup(name)
 	if !ok {
+		hashLikeAVerifier(body)
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no such source is configured"))
 		return
 	}
 	if !src.AllowsEndpoint(token, tokened) {
+		hashLikeAVerifier(body)
 		msg := "the path's endpoint token is not the source's"
 		if !tokened {
 			msg = "the source is reachable only at its tokened path"
@@ -261,6 +271,9 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ident, err := src.Verifier.Verify(r.Header, body, h.cfg.Now())
 	if err != nil {
+		if refusedBeforeTheMAC(inbox.CauseOf(err)) {
+			hashLikeAVerifier(body)
+		}
 		h.refuse(w, r, name, err)
 		return
 	}
@@ -319,6 +332,42 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// decoyKey is a per-process random key for hashLikeAVerifier: nothing
+// is ever verified with it.
+var decoyKey = func() []byte {
+	k := make([]byte, sha256.BlockSize)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand never fails on a supported platform
+	}
+	return k
+}()
+
+// hashLikeAVerifier does the work a verifier does before it can refuse a
+// signature that does not match: an HMAC-SHA256 over the whole body, the
+// common kinds' hash. An unauthenticated request whose refusal comes
+// before any verifier hashed its body (an unknown source, a wrong
+// endpoint token, a missing or malformed signature header) does it too,
+// so that the time of the answer does not tell a configured name from an
+// unknown one (docs/security.md, "Names answer alike").
+func hashLikeAVerifier(body []byte) {
+	m := hmac.New(sha256.New, decoyKey)
+	m.Write(body)
+	decoySink.Store(uint32(m.Sum(nil)[0]))
+}
+
+// decoySink keeps the decoy's result observable, so that no compiler
+// drops the work.
+var decoySink atomic.Uint32
+
+// refusedBeforeTheMAC reports whether a verifier's refusal with cause
+// comes before it hashed the body: every kind checks the signature's
+// and timestamp's presence and form first (signature_missing,
+// signature_malformed), then the MAC (signature_mismatch), then the
+// timestamp's distance from now (timestamp_out_of_tolerance).
+func refusedBeforeTheMAC(c inbox.Cause) bool {
+	return c == inbox.CauseSignatureMissing || c == inbox.CauseSignatureMalformed
 }
 
 // Retrying the insert: the first wait, doubled per attempt up to the last.
