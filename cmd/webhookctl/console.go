@@ -23,6 +23,7 @@ const defaultConsoleAddr = "127.0.0.1:8089"
 func newConsoleCmd() *cobra.Command {
 	var (
 		addr, token string
+		hosts       []string
 		readOnly    bool
 		window      = console.DefaultWindow
 		actor       actorFlags
@@ -44,7 +45,10 @@ dev's), and archived bodies, and expunges, with the archiver's
 (ARCHIVE_BUCKET, ARCHIVE_PREFIX, S3_*).
 
 It prints the address to open, with an access token (--token, else $` + console.EnvToken + `,
-else a random one): every request without it is refused. Actions are
+else a random one, at least 32 characters): every request without it is
+refused, and an address that sends wrong tokens is slowed to one a second.
+A request whose Host is not an IP address, localhost or a --host name is
+refused (421). Actions are
 recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 --read-only hides and refuses them. Stop it with Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -71,7 +75,7 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 				return fmt.Errorf("the operations API: %w", err)
 			}
 			srv, err := console.New(console.Config{API: api, Identity: id, Operator: op, Reason: strings.TrimSpace(actor.reason), Token: tok,
-				ReadOnly: readOnly, Window: window, Logger: settings.JSONLogger(cmd.ErrOrStderr(), logLevel(getenv))})
+				Hosts: hosts, ReadOnly: readOnly, Window: window, Logger: settings.JSONLogger(cmd.ErrOrStderr(), logLevel(getenv))})
 			if err != nil {
 				return err
 			}
@@ -84,6 +88,7 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultConsoleAddr, "the address to listen on (keep it on loopback)")
 	cmd.Flags().StringVar(&token, "token", "", "the access token (default $"+console.EnvToken+", else a random one)")
+	cmd.Flags().StringSliceVar(&hosts, "host", nil, "a name, besides IP addresses and localhost, the console may be opened by (a request naming any other Host is refused: DNS rebinding); repeatable")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "hide and refuse every action")
 	cmd.Flags().TextVar(&window, "window", console.DefaultWindow, "the window of the overview's charts and of the refusals page (a span: 1h, 1d, 7d)")
 	actor.register(cmd)

@@ -93,12 +93,12 @@ func TestConsoleServesUntilInterrupted(t *testing.T) {
 		t.Fatalf("the console stopped with %v", err)
 	}
 
-	f.env["WEBHOOKCTL_CONSOLE_TOKEN"] = "a-configured-token-of-length"
+	f.env["WEBHOOKCTL_CONSOLE_TOKEN"] = "a-configured-token-of-length-0123456789"
 	addr, _ = f.startConsole("--read-only")
-	if !strings.HasSuffix(addr, "?token=a-configured-token-of-length") {
+	if !strings.HasSuffix(addr, "?token=a-configured-token-of-length-0123456789") {
 		t.Errorf("a configured token: the console printed %s", addr)
 	}
-	if _, _, err := f.run("console", "--addr", "127.0.0.1:0", "--token", "short"); err == nil || !strings.Contains(err.Error(), "at least 16") {
+	if _, _, err := f.run("console", "--addr", "127.0.0.1:0", "--token", "short"); err == nil || !strings.Contains(err.Error(), "at least 32") {
 		t.Errorf("a short token: %v", err)
 	}
 }

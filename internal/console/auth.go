@@ -41,7 +41,15 @@ const notSignedIn = "webhookctl console: open the address with ?token= that `web
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
+			// An address past its wrong tokens is refused before the
+			// comparison, the right token included: no answer tells.
+			addr := remoteKey(r)
+			if wait := s.attempts.wait(addr); wait > 0 {
+				s.tooManyAttempts(w, r, wait)
+				return
+			}
 			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
+				s.attempts.failed(addr)
 				s.fail(w, r, inbox.WrapError(inbox.CauseUnauthenticated, errors.New("wrong token"), notSignedIn))
 				return
 			}

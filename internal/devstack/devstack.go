@@ -114,6 +114,9 @@ type Options struct {
 	// Tables are the handler packages' tables to migrate and grant; nil
 	// is handlers.Tables, what the migration function applies.
 	Tables []processor.Tables
+	// Timeouts bound the receiver's and the local operator API's reads
+	// (--read-timeout, --idle-timeout); zero fields take the defaults.
+	Timeouts Timeouts
 }
 
 // Run runs the dev stack until ctx is done, writing what it does, then its
@@ -369,9 +372,9 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		return err
 	}
 	// A panic is answered as in Lambda: the receiver's 503, cause internal.
-	srv := &http.Server{Handler: lambdahttp.Recover(h, h), ReadHeaderTimeout: 10 * time.Second}
-	readSrv := &http.Server{Handler: ops.Read, ReadHeaderTimeout: 10 * time.Second}
-	actSrv := &http.Server{Handler: ops.Act, ReadHeaderTimeout: 10 * time.Second}
+	srv := NewServer(lambdahttp.Recover(h, h), o.Timeouts)
+	readSrv := NewServer(ops.Read, o.Timeouts)
+	actSrv := NewServer(ops.Act, o.Timeouts)
 	base := "http://" + ln.Addr().String()
 	opAPI := &devenv.OperatorAPI{
 		URL: "http://" + actLn.Addr().String(), ReadURL: "http://" + readLn.Addr().String(), Region: operatorlocal.Region,
