@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -460,9 +461,13 @@ func processorPlan(c processor.Config) string {
 // database exists on it; stop shuts the cluster down.
 func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url string, stop func(), err error) {
 	fmt.Fprintf(out, "database: starting local PostgreSQL in %s ...\n", dataDir)
-	// Every role but the superuser logs in with its password, as on RDS:
-	// the function roles' passwords are checked here as they are there.
-	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Passwords: true})
+	// Every role logs in with its password, as on RDS: the function roles'
+	// passwords are checked here as they are there, and the superuser's,
+	// generated and kept in the cluster folder, since any local user can
+	// reach the port and a superuser can run programs (COPY ... TO
+	// PROGRAM). The URL returned carries it, for the stack file
+	// (webhookctl) and the owner's pool; it is never printed.
+	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Passwords: true, SuperuserPassword: true})
 	if err != nil {
 		return "", nil, err
 	}
@@ -497,8 +502,20 @@ func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url stri
 		// stack file.
 		fmt.Fprintf(out, "database: port %d, its port last time, is taken by another process: now on port %d\n", was, cluster.Port())
 	}
-	fmt.Fprintf(out, "database: %s (psql %q)\n", cluster.URL(Database), cluster.URL(Database))
+	fmt.Fprintf(out, "database: %s (%s)\n", storage.RedactURL(cluster.URL(Database)), psqlHint(cluster.URL(Database), filepath.Join(dataDir, "superuser-password")))
 	return cluster.URL(Database), stop, nil
+}
+
+// psqlHint is the psql command line for the local cluster's database at
+// dbURL, which reads the superuser's password from its file rather than
+// showing it.
+func psqlHint(dbURL, passwordFile string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "psql"
+	}
+	u.User = url.User(u.User.Username())
+	return fmt.Sprintf(`PGPASSWORD="$(cat %s)" psql %q`, passwordFile, u.String())
 }
 
 // migrateAndRoles applies the schema and, unless o.AsOwner, the function
