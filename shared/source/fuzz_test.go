@@ -171,7 +171,7 @@ func FuzzBodyFields(f *testing.F) {
 // a tolerance above MaxTolerance is never accepted; and an accepted source
 // is reachable exactly where its options say.
 func FuzzParseSources(f *testing.F) {
-	for _, kind := range []string{"github", "shopify", "stripe", "standard", "hmac", "square", ""} {
+	for _, kind := range []string{"github", "shopify", "stripe", "standard", "hmac", "square", "twilio", "hubspot", ""} {
 		f.Add(kind, "s3cr3t-0123456789abcdef", "tok_0123456789abcdefghijklmnopqrstuv", true, false, 300, "")
 		f.Add(kind, "short", "", false, true, 0, `"x":1`)
 	}
@@ -190,6 +190,9 @@ func FuzzParseSources(f *testing.F) {
 		}
 		if kind == "square" {
 			opts["notification_url"] = "https://example.com/webhooks/q"
+		}
+		if kind == "twilio" || kind == "hubspot" {
+			opts["url"] = "https://example.com/webhooks/q"
 		}
 		raw, err := json.Marshal(opts)
 		if err != nil {

@@ -41,7 +41,9 @@ func (s *Source) SignEvent(body []byte, eventID, eventType string, now time.Time
 		}
 	}
 	h := signer.Sign(body, eventID, eventType, now)
-	h.Set("Content-Type", "application/json")
+	if h.Get("Content-Type") == "" { // a kind whose bodies are not JSON (twilio's forms) sets its own
+		h.Set("Content-Type", "application/json")
+	}
 	return h, nil
 }
 
