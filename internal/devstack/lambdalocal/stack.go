@@ -29,6 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/relay"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -467,6 +468,8 @@ func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, a
 		// the loopback stand-in InvokeCustomResource serves, which only
 		// this setting lets it answer (the template never sets it).
 		schemaresource.EnvRolesAuth + "=" + string(migrate.AuthPassword), schemaresource.EnvLocalResponseURL + "=true",
+		// The relay's custom resource answers the same stand-in.
+		relay.EnvLocalResponseURL + "=true",
 	}
 	overrides = append(append(overrides, o.Env["*"]...), o.Env[id]...)
 	if u, serving := s.RoleURLs[id]; serving {
