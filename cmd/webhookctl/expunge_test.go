@@ -104,7 +104,7 @@ func TestExpunge(t *testing.T) {
 	}
 }
 
-// Issue 23, info: expunge --help named a policy the template does not
+// expunge --help once named a policy the template does not
 // define. Every IAM resource-like name in the help (…Policy, …Role,
 // …Function) is a resource or an output of template.yaml.
 func TestExpungeHelpNamesOnlyTheTemplatesResources(t *testing.T) {

@@ -141,7 +141,7 @@ func TestSourcesCheckReadsTheCommandEnvironment(t *testing.T) {
 	}
 }
 
-// Issue 23: sources check explains the hmac template rule: an ambiguous
+// sources check explains the hmac template rule: an ambiguous
 // template is refused with the reason, an accepted one with {id} next to
 // {body} is printed with the separator its ids may not hold.
 func TestSourcesCheckExplainsTheHMACTemplate(t *testing.T) {

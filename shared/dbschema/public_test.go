@@ -16,7 +16,7 @@ import (
 // The tests of this file check that the function roles hold nothing of
 // what PostgreSQL gives PUBLIC by default beyond their grants: no
 // temporary tables, no connection to the server's other databases, no
-// function of the schema (issue 23's database finding). Everything the
+// function of the schema. Everything the
 // functions need is the ...RunsAsItsRole tests'.
 
 // publicFixture is an empty database with one function in its schema

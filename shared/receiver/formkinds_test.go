@@ -16,7 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
-// The twilio and hubspot sources of these tests (issue 23).
+// The twilio and hubspot sources of these tests.
 const twilioHubSpotDoc = `{"sources": {
   "twilio":  {"kind": "twilio",  "secrets": ["test-twilio-auth-token-0123"], "url": "https://hooks.example.com/webhooks/twilio"},
   "hubspot": {"kind": "hubspot", "secrets": ["test-hubspot-client-secret-0"], "url": "https://hooks.example.com/webhooks/hubspot"}

@@ -8,7 +8,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 )
 
-// Issue 23, the migration function trusted its caller: a forged Update
+// The migration function must not trust its caller: a forged Update
 // with Auth=iam, sent by anyone who may invoke it, set the roles up for
 // IAM and cleared their passwords. The roles' authentication is the
 // function's own (MIGRATOR_ROLES_AUTH): the forged Update fails and the
@@ -43,7 +43,7 @@ func TestForgedIAMUpdateKeepsThePasswords(t *testing.T) {
 	}
 }
 
-// Issue 23: the answer goes only to CloudFormation's pre-signed S3 URL. A
+// The answer goes only to CloudFormation's pre-signed S3 URL. A
 // request naming plain HTTP, or another https host, is refused before
 // anything is done, and nothing is PUT to it; a loopback URL is answered
 // only when the function's own setting allows it (the local stack's).

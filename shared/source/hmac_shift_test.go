@@ -12,7 +12,7 @@ import (
 const shiftDoc = `{"sources":{"h":{"kind":"hmac","secrets":["shift-secret-0123456789"],"signature_header":"X-Sig",
  "signed_content":"{id}.{body}","event_id":{"header":"X-Event-Id"}}}}`
 
-// Issue 23, id/body shift: one captured delivery signed over
+// The id/body shift: one captured delivery signed over
 // "{id}.{body}" must not verify with bytes moved from the body into the
 // id: the shifted delivery is refused, since its id holds the delimiter.
 func TestHMACIDBodyShiftIsRefused(t *testing.T) {

@@ -25,7 +25,7 @@ const shiftSources = `{"sources": {
            "signed_content": "{id}.{body}", "event_id": {"header": "X-Acme-Id"}, "event_type": {"header": "X-Acme-Type"}}
 }}`
 
-// Issue 23, id/body shift, against the real receiver and Postgres: a
+// The id/body shift, against the real receiver and Postgres: a
 // captured delivery re-posted with bytes moved from its body into its id
 // header (the same signature) was stored as a new event; it is refused,
 // and only the captured one is stored.
@@ -59,7 +59,7 @@ func TestHMACIDBodyShiftIsNotStored(t *testing.T) {
 	}
 }
 
-// Issue 23, info: the mux's 307 to a cleaned path echoes the path; it is
+// The mux's 307 to a cleaned path echoes the path; it is
 // nosniff and no-store like every other answer, and its HTML body (GET)
 // is declared as such and escapes the path.
 func TestRedirectIsNosniff(t *testing.T) {
@@ -87,7 +87,7 @@ func TestRedirectIsNosniff(t *testing.T) {
 	}
 }
 
-// Issue 23, timing oracle on names: an unknown name, or a configured one
+// No timing oracle on names: an unknown name, or a configured one
 // refused before its verifier hashed the body (no signature), costs an
 // HMAC over the body as a refused signature does. Measured, interleaved,
 // at 4 MiB so that the hash dominates: before the fix an unknown name took
@@ -145,7 +145,7 @@ func unauthenticatedRequests(tb testing.TB, body []byte) map[string]func() *http
 // BenchmarkUnauthenticatedAt1MiB times, at 1 MiB, a known source's
 // refused signature and the refusals that come before any verifier (an
 // unknown name, a missing signature), interleaved, and reports each one's
-// time relative to the known source's (issue 23: they differed by about
+// time relative to the known source's (they differed by about
 // half a millisecond; the ratios should be close to 1).
 func BenchmarkUnauthenticatedAt1MiB(b *testing.B) {
 	f := setupBench(b)
