@@ -140,4 +140,43 @@ func (p *payload) subject() string {
 	return p.Events[0].ObjectID.String()
 }`,
 	},
+	"slack": {
+		Doc: "https://api.slack.com/apis/events-api#callback-field",
+		Payload: `TeamID string ` + "`json:\"team_id\"`" + `
+	// Event is the inner event (an app_mention, a message, ...): its type
+	// is ev.Type; the channel it happened in is the subject.
+	Event struct {
+		Type    string ` + "`json:\"type\"`" + `
+		Channel string ` + "`json:\"channel\"`" + `
+		User    string ` + "`json:\"user\"`" + `
+	} ` + "`json:\"event\"`",
+		Subject: "p.Event.Channel", SubjectPath: "event.channel",
+	},
+	"zoom": {
+		Doc: "https://developers.zoom.us/docs/api/webhooks/",
+		Payload: `// Event is ev.Type (meeting.started, ...); Payload.Object is what it
+	// is about (a meeting, a recording, a user), by event.
+	Event   string ` + "`json:\"event\"`" + `
+	Payload struct {
+		AccountID string ` + "`json:\"account_id\"`" + `
+		Object    struct {
+			ID string ` + "`json:\"id\"`" + `
+		} ` + "`json:\"object\"`" + `
+	} ` + "`json:\"payload\"`",
+		Subject: "p.Payload.Object.ID", SubjectPath: "payload.object.id",
+	},
+	"meta": {
+		Doc: "https://developers.facebook.com/docs/graph-api/webhooks/getting-started",
+		Payload: `// Object is the product (page, instagram, whatsapp_business_account);
+	// each entry is one object's changes, batched.
+	Object string ` + "`json:\"object\"`" + `
+	Entry  []struct {
+		ID      string ` + "`json:\"id\"`" + `
+		Changes []struct {
+			Field string          ` + "`json:\"field\"`" + `
+			Value json.RawMessage ` + "`json:\"value\"`" + `
+		} ` + "`json:\"changes\"`" + `
+	} ` + "`json:\"entry\"`",
+		Subject: "p.Object", SubjectPath: "object", Imports: []string{"encoding/json"},
+	},
 }

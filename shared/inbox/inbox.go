@@ -76,6 +76,12 @@ const (
 	// exist. The precise cause is in the log line, the metrics and
 	// webhook_rejections, for operators.
 	CauseUnauthenticated Cause = "unauthenticated"
+	// CauseHandshake: not a refusal but a sender's endpoint verification
+	// (Slack's url_verification, Zoom's endpoint.url_validation, Meta's
+	// hub.challenge), authenticated and answered as the sender requires;
+	// nothing is stored. Recorded in webhook_rejections like a refusal,
+	// so an operator sees when a sender verified the endpoint.
+	CauseHandshake Cause = "handshake"
 )
 
 // Causes of the processor, recorded in an event's error history (key

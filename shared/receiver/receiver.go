@@ -1,6 +1,7 @@
 // Package receiver is the webhook endpoint as a plain http.Handler:
 // POST /webhooks/{source}, and POST /webhooks/{source}/{token} for a
-// source with an endpoint token. It reads the raw body within a bound,
+// source with an endpoint token; GET on both only for the endpoint
+// verification of a kind that has one (source.Handshaker). It reads the raw body within a bound,
 // authenticates it with the source's verifier, and stores it once. It
 // answers 2xx only after the row is committed, so a sender never stops
 // retrying an event that is not durable. A request that is not
@@ -244,9 +245,9 @@ func answerOf(cause inbox.Cause, msg string) (int, response) {
 func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
 	token, tokened := r.PathValue("token"), r.PathValue("token") != ""
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST"))
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, POST")
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST (GET only for a sender's endpoint verification)"))
 		return
 	}
 	body, err := h.readBody(w, r)
@@ -267,6 +268,15 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 			msg = "the source is reachable only at its tokened path"
 		}
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseEndpointTokenMismatch, "%s", msg))
+		return
+	}
+	if h.handshake(w, r, src, body) {
+		return
+	}
+	if r.Method == http.MethodGet {
+		// Any name, any kind: one answer, so a GET does not tell which
+		// names are sources, nor which of them handshake.
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnauthenticated, "a GET is answered only as an authenticated handshake of the source's kind"))
 		return
 	}
 	ident, err := src.Verifier.Verify(r.Header, body, h.cfg.Now())
@@ -368,6 +378,36 @@ var decoySink atomic.Uint32
 // timestamp's distance from now (timestamp_out_of_tolerance).
 func refusedBeforeTheMAC(c inbox.Cause) bool {
 	return c == inbox.CauseSignatureMissing || c == inbox.CauseSignatureMalformed
+}
+
+// handshake answers the request when it is an authenticated endpoint
+// verification of the source's kind (source.Handshaker), and reports
+// whether it answered (or refused). The answer is the sender's, written
+// as the kind made it, with nosniff and no-store; nothing is stored, and
+// the handshake is logged and recorded like a refusal, cause handshake.
+// An unauthenticated one is refused like any unauthenticated request.
+func (h *Handler) handshake(w http.ResponseWriter, r *http.Request, src *source.Source, body []byte) bool {
+	if !src.Handshakes() {
+		return false
+	}
+	ans, ok, err := src.Handshake(source.HandshakeRequest{Method: r.Method, Query: r.URL.Query(), Header: r.Header, Body: body, Now: h.cfg.Now()})
+	if err != nil {
+		h.refuse(w, r, src.Name, err)
+		return true
+	}
+	if !ok {
+		return false
+	}
+	requestID := cleanText(h.cfg.RequestID(r), 128)
+	h.cfg.Logger.Info("webhook handshake answered", append([]any{"source", src.Name, "cause", inbox.CauseHandshake, "request_id", requestID, "method", r.Method},
+		h.cfg.Metrics.Attrs([]string{"source"}, metrics.C("Handshake", 1))...)...)
+	h.recordRejection(r, src.Name, "", inbox.CauseHandshake, "answered the "+src.Kind+" sender's endpoint verification ("+r.Method+"); nothing stored", requestID)
+	w.Header().Set("Content-Type", ans.ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(ans.Body)
+	return true
 }
 
 // Retrying the insert: the first wait, doubled per attempt up to the last.

@@ -232,3 +232,33 @@ func FuzzParseSources(f *testing.F) {
 		}
 	})
 }
+
+// handshakeCauses are the causes a handshake may refuse with.
+var handshakeCauses = map[inbox.Cause]bool{
+	inbox.CauseSignatureMissing: true, inbox.CauseSignatureMalformed: true, inbox.CauseSignatureMismatch: true,
+	inbox.CauseTimestampOutOfTolerance: true, inbox.CauseUnparsableBody: true, inbox.CauseInvalidRequest: true,
+}
+
+// checkHandshake enforces the handshake invariants on one request: it
+// never panics, a refusal carries a handshake cause, and an answer is
+// small and repeats nothing but checked tokens (no markup, no control
+// characters).
+func checkHandshake(t *testing.T, src *Source, r HandshakeRequest) {
+	t.Helper()
+	ans, ok, err := src.Handshake(r)
+	if err != nil {
+		if ok || !handshakeCauses[inbox.CauseOf(err)] {
+			t.Fatalf("handshake refused with %v (ok %v)", err, ok)
+		}
+		return
+	}
+	if !ok {
+		return
+	}
+	if len(ans.Body) > 2*maxHandshakeToken+128 || ans.ContentType == "" {
+		t.Fatalf("handshake answer %q %q", ans.ContentType, ans.Body)
+	}
+	if strings.ContainsAny(string(ans.Body), "<>'\\\x00\r\n") || !utf8.Valid(ans.Body) {
+		t.Fatalf("handshake answer carries unchecked text: %q", ans.Body)
+	}
+}

@@ -1511,6 +1511,8 @@ func TestEachRouteHasItsOwnThrottle(t *testing.T) {
 	want := canon(map[string]any{
 		"POST /webhooks/{source}":         map[string]any{"ThrottlingRateLimit": "10", "ThrottlingBurstLimit": "5"},
 		"POST /webhooks/{source}/{token}": map[string]any{"ThrottlingRateLimit": "700", "ThrottlingBurstLimit": "300"},
+		"GET /webhooks/{source}":          map[string]any{"ThrottlingRateLimit": "10", "ThrottlingBurstLimit": "5"},
+		"GET /webhooks/{source}/{token}":  map[string]any{"ThrottlingRateLimit": "700", "ThrottlingBurstLimit": "300"},
 	})
 	if got != want {
 		t.Errorf("stage route settings = %s, want %s", got, want)
