@@ -83,7 +83,7 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 			if err != nil {
 				return fmt.Errorf("--addr: %w", err)
 			}
-			return serveConsole(cmd, ln, srv, tok)
+			return serveConsole(cmd, ln, srv, tok, srv.SignInCode())
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultConsoleAddr, "the address to listen on (keep it on loopback)")
@@ -97,12 +97,16 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 
 // serveConsole prints the address to open and serves until the command's
 // context ends (Ctrl-C), then shuts down.
-func serveConsole(cmd *cobra.Command, ln net.Listener, h http.Handler, token string) error {
+func serveConsole(cmd *cobra.Command, ln net.Listener, h http.Handler, token, code string) error {
 	ctx := cmd.Context()
 	if ip, ok := ln.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "webhookctl console: warning: listening on %s, not on loopback: anyone who can reach it and has the token acts with your database rights\n", ln.Addr())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "webhook-inbox console: open http://%s/?token=%s\n(Ctrl-C stops it)\n", ln.Addr(), token)
+	// The printed address signs in once: the one a browser keeps in its
+	// history is spent. The token's address signs in any browser, at any
+	// time, and stays in the history of the browsers that open it.
+	fmt.Fprintf(cmd.OutOrStdout(), "webhook-inbox console: open http://%s/?code=%s\n(it signs one browser in, within %s; another browser: http://%s/?token=%s)\n(Ctrl-C stops it)\n",
+		ln.Addr(), code, console.SignInCodeTTL, ln.Addr(), token)
 	flushSafeOutput(cmd)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)

@@ -132,6 +132,8 @@ type Server struct {
 	// hosts are Config.Hosts, lower case; attempts counts wrong tokens.
 	hosts    map[string]struct{}
 	attempts *attempts
+	// codes are the one-time sign-in codes (SignInCode).
+	codes *codes
 }
 
 // New checks cfg and returns the console.
@@ -154,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, api: cfg.API, log: cfg.Logger, key: make([]byte, 32), hosts: map[string]struct{}{}, attempts: newAttempts(cfg.Now)}
+	s := &Server{cfg: cfg, api: cfg.API, log: cfg.Logger, key: make([]byte, 32), hosts: map[string]struct{}{}, attempts: newAttempts(cfg.Now), codes: newCodes(cfg.Now)}
 	for _, h := range cfg.Hosts {
 		name := strings.ToLower(strings.TrimSpace(h))
 		if !validHostName(name) {

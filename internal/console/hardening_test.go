@@ -153,3 +153,31 @@ func TestConsoleTokenLength(t *testing.T) {
 		t.Error("console.New took a 31-character token")
 	}
 }
+
+// TestConsoleSignInCodeIsOneTime: the address webhookctl console prints
+// carries a one-time code, not the token: it signs one browser in (a
+// session and a 303 to the page without it), then never again, nor after
+// SignInCodeTTL; a code this console never minted is a wrong attempt.
+// The address a browser keeps in its history is spent.
+func TestConsoleSignInCodeIsOneTime(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	c := bare(t, func(cfg *console.Config) { cfg.Now = clk.Now })
+	const host = "127.0.0.1:8089"
+	code := c.SignInCode()
+	w := send(c, host, "/events?code="+code, "127.0.0.1:40000")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Set-Cookie") == "" || strings.Contains(w.Header().Get("Location"), code) {
+		t.Fatalf("first use = %d, cookie %q, Location %q: want a session and a 303 without the code", w.Code, w.Header().Get("Set-Cookie"), w.Header().Get("Location"))
+	}
+	if w := send(c, host, "/events?code="+code, "127.0.0.3:40000"); w.Code != http.StatusUnauthorized || w.Header().Get("Set-Cookie") != "" {
+		t.Fatalf("second use = %d, cookie %q: want 401 and no session", w.Code, w.Header().Get("Set-Cookie"))
+	}
+	late := c.SignInCode()
+	clk.Add(console.SignInCodeTTL)
+	if w := send(c, host, "/?code="+late, "127.0.0.4:40000"); w.Code != http.StatusUnauthorized {
+		t.Fatalf("a code used after %s = %d, want 401", console.SignInCodeTTL, w.Code)
+	}
+	if w := send(c, host, "/?code="+console.NewToken(), "127.0.0.5:40000"); w.Code != http.StatusUnauthorized {
+		t.Fatalf("a code never minted = %d, want 401", w.Code)
+	}
+}
