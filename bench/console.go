@@ -102,7 +102,7 @@ func (b *bench) console(ctx context.Context) error {
 	b.log.Info("console rows loaded", "events", fig.Events, "dead_letters", fig.DeadLetters, "actions", fig.Actions,
 		"seconds", fmt.Sprintf("%.1f", fig.LoadSeconds))
 
-	const token = "bench-console-token-0123456789"
+	const token = "bench-console-token-0123456789-0123456789"
 	// The console over the operations API on the database, as
 	// webhookctl console serves it with a direct path.
 	api, err := operations.New(operations.Config{Store: storage.New(pool), Access: operations.AccessAct})

@@ -43,7 +43,18 @@ func openAPIFor(cmd *cobra.Command, access operations.Access) (operations.API, f
 // the archive's settings are given, its bucket: what the operator's own
 // rights allow, every action allowed unless access is AccessRead.
 func openDirect(cmd *cobra.Command, access operations.Access) (operations.API, func(), error) {
-	o, err := openOps(cmd)
+	o, svc, err := openDirectOps(cmd, access)
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, o.close, nil
+}
+
+// openDirectOps is openDirect with the database it opened: with access
+// read, a read-only session (openOpsSession), so that Postgres refuses a
+// write whatever the code above the API does.
+func openDirectOps(cmd *cobra.Command, access operations.Access) (*ops, *operations.Service, error) {
+	o, err := openOpsSession(cmd, access == operations.AccessRead)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,7 +72,7 @@ func openDirect(cmd *cobra.Command, access operations.Access) (operations.API, f
 		o.close()
 		return nil, nil, err
 	}
-	return svc, o.close, nil
+	return o, svc, nil
 }
 
 // operatorName is who cmd's actions are recorded as: its --actor when it

@@ -23,6 +23,7 @@ const defaultConsoleAddr = "127.0.0.1:8089"
 func newConsoleCmd() *cobra.Command {
 	var (
 		addr, token string
+		hosts       []string
 		readOnly    bool
 		window      = console.DefaultWindow
 		actor       actorFlags
@@ -44,7 +45,10 @@ dev's), and archived bodies, and expunges, with the archiver's
 (ARCHIVE_BUCKET, ARCHIVE_PREFIX, S3_*).
 
 It prints the address to open, with an access token (--token, else $` + console.EnvToken + `,
-else a random one): every request without it is refused. Actions are
+else a random one, at least 32 characters): every request without it is
+refused, and an address that sends wrong tokens is slowed to one a second.
+A request whose Host is not an IP address, localhost or a --host name is
+refused (421). Actions are
 recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 --read-only hides and refuses them. Stop it with Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -71,7 +75,7 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 				return fmt.Errorf("the operations API: %w", err)
 			}
 			srv, err := console.New(console.Config{API: api, Identity: id, Operator: op, Reason: strings.TrimSpace(actor.reason), Token: tok,
-				ReadOnly: readOnly, Window: window, Logger: settings.JSONLogger(cmd.ErrOrStderr(), logLevel(getenv))})
+				Hosts: hosts, ReadOnly: readOnly, Window: window, Logger: settings.JSONLogger(cmd.ErrOrStderr(), logLevel(getenv))})
 			if err != nil {
 				return err
 			}
@@ -79,11 +83,12 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 			if err != nil {
 				return fmt.Errorf("--addr: %w", err)
 			}
-			return serveConsole(cmd, ln, srv, tok)
+			return serveConsole(cmd, ln, srv, tok, srv.SignInCode())
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultConsoleAddr, "the address to listen on (keep it on loopback)")
 	cmd.Flags().StringVar(&token, "token", "", "the access token (default $"+console.EnvToken+", else a random one)")
+	cmd.Flags().StringSliceVar(&hosts, "host", nil, "a name, besides IP addresses and localhost, the console may be opened by (a request naming any other Host is refused: DNS rebinding); repeatable")
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "hide and refuse every action")
 	cmd.Flags().TextVar(&window, "window", console.DefaultWindow, "the window of the overview's charts and of the refusals page (a span: 1h, 1d, 7d)")
 	actor.register(cmd)
@@ -92,12 +97,16 @@ recorded with --actor (else $` + EnvActor + `, else user@host) and --reason;
 
 // serveConsole prints the address to open and serves until the command's
 // context ends (Ctrl-C), then shuts down.
-func serveConsole(cmd *cobra.Command, ln net.Listener, h http.Handler, token string) error {
+func serveConsole(cmd *cobra.Command, ln net.Listener, h http.Handler, token, code string) error {
 	ctx := cmd.Context()
 	if ip, ok := ln.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
 		fmt.Fprintf(cmd.ErrOrStderr(), "webhookctl console: warning: listening on %s, not on loopback: anyone who can reach it and has the token acts with your database rights\n", ln.Addr())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "webhook-inbox console: open http://%s/?token=%s\n(Ctrl-C stops it)\n", ln.Addr(), token)
+	// The printed address signs in once: the one a browser keeps in its
+	// history is spent. The token's address signs in any browser, at any
+	// time, and stays in the history of the browsers that open it.
+	fmt.Fprintf(cmd.OutOrStdout(), "webhook-inbox console: open http://%s/?code=%s\n(it signs one browser in, within %s; another browser: http://%s/?token=%s)\n(Ctrl-C stops it)\n",
+		ln.Addr(), code, console.SignInCodeTTL, ln.Addr(), token)
 	flushSafeOutput(cmd)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)

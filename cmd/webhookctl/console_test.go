@@ -29,17 +29,25 @@ func (f *opsFixture) startConsole(args ...string) (url string, stop func() error
 		pw.CloseWithError(io.EOF)
 		done <- err
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	rd := bufio.NewReader(pr)
+	line, err := rd.ReadString('\n')
+	var second string
+	if err == nil {
+		second, err = rd.ReadString('\n')
+	}
 	if err != nil {
 		cancel()
 		f.t.Fatalf("console printed no address: %v (%v)", err, <-done)
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	m := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/\?token=\S+)`).FindStringSubmatch(line)
-	if m == nil {
+	// The address with a one-time sign-in code, then the token's.
+	m := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/\?code=\S+)`).FindStringSubmatch(line)
+	tm := regexp.MustCompile(`another browser: (http://127\.0\.0\.1:\d+/\?token=\S+)\)`).FindStringSubmatch(second)
+	if m == nil || tm == nil {
 		cancel()
-		f.t.Fatalf("console printed %q", line)
+		f.t.Fatalf("console printed %q, %q", line, second)
 	}
+	f.consoleTokenURL = tm[1]
 	stopped := false
 	stop = func() error {
 		if stopped {
@@ -69,7 +77,7 @@ func TestConsoleServesUntilInterrupted(t *testing.T) {
 	f := newOpsFixture(t)
 	f.insert("stripe", "evt_console_1", "invoice.paid")
 	addr, stop := f.startConsole("--actor", "bob")
-	base := addr[:strings.Index(addr, "/?token=")]
+	base := addr[:strings.Index(addr, "/?code=")]
 	if resp, err := http.Get(base + "/events"); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without the token: %v %v", resp, err)
 	}
@@ -93,12 +101,12 @@ func TestConsoleServesUntilInterrupted(t *testing.T) {
 		t.Fatalf("the console stopped with %v", err)
 	}
 
-	f.env["WEBHOOKCTL_CONSOLE_TOKEN"] = "a-configured-token-of-length"
+	f.env["WEBHOOKCTL_CONSOLE_TOKEN"] = "a-configured-token-of-length-0123456789"
 	addr, _ = f.startConsole("--read-only")
-	if !strings.HasSuffix(addr, "?token=a-configured-token-of-length") {
-		t.Errorf("a configured token: the console printed %s", addr)
+	if !strings.HasSuffix(f.consoleTokenURL, "?token=a-configured-token-of-length-0123456789") {
+		t.Errorf("a configured token: the console printed %s", f.consoleTokenURL)
 	}
-	if _, _, err := f.run("console", "--addr", "127.0.0.1:0", "--token", "short"); err == nil || !strings.Contains(err.Error(), "at least 16") {
+	if _, _, err := f.run("console", "--addr", "127.0.0.1:0", "--token", "short"); err == nil || !strings.Contains(err.Error(), "at least 32") {
 		t.Errorf("a short token: %v", err)
 	}
 }

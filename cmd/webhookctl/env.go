@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -68,7 +69,14 @@ const operatorApplicationName = "webhookctl"
 // openOps resolves the environment's secrets and opens the database with
 // the pool every command uses: the database's settings as the functions
 // read them (storage.PoolConfigFromEnv), under the CLI's name.
-func openOps(cmd *cobra.Command) (*ops, error) {
+func openOps(cmd *cobra.Command) (*ops, error) { return openOpsSession(cmd, false) }
+
+// openOpsSession is openOps; readOnly opens every connection with
+// default_transaction_read_only=on, so that nothing done through the pool
+// writes, whatever the code above it does (a read-only console's, or any
+// command's that may only read): a write fails in Postgres with SQLSTATE
+// 25006 (read_only_sql_transaction).
+func openOpsSession(cmd *cobra.Command, readOnly bool) (*ops, error) {
 	ctx := cmd.Context()
 	getenv, creds, err := secrets.Environment(ctx, envOf(cmd))
 	if err != nil {
@@ -82,6 +90,13 @@ func openOps(cmd *cobra.Command) (*ops, error) {
 		return nil, err
 	}
 	db.ApplicationName, db.Credentials = operatorApplicationName, creds
+	if readOnly {
+		db.RuntimeParams = maps.Clone(db.RuntimeParams)
+		if db.RuntimeParams == nil {
+			db.RuntimeParams = map[string]string{}
+		}
+		db.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := db.Open(ctx)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,5 +101,27 @@ func TestExpunge(t *testing.T) {
 	}
 	if _, _, err := f.run("expunge", "stripe", "evt_none", "--dry-run"); err == nil || !strings.Contains(err.Error(), "no such event") {
 		t.Fatalf("unknown event: %v", err)
+	}
+}
+
+// expunge --help once named a policy the template does not
+// define. Every IAM resource-like name in the help (…Policy, …Role,
+// …Function) is a resource or an output of template.yaml.
+func TestExpungeHelpNamesOnlyTheTemplatesResources(t *testing.T) {
+	out, err := run(t, nil, "expunge", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile("template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`\b[A-Z][a-z]+[A-Za-z]*(Policy|Role|Function)\b`).FindAllString(out, -1) {
+		if !regexp.MustCompile(`(?m)^  ` + name + `:`).Match(tmpl) {
+			t.Errorf("expunge --help names %s, which template.yaml neither defines nor outputs", name)
+		}
+	}
+	if !strings.Contains(out, "the acting function does it\nwith its own rights") {
+		t.Errorf("expunge --help no longer says whose rights expunge runs with:\n%s", out)
 	}
 }

@@ -140,3 +140,27 @@ func TestSourcesCheckReadsTheCommandEnvironment(t *testing.T) {
 		t.Fatalf("sources check ignored the command's environment:\n%s", out.String())
 	}
 }
+
+// sources check explains the hmac template rule: an ambiguous
+// template is refused with the reason, an accepted one with {id} next to
+// {body} is printed with the separator its ids may not hold.
+func TestSourcesCheckExplainsTheHMACTemplate(t *testing.T) {
+	hmacSrc := func(tmpl string) string {
+		return `{"sources":{"acme":{"kind":"hmac","secrets":["acme-secret-0123456789"],"signature_header":"X-Sig",
+		  "signed_content":"` + tmpl + `","event_id":{"header":"X-Id"}}}}`
+	}
+	t.Setenv(source.EnvSources, hmacSrc("{id}{body}"))
+	if _, err := run(t, nil, "sources", "check"); err == nil || !strings.Contains(err.Error(), `source "acme"`) ||
+		!strings.Contains(err.Error(), `"{id}{body}" is ambiguous`) {
+		t.Fatalf("an ambiguous template: %v", err)
+	}
+	t.Setenv(source.EnvSources, hmacSrc("{id}.{body}"))
+	out, err := run(t, nil, "sources", "check")
+	if err != nil || !strings.Contains(out, `note: acme: signed_content "{id}.{body}": an id holding "." is refused`) {
+		t.Fatalf("sources check: %v\n%s", err, out)
+	}
+	out, err = run(t, nil, "sources", "check", "--json")
+	if err != nil || !strings.Contains(out, `"note":`) {
+		t.Fatalf("sources check --json: %v\n%s", err, out)
+	}
+}

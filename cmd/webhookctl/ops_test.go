@@ -27,11 +27,13 @@ import (
 // the operator commands; env is the commands' whole environment, so tests
 // run in parallel.
 type opsFixture struct {
-	t     *testing.T
-	ctx   context.Context
-	pool  *pgxpool.Pool
-	store *storage.Store
-	env   map[string]string
+	// consoleTokenURL is the token's address the last console printed.
+	consoleTokenURL string
+	t               *testing.T
+	ctx             context.Context
+	pool            *pgxpool.Pool
+	store           *storage.Store
+	env             map[string]string
 	// s3 is the archive's configuration once withArchive was called.
 	s3 *blobstore.Config
 }

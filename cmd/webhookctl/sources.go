@@ -28,7 +28,14 @@ register with the sender: keep it as private as the sender's settings).
 ENDPOINT says where a source is reachable: "token only" (endpoint_token,
 untokened_path false), "token, untokened open" (the old /webhooks/<name>
 still answers: set untokened_path to false once the sender uses the new
-URL), or "untokened" (no endpoint_token: its URL is its guessable name).`,
+URL), or "untokened" (no endpoint_token: its URL is its guessable name).
+
+A source whose configuration refuses some deliveries by a rule gets a note
+under the table (and "note" in JSON): an hmac source whose signed_content
+puts {id} next to {body} refuses ids holding the separator between them,
+so that no byte can move between the id and the body under one signature.
+A template whose parts are not separated at all ("{id}{body}") is refused
+here, as at start-up, with the reason (docs/sources/hmac.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sources, where, err := devenv.LoadSources(cmd.Context(), envOf(cmd))
 			if err != nil {
@@ -40,6 +47,7 @@ URL), or "untokened" (no endpoint_token: its URL is its guessable name).`,
 				Tolerance string `json:"timestamp_tolerance"`
 				Endpoint  string `json:"endpoint"`
 				URL       string `json:"url"`
+				Note      string `json:"note,omitempty"`
 			}
 			var rows []row
 			for _, name := range sources.Names() {
@@ -55,7 +63,7 @@ URL), or "untokened" (no endpoint_token: its URL is its guessable name).`,
 				case src.HasEndpointToken():
 					endpoint = "token, untokened open"
 				}
-				rows = append(rows, row{name, src.Kind, tol, endpoint, strings.TrimRight(base, "/") + src.Path()})
+				rows = append(rows, row{name, src.Kind, tol, endpoint, strings.TrimRight(base, "/") + src.Path(), src.Note})
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"from": where, "sources": rows})
@@ -66,7 +74,15 @@ URL), or "untokened" (no endpoint_token: its URL is its guessable name).`,
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Kind, r.Tolerance, r.Endpoint, r.URL)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if r.Note != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "\nnote: %s: %s\n", r.Name, r.Note)
+				}
+			}
+			return nil
 		},
 	}
 	check.Flags().StringVar(&base, "base-url", "https://<api-id>.execute-api.<region>.amazonaws.com", "the receiver's public base URL (the stack's WebhookUrl output without /webhooks/{source})")

@@ -90,6 +90,8 @@ Ctrl-C stops everything.`,
 	cmd.Flags().BoolVar(&o.Samples, "samples", false, "print a curl with a freshly signed sample event per source at start-up (default: one `webhookdev send` line per source)")
 	cmd.Flags().BoolVar(&replay, "replay-unhandled", true, "at start-up, replay the events processed without a handler whose (source or kind, type) has one now; false prints the command instead")
 	cmd.Flags().BoolVar(&o.AsOwner, "as-owner", false, "connect every component as the database's owner, not as its deployed role (default "+devstack.EnvAsOwner+")")
+	cmd.Flags().DurationVar(&o.Timeouts.Read, "read-timeout", devstack.DefaultReadTimeout, "close a connection whose request (headers and body) is not read within this; its headers within the shorter of this and "+devstack.DefaultReadHeaderTimeout.String())
+	cmd.Flags().DurationVar(&o.Timeouts.Idle, "idle-timeout", devstack.DefaultIdleTimeout, "close a kept-alive connection idle for this long")
 	cmd.Flags().BoolVar(&o.EMF, "emf", emf, "log as the Lambdas do: JSON lines with EMF metrics (default "+devstack.EnvEMF+")")
 	return cmd
 }

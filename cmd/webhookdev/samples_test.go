@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/scaffold"
 )
 
 // sendLines returns the `webhookdev send` command lines of
@@ -50,7 +51,7 @@ func TestEverySampleIsAccepted(t *testing.T) {
 			t.Errorf("%s: no such dev source", strings.Join(args, " "))
 			continue
 		}
-		if want := filepath.Join("dev", "samples", src.Kind+".json"); args[2] != want {
+		if want := filepath.Join("dev", "samples", scaffold.SampleFile(src.Kind)); args[2] != want {
 			t.Errorf("%s: source %s is of kind %s, its sample is %s", strings.Join(args, " "), src.Name, src.Kind, want)
 		}
 		sent[src.Name] = true

@@ -120,6 +120,6 @@ func failing(getenv func(string) string, cause error, log *slog.Logger) handler 
 		a := schemaresource.FailingApplier(cause, log)
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
 	}
-	h := schemaresource.Failing(cause, log)
+	h := schemaresource.Failing(cause, log, schemaresource.LocalResponseURLFromEnv(getenv))
 	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }
 }

@@ -68,7 +68,7 @@ func create(url string) cfn.Event {
 func TestCreateInIAMMode(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t))
-	env := map[string]string{"DATABASE_URL": dbURL, "LOG_LEVEL": "error"}
+	env := map[string]string{"DATABASE_URL": dbURL, "LOG_LEVEL": "error", "MIGRATOR_ROLES_AUTH": "iam", "MIGRATOR_LOCAL_RESPONSE_URL": "true"}
 	h, closePool, err := setup(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
 // so a database down at a cold start fails that request (FAILED) only.
 func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error"}
+	env := map[string]string{"DATABASE_URL": "postgres://x@127.0.0.1:1/x?connect_timeout=1", "LOG_LEVEL": "error", "MIGRATOR_ROLES_AUTH": "iam", "MIGRATOR_LOCAL_RESPONSE_URL": "true"}
 	h, closePool, err := setup(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestModesRefuseEachOthersEvents(t *testing.T) {
 		"front": "MIGRATOR_FUNCTION must name the migration function in apply mode, not a front",
 		"":      "set MIGRATOR_MODE=apply on the function the front invokes",
 	} {
-		env := map[string]string{"MIGRATOR_MODE": mode, "MIGRATOR_FUNCTION": "inbox-MigrationFunction", "DATABASE_URL": "postgres://x@127.0.0.1:1/x", "LOG_LEVEL": "error"}
+		env := map[string]string{"MIGRATOR_MODE": mode, "MIGRATOR_FUNCTION": "inbox-MigrationFunction", "DATABASE_URL": "postgres://x@127.0.0.1:1/x", "LOG_LEVEL": "error", "MIGRATOR_ROLES_AUTH": "iam", "MIGRATOR_LOCAL_RESPONSE_URL": "true"}
 		h, closePool, err := setup(t.Context(), func(k string) string { return env[k] })
 		if err != nil {
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func TestModesRefuseEachOthersEvents(t *testing.T) {
 		}
 	}
 
-	env := map[string]string{"MIGRATOR_MODE": "apply", "LOG_LEVEL": "error"}
+	env := map[string]string{"MIGRATOR_MODE": "apply", "LOG_LEVEL": "error", "MIGRATOR_ROLES_AUTH": "iam", "MIGRATOR_LOCAL_RESPONSE_URL": "true"}
 	h, _, err := setup(t.Context(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

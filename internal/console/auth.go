@@ -32,17 +32,37 @@ func sessionCookie(r *http.Request) string {
 
 // notSignedIn is the refusal of a request without a session: it says how
 // to get one, and nothing of the console.
-const notSignedIn = "webhookctl console: open the address with ?token= that `webhookctl console` printed at start"
+const notSignedIn = "webhookctl console: open the address `webhookctl console` printed at start (its ?code= signs in once, for 10 minutes; ?token= with the console's token at any time)"
 
 // authenticate lets through requests with a valid session cookie; a GET
-// with ?token= (the right one) starts a session and redirects to the same
-// page without the token, so it stays out of the history. Anything else
-// is refused (unauthenticated).
+// with ?code= (a one-time sign-in code, unused and unexpired) or ?token=
+// (the right one) starts a session and redirects to the same page without
+// either, so the page's address holds neither. The address first opened
+// stays in the browser's history: a code's is useless once used. Anything
+// else is refused (unauthenticated).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
-			if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1 {
-				s.fail(w, r, inbox.WrapError(inbox.CauseUnauthenticated, errors.New("wrong token"), notSignedIn))
+		q := r.URL.Query()
+		tok, code := q.Get("token"), q.Get("code")
+		if (tok != "" || code != "") && r.Method == http.MethodGet {
+			// An address past its wrong tokens is refused before the
+			// comparison, the right token included: no answer tells.
+			addr := remoteKey(r)
+			if wait := s.attempts.wait(addr); wait > 0 {
+				s.tooManyAttempts(w, r, wait)
+				return
+			}
+			// A one-time code (the address webhookctl console prints), or
+			// the token itself.
+			ok := false
+			if code != "" {
+				ok = s.codes.use(code)
+			} else {
+				ok = subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
+			}
+			if !ok {
+				s.attempts.failed(addr)
+				s.fail(w, r, inbox.WrapError(inbox.CauseUnauthenticated, errors.New("wrong token or sign-in code"), notSignedIn))
 				return
 			}
 			sid := NewToken()
@@ -50,8 +70,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				Name: sessionCookie(r), Value: sid + "." + s.sign("session", sid), Path: "/",
 				HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 			})
-			q := r.URL.Query()
 			q.Del("token")
+			q.Del("code")
 			// One leading slash: "//host" would leave for another site.
 			u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)

@@ -344,7 +344,7 @@ func testBrowser(t *testing.T, b backend) {
 		chromedp.Navigate(f.srv.URL+"/dead-letters"),
 		chromedp.WaitReady("body"))
 	text = value(t, other, "refusal", chromedp.Text("body"))
-	if !strings.Contains(text, "open the address with ?token=") {
+	if !strings.Contains(text, "open the address `webhookctl console` printed at start") {
 		t.Errorf("without the token: %q", text)
 	}
 }

@@ -61,8 +61,14 @@ var causeNotes = map[inbox.Cause]causeNote{
 		"The path is not a webhook route at all: a scanner, or a sender with a wrong URL.",
 		"Nothing, unless a real sender is among them: then fix its URL (/webhooks/<source>)."},
 	inbox.CauseMethodNotAllowed: {
-		"A request with another method than POST: a scanner, or someone opening the URL in a browser.",
+		"A request with another method than POST or GET: a scanner, or a client that is not a webhook sender.",
 		"Nothing, unless a real sender is among them."},
+	inbox.CauseUnauthenticated: {
+		"A GET that is no authenticated handshake: someone opening the URL in a browser, a scanner, or a sender verifying the endpoint of a source whose kind has no handshake.",
+		"Nothing, unless a sender's endpoint verification fails: check the source's kind and, for meta, its verify_tokens (docs/sources/meta.md)."},
+	inbox.CauseHandshake: {
+		"Not a refusal: a sender verified the endpoint (Slack's url_verification, Zoom's endpoint.url_validation, Meta's hub.challenge); the request was authenticated, answered as the sender requires, and nothing was stored.",
+		"Nothing: Zoom verifies again every 72 hours; a new one appears whenever a sender's endpoint is set or changed."},
 	inbox.CauseInvalidRequest: {
 		"The request could not be turned into an HTTP request (the Lambda adapter's refusal).",
 		"Look for the request id in the receiver's log."},

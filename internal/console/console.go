@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
@@ -40,8 +41,11 @@ import (
 const EnvToken = "WEBHOOKCTL_CONSOLE_TOKEN"
 
 // MinTokenLength is the shortest token accepted: a configured token is a
-// password to the operator's rights.
-const MinTokenLength = 16
+// password to the operator's rights. 32 characters carry at least 128 bits
+// of entropy when each is a random hex digit (4 bits), the poorest
+// alphabet a generator uses; the console's own (NewToken) are 43
+// characters of base64url, 256 bits.
+const MinTokenLength = 32
 
 // DefaultWindow is the window of the overview's charts and of the
 // refusals: the operations API's.
@@ -73,6 +77,13 @@ type Config struct {
 	// Window is the window of the overview's charts and of the refusals
 	// (DefaultWindow; at most operations.MaxWindow).
 	Window operations.Span
+	// Hosts are the names, besides IP addresses and localhost, that a
+	// request's Host may give (webhookctl console's --host: a name of
+	// this machine the console is opened by). Any other Host is refused
+	// (DNS rebinding).
+	Hosts []string
+	// Now is the clock of the wrong tokens' rate limit; nil is time.Now.
+	Now func() time.Time
 	// Logger logs every refused or failed request and each action (never
 	// a body or the token).
 	Logger *slog.Logger
@@ -118,6 +129,11 @@ type Server struct {
 	// lives as long as the process, so a restart logs every browser out.
 	key     []byte
 	handler http.Handler
+	// hosts are Config.Hosts, lower case; attempts counts wrong tokens.
+	hosts    map[string]struct{}
+	attempts *attempts
+	// codes are the one-time sign-in codes (SignInCode).
+	codes *codes
 }
 
 // New checks cfg and returns the console.
@@ -137,7 +153,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, api: cfg.API, log: cfg.Logger, key: make([]byte, 32)}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, api: cfg.API, log: cfg.Logger, key: make([]byte, 32), hosts: map[string]struct{}{}, attempts: newAttempts(cfg.Now), codes: newCodes(cfg.Now)}
+	for _, h := range cfg.Hosts {
+		name := strings.ToLower(strings.TrimSpace(h))
+		if !validHostName(name) {
+			return nil, fmt.Errorf("console: %q is not a host name (letters, digits, dots and hyphens, no port)", h)
+		}
+		s.hosts[name] = struct{}{}
+	}
 	id := cfg.Identity
 	if strings.TrimSpace(cfg.Operator.Name) == "" && id != nil {
 		s.cfg.Operator = operations.Operator{Name: id.Operator, Verified: id.Verified}
@@ -181,7 +207,7 @@ func New(cfg Config) (*Server, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, inbox.Errorf(inbox.CauseForbidden, "cross-origin request refused"))
 	}))
-	s.handler = securityHeaders(cop.Handler(s.authenticate(mux)))
+	s.handler = securityHeaders(s.checkHost(cop.Handler(s.authenticate(mux))))
 	return s, nil
 }
 

@@ -29,7 +29,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const testToken = "test-token-0123456789abcdef"
+const testToken = "test-token-0123456789abcdef-0123456789"
 
 // backend is an operations.API the console runs over. The console's
 // action tests and its browser test run over each, so that the console

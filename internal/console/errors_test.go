@@ -172,8 +172,8 @@ func TestRefusalsBeforeASessionShowNothing(t *testing.T) {
 		status int
 		says   string
 	}{
-		"no session":  {func() (int, string) { return f.get("/events") }, http.StatusUnauthorized, "open the address with ?token="},
-		"wrong token": {func() (int, string) { return f.get("/events?token=wrong-token-0123456789") }, http.StatusUnauthorized, "open the address with ?token="},
+		"no session":  {func() (int, string) { return f.get("/events") }, http.StatusUnauthorized, "open the address `webhookctl console` printed at start"},
+		"wrong token": {func() (int, string) { return f.get("/events?token=wrong-token-0123456789") }, http.StatusUnauthorized, "open the address `webhookctl console` printed at start"},
 		"cross-origin": {func() (int, string) {
 			return f.post("/dead-letters/requeue", url.Values{"all": {"1"}}, map[string]string{"Sec-Fetch-Site": "cross-site"})
 		}, http.StatusForbidden, "cross-origin request refused"},

@@ -214,7 +214,7 @@ func TestRefusalsExplainEveryReceiverCause(t *testing.T) {
 		inbox.CauseSignatureMissing, inbox.CauseSignatureMalformed, inbox.CauseSignatureMismatch, inbox.CauseTimestampOutOfTolerance,
 		inbox.CausePayloadTooLarge, inbox.CauseUnreadableBody, inbox.CauseUnparsableBody, inbox.CauseMissingEventID,
 		inbox.CauseInvalidEventType, inbox.CauseInvalidEvent, inbox.CauseDatabaseUnavailable, inbox.CauseInternal,
-		inbox.CauseEndpointTokenMismatch,
+		inbox.CauseEndpointTokenMismatch, inbox.CauseUnauthenticated, inbox.CauseHandshake,
 	}
 	for _, c := range causes {
 		factory.Rejection(f.ctx, f.t, f.store, &factory.RejectionOpts{Cause: c})

@@ -350,6 +350,8 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 		"DATABASE_URL":    "postgres://app:hunter2@db.example.internal:5432/inbox?sslmode=require",
 		"WEBHOOK_SOURCES": `{"sources":{"inline":{"kind":"stripe","secrets":["whsec_x_0123456789abcdefghijkl"]}}}`,
 		"ARCHIVE_BUCKET":  "b",
+		// The migration function's own.
+		"MIGRATOR_ROLES_AUTH": "password",
 	}
 	getenv := func(k string) string { return env[k] }
 	configs := append(lambdaConfigs[1:], func(g func(string) string) error { _, err := schemaresource.ConfigFromEnv(g); return err })

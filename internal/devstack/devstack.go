@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,6 +115,9 @@ type Options struct {
 	// Tables are the handler packages' tables to migrate and grant; nil
 	// is handlers.Tables, what the migration function applies.
 	Tables []processor.Tables
+	// Timeouts bound the receiver's and the local operator API's reads
+	// (--read-timeout, --idle-timeout); zero fields take the defaults.
+	Timeouts Timeouts
 }
 
 // Run runs the dev stack until ctx is done, writing what it does, then its
@@ -369,9 +373,9 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		return err
 	}
 	// A panic is answered as in Lambda: the receiver's 503, cause internal.
-	srv := &http.Server{Handler: lambdahttp.Recover(h, h), ReadHeaderTimeout: 10 * time.Second}
-	readSrv := &http.Server{Handler: ops.Read, ReadHeaderTimeout: 10 * time.Second}
-	actSrv := &http.Server{Handler: ops.Act, ReadHeaderTimeout: 10 * time.Second}
+	srv := NewServer(lambdahttp.Recover(h, h), o.Timeouts)
+	readSrv := NewServer(ops.Read, o.Timeouts)
+	actSrv := NewServer(ops.Act, o.Timeouts)
 	base := "http://" + ln.Addr().String()
 	opAPI := &devenv.OperatorAPI{
 		URL: "http://" + actLn.Addr().String(), ReadURL: "http://" + readLn.Addr().String(), Region: operatorlocal.Region,
@@ -457,9 +461,13 @@ func processorPlan(c processor.Config) string {
 // database exists on it; stop shuts the cluster down.
 func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url string, stop func(), err error) {
 	fmt.Fprintf(out, "database: starting local PostgreSQL in %s ...\n", dataDir)
-	// Every role but the superuser logs in with its password, as on RDS:
-	// the function roles' passwords are checked here as they are there.
-	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Passwords: true})
+	// Every role logs in with its password, as on RDS: the function roles'
+	// passwords are checked here as they are there, and the superuser's,
+	// generated and kept in the cluster folder, since any local user can
+	// reach the port and a superuser can run programs (COPY ... TO
+	// PROGRAM). The URL returned carries it, for the stack file
+	// (webhookctl) and the owner's pool; it is never printed.
+	cluster, err := localpg.Start(ctx, localpg.Options{Dir: dataDir, Passwords: true, SuperuserPassword: true})
 	if err != nil {
 		return "", nil, err
 	}
@@ -494,8 +502,20 @@ func StartDatabase(ctx context.Context, out io.Writer, dataDir string) (url stri
 		// stack file.
 		fmt.Fprintf(out, "database: port %d, its port last time, is taken by another process: now on port %d\n", was, cluster.Port())
 	}
-	fmt.Fprintf(out, "database: %s (psql %q)\n", cluster.URL(Database), cluster.URL(Database))
+	fmt.Fprintf(out, "database: %s (%s)\n", storage.RedactURL(cluster.URL(Database)), psqlHint(cluster.URL(Database), filepath.Join(dataDir, "superuser-password")))
 	return cluster.URL(Database), stop, nil
+}
+
+// psqlHint is the psql command line for the local cluster's database at
+// dbURL, which reads the superuser's password from its file rather than
+// showing it.
+func psqlHint(dbURL, passwordFile string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "psql"
+	}
+	u.User = url.User(u.User.Username())
+	return fmt.Sprintf(`PGPASSWORD="$(cat %s)" psql %q`, passwordFile, u.String())
 }
 
 // migrateAndRoles applies the schema and, unless o.AsOwner, the function

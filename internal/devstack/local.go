@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,7 +156,7 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: stack.URLs[id], ReadHeaderTimeout: 10 * time.Second}
+		srv := NewServer(stack.URLs[id], Timeouts{})
 		go func() { _ = srv.Serve(l) }()
 		defer srv.Close()
 		urls[id] = "http://" + l.Addr().String()

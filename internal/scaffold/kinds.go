@@ -13,8 +13,26 @@ type shape struct {
 	// Subject is an expression of p (a payload) giving the subject, and
 	// SubjectPath the same in the payload's terms, for errors and comments.
 	Subject, SubjectPath string
-	// Imports are the standard packages Payload needs.
+	// Imports are the standard packages Payload (and Decls) need.
 	Imports []string
+	// Decode is the Go expression, of ev and p, that decodes the event
+	// into p and gives an error; "" is ev.Decode(&p) (a JSON object).
+	Decode string
+	// Decls are declarations written after the payload type (a decoder
+	// of the kind's own format, the subject's method).
+	Decls string
+	// Form is set for a kind whose bodies are forms, not JSON: its sample
+	// is dev/samples/<kind>.form, and SubjectPath a parameter's name.
+	Form bool
+}
+
+// SampleFile is the name of kind's sample in dev/samples (and, as
+// event.<ext>, in a generated package's testdata).
+func SampleFile(kind string) string {
+	if shapes[kind].Form {
+		return kind + ".form"
+	}
+	return kind + ".json"
 }
 
 var shapes = map[string]shape{
@@ -79,5 +97,86 @@ var shapes = map[string]shape{
 		ID string ` + "`json:\"id\"`" + `
 	} ` + "`json:\"data\"`",
 		Subject: "p.Data.ID", SubjectPath: "data.id",
+	},
+	"twilio": {
+		Doc: "https://www.twilio.com/docs/messaging/guides/track-outbound-message-status",
+		Payload: `// The form's parameters the handler reads (a message's status
+	// callback): the type (message.delivered, ...) is ev.Type.
+	MessageSid    string
+	MessageStatus string`,
+		Subject: "p.MessageSid", SubjectPath: "MessageSid", Imports: []string{"net/url"},
+		Decode: "p.decode(ev.Body)", Form: true,
+		Decls: `// decode reads the parameters of a Twilio form body (the body is a
+// form, not JSON: ev.Decode cannot read it).
+func (p *payload) decode(body []byte) error {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return fmt.Errorf("decode the form: %w", err)
+	}
+	p.MessageSid, p.MessageStatus = form.Get("MessageSid"), form.Get("MessageStatus")
+	return nil
+}`,
+	},
+	"hubspot": {
+		Doc: "https://developers.hubspot.com/docs/api/webhooks",
+		Payload: `// Events is the batch HubSpot posted (one stored event per request,
+	// up to 100 of HubSpot's); the type is ev.Type, their common
+	// subscriptionType or "batch".
+	Events []struct {
+		EventID          json.Number ` + "`json:\"eventId\"`" + `
+		SubscriptionType string      ` + "`json:\"subscriptionType\"`" + `
+		ObjectID         json.Number ` + "`json:\"objectId\"`" + `
+	}`,
+		Subject: "p.subject()", SubjectPath: "0.objectId", Imports: []string{"encoding/json"},
+		Decls: `// UnmarshalJSON reads HubSpot's body, a JSON array of events.
+func (p *payload) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &p.Events) }
+
+// subject is the first event's object (the contact, the deal), "" for
+// an empty batch.
+func (p *payload) subject() string {
+	if len(p.Events) == 0 {
+		return ""
+	}
+	return p.Events[0].ObjectID.String()
+}`,
+	},
+	"slack": {
+		Doc: "https://api.slack.com/apis/events-api#callback-field",
+		Payload: `TeamID string ` + "`json:\"team_id\"`" + `
+	// Event is the inner event (an app_mention, a message, ...): its type
+	// is ev.Type; the channel it happened in is the subject.
+	Event struct {
+		Type    string ` + "`json:\"type\"`" + `
+		Channel string ` + "`json:\"channel\"`" + `
+		User    string ` + "`json:\"user\"`" + `
+	} ` + "`json:\"event\"`",
+		Subject: "p.Event.Channel", SubjectPath: "event.channel",
+	},
+	"zoom": {
+		Doc: "https://developers.zoom.us/docs/api/webhooks/",
+		Payload: `// Event is ev.Type (meeting.started, ...); Payload.Object is what it
+	// is about (a meeting, a recording, a user), by event.
+	Event   string ` + "`json:\"event\"`" + `
+	Payload struct {
+		AccountID string ` + "`json:\"account_id\"`" + `
+		Object    struct {
+			ID string ` + "`json:\"id\"`" + `
+		} ` + "`json:\"object\"`" + `
+	} ` + "`json:\"payload\"`",
+		Subject: "p.Payload.Object.ID", SubjectPath: "payload.object.id",
+	},
+	"meta": {
+		Doc: "https://developers.facebook.com/docs/graph-api/webhooks/getting-started",
+		Payload: `// Object is the product (page, instagram, whatsapp_business_account);
+	// each entry is one object's changes, batched.
+	Object string ` + "`json:\"object\"`" + `
+	Entry  []struct {
+		ID      string ` + "`json:\"id\"`" + `
+		Changes []struct {
+			Field string          ` + "`json:\"field\"`" + `
+			Value json.RawMessage ` + "`json:\"value\"`" + `
+		} ` + "`json:\"changes\"`" + `
+	} ` + "`json:\"entry\"`",
+		Subject: "p.Object", SubjectPath: "object", Imports: []string{"encoding/json"},
 	},
 }

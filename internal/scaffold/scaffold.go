@@ -18,12 +18,14 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -111,8 +113,11 @@ type Result struct {
 type data struct {
 	Spec
 	Table, TestSource, MatchGo, MatchDoc, MatchExample, SampleSubject string
-	Shape                                                             shape
-	Imports                                                           []string
+	// SampleFile is the kind's sample in dev/samples, SampleName its copy
+	// in the package's testdata.
+	SampleFile, SampleName string
+	Shape                  shape
+	Imports                []string
 }
 
 // Write writes the handler package described by s into the module at
@@ -130,16 +135,19 @@ func Write(root string, s Spec) (Result, error) {
 		return Result{}, err
 	}
 	sh := shapes[s.Kind]
-	sample, err := os.ReadFile(filepath.Join(root, "dev", "samples", s.Kind+".json"))
+	sampleFile := SampleFile(s.Kind)
+	sampleName := "event" + filepath.Ext(sampleFile)
+	sample, err := os.ReadFile(filepath.Join(root, "dev", "samples", sampleFile))
 	if err != nil {
 		return Result{}, fmt.Errorf("the %s sample event, for the test: %w", s.Kind, err)
 	}
-	subject, err := jsonPath(sample, sh.SubjectPath)
+	subject, err := sampleSubject(sh, sample)
 	if err != nil {
-		return Result{}, fmt.Errorf("dev/samples/%s.json: %w", s.Kind, err)
+		return Result{}, fmt.Errorf("dev/samples/%s: %w", sampleFile, err)
 	}
 	d := data{
 		Spec: s, Table: s.Name + "_events", Shape: sh, Imports: sh.Imports, SampleSubject: subject,
+		SampleFile: sampleFile, SampleName: sampleName,
 		TestSource: s.Kind, MatchGo: fmt.Sprintf("processor.Kind(%q)", s.Kind), MatchDoc: "every " + s.Kind + " source",
 	}
 	d.MatchExample = "usually " + d.MatchGo
@@ -155,7 +163,7 @@ func Write(root string, s Spec) (Result, error) {
 		{path: filepath.Join(dir, s.Name+".go"), tmpl: "handler.go.tmpl"},
 		{path: filepath.Join(dir, s.Name+"_test.go"), tmpl: "handler_test.go.tmpl"},
 		{path: filepath.Join(dir, "migrations", "00001_"+d.Table+".sql"), tmpl: "migration.sql.tmpl"},
-		{path: filepath.Join(dir, "testdata", "event.json"), raw: sample},
+		{path: filepath.Join(dir, "testdata", sampleName), raw: sample},
 	}
 	for i, f := range files {
 		if f.raw != nil {
@@ -300,6 +308,21 @@ func Register(src []byte, name, match string) ([]byte, error) {
 
 // jsonPath returns the string (or number) at a dotted path of keys in a
 // JSON document.
+// sampleSubject reads the subject of a kind's sample: a form's parameter,
+// or the value at a JSON path.
+func sampleSubject(sh shape, sample []byte) (string, error) {
+	if !sh.Form {
+		return jsonPath(sample, sh.SubjectPath)
+	}
+	form, err := url.ParseQuery(strings.TrimSpace(string(sample)))
+	if err != nil || form.Get(sh.SubjectPath) == "" {
+		return "", fmt.Errorf("no %s parameter (%v)", sh.SubjectPath, err)
+	}
+	return form.Get(sh.SubjectPath), nil
+}
+
+// jsonPath reads the value at a dotted path; a key of digits indexes an
+// array.
 func jsonPath(doc []byte, path string) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
@@ -308,11 +331,18 @@ func jsonPath(doc []byte, path string) (string, error) {
 		return "", err
 	}
 	for _, k := range strings.Split(path, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return "", fmt.Errorf("no %s", path)
+			}
+			v = x[i]
+		default:
 			return "", fmt.Errorf("no %s", path)
 		}
-		v = m[k]
 	}
 	switch x := v.(type) {
 	case string:

@@ -28,6 +28,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -232,4 +233,44 @@ func HostOf(raw string) string {
 		return u.Host
 	}
 	return "the ResponseURL"
+}
+
+// responseHost is the host of CloudFormation's pre-signed response URLs:
+// its response bucket in virtual-hosted style
+// (cloudformation-custom-resource-response-<region>.s3[.-<region>].amazonaws.com)
+// or S3's endpoint in path style (s3[.-<region>].amazonaws.com, the path
+// then starting with the bucket), in every partition's domain.
+var (
+	responseHost = regexp.MustCompile(`^(cloudformation-custom-resource-response-[a-z0-9-]+\.)?s3([.-][a-z]{2}(-[a-z]+)+-[0-9])?\.amazonaws\.com(\.cn)?$`)
+	responsePath = "/cloudformation-custom-resource-response-"
+)
+
+// CheckResponseURL refuses a ResponseURL that is not CloudFormation's: an
+// https URL on the default port of its S3 response bucket. Whoever may
+// invoke a custom resource's function can send it any request; answering
+// only there means a forged request's answer (which may say what was done)
+// goes nowhere but to CloudFormation's own bucket. allowLoopback also
+// accepts http or https on 127.0.0.1, ::1 or localhost: the local stacks'
+// and the tests' stand-ins, never set by a template. The error holds the
+// URL's host only (the URL is pre-signed).
+func CheckResponseURL(raw string, allowLoopback bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return errors.New("the ResponseURL is not an absolute URL")
+	}
+	host := u.Hostname()
+	if allowLoopback && (host == "127.0.0.1" || host == "::1" || host == "localhost") && (u.Scheme == "http" || u.Scheme == "https") {
+		return nil
+	}
+	switch {
+	case u.Scheme != "https":
+		return fmt.Errorf("the ResponseURL (host %s) is %s, not https: CloudFormation's response URLs are https", u.Host, u.Scheme)
+	case u.User != nil || (u.Port() != "" && u.Port() != "443"):
+		return fmt.Errorf("the ResponseURL (host %s) has credentials or a port: not CloudFormation's", u.Host)
+	case !responseHost.MatchString(strings.ToLower(host)):
+		return fmt.Errorf("the ResponseURL's host %s is not CloudFormation's S3 response bucket (cloudformation-custom-resource-response-<region>.s3…amazonaws.com)", host)
+	case !strings.HasPrefix(strings.ToLower(host), "cloudformation-custom-resource-response-") && !strings.HasPrefix(u.EscapedPath(), responsePath):
+		return fmt.Errorf("the ResponseURL (host %s) is not in CloudFormation's S3 response bucket", host)
+	}
+	return nil
 }

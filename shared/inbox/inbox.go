@@ -76,6 +76,12 @@ const (
 	// exist. The precise cause is in the log line, the metrics and
 	// webhook_rejections, for operators.
 	CauseUnauthenticated Cause = "unauthenticated"
+	// CauseHandshake: not a refusal but a sender's endpoint verification
+	// (Slack's url_verification, Zoom's endpoint.url_validation, Meta's
+	// hub.challenge), authenticated and answered as the sender requires;
+	// nothing is stored. Recorded in webhook_rejections like a refusal,
+	// so an operator sees when a sender verified the endpoint.
+	CauseHandshake Cause = "handshake"
 )
 
 // Causes of the processor, recorded in an event's error history (key
@@ -162,6 +168,14 @@ const (
 	// stack's OperatorActPolicy, or OperatorReadPolicy), or a console
 	// form came without its session's CSRF token or from another origin.
 	CauseForbidden Cause = "forbidden"
+	// CauseMisdirectedRequest: a request to the console named a Host
+	// that is not the console's own address (a DNS name rebound to a
+	// loopback address, say): refused before anything else.
+	CauseMisdirectedRequest Cause = "misdirected_request"
+	// CauseTooManyAttempts: too many wrong access tokens came to the
+	// console from one address: it refuses every token from there,
+	// the right one included, until the Retry-After has passed.
+	CauseTooManyAttempts Cause = "too_many_attempts"
 	// CauseCountChanged: an action confirmed for a count of events would
 	// now change another number of them (something died, was requeued or
 	// processed in between): nothing was changed; count again.

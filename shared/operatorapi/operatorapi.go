@@ -357,6 +357,8 @@ var statuses = map[inbox.Cause]int{
 	inbox.CauseUnauthenticated:         http.StatusUnauthorized,
 	inbox.CauseReadOnly:                http.StatusForbidden,
 	inbox.CauseForbidden:               http.StatusForbidden,
+	inbox.CauseMisdirectedRequest:      http.StatusMisdirectedRequest,
+	inbox.CauseTooManyAttempts:         http.StatusTooManyRequests,
 	inbox.CauseNotFound:                http.StatusNotFound,
 	inbox.CauseEventNotFound:           http.StatusNotFound,
 	inbox.CauseMethodNotAllowed:        http.StatusMethodNotAllowed,

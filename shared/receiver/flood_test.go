@@ -271,7 +271,7 @@ func TestUnknownNamesShareOneBucket(t *testing.T) {
 		name := fmt.Sprintf("%%1B]52;c;aGk=%%07%%C2%%9B31mname-%d", i)
 		method := "POST"
 		if i%2 == 1 {
-			method = "GET"
+			method = "PUT" // a GET to an unknown name is unknown_source too
 		}
 		if a := f.do(httptest.NewRequest(method, "/webhooks/"+name, strings.NewReader("{}"))); a.Code != 401 && a.Code != 405 {
 			t.Fatalf("%s %s: %+v", method, name, a)
@@ -321,7 +321,9 @@ func TestNoAnswerEchoesTheRequest(t *testing.T) {
 	tests := []hostile{
 		{name: "unknown name", method: "POST", path: "/webhooks/zqxunknown", body: `{"id":"zqxBODYid"}`, wantStatus: 401},
 		{name: "unknown name with escapes", method: "POST", path: "/webhooks/%1B%5B2Jzqxesc%C2%9B", body: esc, wantStatus: 401},
-		{name: "GET any name", method: "GET", path: "/webhooks/zqxgetname", wantStatus: 405},
+		{name: "GET any name", method: "GET", path: "/webhooks/zqxgetname", wantStatus: 401},
+		{name: "GET a handshake query, any name", method: "GET", path: "/webhooks/zqxgetname?hub.mode=subscribe&hub.challenge=zqxCHALLENGE&hub.verify_token=zqxTOKEN", wantStatus: 401},
+		{name: "PUT any name", method: "PUT", path: "/webhooks/zqxputname", body: "zqxPUT", wantStatus: 405},
 		{name: "no route", method: "POST", path: "/zqxroute/zqxmore", body: "zqxNOROUTE", wantStatus: 404},
 		{name: "deep route", method: "POST", path: "/webhooks/stripe/zqxa/zqxb", wantStatus: 404},
 		{name: "wrong token", method: "POST", path: "/webhooks/stripe/zqxWRONGTOKENzqxWRONGTOKENzqxWRONG", body: "{}", wantStatus: 401},

@@ -1,6 +1,7 @@
 // Package receiver is the webhook endpoint as a plain http.Handler:
 // POST /webhooks/{source}, and POST /webhooks/{source}/{token} for a
-// source with an endpoint token. It reads the raw body within a bound,
+// source with an endpoint token; GET on both only for the endpoint
+// verification of a kind that has one (source.Handshaker). It reads the raw body within a bound,
 // authenticates it with the source's verifier, and stores it once. It
 // answers 2xx only after the row is committed, so a sender never stops
 // retrying an event that is not durable. A request that is not
@@ -11,12 +12,16 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -144,8 +149,12 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP routes the request.
+// ServeHTTP routes the request. Every answer is nosniff, the mux's own
+// 307 to a cleaned path included (it echoes the path, in an HTML body for
+// a GET): no browser may read an answer as anything but its Content-Type.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -236,9 +245,9 @@ func answerOf(cause inbox.Cause, msg string) (int, response) {
 func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
 	token, tokened := r.PathValue("token"), r.PathValue("token") != ""
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST"))
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, POST")
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST (GET only for a sender's endpoint verification)"))
 		return
 	}
 	body, err := h.readBody(w, r)
@@ -248,10 +257,12 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	src, ok := h.cfg.Sources.Lookup(name)
 	if !ok {
+		hashLikeAVerifier(body)
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no such source is configured"))
 		return
 	}
 	if !src.AllowsEndpoint(token, tokened) {
+		hashLikeAVerifier(body)
 		msg := "the path's endpoint token is not the source's"
 		if !tokened {
 			msg = "the source is reachable only at its tokened path"
@@ -259,8 +270,20 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseEndpointTokenMismatch, "%s", msg))
 		return
 	}
+	if h.handshake(w, r, src, body) {
+		return
+	}
+	if r.Method == http.MethodGet {
+		// Any name, any kind: one answer, so a GET does not tell which
+		// names are sources, nor which of them handshake.
+		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnauthenticated, "a GET is answered only as an authenticated handshake of the source's kind"))
+		return
+	}
 	ident, err := src.Verifier.Verify(r.Header, body, h.cfg.Now())
 	if err != nil {
+		if refusedBeforeTheMAC(inbox.CauseOf(err)) {
+			hashLikeAVerifier(body)
+		}
 		h.refuse(w, r, name, err)
 		return
 	}
@@ -319,6 +342,72 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// decoyKey is a per-process random key for hashLikeAVerifier: nothing
+// is ever verified with it.
+var decoyKey = func() []byte {
+	k := make([]byte, sha256.BlockSize)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand never fails on a supported platform
+	}
+	return k
+}()
+
+// hashLikeAVerifier does the work a verifier does before it can refuse a
+// signature that does not match: an HMAC-SHA256 over the whole body, the
+// common kinds' hash. An unauthenticated request whose refusal comes
+// before any verifier hashed its body (an unknown source, a wrong
+// endpoint token, a missing or malformed signature header) does it too,
+// so that the time of the answer does not tell a configured name from an
+// unknown one (docs/security.md, "Names answer alike").
+func hashLikeAVerifier(body []byte) {
+	m := hmac.New(sha256.New, decoyKey)
+	m.Write(body)
+	decoySink.Store(uint32(m.Sum(nil)[0]))
+}
+
+// decoySink keeps the decoy's result observable, so that no compiler
+// drops the work.
+var decoySink atomic.Uint32
+
+// refusedBeforeTheMAC reports whether a verifier's refusal with cause
+// comes before it hashed the body: every kind checks the signature's
+// and timestamp's presence and form first (signature_missing,
+// signature_malformed), then the MAC (signature_mismatch), then the
+// timestamp's distance from now (timestamp_out_of_tolerance).
+func refusedBeforeTheMAC(c inbox.Cause) bool {
+	return c == inbox.CauseSignatureMissing || c == inbox.CauseSignatureMalformed
+}
+
+// handshake answers the request when it is an authenticated endpoint
+// verification of the source's kind (source.Handshaker), and reports
+// whether it answered (or refused). The answer is the sender's, written
+// as the kind made it, with nosniff and no-store; nothing is stored, and
+// the handshake is logged and recorded like a refusal, cause handshake.
+// An unauthenticated one is refused like any unauthenticated request.
+func (h *Handler) handshake(w http.ResponseWriter, r *http.Request, src *source.Source, body []byte) bool {
+	if !src.Handshakes() {
+		return false
+	}
+	ans, ok, err := src.Handshake(source.HandshakeRequest{Method: r.Method, Query: r.URL.Query(), Header: r.Header, Body: body, Now: h.cfg.Now()})
+	if err != nil {
+		h.refuse(w, r, src.Name, err)
+		return true
+	}
+	if !ok {
+		return false
+	}
+	requestID := cleanText(h.cfg.RequestID(r), 128)
+	h.cfg.Logger.Info("webhook handshake answered", append([]any{"source", src.Name, "cause", inbox.CauseHandshake, "request_id", requestID, "method", r.Method},
+		h.cfg.Metrics.Attrs([]string{"source"}, metrics.C("Handshake", 1))...)...)
+	h.recordRejection(r, src.Name, "", inbox.CauseHandshake, "answered the "+src.Kind+" sender's endpoint verification ("+r.Method+"); nothing stored", requestID)
+	w.Header().Set("Content-Type", ans.ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(ans.Body)
+	return true
 }
 
 // Retrying the insert: the first wait, doubled per attempt up to the last.
@@ -383,6 +472,10 @@ func (h *Handler) recordAnomaly(ctx context.Context, log *slog.Logger, m inbox.P
 	}
 }
 
+// initialBodyBytes is the most readBody reserves before reading, whatever
+// Content-Length declares: most webhooks fit.
+const initialBodyBytes = 16 << 10
+
 // readBody reads the whole raw body, refusing more than MaxBodyBytes
 // before reading it when Content-Length says so, and while reading when it
 // does not.
@@ -395,9 +488,13 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if r.Body == nil {
 		return []byte{}, nil
 	}
+	// The declared length reserves at most initialBodyBytes: a client
+	// that declares a megabyte and sends a byte (a stalled connection on
+	// the local server, where nobody checked the length) costs what it
+	// sent; the rest grows with the bytes received.
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		buf.Grow(int(min(r.ContentLength, initialBodyBytes)))
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {

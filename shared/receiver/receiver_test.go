@@ -296,7 +296,9 @@ func TestRefusals(t *testing.T) {
 		status int
 		cause  inbox.Cause
 	}{
-		{"GET", func() *http.Request { return httptest.NewRequest("GET", "/webhooks/stripe", nil) }, 405, inbox.CauseMethodNotAllowed},
+		// A GET is only ever a handshake: to a kind without one, the one
+		// unauthenticated answer (handshake_test.go).
+		{"GET", func() *http.Request { return httptest.NewRequest("GET", "/webhooks/stripe", nil) }, 401, inbox.CauseUnauthenticated},
 		{"PUT", func() *http.Request { r := f.signed("stripe", body, ""); r.Method = "PUT"; return r }, 405, inbox.CauseMethodNotAllowed},
 		{"unknown source", func() *http.Request { return httptest.NewRequest("POST", "/webhooks/paypal", bytes.NewReader(body)) }, 401, inbox.CauseUnauthenticated},
 		{"other path", func() *http.Request { return httptest.NewRequest("POST", "/hooks/stripe", nil) }, 404, inbox.CauseNotFound},
@@ -322,7 +324,7 @@ func TestRefusals(t *testing.T) {
 			if a.Code != tt.status || a.Cause != tt.cause || a.Status != "rejected" || a.Message == "" {
 				t.Fatalf("got %d %+v, want %d %s", a.Code, a, tt.status, tt.cause)
 			}
-			if tt.status == 405 && a.Header.Get("Allow") != "POST" {
+			if tt.status == 405 && a.Header.Get("Allow") != "GET, POST" {
 				t.Fatalf("Allow = %q", a.Header.Get("Allow"))
 			}
 		})

@@ -33,6 +33,10 @@ const (
 	// EnvScheduleGroup is the EventBridge Scheduler group the wake-up
 	// schedules are created in. Required.
 	EnvScheduleGroup = "RELAY_SCHEDULE_GROUP"
+	// EnvLocalResponseURL ("true") lets the custom resource answer a
+	// loopback ResponseURL: the local stacks' stand-in for CloudFormation's
+	// bucket. The template never sets it.
+	EnvLocalResponseURL = "RELAY_LOCAL_RESPONSE_URL"
 	// EnvSchedulerRoleARN is the role EventBridge Scheduler assumes to
 	// invoke the targets. Required.
 	EnvSchedulerRoleARN = "RELAY_SCHEDULER_ROLE_ARN"
@@ -65,6 +69,9 @@ type Config struct {
 	// S3 is how the control bucket is reached (Bucket is ControlBucket,
 	// uploads encrypted with SSE-S3).
 	S3 blobstore.Config
+	// LocalResponseURL lets the custom resource answer a loopback
+	// ResponseURL (RELAY_LOCAL_RESPONSE_URL): local stacks and tests only.
+	LocalResponseURL bool
 
 	// Secrets reads the sources secret, Scheduler creates the schedules,
 	// Objects is the control bucket.
@@ -103,7 +110,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			TargetProcessor: arn(e, EnvProcessorARN),
 			TargetArchiver:  arn(e, EnvArchiverARN),
 		},
-		S3: s3,
+		S3:               s3,
+		LocalResponseURL: e.Bool(EnvLocalResponseURL, false),
 	}
 	c.S3.Bucket, c.S3.SSE = c.ControlBucket, blobstore.SSES3
 	if rest, ok := strings.CutPrefix(c.SourcesKey, ConfigPrefix); !ok || rest == "" {

@@ -36,6 +36,14 @@ func (r *Relay) customResource(ctx context.Context, req cfnresponse.Request) (Ou
 	r.log.Info("relay: custom resource request", "request_type", rt, "resource_type", req.ResourceType,
 		"logical_resource_id", req.LogicalResourceID, "request_id", req.RequestID, "stack_id", req.StackID)
 	out := Outcome{Event: "custom_resource"}
+	// Only CloudFormation's own pre-signed URL is answered, and nothing is
+	// done for a request naming another: whoever may invoke the function
+	// is not CloudFormation, and a Delete empties the control bucket.
+	if err := cfnresponse.CheckResponseURL(req.ResponseURL, r.cfg.LocalResponseURL); err != nil {
+		err = fmt.Errorf("relay: custom resource request refused, nothing done: %w", err)
+		r.log.Error("relay: custom resource request refused", "cause", CauseRefusedRequest, "request_id", req.RequestID, "err", err)
+		return out, err
+	}
 	resp := cfnresponse.For(req, PhysicalResourceID)
 	work, reserve, cancel := cfnresponse.WorkContext(ctx)
 	defer cancel()

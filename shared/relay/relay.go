@@ -76,6 +76,9 @@ const (
 	CauseCopyFailed     = "copy_failed"
 	CauseEmptyFailed    = "empty_failed"
 	CauseAnswerFailed   = "answer_undelivered"
+	// CauseRefusedRequest: a custom resource request whose ResponseURL is
+	// not CloudFormation's, refused before anything is done.
+	CauseRefusedRequest = "refused_request"
 )
 
 // SecretReader is the part of the Secrets Manager client the relay uses.

@@ -140,6 +140,8 @@ func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config)) *
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	// The answers' stand-in is on loopback, as the local stacks' is.
+	cfg.LocalResponseURL = true
 	creds := credentials.NewStaticCredentialsProvider("AKIDRELAY", "relay-secret", "")
 	cfg.Secrets = secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.secrets.Endpoint()), Credentials: creds})
 	cfg.Scheduler = scheduler.New(scheduler.Options{Region: "us-east-1", BaseEndpoint: aws.String(schedulerEndpoint), Credentials: creds, RetryMaxAttempts: 1})
@@ -794,4 +796,46 @@ func blackhole(t *testing.T) string {
 		}
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// TestForgedRequestDoesNothing: a custom resource request whose ResponseURL
+// is not CloudFormation's bucket (plain HTTP, another host), as anyone
+// allowed to invoke the function could send, is refused before anything
+// is done: a forged Delete empties nothing, and nothing is PUT anywhere.
+func TestForgedRequestDoesNothing(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	if _, err := f.handle(f.request("Create")); err != nil {
+		t.Fatal(err)
+	}
+	answered := f.answers.count()
+	before, err := f.store.List(ctx, "")
+	if err != nil || len(before) == 0 {
+		t.Fatalf("objects before: %v %v", before, err)
+	}
+	env := f.env()
+	cfg, err := relay.ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil || cfg.LocalResponseURL {
+		t.Fatalf("the environment alone allows a loopback ResponseURL: %v %v", cfg.LocalResponseURL, err)
+	}
+	for _, target := range []string{
+		"http://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x?X-Amz-Signature=s",
+		"https://attacker.example.com/x?X-Amz-Signature=s",
+	} {
+		ev := f.request("Delete")
+		ev.ResponseURL = target
+		if out, err := f.handle(ev); err == nil || out.Deleted != 0 || strings.Contains(err.Error(), "X-Amz-Signature") {
+			t.Fatalf("forged Delete to %s: %+v, %v", target, out, err)
+		}
+	}
+	if after, err := f.store.List(ctx, ""); err != nil || len(after) != len(before) {
+		t.Fatalf("objects after the forged Deletes: %d of %d, %v", len(after), len(before), err)
+	}
+	if f.answers.count() != answered {
+		t.Fatalf("a forged request was answered at the stand-in")
+	}
+	if !strings.Contains(f.logs.String(), `"cause":"refused_request"`) {
+		t.Fatalf("logs:\n%s", f.logs)
+	}
 }

@@ -82,7 +82,7 @@ func (a *Applier) HandleEvent(ctx context.Context, raw json.RawMessage) (ApplyRe
 		if err := json.Unmarshal(raw, &req); err != nil {
 			return ApplyResult{}, fmt.Errorf("schema resource apply: %w; and the request does not decode: %w", errNotAFront, err)
 		}
-		if _, err := Failing(errNotAFront, a.log).Handle(ctx, req); err != nil {
+		if _, err := Failing(errNotAFront, a.log, localResponseURL(a.getenv)).Handle(ctx, req); err != nil {
 			return ApplyResult{}, fmt.Errorf("schema resource apply: %w (and the answer was not delivered: %w)", errNotAFront, err)
 		}
 		return ApplyResult{}, fmt.Errorf("schema resource apply: %w", errNotAFront)

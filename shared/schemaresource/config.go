@@ -1,7 +1,10 @@
 package schemaresource
 
 import (
+	"errors"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -22,5 +25,7 @@ const (
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	db, err := storage.PoolConfigFromEnv(getenv)
 	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
-	return Config{Database: db}, err
+	e := settings.NewEnv(getenv)
+	cfg := Config{Database: db, RolesAuth: rolesAuthFromEnv(e), LocalResponseURL: e.Bool(EnvLocalResponseURL, false)}
+	return cfg, errors.Join(err, e.Err())
 }

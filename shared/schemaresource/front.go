@@ -34,6 +34,12 @@ type FrontConfig struct {
 	Function string
 	// DatabaseSecretARN is the admin secret read for it (DATABASE_SECRET_ARN).
 	DatabaseSecretARN string
+	// RolesAuth is how the function roles authenticate
+	// (MIGRATOR_ROLES_AUTH); a request whose Auth disagrees fails.
+	RolesAuth migrate.Auth
+	// LocalResponseURL lets the front answer a loopback ResponseURL
+	// (MIGRATOR_LOCAL_RESPONSE_URL): local stacks and tests only.
+	LocalResponseURL bool
 	// Secrets reads the secrets and Lambda invokes Function; nil loads the
 	// AWS configuration on first use (so that a front whose AWS
 	// configuration fails still answers, FAILED).
@@ -114,7 +120,7 @@ func (f *Front) HandleEvent(ctx context.Context, raw json.RawMessage) (Response,
 // Handle answers one request. The error is the delivery's, never the
 // work's: a FAILED answer delivered is a successful invocation.
 func (f *Front) Handle(ctx context.Context, req Request) (Response, error) {
-	return respond(ctx, f.log, f.send, req, f.createOrUpdate)
+	return respond(ctx, f.log, f.send, f.cfg.LocalResponseURL, req, f.createOrUpdate)
 }
 
 // createOrUpdate reads the secrets, invokes the apply function and returns
@@ -124,7 +130,7 @@ func (f *Front) createOrUpdate(work context.Context, reserve time.Duration, req 
 	rt := string(req.RequestType)
 	props := req.ResourceProperties
 	// The direct mode's own checks, before anything is read or invoked.
-	if err := checkProps(props); err != nil {
+	if err := checkProps(props, f.cfg.RolesAuth); err != nil {
 		return failed(rt + " failed: " + err.Error()), nil
 	}
 	payload := ApplyRequest{
@@ -175,7 +181,7 @@ func (f *Front) readSecrets(ctx context.Context, props map[string]any, into map[
 	if f.cfg.DatabaseSecretARN != "" {
 		arns = append(arns, struct{ from, arn string }{secrets.EnvDatabaseSecretARN, f.cfg.DatabaseSecretARN})
 	}
-	if migrate.Auth(prop(props, PropAuth)) == migrate.AuthPassword {
+	if f.cfg.RolesAuth == migrate.AuthPassword {
 		for _, role := range migrate.FunctionRoles() {
 			// An empty one is the apply mode's to refuse, with the direct
 			// mode's words.

@@ -96,7 +96,12 @@ func setupFront(t *testing.T, applyEnv map[string]string) *frontFixture {
 	f.secrets.values[adminARN] = adminSecret(t, f.url)
 	// The apply function's environment says where the database is, never
 	// how to log in: that comes in the payload.
-	f.apply = schemaresource.NewApplier(func(k string) string { return applyEnv[k] }, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	f.apply = schemaresource.NewApplier(func(k string) string {
+		if v, ok := applyEnv[k]; ok {
+			return v
+		}
+		return map[string]string{schemaresource.EnvRolesAuth: "password", schemaresource.EnvLocalResponseURL: "true"}[k]
+	}, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	f.api = newInvokeAPI(t, func(ctx context.Context, raw json.RawMessage) (any, error) { return f.apply.HandleEvent(ctx, raw) })
 	f.front = f.newFront(lambdaClient(f.api.srv.URL))
 	f.handler(f.url) // the owner's pool, for the checks
@@ -117,7 +122,7 @@ func adminSecret(t *testing.T, dbURL string) string {
 
 func (f *frontFixture) newFront(lc schemaresource.Invoker) *schemaresource.Front {
 	fr, err := schemaresource.NewFront(schemaresource.FrontConfig{
-		Function: "inbox-MigrationApplyFunction", DatabaseSecretARN: adminARN,
+		Function: "inbox-MigrationApplyFunction", DatabaseSecretARN: adminARN, RolesAuth: "password", LocalResponseURL: true,
 		Secrets: f.secrets, Lambda: lc, PutBackoff: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 	})
@@ -259,7 +264,7 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 			f.secrets.values[adminARN] = "postgres://postgres:" + adminPassword + "@127.0.0.1:1/inbox?sslmode=disable"
 			fn := c.fn
 			if fn == nil {
-				a := schemaresource.NewApplier(func(string) string { return "" }, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
+				a := schemaresource.NewApplier(testApplyEnv, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
 				fn = func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
 			}
 			f.api = newInvokeAPI(t, fn)
@@ -320,7 +325,7 @@ func applyRequest(f *fixture, props map[string]any) schemaresource.ApplyRequest 
 func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := schemaresource.NewApplier(func(string) string { return "" }, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	a := schemaresource.NewApplier(testApplyEnv, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	encode := func(v any) json.RawMessage {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -370,4 +375,10 @@ func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 			t.Fatalf("printed with a secret: %s", s)
 		}
 	}
+}
+
+// testApplyEnv is an apply function's environment that says nothing of
+// the database: how the roles authenticate, and the loopback responder.
+func testApplyEnv(k string) string {
+	return map[string]string{schemaresource.EnvRolesAuth: "password", schemaresource.EnvLocalResponseURL: "true"}[k]
 }

@@ -3,6 +3,7 @@ package schemaresource
 import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
 // The migration function's own variables, besides the database's.
@@ -14,7 +15,44 @@ const (
 	// mode that the front invokes: its name, ARN or partial ARN, as
 	// lambda:Invoke takes it.
 	EnvFunction = "MIGRATOR_FUNCTION"
+	// EnvRolesAuth is how the function roles authenticate, "password" or
+	// "iam" (required in every mode that migrates or answers): the
+	// template sets it. A request whose Auth property disagrees is
+	// refused: whoever may invoke the function must not choose it (a
+	// forged Update with Auth=iam would clear the roles' passwords).
+	EnvRolesAuth = "MIGRATOR_ROLES_AUTH"
+	// EnvLocalResponseURL ("true") lets the function answer a ResponseURL
+	// on the loopback interface, plain HTTP included: the local stack's
+	// stand-in for S3 (lambdalocal) and the tests set it; the template
+	// never does. Without it only CloudFormation's pre-signed S3 URLs
+	// (https, an S3 host of amazonaws.com) are answered
+	// (cfnresponse.CheckResponseURL).
+	EnvLocalResponseURL = "MIGRATOR_LOCAL_RESPONSE_URL"
 )
+
+// localResponseURL reads MIGRATOR_LOCAL_RESPONSE_URL ("true" allows a
+// loopback ResponseURL; anything else does not).
+func localResponseURL(getenv func(string) string) bool {
+	return getenv(EnvLocalResponseURL) == "true"
+}
+
+// LocalResponseURLFromEnv is localResponseURL, for the migration
+// function's start-up failure handler.
+func LocalResponseURLFromEnv(getenv func(string) string) bool { return localResponseURL(getenv) }
+
+// rolesAuthFromEnv reads MIGRATOR_ROLES_AUTH (required) into e.
+func rolesAuthFromEnv(e *settings.Env) migrate.Auth {
+	v := e.Required(EnvRolesAuth)
+	switch a := migrate.Auth(v); a {
+	case migrate.AuthPassword, migrate.AuthIAM:
+		return a
+	case "":
+		return ""
+	default:
+		e.Errorf("%s must be %q or %q, got %q", EnvRolesAuth, migrate.AuthPassword, migrate.AuthIAM, v)
+		return ""
+	}
+}
 
 // Mode is how the binary runs.
 type Mode string
@@ -49,6 +87,8 @@ func FrontConfigFromEnv(getenv func(string) string) (FrontConfig, error) {
 	c := FrontConfig{
 		Function:          e.Required(EnvFunction),
 		DatabaseSecretARN: e.String(secrets.EnvDatabaseSecretARN, ""),
+		RolesAuth:         rolesAuthFromEnv(e),
+		LocalResponseURL:  e.Bool(EnvLocalResponseURL, false),
 	}
 	return c, e.Err()
 }

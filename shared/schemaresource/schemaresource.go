@@ -165,6 +165,13 @@ type Config struct {
 	// caller opens it as Pool.
 	Database storage.PoolConfig
 	Pool     *pgxpool.Pool
+	// RolesAuth is how the function roles authenticate
+	// (MIGRATOR_ROLES_AUTH): the only source of it. A request whose Auth
+	// property disagrees, or any request while it is empty, fails.
+	RolesAuth migrate.Auth
+	// LocalResponseURL lets Handle answer a loopback ResponseURL
+	// (MIGRATOR_LOCAL_RESPONSE_URL): local stacks and tests only.
+	LocalResponseURL bool
 	// Tables are the handler packages' tables to migrate and grant:
 	// handlers.Tables, which the migration function passes.
 	Tables []processor.Tables
@@ -215,8 +222,9 @@ func newHandler(cfg Config) *Handler {
 // failed: it answers every Create and Update FAILED with cause as the
 // reason, and Delete SUCCESS (so that the stack can still roll back and be
 // deleted), instead of leaving CloudFormation without an answer.
-func Failing(cause error, log *slog.Logger) *Handler {
-	h := newHandler(Config{Logger: log})
+// localResponseURL is Config.LocalResponseURL.
+func Failing(cause error, log *slog.Logger, localResponseURL bool) *Handler {
+	h := newHandler(Config{Logger: log, LocalResponseURL: localResponseURL})
 	h.initErr = cause
 	return h
 }
@@ -248,7 +256,7 @@ func (h *Handler) HandleEvent(ctx context.Context, raw json.RawMessage) (Respons
 // returns it. The error is the delivery's, never the work's: a FAILED
 // answer delivered is a successful invocation.
 func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
-	return respond(ctx, h.log, h.send, req, func(work context.Context, reserve time.Duration, req Request) (ApplyResult, []string) {
+	return respond(ctx, h.log, h.send, h.cfg.LocalResponseURL, req, func(work context.Context, reserve time.Duration, req Request) (ApplyResult, []string) {
 		return h.createOrUpdate(work, reserve, string(req.RequestType), req.ResourceProperties)
 	})
 }
@@ -258,11 +266,19 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Response, error) {
 // answer's reserve, Delete at once (the database outlives the stack), and
 // PUTs the answer with every secret value read kept out of it. The error
 // is the delivery's, never the work's.
-func respond(ctx context.Context, log *slog.Logger, send cfnresponse.Sender, req Request,
+func respond(ctx context.Context, log *slog.Logger, send cfnresponse.Sender, localURL bool, req Request,
 	createOrUpdate func(work context.Context, reserve time.Duration, req Request) (ApplyResult, []string)) (Response, error) {
 	start := time.Now()
 	rt := string(req.RequestType)
 	logRequest(log, req)
+	// Only CloudFormation's own pre-signed URL is answered: nothing is
+	// done, and nothing PUT, for a request that names another (whoever
+	// may invoke the function is not CloudFormation).
+	if err := cfnresponse.CheckResponseURL(req.ResponseURL, localURL); err != nil {
+		err = fmt.Errorf("schema resource: refused, nothing done: %w", err)
+		log.Error("schema resource: refused", "request_id", req.RequestID, "err", err)
+		return Response{}, err
+	}
 	resp := cfnresponse.For(req, PhysicalResourceID)
 	work, reserve, cancel := cfnresponse.WorkContext(ctx)
 	defer cancel()
@@ -336,9 +352,11 @@ func reason(work context.Context, reserve time.Duration, err error) string {
 	return err.Error()
 }
 
-// checkProps refuses an unknown property (a typo in the template) and an
-// Auth that is neither mode.
-func checkProps(props map[string]any) error {
+// checkProps refuses an unknown property (a typo in the template), an
+// Auth that is neither mode, and an Auth that is not the function's own
+// (rolesAuth, from MIGRATOR_ROLES_AUTH): the request does not choose how
+// the roles authenticate.
+func checkProps(props map[string]any, rolesAuth migrate.Auth) error {
 	for k := range props {
 		if !knownProps[k] {
 			return fmt.Errorf("unknown property %q (known: %s, %s, %s, %s, %s, %s, %s, %s)", k,
@@ -346,12 +364,16 @@ func checkProps(props map[string]any) error {
 				PropOperatorReadSecretArn, PropOperatorSecretArn, PropRelease, PropNetworkPath)
 		}
 	}
-	switch auth := migrate.Auth(prop(props, PropAuth)); auth {
-	case migrate.AuthPassword, migrate.AuthIAM:
-		return nil
-	default:
+	switch auth := migrate.Auth(prop(props, PropAuth)); {
+	case auth != migrate.AuthPassword && auth != migrate.AuthIAM:
 		return fmt.Errorf("property %s must be %q or %q, got %q", PropAuth, migrate.AuthPassword, migrate.AuthIAM, auth)
+	case rolesAuth == "":
+		return fmt.Errorf("the migration function's %s is not set: it alone says how the roles authenticate (the template sets it)", EnvRolesAuth)
+	case auth != rolesAuth:
+		return fmt.Errorf("property %s is %q, but the migration function's %s is %q: the request does not choose how the roles authenticate; "+
+			"nothing was changed", PropAuth, auth, EnvRolesAuth, rolesAuth)
 	}
+	return nil
 }
 
 // apply does the work of Create and Update; it returns the secret values
@@ -366,10 +388,10 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 			values = append(values, pw)
 		}
 	}
-	if err := checkProps(props); err != nil {
+	if err := checkProps(props, h.cfg.RolesAuth); err != nil {
 		return dbschema.Versions{}, values, err
 	}
-	auth := migrate.Auth(prop(props, PropAuth))
+	auth := h.cfg.RolesAuth
 	opts := dbschema.RolesOptions{Auth: auth}
 	if auth == migrate.AuthPassword {
 		opts.Passwords = map[string]string{}

@@ -169,8 +169,13 @@ func setup(t *testing.T, statuses ...int) *fixture {
 func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 	f.t.Helper()
 	cfg, err := schemaresource.ConfigFromEnv(func(k string) string {
-		if k == storage.EnvDatabaseURL {
+		switch k {
+		case storage.EnvDatabaseURL:
 			return dbURL
+		case schemaresource.EnvRolesAuth:
+			return "password"
+		case schemaresource.EnvLocalResponseURL:
+			return "true" // the responder is on the loopback interface
 		}
 		return ""
 	})
@@ -489,7 +494,7 @@ func (f *fixture) rolesExist(unreachable bool) bool {
 func TestStartUpFailureStillAnswers(t *testing.T) {
 	t.Parallel()
 	f := &fixture{t: t, resp: newResponder(t), logs: &bytes.Buffer{}}
-	f.h = schemaresource.Failing(errors.New("DATABASE_URL (or DATABASE_SECRET_ARN) is not set"), slog.New(slog.NewJSONHandler(f.logs, nil)))
+	f.h = schemaresource.Failing(errors.New("DATABASE_URL (or DATABASE_SECRET_ARN) is not set"), slog.New(slog.NewJSONHandler(f.logs, nil)), true)
 	for typ, want := range map[string]string{
 		"Create": answer("FAILED", "Create failed: the migration function did not start: DATABASE_URL (or DATABASE_SECRET_ARN) is not set", "req-create-6f1c", ""),
 		"Update": answer("FAILED", "Update failed: the migration function did not start: DATABASE_URL (or DATABASE_SECRET_ARN) is not set", "req-update-6f1c", ""),

@@ -171,7 +171,7 @@ func FuzzBodyFields(f *testing.F) {
 // a tolerance above MaxTolerance is never accepted; and an accepted source
 // is reachable exactly where its options say.
 func FuzzParseSources(f *testing.F) {
-	for _, kind := range []string{"github", "shopify", "stripe", "standard", "hmac", "square", ""} {
+	for _, kind := range []string{"github", "shopify", "stripe", "standard", "hmac", "square", "twilio", "hubspot", ""} {
 		f.Add(kind, "s3cr3t-0123456789abcdef", "tok_0123456789abcdefghijklmnopqrstuv", true, false, 300, "")
 		f.Add(kind, "short", "", false, true, 0, `"x":1`)
 	}
@@ -190,6 +190,9 @@ func FuzzParseSources(f *testing.F) {
 		}
 		if kind == "square" {
 			opts["notification_url"] = "https://example.com/webhooks/q"
+		}
+		if kind == "twilio" || kind == "hubspot" {
+			opts["url"] = "https://example.com/webhooks/q"
 		}
 		raw, err := json.Marshal(opts)
 		if err != nil {
@@ -228,4 +231,34 @@ func FuzzParseSources(f *testing.F) {
 			t.Fatal("a source without a token is reachable at a tokened path")
 		}
 	})
+}
+
+// handshakeCauses are the causes a handshake may refuse with.
+var handshakeCauses = map[inbox.Cause]bool{
+	inbox.CauseSignatureMissing: true, inbox.CauseSignatureMalformed: true, inbox.CauseSignatureMismatch: true,
+	inbox.CauseTimestampOutOfTolerance: true, inbox.CauseUnparsableBody: true, inbox.CauseInvalidRequest: true,
+}
+
+// checkHandshake enforces the handshake invariants on one request: it
+// never panics, a refusal carries a handshake cause, and an answer is
+// small and repeats nothing but checked tokens (no markup, no control
+// characters).
+func checkHandshake(t *testing.T, src *Source, r HandshakeRequest) {
+	t.Helper()
+	ans, ok, err := src.Handshake(r)
+	if err != nil {
+		if ok || !handshakeCauses[inbox.CauseOf(err)] {
+			t.Fatalf("handshake refused with %v (ok %v)", err, ok)
+		}
+		return
+	}
+	if !ok {
+		return
+	}
+	if len(ans.Body) > 2*maxHandshakeToken+128 || ans.ContentType == "" {
+		t.Fatalf("handshake answer %q %q", ans.ContentType, ans.Body)
+	}
+	if strings.ContainsAny(string(ans.Body), "<>'\\\x00\r\n") || !utf8.Valid(ans.Body) {
+		t.Fatalf("handshake answer carries unchecked text: %q", ans.Body)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,14 @@ type hmacVerifier struct {
 	tol             time.Duration
 	content         []segment
 	signsID         bool
-	id, typ         location
+	// idDelim is the byte of signed_content next to {id} on the side of
+	// {body}: an id holding it is refused, so that no byte can move between
+	// the id and the body under one signature (hasIDDelim false: no {id}).
+	idDelim    byte
+	hasIDDelim bool
+	// note is what sources check says of the template's rule ("" for none).
+	note    string
+	id, typ location
 	// warning is what the receiver logs at start-up about this source.
 	warning string
 }
@@ -222,9 +230,67 @@ func (v *hmacVerifier) setContent(name string, tmpl *string) error {
 	case v.signsID && v.id.header == "":
 		return fieldError(name, "signed_content", "uses {id}, which needs event_id to be a header ({\"header\": ...})")
 	}
+	if err := v.setDelimiters(name, *tmpl, segs); err != nil {
+		return err
+	}
 	v.content = segs
 	return nil
 }
+
+// setDelimiters refuses a template whose variable parts could trade bytes
+// with {body} under one signature, and records the delimiter that an id
+// must not contain. The signed content must split one way only: each
+// {timestamp} or {id} before {body} is followed by literal text, each one
+// after {body} preceded by literal text, and the byte of that text next to
+// it (the delimiter) is one the part never holds. A timestamp is digits
+// only, so any other delimiter will do ("{timestamp}.{body}"); an id may
+// hold anything a header may, so an id holding its delimiter is refused at
+// verification, and the delimiter must not be a letter or digit, which
+// real ids hold. Reading the parts before {body} from the start (each ends
+// at its delimiter's first occurrence) and those after it from the end
+// leaves {body} as what is between: one split, whatever the bytes.
+func (v *hmacVerifier) setDelimiters(name, tmpl string, segs []segment) error {
+	body := slices.IndexFunc(segs, func(s segment) bool { return s.kind == segBody })
+	for i, s := range segs {
+		if s.kind != segTimestamp && s.kind != segID {
+			continue
+		}
+		part := "{timestamp}"
+		if s.kind == segID {
+			part = "{id}"
+		}
+		// The neighbour on body's side, and the delimiter byte in it.
+		j, side := i+1, "followed"
+		if i > body {
+			j, side = i-1, "preceded"
+		}
+		if segs[j].kind != segLiteral {
+			return fieldError(name, "signed_content", "%q is ambiguous: %s must be %s by literal text (such as \".\") on the side of {body}, "+
+				"or bytes could move between it and its neighbour under one signature", tmpl, part, side)
+		}
+		lit := segs[j].literal
+		d := lit[0]
+		if i > body {
+			d = lit[len(lit)-1]
+		}
+		alnum := 'a' <= d && d <= 'z' || 'A' <= d && d <= 'Z' || '0' <= d && d <= '9'
+		switch {
+		case s.kind == segTimestamp && '0' <= d && d <= '9':
+			return fieldError(name, "signed_content", "%q is ambiguous: the text next to {timestamp} on the side of {body} must not begin with a digit "+
+				"(a timestamp is digits, so the split would not be unique); use a separator such as \".\"", tmpl)
+		case s.kind == segID && alnum:
+			return fieldError(name, "signed_content", "%q is ambiguous: the character next to {id} on the side of {body} is %q, a letter or digit; "+
+				"ids that hold it are refused, so it must be a separator ids never hold, such as \".\" or \":\"", tmpl, string(d))
+		case s.kind == segID:
+			v.idDelim, v.hasIDDelim = d, true
+			v.note = fmt.Sprintf("signed_content %q: an id holding %q is refused (signature_malformed): %q separates {id} from {body} in what is signed", tmpl, string(d), string(d))
+		}
+	}
+	return nil
+}
+
+// templateNote implements noter.
+func (v *hmacVerifier) templateNote() string { return v.note }
 
 // parseSignedContent splits a template into literals and placeholders.
 // {body} must appear exactly once; {timestamp} and {id} at most once; any
@@ -378,6 +444,11 @@ func (v *hmacVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.
 		if tsRaw, ok = singleHeader(h, v.timestampHeader); !ok {
 			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "exactly one %s header is required", v.timestampHeader)
 		}
+		// Digits only (ParseInt would take a sign): the template's split
+		// relies on it (setDelimiters).
+		if !allDigits(tsRaw) {
+			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header is not a Unix time in seconds", v.timestampHeader)
+		}
 		if ts, err = strconv.ParseInt(tsRaw, 10, 64); err != nil || ts <= 0 {
 			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header is not a Unix time in seconds", v.timestampHeader)
 		}
@@ -386,6 +457,10 @@ func (v *hmacVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.
 		var ok bool
 		if signedID, ok = singleHeader(h, v.id.header); !ok {
 			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "exactly one %s header is required: it is signed", v.id.header)
+		}
+		if v.hasIDDelim && strings.IndexByte(signedID, v.idDelim) >= 0 {
+			return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header holds %q, which separates the id from the body in the signed content",
+				v.id.header, string(v.idDelim))
 		}
 	}
 	if !matchAny(v.keys, v.newHash, sig, v.signedContent(body, tsRaw, signedID)) {
@@ -404,6 +479,19 @@ func (v *hmacVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.
 		return inbox.Identity{}, err
 	}
 	return checkIdentity(ident)
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // read returns the value at l: a header (at most once), a JSON path, or ""

@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -34,10 +35,22 @@ func (s *Source) SignEvent(body []byte, eventID, eventType string, now time.Time
 	if !ok {
 		return nil, errors.New("source " + s.Name + ": kind " + s.Kind + " cannot sign")
 	}
+	if r, ok := s.Verifier.(signReady); ok {
+		if err := r.cannotSign(); err != nil {
+			return nil, fmt.Errorf("source %s cannot sign: %w", s.Name, err)
+		}
+	}
 	h := signer.Sign(body, eventID, eventType, now)
-	h.Set("Content-Type", "application/json")
+	if h.Get("Content-Type") == "" { // a kind whose bodies are not JSON (twilio's forms) sets its own
+		h.Set("Content-Type", "application/json")
+	}
 	return h, nil
 }
+
+// signReady is implemented by verifiers whose configuration may leave them
+// nothing to sign with (a standard source with public keys only): Sign is
+// then not called, and the error says what to configure.
+type signReady interface{ cannotSign() error }
 
 // tolerant is implemented by verifiers that check a signed timestamp.
 type tolerant interface{ tolerance() time.Duration }

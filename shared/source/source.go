@@ -48,11 +48,19 @@ type Source struct {
 	// Warning is what the receiver logs about the source at start-up ("" for
 	// none): a risk the configuration accepts explicitly.
 	Warning string
+	// Note is a rule of the source's configuration that refuses some
+	// deliveries, for sources check to explain ("" for none): an hmac
+	// source's ids may not hold the delimiter of its signed_content.
+	Note string
 }
 
 // identityBinder is implemented by verifiers whose event id the signature
 // does not cover.
 type identityBinder interface{ identityUnsigned() bool }
+
+// noter is implemented by verifiers whose configuration may refuse some
+// deliveries by a rule worth telling the operator.
+type noter interface{ templateNote() string }
 
 // warner is implemented by verifiers that may carry a start-up warning.
 type warner interface{ startWarning() string }
@@ -163,6 +171,9 @@ func Parse(doc []byte) (*Set, error) {
 		}
 		if w, ok := v.(warner); ok {
 			src.Warning = w.startWarning()
+		}
+		if n, ok := v.(noter); ok {
+			src.Note = n.templateNote()
 		}
 		set.byName[name] = src
 	}

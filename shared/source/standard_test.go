@@ -160,7 +160,10 @@ func TestStandardWebhooksLibraryInterop(t *testing.T) {
 }
 
 func FuzzStandardVerify(f *testing.F) {
-	src := fuzzSource(f, `{"sources":{"s":{"kind":"standard","secrets":["`+specSecret+`","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2LTAx"]}}}`, "s")
+	// Secrets and a public key: arbitrary headers reach both the v1 and
+	// the v1a checks; the round trip signs v1 (FuzzStandardV1aVerify signs
+	// v1a).
+	src := fuzzSource(f, `{"sources":{"s":{"kind":"standard","secrets":["`+specSecret+`","whsec_b2xkLXNlY3JldC1rZXktMTIzNDU2LTAx"],"public_keys":["`+whpk(keyNew)+`"]}}}`, "s")
 	f.Add([]byte(specBody), specID, specTimestamp, specSignature, int64(0), uint(0))
 	f.Add([]byte(`{"type":"a"}`), "msg_1", "1700000000", "v1,AAAA v1a,xyz v2,", int64(-400), uint(9))
 	f.Add([]byte(`{"type":1}`), "", "-5", "v1", int64(300), uint(2))

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,9 +73,15 @@ func TestMigrationFrontUnderTheEmulator(t *testing.T) {
 
 	start := func(name, bin string, timeout time.Duration, env ...string) *lambdalocal.Emulator {
 		t.Helper()
+		// The roles' authentication is the function's own (password,
+		// unless env says iam), and the answer goes to the loopback.
+		base := []string{"LOG_LEVEL=info", "MIGRATOR_LOCAL_RESPONSE_URL=true"}
+		if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "MIGRATOR_ROLES_AUTH=") }) {
+			base = append(base, "MIGRATOR_ROLES_AUTH=password")
+		}
 		em, err := lambdalocal.StartEmulator(ctx, lambdalocal.EmulatorOptions{
 			Name: name, RIE: rie, Bootstrap: bin, Timeout: timeout, MemoryMB: 256,
-			Env: append([]string{"LOG_LEVEL=info"}, env...), LogPath: filepath.Join(dir, name+".log"),
+			Env: append(base, env...), LogPath: filepath.Join(dir, name+".log"),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +178,7 @@ func TestMigrationFrontUnderTheEmulator(t *testing.T) {
 	}
 	t.Logf("Delete answered in %v with the apply function and Secrets Manager gone", time.Since(started).Round(time.Millisecond))
 	frontIAM := start("MigrationFrontFunction-alone", bins["MigrationFrontFunction"], 30*time.Second,
-		"MIGRATOR_MODE=front", "MIGRATOR_FUNCTION=function", "AWS_ENDPOINT_URL_LAMBDA="+apply.Endpoint(),
+		"MIGRATOR_MODE=front", "MIGRATOR_ROLES_AUTH=iam", "MIGRATOR_FUNCTION=function", "AWS_ENDPOINT_URL_LAMBDA="+apply.Endpoint(),
 		"AWS_ACCESS_KEY_ID=AKIDLOCAL", "AWS_SECRET_ACCESS_KEY=local")
 	if got := invoke(t, frontIAM, request(cfn.RequestCreate, "4", map[string]any{"Auth": "iam"})); !strings.Contains(got, `"Status":"FAILED"`) ||
 		!strings.Contains(got, "Create failed: could not invoke the migration function function") {

@@ -51,7 +51,7 @@ func (m *migrator) start(name string, timeout time.Duration, env ...string) *lam
 	m.t.Helper()
 	em, err := lambdalocal.StartEmulator(context.Background(), lambdalocal.EmulatorOptions{
 		Name: "MigrationFunction", RIE: m.rie, Bootstrap: m.bin, Timeout: timeout, MemoryMB: 256,
-		Env: append(append([]string{"LOG_LEVEL=info"}, m.secrets.Env()...), env...), LogPath: filepath.Join(m.dir, name+".log"),
+		Env: append(append([]string{"LOG_LEVEL=info", "MIGRATOR_ROLES_AUTH=password", "MIGRATOR_LOCAL_RESPONSE_URL=true"}, m.secrets.Env()...), env...), LogPath: filepath.Join(m.dir, name+".log"),
 	})
 	if err != nil {
 		m.t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+	"github.com/webhook-inbox/webhook-inbox/shared/relay"
 )
 
 // TestRelayUnderTheEmulator: the relay's real bootstrap, built by its
@@ -70,6 +71,8 @@ func TestRelayUnderTheEmulator(t *testing.T) {
 		"RELAY_ARCHIVER_ARN=arn:aws:lambda:us-east-1:123456789012:function:inbox-ArchiverFunction",
 		"S3_ENDPOINT=" + s3srv.Endpoint(), "S3_ACCESS_KEY_ID=" + locals3.AccessKeyID, "S3_SECRET_ACCESS_KEY=" + locals3.SecretAccessKey,
 		"AWS_REGION=" + locals3.Region, "AWS_ENDPOINT_URL_SCHEDULER=" + sched.Endpoint(),
+		// The answers' stand-in is on loopback, as the local stack's is.
+		relay.EnvLocalResponseURL + "=true",
 	}, secrets.Env()...)
 	em, err := lambdalocal.StartEmulator(ctx, lambdalocal.EmulatorOptions{
 		Name: "RelayFunction", RIE: rie, Bootstrap: bins["RelayFunction"], Timeout: 30 * time.Second, MemoryMB: 128,

@@ -29,6 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/relay"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -462,6 +463,13 @@ func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, a
 		// it is (a parameter in existing mode): no TLS.
 		"DATABASE_HOST=" + admin.Hostname(), "DATABASE_PORT=" + cmp.Or(admin.Port(), "5432"),
 		"DATABASE_NAME=" + strings.TrimPrefix(admin.Path, "/"), "DATABASE_SSLMODE=" + sslmode,
+		// The migration function: the local database checks passwords
+		// (schemaPasswordAuth), and CloudFormation's S3 response URL is
+		// the loopback stand-in InvokeCustomResource serves, which only
+		// this setting lets it answer (the template never sets it).
+		schemaresource.EnvRolesAuth + "=" + string(migrate.AuthPassword), schemaresource.EnvLocalResponseURL + "=true",
+		// The relay's custom resource answers the same stand-in.
+		relay.EnvLocalResponseURL + "=true",
 	}
 	overrides = append(append(overrides, o.Env["*"]...), o.Env[id]...)
 	if u, serving := s.RoleURLs[id]; serving {

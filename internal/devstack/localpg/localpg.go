@@ -6,7 +6,13 @@
 // connect over TCP on 127.0.0.1 with trust authentication as user postgres,
 // so nothing needs a password and nothing listens beyond the loopback.
 // Options.Passwords makes every other role log in with a password, as on a
-// managed database, for tests of credentials and their rotation.
+// managed database, for tests of credentials and their rotation, and
+// Options.SuperuserPassword postgres too: the dev stack's cluster, which
+// lives on, is so, since any local user may connect to the loopback and a
+// trusted superuser can run programs as the server's user (COPY ... TO
+// PROGRAM). The Unix socket, in the cluster folder (mode 0700), stays
+// trusted: only the folder's owner reaches it, who can read the data and
+// the password anyway.
 //
 // The server runs with fsync=off and full_page_writes=off: the data only has
 // to survive the server stopping or crashing (the kernel still holds every
@@ -23,6 +29,7 @@ package localpg
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +76,14 @@ type Options struct {
 	// postgres stays trusted, so URL (and a test's own set-up) needs none.
 	// Off, every role is trusted: nothing on this machine needs a password.
 	Passwords bool
+	// SuperuserPassword, with Passwords, makes postgres authenticate over
+	// TCP with a SCRAM-SHA-256 password too: one generated at the first
+	// Start and kept in the cluster folder (superuser-password, mode 0600)
+	// for the next, set at each Start before the server listens (a cluster
+	// created without it gets it then), and carried by URL. For the dev
+	// stack's cluster, which outlives a test run: any local user can reach
+	// the loopback port.
+	SuperuserPassword bool
 	// Durable runs the server as in production: fsync=on,
 	// full_page_writes=on, PostgreSQL's default max_wal_size, and a
 	// temporary folder on disk, never in /dev/shm, so that every commit
@@ -98,10 +113,11 @@ type Cluster struct {
 	owned   bool   // dir was created by Start, so Close removes it
 	cred    *syscall.Credential
 
-	port    int  // fixed once Start returns, so URLs handed out stay valid
-	moved   int  // the remembered port, when it was taken and another picked
-	durable bool // Options.Durable
-	tls     bool // Options.TLS: server.crt and server.key are in dir
+	port    int    // fixed once Start returns, so URLs handed out stay valid
+	moved   int    // the remembered port, when it was taken and another picked
+	durable bool   // Options.Durable
+	superPW string // Options.SuperuserPassword: postgres's password, "" when trusted
+	tls     bool   // Options.TLS: server.crt and server.key are in dir
 
 	mu      sync.Mutex // serialises Start, Stop, Kill and Close
 	running bool
@@ -223,6 +239,16 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.removeDir()
 		return nil, err
 	}
+	if opts.SuperuserPassword && !opts.Passwords {
+		c.removeDir()
+		return nil, errors.New("localpg: SuperuserPassword needs Passwords")
+	}
+	if opts.SuperuserPassword {
+		if err := c.setSuperuserPassword(ctx); err != nil {
+			c.removeDir()
+			return nil, err
+		}
+	}
 	if opts.Passwords {
 		if err := c.requirePasswords(); err != nil {
 			c.removeDir()
@@ -334,11 +360,76 @@ host  all all      127.0.0.1/32 scram-sha-256
 host  all all      ::1/128      scram-sha-256
 `
 
+// superuserHBA is pg_hba.conf for Options.SuperuserPassword: as
+// passwordHBA, postgres included over TCP. The socket is in the cluster
+// folder, which only its owner may enter.
+const superuserHBA = `# Written by localpg (Options.SuperuserPassword).
+local all all                  trust
+host  all all      127.0.0.1/32 scram-sha-256
+host  all all      ::1/128      scram-sha-256
+`
+
+// superuserPasswordFile, in the cluster folder, keeps postgres's password
+// (Options.SuperuserPassword).
+const superuserPasswordFile = "superuser-password"
+
+// setSuperuserPassword reads postgres's password from the cluster folder,
+// generating it the first time, and sets it in the catalogue with the
+// server in single-user mode, before it listens: a cluster created while
+// postgres was trusted gets it as well. The password goes to the server on
+// its standard input, hashed there with SCRAM-SHA-256; nothing logs it.
+func (c *Cluster) setSuperuserPassword(ctx context.Context) error {
+	path := filepath.Join(c.dir, superuserPasswordFile)
+	b, err := os.ReadFile(path)
+	pw := strings.TrimSpace(string(b))
+	switch {
+	case err == nil && validPassword(pw):
+	case err == nil || errors.Is(err, os.ErrNotExist):
+		pw = rand.Text() // 26 base32 characters: 130 bits
+		if err := os.WriteFile(path, []byte(pw+"\n"), 0o600); err != nil {
+			return fmt.Errorf("localpg: keep the superuser's password: %w", err)
+		}
+	default:
+		return fmt.Errorf("localpg: read the superuser's password: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("localpg: %w", err)
+	}
+	stmt := "SET password_encryption = 'scram-sha-256'; ALTER ROLE postgres PASSWORD '" + pw + "'\n"
+	out, err := runAsWithInput(ctx, c.bin, c.cred, c.dir, stmt, "postgres", "--single", "-D", c.dataDir, "-c", "log_statement=none", "postgres")
+	if err == nil && strings.Contains(out, "ERROR") {
+		err = errors.New("the statement failed")
+	}
+	if err != nil {
+		return fmt.Errorf("localpg: set the superuser's password (single-user mode): %w\n%s", err, strings.ReplaceAll(out, pw, "<password>"))
+	}
+	c.superPW = pw
+	return nil
+}
+
+// validPassword: pw is one setSuperuserPassword could have written (it is
+// put in a statement as is).
+func validPassword(pw string) bool {
+	if len(pw) < 20 {
+		return false
+	}
+	for _, r := range pw {
+		if !('A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // requirePasswords writes passwordHBA over the data directory's
 // pg_hba.conf, before the server starts and reads it.
 func (c *Cluster) requirePasswords() error {
 	path := filepath.Join(c.dataDir, "pg_hba.conf")
-	if err := os.WriteFile(path, []byte(passwordHBA), 0o600); err != nil {
+	hba := passwordHBA
+	if c.superPW != "" {
+		hba = superuserHBA
+	}
+	if err := os.WriteFile(path, []byte(hba), 0o600); err != nil {
 		return fmt.Errorf("localpg: write %s: %w", path, err)
 	}
 	if c.cred != nil {
@@ -430,8 +521,15 @@ func (c *Cluster) start(ctx context.Context) error {
 }
 
 // URL returns the connection URL of database dbname on the cluster.
+//
+// With Options.SuperuserPassword it carries postgres's password: print it
+// redacted.
 func (c *Cluster) URL(dbname string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, url.PathEscape(dbname))
+	user := url.User("postgres")
+	if c.superPW != "" {
+		user = url.UserPassword("postgres", c.superPW)
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", user.String(), c.port, url.PathEscape(dbname))
 }
 
 // Port returns the server's TCP port, which stays the same across Stop and
@@ -556,7 +654,13 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) (string,
 }
 
 func runAs(ctx context.Context, bin string, cred *syscall.Credential, dir, name string, args ...string) (string, error) {
+	return runAsWithInput(ctx, bin, cred, dir, "", name, args...)
+}
+
+// runAsWithInput is runAs with input on the program's standard input.
+func runAsWithInput(ctx context.Context, bin string, cred *syscall.Credential, dir, input, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
+	cmd.Stdin = strings.NewReader(input)
 	cmd.Dir = dir // the caller's working folder may be closed to the server user
 	var out bytes.Buffer
 	cmd.Stdout = &out

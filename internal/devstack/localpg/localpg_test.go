@@ -385,3 +385,65 @@ func BenchmarkStart(b *testing.B) {
 		}
 	}
 }
+
+// TestSuperuserPassword: with Options.SuperuserPassword the superuser
+// logs in over TCP with the generated password only (any local user could
+// otherwise connect as postgres and run COPY ... TO PROGRAM), which URL
+// carries and the cluster folder keeps (mode 0600) for the next Start; a
+// cluster created before, whose postgres was trusted, gets it too.
+func TestSuperuserPassword(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := clusterDir(t)
+	// A dev cluster as make dev left it before: postgres trusted.
+	c := start(t, localpg.Options{Dir: dir, Passwords: true})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for run := range 2 {
+		c := start(t, localpg.Options{Dir: dir, Passwords: true, SuperuserPassword: true})
+		conn, err := pgx.Connect(ctx, c.URL("postgres"))
+		if err != nil {
+			t.Fatalf("run %d: URL: %v", run, err)
+		}
+		conn.Close(ctx)
+		u, err := url.Parse(c.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw, ok := u.User.Password()
+		if !ok || len(pw) < 20 {
+			t.Fatalf("run %d: URL carries no password of at least 20 characters", run)
+		}
+		for _, wrong := range []*url.Userinfo{url.User("postgres"), url.UserPassword("postgres", "wrong")} {
+			u.User = wrong
+			if conn, err := pgx.Connect(ctx, u.String()); !refusedPassword(err) {
+				if err == nil {
+					conn.Close(ctx)
+				}
+				_, with := wrong.Password()
+				t.Errorf("run %d: postgres with a wrong password (or none: %v): %v, want it refused", run, !with, err)
+			}
+		}
+		fi, err := os.Stat(filepath.Join(c.Dir(), "superuser-password"))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("run %d: the password file: %v %v, want mode 0600", run, fi, err)
+		}
+		if b, err := os.ReadFile(c.LogPath()); err != nil || strings.Contains(string(b), pw) {
+			t.Errorf("run %d: the server log holds the password (or cannot be read: %v)", run, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// refusedPassword: err is the server refusing a login for its password
+// (a wrong one, or none where one is needed).
+func refusedPassword(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "28P01"
+	}
+	return err != nil && strings.Contains(err.Error(), "password")
+}

@@ -77,12 +77,12 @@ var binaries = map[string]string{
 	"RelayFunction":          "./functions/relay",
 }
 
-// samEvents are the SAM events of each function, by type: the receiver's two
-// routes and the relay's two EventBridge rules; no function has a
+// samEvents are the SAM events of each function, by type: the receiver's four
+// routes (POST and GET, each untokened and tokened) and the relay's two EventBridge rules; no function has a
 // Schedule or ScheduleV2 event (nothing polls at idle), and the others are
 // invoked by who wakes them (TestNoProfilePollsAtIdle).
 var samEvents = map[string][]string{
-	"ReceiverFunction": {"HttpApi", "HttpApi"},
+	"ReceiverFunction": {"HttpApi", "HttpApi", "HttpApi", "HttpApi"},
 	"RelayFunction":    {"EventBridgeRule", "EventBridgeRule"},
 }
 
@@ -148,10 +148,16 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 		}
 	}
 	rcv := tpl.Functions["ReceiverFunction"]
-	// Sorted by event name: the tokened route, then the untokened one.
-	if len(rcv.Routes) != 2 || rcv.Routes[0].Method != "POST" || rcv.Routes[0].Path != "/webhooks/{source}/{token}" || rcv.Routes[0].Payload != "2.0" ||
-		rcv.Routes[1].Method != "POST" || rcv.Routes[1].Path != "/webhooks/{source}" || rcv.Routes[1].Payload != "2.0" {
+	// Sorted by event name: the tokened route and its GET (senders'
+	// handshakes), then the untokened one and its GET.
+	wantRoutes := [][2]string{{"POST", "/webhooks/{source}/{token}"}, {"GET", "/webhooks/{source}/{token}"}, {"POST", "/webhooks/{source}"}, {"GET", "/webhooks/{source}"}}
+	if len(rcv.Routes) != len(wantRoutes) {
 		t.Errorf("receiver routes = %+v", rcv.Routes)
+	}
+	for i, rt := range rcv.Routes {
+		if i >= len(wantRoutes) || rt.Method != wantRoutes[i][0] || rt.Path != wantRoutes[i][1] || rt.Payload != "2.0" {
+			t.Errorf("receiver route %d = %+v, want %v", i, rt, wantRoutes)
+		}
 	}
 	if rcv.Environment["WEBHOOK_MAX_BODY_BYTES"] != "1048576" {
 		t.Errorf("WEBHOOK_MAX_BODY_BYTES = %q", rcv.Environment["WEBHOOK_MAX_BODY_BYTES"])

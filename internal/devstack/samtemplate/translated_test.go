@@ -53,7 +53,7 @@ func translated(t *testing.T) map[string]any {
 
 const (
 	adminSecret   = "arn:aws:secretsmanager:us-east-1:123456789012:secret:rds!cluster-0abc-AbCdEf"
-	vpcPolicy     = "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
+	vpcPolicy     = "FunctionVpcAccessPolicy" // the stack's own: see checkVpcAccess
 	userSubnets   = "subnet-0a1b2c3d,subnet-0e5f6a7b"
 	userGroups    = "sg-0db0000001"
 	userVpc       = "vpc-0123abcd"
@@ -232,6 +232,7 @@ func TestTranslatedTemplate(t *testing.T) {
 			d.checkReferences(t)
 			d.checkFunctions(t)
 			d.checkRoles(t)
+			d.checkVpcAccess(t)
 			d.checkNetwork(t)
 			d.checkEndpoints(t)
 			d.checkEndpointPolicy(t)
@@ -304,9 +305,10 @@ func (d deployed) checkFunctions(t *testing.T) {
 	if len(seen) != len(dbRoles) {
 		t.Errorf("functions = %v, want %d", seen, len(dbRoles))
 	}
-	// Every policy is a role's inline one (checkRoles) or one of the two
-	// managed policies for operators (checkOperatorPolicies): another
-	// would escape these checks.
+	// Every policy is a role's inline one (checkRoles), one of the two
+	// managed policies for operators (checkOperatorPolicies) or, with a
+	// VPC, the functions' VPC access (checkVpcAccess): another would
+	// escape these checks.
 	var managed []string
 	for id, r := range d.res {
 		switch r.Type {
@@ -316,9 +318,14 @@ func (d deployed) checkFunctions(t *testing.T) {
 			managed = append(managed, id)
 		}
 	}
+	want := []string{"OperatorActPolicy", "OperatorReadPolicy"}
+	if d.vpc {
+		want = append(want, vpcPolicy)
+	}
 	sort.Strings(managed)
-	if !slices.Equal(managed, []string{"OperatorActPolicy", "OperatorReadPolicy"}) {
-		t.Errorf("managed policies %v, want only OperatorActPolicy and OperatorReadPolicy", managed)
+	sort.Strings(want)
+	if !slices.Equal(managed, want) {
+		t.Errorf("managed policies %v, want only %v", managed, want)
 	}
 }
 
@@ -422,12 +429,12 @@ func (d deployed) checkRoles(t *testing.T) {
 		if want := d.vpc && !outsideVpc[id]; inVpc != want {
 			t.Errorf("%s: in a VPC = %v, want %v", id, inVpc, want)
 		}
-		managed := samtemplate.Strings(role.Properties["ManagedPolicyArns"])
+		managed, _ := role.Properties["ManagedPolicyArns"].([]any)
 		switch {
-		case inVpc && !slices.Equal(managed, []string{vpcPolicy}):
-			t.Errorf("%s in a VPC: managed policies %v, want only %s", id, managed, vpcPolicy)
+		case inVpc && (len(managed) != 1 || target(managed[0]) != vpcPolicy):
+			t.Errorf("%s in a VPC: managed policies %v, want only the stack's %s", id, canon(managed), vpcPolicy)
 		case !inVpc && len(managed) > 0:
-			t.Errorf("%s outside any VPC: managed policies %v, want none", id, managed)
+			t.Errorf("%s outside any VPC: managed policies %v, want none", id, canon(managed))
 		}
 		logGroup := target(fn.Properties["LoggingConfig"].(map[string]any)["LogGroup"])
 		logsOwn := false
@@ -480,6 +487,71 @@ func (d deployed) checkRoles(t *testing.T) {
 		if got, want := keys(allowed(role)), d.actions(id); id != "RelayFunction" && !slices.Equal(got, want) {
 			t.Errorf("%s may %v,\nwant   %v", id, got, want)
 		}
+	}
+}
+
+// vpcAccess is what Lambda needs of a function's role to attach it to its
+// VPC, as AWS lists it
+// (https://docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html,
+// "Required IAM permissions"), each action with the one resource the
+// stack's policy allows it on: the Describe actions work only on "*", and
+// so does CreateNetworkInterface here (its subnets may be another
+// account's, shared with this one); DeleteNetworkInterface on every
+// resource of the account and region, the form AWS documents for it (an
+// interface Lambda created is this account's), and the private
+// addresses' actions likewise. No logs action: AWSLambdaVPCAccessExecutionRole
+// allowed writing to every log group, which made each role's own logs
+// statement no boundary.
+var vpcAccess = map[string]string{
+	"ec2:CreateNetworkInterface":     `"*"`,
+	"ec2:DescribeNetworkInterfaces":  `"*"`,
+	"ec2:DescribeSubnets":            `"*"`,
+	"ec2:DeleteNetworkInterface":     accountResources,
+	"ec2:AssignPrivateIpAddresses":   accountResources,
+	"ec2:UnassignPrivateIpAddresses": accountResources,
+}
+
+// accountResources is every resource of the account in the region, as the
+// scenarios evaluate it.
+var accountResources = canon("arn:aws:ec2:us-east-1:123456789012:*/*")
+
+// checkVpcAccess: with functions in a VPC, the stack's VPC access policy
+// allows exactly vpcAccess, each on its resource and nothing else; no
+// resource of the stack names AWS's managed AWSLambdaVPCAccessExecutionRole.
+func (d deployed) checkVpcAccess(t *testing.T) {
+	t.Helper()
+	for id, r := range d.res {
+		if strings.Contains(canon(r.Properties), "AWSLambdaVPCAccessExecutionRole") {
+			t.Errorf("%s names AWSLambdaVPCAccessExecutionRole", id)
+		}
+	}
+	pol, ok := d.res[vpcPolicy]
+	if !d.vpc {
+		if ok {
+			t.Errorf("%s exists without a VPC", vpcPolicy)
+		}
+		return
+	}
+	if !ok || pol.Type != "AWS::IAM::ManagedPolicy" {
+		t.Fatalf("%s: %v, want an AWS::IAM::ManagedPolicy", vpcPolicy, pol.Type)
+	}
+	got := map[string]string{}
+	for _, st := range policyStatements(pol.Properties["PolicyDocument"]) {
+		if st["Effect"] != "Allow" || st["Condition"] != nil {
+			t.Errorf("%s: statement %s", vpcPolicy, canon(st))
+			continue
+		}
+		for _, a := range samtemplate.Strings(st["Action"]) {
+			for _, res := range resources(st) {
+				if _, dup := got[a]; dup {
+					t.Errorf("%s allows %s twice", vpcPolicy, a)
+				}
+				got[a] = canon(res)
+			}
+		}
+	}
+	if !maps.Equal(got, vpcAccess) {
+		t.Errorf("%s allows\n%v\nwant exactly\n%v", vpcPolicy, got, vpcAccess)
 	}
 }
 
@@ -1439,6 +1511,8 @@ func TestEachRouteHasItsOwnThrottle(t *testing.T) {
 	want := canon(map[string]any{
 		"POST /webhooks/{source}":         map[string]any{"ThrottlingRateLimit": "10", "ThrottlingBurstLimit": "5"},
 		"POST /webhooks/{source}/{token}": map[string]any{"ThrottlingRateLimit": "700", "ThrottlingBurstLimit": "300"},
+		"GET /webhooks/{source}":          map[string]any{"ThrottlingRateLimit": "10", "ThrottlingBurstLimit": "5"},
+		"GET /webhooks/{source}/{token}":  map[string]any{"ThrottlingRateLimit": "700", "ThrottlingBurstLimit": "300"},
 	})
 	if got != want {
 		t.Errorf("stage route settings = %s, want %s", got, want)

@@ -302,6 +302,24 @@ func (s *server) createDatabase(empty bool) (string, error) {
 		return "", fmt.Errorf("create test database: %w", err)
 	}
 	s.track(name, true)
+	if !empty {
+		// A copy takes the template's schema, grants and default
+		// privileges, but not the database's own privileges, which are
+		// the server's (pg_database): those migrate.Roles set on the
+		// template are set here again, as the database deployed has them.
+		roles := make([]string, 0, len(migrate.FunctionRoles()))
+		for _, r := range migrate.FunctionRoles() {
+			roles = append(roles, ident(r))
+		}
+		for _, stmt := range []string{
+			"REVOKE CONNECT, TEMPORARY ON DATABASE " + ident(name) + " FROM PUBLIC",
+			"GRANT CONNECT ON DATABASE " + ident(name) + " TO " + strings.Join(roles, ", "),
+		} {
+			if err := s.exec(ctx, stmt); err != nil {
+				return "", fmt.Errorf("create test database: %s: %w", stmt, err)
+			}
+		}
+	}
 	return name, nil
 }
 
@@ -413,6 +431,9 @@ func LoginRole(t testing.TB, dbURL, password string) string {
 	// The password is a literal: utility statements take no parameters.
 	for _, sql := range []string{
 		"CREATE ROLE " + ident(role) + " LOGIN PASSWORD " + literal(password),
+		// PUBLIC may not connect to a migrated database (migrate.Roles):
+		// a role connects by its own grant, as the functions' roles do.
+		"GRANT CONNECT ON DATABASE " + ident(dbName(dbURL)) + " TO " + ident(role),
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + ident(role),
 		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + ident(role),
 	} {
@@ -422,6 +443,15 @@ func LoginRole(t testing.TB, dbURL, password string) string {
 		})
 	}
 	return role
+}
+
+// dbName is the database dbURL names.
+func dbName(dbURL string) string {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return ""
+	}
+	return cfg.Database
 }
 
 // SetPassword changes role's password on the server of dbURL, as a

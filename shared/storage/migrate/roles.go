@@ -58,8 +58,9 @@ const rolesAttempts = 8
 // meanwhile sees the old grants or the new, never a mix. It is idempotent,
 // safe to run concurrently with itself, and revokes from the roles
 // whatever they hold beyond opts.Grants on the current schema, any role
-// membership (rds_iam aside in IAM mode), and the right to create in the
-// schema; it fails rather than leave a role a superuser. It needs a user
+// membership (rds_iam aside in IAM mode), the right to create in the
+// schema, and PUBLIC's default rights where this user may (restrictPublic);
+// it fails rather than leave a role a superuser. It needs a user
 // that may create roles (CREATEROLE; RDS's master user) and grant on the
 // tables (their owner: the user that ran the migrations).
 func Roles(ctx context.Context, pool *pgxpool.Pool, opts RolesOptions) error {
@@ -163,6 +164,9 @@ func setRoles(ctx context.Context, tx pgx.Tx, opts RolesOptions, verifiers map[s
 			return err
 		}
 	}
+	if err := restrictPublic(ctx, tx, schema); err != nil {
+		return err
+	}
 	// PostgreSQL 15 and later no longer let PUBLIC create in the public
 	// schema; on older servers (or a schema created so) every role could,
 	// the function roles included.
@@ -181,6 +185,98 @@ func setRoles(ctx context.Context, tx pgx.Tx, opts RolesOptions, verifiers map[s
 			// REVOKE only warns when the grant was someone else's.
 			return fmt.Errorf("roles: PUBLIC may create in schema %s and this user cannot revoke it: run REVOKE CREATE ON SCHEMA %s FROM PUBLIC as the schema's owner", schema, schema)
 		}
+	}
+	return nil
+}
+
+// maintenanceDatabases are the databases every PostgreSQL server has and
+// PUBLIC may connect to by default (template0 takes no connections).
+var maintenanceDatabases = []string{"postgres", "template1"}
+
+// restrictPublic takes from PUBLIC, and so from the function roles, which
+// hold PUBLIC's rights whatever is revoked from them by name, what
+// PostgreSQL gives every role by default and no function needs:
+//
+//   - on the current database, CONNECT and TEMPORARY (setPrivileges grants
+//     CONNECT to each function role by name), and on the server's
+//     maintenance databases CONNECT, each only where this user owns the
+//     database (RDS's master user owns the stack's database, which RDS
+//     creates for it): a database of another owner, as on a shared server,
+//     is left as it is;
+//   - EXECUTE on the functions of the schema this user owns (a handler
+//     package's migration may create some; an extension's are left to it),
+//     and by default on those it creates later.
+//
+// Each is changed only when PUBLIC still holds it: the databases' rows are
+// shared by the whole server, and migrators on its other databases would
+// otherwise collide on them at every run.
+func restrictPublic(ctx context.Context, tx pgx.Tx, schema string) error {
+	rows, err := tx.Query(ctx, `
+		SELECT d.datname::text, d.datname = current_database(),
+		       has_database_privilege('public', d.oid, 'CONNECT'), has_database_privilege('public', d.oid, 'TEMPORARY')
+		  FROM pg_catalog.pg_database d
+		 WHERE (d.datname = current_database() OR d.datname = ANY($1)) AND d.datallowconn
+		   AND pg_catalog.pg_has_role(current_user, d.datdba, 'USAGE')
+		 ORDER BY 1`, maintenanceDatabases)
+	if err != nil {
+		return fmt.Errorf("roles: read the databases' privileges: %w", err)
+	}
+	type dbRights struct {
+		name                  string
+		current, connect, tmp bool
+	}
+	dbs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dbRights, error) {
+		var d dbRights
+		err := r.Scan(&d.name, &d.current, &d.connect, &d.tmp)
+		return d, err
+	})
+	if err != nil {
+		return fmt.Errorf("roles: read the databases' privileges: %w", err)
+	}
+	for _, d := range dbs {
+		var rights []string
+		if d.connect {
+			rights = append(rights, "CONNECT")
+		}
+		if d.current && d.tmp {
+			rights = append(rights, "TEMPORARY")
+		}
+		if len(rights) == 0 {
+			continue
+		}
+		stmt := "REVOKE " + strings.Join(rights, ", ") + " ON DATABASE " + ident(d.name) + " FROM PUBLIC"
+		if err := exec(ctx, tx, stmt); err != nil {
+			return fmt.Errorf("roles: %s: %w", stmt, err)
+		}
+	}
+
+	rows, err = tx.Query(ctx, `
+		SELECT p.oid::regprocedure::text
+		  FROM pg_catalog.pg_proc p
+		 WHERE p.pronamespace = to_regnamespace($1) AND p.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user)
+		   AND has_function_privilege('public', p.oid, 'EXECUTE')
+		   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend e
+		                    WHERE e.classid = 'pg_catalog.pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e')
+		 ORDER BY 1`, schema)
+	if err != nil {
+		return fmt.Errorf("roles: read the functions of schema %s: %w", schema, err)
+	}
+	funcs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("roles: read the functions of schema %s: %w", schema, err)
+	}
+	for _, f := range funcs {
+		// regprocedure's text is the routine's name (qualified when
+		// outside the search path) and argument types, quoted as needed.
+		if err := exec(ctx, tx, "REVOKE EXECUTE ON ROUTINE "+f+" FROM PUBLIC"); err != nil {
+			return fmt.Errorf("roles: revoke EXECUTE on %s from PUBLIC: %w", f, err)
+		}
+	}
+	// Global, not IN SCHEMA: a schema's default privileges only add to the
+	// global ones, which grant EXECUTE to PUBLIC. They cover what this user
+	// creates in this database.
+	if err := exec(ctx, tx, "ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON ROUTINES FROM PUBLIC"); err != nil {
+		return fmt.Errorf("roles: revoke EXECUTE on the functions created later from PUBLIC: %w", err)
 	}
 	return nil
 }
