@@ -58,8 +58,9 @@ generate-check: ## fail when the committed generated code is not what the querie
 	@$(SQLC) diff || { echo "generate-check: the generated query code is stale: run make generate and commit the result" >&2; exit 1; }
 
 .PHONY: build
-build: ## compile every package and command
+build: ## compile every package and command, and the bench (its own module, which the main build does not see)
 	$(GO) build $(PKGS)
+	cd bench && $(GO) vet .
 
 .PHONY: lint
 lint: ## gofmt, go vet, and cfn-lint over template.yaml (no errors, no warnings)

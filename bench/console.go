@@ -19,7 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-// consoleBoundMs is the issue's bound on a list page's server-side time.
+// consoleBoundMs is the bound on a list page's server-side time (docs/operations.md).
 const consoleBoundMs = 100
 
 // ConsoleFigure is the console stage: its pages answered by the console's
@@ -35,7 +35,7 @@ type ConsoleFigure struct {
 	Actions         int     `json:"operator_actions"`
 	LoadSeconds     float64 `json:"load_seconds"`
 	// Requests is how many times each page was timed, after Warmup
-	// untimed ones; BoundMs the issue's bound.
+	// untimed ones; BoundMs the bound.
 	Requests int           `json:"requests_per_page"`
 	Warmup   int           `json:"warmup_requests"`
 	BoundMs  float64       `json:"bound_ms"`

@@ -418,7 +418,7 @@ func TestThePriceTableIsDatedAndSourced(t *testing.T) {
 			t.Errorf("%s: read %q, want YYYY-MM-DD", p.Key, p.Read)
 		}
 	}
-	// Every price the brief of issue 21 names.
+	// Every price the cost model uses.
 	for _, key := range []string{"rds.instance.db.t4g.micro", "rds.storage.gp3", "vpce.interface.hour", "scheduler.invocations",
 		"s3.put", "s3.get", "s3.storage", "cw.alarm", "sns.email", "aurora.acu", "aurora.storage", "rds.proxy"} {
 		if !seen[key] {

@@ -271,7 +271,7 @@ func TestEveryKindHasAShapeAndASample(t *testing.T) {
 }
 
 // The generator names the handler that already serves the new route (as
-// the example stripedunning serves the issue's first handler, invoice.paid
+// the example stripedunning serves a first handler's usual route, invoice.paid
 // for kind stripe).
 func TestClashNamesTheRegisteredHandler(t *testing.T) {
 	t.Parallel()
@@ -287,7 +287,7 @@ func TestClashNamesTheRegisteredHandler(t *testing.T) {
 
 // TestGeneratedHandlerBuildsAndPasses runs the generator into a copy of
 // the module, as a user would (`webhookdev new handler paidinvoices
-// --kind stripe --type invoice.paid`, the issue's first handler), then
+// --kind stripe --type invoice.paid`, README's first handler), then
 // builds what links the handlers, vets the package and runs its test:
 // the handler, run as the processor's role after the migration function's
 // roles and grants, records the sample event with no grant but its Tables.

@@ -14,7 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-// TestReplayFromTheArchive is the acceptance: an event whose body
+// TestReplayFromTheArchive: an event whose body
 // was archived to S3 (versitygw here) is replayed; the processor reads the
 // body back from its object (a ranged read, verified against the hash
 // recorded at receipt) and its handler gets exactly the body, and payload,

@@ -297,7 +297,7 @@ func TestReplayKeepsEarlierAttempts(t *testing.T) {
 	}
 }
 
-// TestBodiesBeyondTheBudget is the acceptance: 25 bodies of 4 MiB
+// TestBodiesBeyondTheBudget: 25 bodies of 4 MiB
 // under a budget of two drain in one claim, read two at a time, each
 // handler given its exact body, the heap never holding much more than the
 // budget, and no claim taken twice. A body larger than the budget alone is

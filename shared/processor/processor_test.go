@@ -130,7 +130,7 @@ func newPool(t testing.TB, url string) *pgxpool.Pool {
 	return pool
 }
 
-// TestPoisonEventInABatchOf25 is the acceptance: one event of a
+// TestPoisonEventInABatchOf25: one event of a
 // batch of 25 is poison; the other 24 are processed exactly once and
 // charged one attempt each, and the poison alone reaches the dead letters.
 // The poison fails in each way a handler can: an error, a panic, and a

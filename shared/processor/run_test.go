@@ -351,7 +351,7 @@ func TestRunSurvivesADatabaseOutage(t *testing.T) {
 
 // TestRunInRealTime: with the default poll interval and the wall clock,
 // events stored one after another while a run polls are each handled
-// within a second of their storing (the promise), by the same run.
+// within a second of their storing (the processor's promise of real time), by the same run.
 // The figures are logged; make bench measures them properly.
 func TestRunInRealTime(t *testing.T) {
 	t.Parallel()

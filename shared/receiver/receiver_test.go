@@ -216,7 +216,7 @@ func TestDuplicateWithDifferentBodyIsRecorded(t *testing.T) {
 	}
 }
 
-// TestConcurrentRedeliveries is the issue's acceptance: 32 senders post the
+// TestConcurrentRedeliveries: 32 senders post the
 // same 500 signed events 4 times each, shuffled, through a real HTTP server.
 func TestConcurrentRedeliveries(t *testing.T) {
 	t.Parallel()
@@ -525,7 +525,7 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Logf("requests=%d accepted=%d 503=%d", len(results), accepted.Load(), refused.Load())
 }
 
-// Every refusal a verifier can give maps to the status the issue names:
+// Every refusal a verifier can give maps to its status:
 // 401 for anything about the source, its endpoint token, the signature or
 // its timestamp (answered as one, unauthenticated), 400 for a body or
 // identity that can never be stored, and only an unavailable database is
