@@ -1,7 +1,7 @@
 // Package tier sorts tests into the inner loop and the rest. `go test
 // -short ./...` is the inner loop: ./scripts/short-tier.sh printed
-// "54.3s wall" for it on two cores with a warm build cache, other builds
-// loading the machine (CONTRIBUTING, Tests, quotes the whole line). A
+// "55.9s wall" for it on two cores with a warm build cache and nothing
+// else running (CONTRIBUTING, Tests, quotes the whole line). A
 // heavy test (one that builds and runs the Lambda binaries, starts the
 // whole dev stack or a cluster of its own, pushes thousands of events or
 // megabytes of bodies through, or kills processes and servers to prove
