@@ -49,13 +49,20 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2
 # shared/sqlc.yaml); the generated code is committed.
 SQLC := $(GOTOOLS) sqlc -f shared/sqlc.yaml
 
+# shared/storage/schema.sql is the core tables as the migrations leave them
+# (pg_dump of a throwaway cluster, internal/schemasql); generated and
+# committed too, for a reader.
+SCHEMA := $(GO) run ./cmd/webhookdev schema
+
 .PHONY: generate
-generate: ## regenerate the Go code of the SQL queries after changing a query or a migration
+generate: ## regenerate the Go code of the SQL queries and shared/storage/schema.sql after changing a query or a migration
 	$(SQLC) generate
+	$(SCHEMA) -w
 
 .PHONY: generate-check
-generate-check: ## fail when the committed generated code is not what the queries and migrations give
+generate-check: ## fail when the committed generated code (query code, schema.sql) is not what the queries and migrations give
 	@$(SQLC) diff || { echo "generate-check: the generated query code is stale: run make generate and commit the result" >&2; exit 1; }
+	@$(SCHEMA) || { echo "generate-check: shared/storage/schema.sql is stale: run make generate and commit the result" >&2; exit 1; }
 
 .PHONY: build
 build: ## compile every package and command, and the bench (its own module, which the main build does not see)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -175,6 +176,7 @@ func TestStatsWatch(t *testing.T) {
 // updated twice with autovacuum off, big enough for the default
 // threshold; and webhook_events with rows but never analyzed.
 func TestStatsBloat(t *testing.T) {
+	tier.Heavy(t, "bloats tables by the thousand rows")
 	t.Parallel()
 	f := newOpsFixture(t)
 	for _, sql := range []string{

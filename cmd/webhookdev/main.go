@@ -39,6 +39,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newNewCmd())
+	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newSchemaCmd(), newNewCmd())
 	return root
 }

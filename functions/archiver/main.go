@@ -10,34 +10,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
-	// First, so that init already runs under the limit.
-	_, memErr := memlimit.Apply(os.Getenv)
-	h, closePool, err := setup(context.Background(), os.Getenv)
-	if err != nil {
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("archiver: start-up failed", "err", err)
-		os.Exit(1)
-	}
-	if memErr != nil {
-		// Slog's default is the function's JSON logger once setup ran.
-		slog.Warn("archiver: the memory limit is left to the runtime's default", "err", memErr)
-	}
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(closePool))
+	lambdastart.Start("archiver", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
+		return setup(ctx, getenv)
+	})
 }
 
 // Summary is what an invocation returns (visible in the Lambda console and
@@ -61,13 +46,10 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	log, logErr := settings.LoggerFromEnv(getenv)
-	cfg, cfgErr := archive.ConfigFromEnv(getenv)
-	if err := errors.Join(logErr, cfgErr); err != nil {
+	cfg, log, err := lambdastart.Configure(getenv, archive.ConfigFromEnv)
+	if err != nil {
 		return nil, nil, err
 	}
-	// Every line is JSON, a library's through slog's default included.
-	slog.SetDefault(log)
 	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {

@@ -17,37 +17,26 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
-	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
-	// First, so that init already runs under the limit.
-	_, memErr := memlimit.Apply(os.Getenv)
-	h, closePool, err := setup(context.Background(), os.Getenv)
-	if err != nil {
-		// Unlike the other functions it does not exit: CloudFormation would
-		// wait for an answer an exited function never sends (the resource's
-		// ServiceTimeout, an hour by default). It answers FAILED at once
-		// (in apply mode, it returns FAILED to the front, which answers).
-		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-		log.Error("migrator: start-up failed; every Create and Update is answered FAILED", "err", err)
-		h, closePool = failing(os.Getenv, err, log), func() {}
-	}
-	if memErr != nil {
-		// Slog's default is the function's JSON logger once setup ran.
-		slog.Warn("migrator: the memory limit is left to the runtime's default", "err", memErr)
-	}
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(closePool))
+	// Unlike the other functions it does not exit: CloudFormation would
+	// wait for an answer an exited function never sends (the resource's
+	// ServiceTimeout, an hour by default). It answers FAILED at once (in
+	// apply mode, it returns FAILED to the front, which answers).
+	lambdastart.StartAnswering("migrator", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
+		return setup(ctx, getenv)
+	}, "every Create and Update is answered FAILED", func(cause error, log *slog.Logger) any {
+		return failing(os.Getenv, cause, log)
+	})
 }
 
 // handler is the function's entry in every mode: each checks the event's
@@ -63,12 +52,12 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 	mode, modeErr := schemaresource.ModeFromEnv(getenv)
 	switch mode {
 	case schemaresource.ModeFront:
-		log, logErr := settings.LoggerFromEnv(getenv)
-		cfg, cfgErr := schemaresource.FrontConfigFromEnv(getenv)
-		if err := errors.Join(modeErr, logErr, cfgErr); err != nil {
+		// modeErr is nil in the front and apply modes: an unknown mode
+		// reads as the direct one.
+		cfg, log, err := lambdastart.Configure(getenv, schemaresource.FrontConfigFromEnv)
+		if err != nil {
 			return nil, nil, err
 		}
-		slog.SetDefault(log)
 		cfg.Logger = log
 		f, err := schemaresource.NewFront(cfg)
 		if err != nil {
@@ -76,8 +65,8 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 		}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return f.HandleEvent(ctx, raw) }, func() {}, nil
 	case schemaresource.ModeApply:
-		log, logErr := settings.LoggerFromEnv(getenv)
-		if err := errors.Join(modeErr, logErr); err != nil {
+		log, err := settings.LoggerFromEnv(getenv)
+		if err != nil {
 			return nil, nil, err
 		}
 		slog.SetDefault(log)
@@ -91,13 +80,10 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	log, logErr := settings.LoggerFromEnv(getenv)
-	cfg, cfgErr := schemaresource.ConfigFromEnv(getenv)
-	if err := errors.Join(logErr, cfgErr); err != nil {
+	cfg, log, err := lambdastart.Configure(getenv, schemaresource.ConfigFromEnv)
+	if err != nil {
 		return nil, nil, err
 	}
-	// Every line is JSON, a library's through slog's default included.
-	slog.SetDefault(log)
 	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {

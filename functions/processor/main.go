@@ -20,36 +20,26 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
-	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
-	// First, so that init already runs under the limit.
-	_, memErr := memlimit.Apply(os.Getenv)
-	h, pool, err := setup(context.Background(), os.Getenv)
-	if err != nil {
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("processor: start-up failed", "err", err)
-		os.Exit(1)
-	}
-	if memErr != nil {
-		// Slog's default is the function's JSON logger once setup ran.
-		slog.Warn("processor: the memory limit is left to the runtime's default", "err", memErr)
-	}
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(pool.Close))
+	lambdastart.Start("processor", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
+		h, pool, err := setup(ctx, getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, pool.Close, nil
+	})
 }
 
 // handlerFunc is the Lambda handler: the event is only a wake-up; the
@@ -76,13 +66,10 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 	if err != nil {
 		return nil, nil, err
 	}
-	log, logErr := settings.LoggerFromEnv(getenv)
-	cfg, cfgErr := processor.ConfigFromEnv(getenv)
-	if err := errors.Join(logErr, cfgErr); err != nil {
+	cfg, log, err := lambdastart.Configure(getenv, processor.ConfigFromEnv)
+	if err != nil {
 		return nil, nil, err
 	}
-	// Every line is JSON, a library's through slog's default included.
-	slog.SetDefault(log)
 	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {

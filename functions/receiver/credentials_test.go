@@ -143,6 +143,7 @@ func stripeTemplate(t *testing.T) (events.APIGatewayV2HTTPRequest, *source.Sourc
 // password in the secret starts (a database that refuses is not fatal at
 // init) and answers 503.
 func TestSetupWithRDSManagedSecret(t *testing.T) {
+	tier.Heavy(t, "starts a password-checking cluster")
 	t.Parallel()
 	ctx := context.Background()
 	db := setupPasswordDB(t, "managed-password")

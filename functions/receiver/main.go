@@ -4,37 +4,23 @@ package main
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
-	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
-	// First, so that init already runs under the limit.
-	_, memErr := memlimit.Apply(os.Getenv)
-	h, closePool, err := setup(context.Background(), os.Getenv)
-	if err != nil {
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("receiver: start-up failed", "err", err)
-		os.Exit(1)
-	}
-	if memErr != nil {
-		// Slog's default is the function's JSON logger once setup ran.
-		slog.Warn("receiver: the memory limit is left to the runtime's default", "err", memErr)
-	}
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(closePool))
+	lambdastart.Start("receiver", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
+		return setup(ctx, getenv)
+	})
 }
 
 // setup reads the configuration and builds the Lambda handler. The pool is
@@ -44,13 +30,10 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	if err != nil {
 		return nil, nil, err
 	}
-	log, logErr := settings.LoggerFromEnv(getenv)
-	cfg, cfgErr := receiver.ConfigFromEnv(getenv)
-	if err := errors.Join(logErr, cfgErr); err != nil {
+	cfg, log, err := lambdastart.Configure(getenv, receiver.ConfigFromEnv)
+	if err != nil {
 		return nil, nil, err
 	}
-	// Every line is JSON, a library's through slog's default included.
-	slog.SetDefault(log)
 	cfg.Database.Credentials = creds
 	pool, err := cfg.Database.Open(ctx)
 	if err != nil {

@@ -13,33 +13,22 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
-	"github.com/webhook-inbox/webhook-inbox/shared/memlimit"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
-	// First, so that init already runs under the limit.
-	_, memErr := memlimit.Apply(os.Getenv)
-	h, err := setup(context.Background(), os.Getenv)
-	if err != nil {
-		// Like the migration function, it does not exit: it answers
-		// CloudFormation for Custom::SourcesCopy, which would otherwise
-		// wait an hour for an answer an exited function never sends.
-		log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-		log.Error("relay: start-up failed; every event fails, and CloudFormation's requests are answered", "err", err)
-		h = failing(err, log)
-	}
-	if memErr != nil {
-		// Slog's default is the function's JSON logger once setup ran.
-		slog.Warn("relay: the memory limit is left to the runtime's default", "err", memErr)
-	}
-	lambda.StartWithOptions(h, lambda.WithEnableSIGTERM(func() {}))
+	// Like the migration function, it does not exit: it answers
+	// CloudFormation for Custom::SourcesCopy, which would otherwise wait an
+	// hour for an answer an exited function never sends.
+	lambdastart.StartAnswering("relay", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
+		h, err := setup(ctx, getenv)
+		return h, nil, err
+	}, "every event fails, and CloudFormation's requests are answered", func(cause error, log *slog.Logger) any {
+		return failing(cause, log)
+	})
 }
 
 // handler takes every event the relay is sent (relay.Relay.Handle).
@@ -48,13 +37,10 @@ type handler func(context.Context, json.RawMessage) (relay.Outcome, error)
 // setup reads the configuration and builds the handler; the AWS clients
 // are made once per container, at init, and make no request until used.
 func setup(ctx context.Context, getenv func(string) string) (handler, error) {
-	log, logErr := settings.LoggerFromEnv(getenv)
-	cfg, cfgErr := relay.ConfigFromEnv(getenv)
-	if err := errors.Join(logErr, cfgErr); err != nil {
+	cfg, log, err := lambdastart.Configure(getenv, relay.ConfigFromEnv)
+	if err != nil {
 		return nil, err
 	}
-	// Every line is JSON, a library's through slog's default included.
-	slog.SetDefault(log)
 	cfg.Logger = log
 	r, err := relay.Open(ctx, cfg)
 	if err != nil {

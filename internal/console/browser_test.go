@@ -31,7 +31,8 @@ import (
 // docs/console/ (committed, shown in the README); ordinary runs leave them.
 const EnvUpdateScreenshots = "UPDATE_SCREENSHOTS"
 
-// chromium finds Debian's Chromium (make setup installs it). Without it
+// chromium finds a Chromium or Chrome on PATH (chromium, chromium-browser
+// or google-chrome; make setup installs Debian's chromium). Without one
 // the browser tests skip, except in CI (CI set), where they must run.
 func chromium(t *testing.T) string {
 	t.Helper()
@@ -41,9 +42,9 @@ func chromium(t *testing.T) string {
 		}
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatal("no chromium on PATH, and CI must run the browser tests: make setup installs it (apt-get install chromium)")
+		t.Fatal("none of chromium, chromium-browser or google-chrome on PATH, and CI must run the browser tests: make setup installs chromium (apt-get install chromium)")
 	}
-	t.Skip("no chromium on PATH: make setup installs it (apt-get install chromium); the browser tests are skipped")
+	t.Skip("none of chromium, chromium-browser or google-chrome on PATH, so the browser tests are skipped: make setup installs chromium (apt-get install chromium)")
 	return ""
 }
 

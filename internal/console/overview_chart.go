@@ -222,7 +222,10 @@ func niceCeil(v int64) int64 {
 	}
 }
 
-// short writes a count for an axis: 950, 1.2k, 3M.
+// short writes an axis tick's count: as is below 10,000 (950, 5000), in
+// thousands below a million (20k, 12.5k), in millions from there (3M,
+// 1.5M). The ticks are round numbers (niceCeil), so the fractions are
+// short.
 func short(v int64) string {
 	switch {
 	case v >= 1_000_000:

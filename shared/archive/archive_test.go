@@ -990,6 +990,7 @@ func TestBatchCommittedByAnotherArchiver(t *testing.T) {
 }
 
 func TestConcurrentArchivers(t *testing.T) {
+	tier.Heavy(t, "three archivers over 1 800 events")
 	t.Parallel()
 	f := setup(t)
 	// The sources interleave in processing order.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -41,6 +42,7 @@ func (f *fixture) runLine(ctx context.Context, a *archive.Archiver, msg string) 
 }
 
 func TestRunGaugesBloat(t *testing.T) {
+	tier.Heavy(t, "processes and archives 2 000 events")
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()

@@ -70,3 +70,23 @@ func hex2(v uint64) string {
 	}
 	return h
 }
+
+// ValidHeaderName reports whether s is a non-empty RFC 9110 token, the
+// syntax of an HTTP header's name: a source's configured signature
+// header (package source) and a response's headers (package lambdahttp)
+// are checked with it.
+func ValidHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -66,3 +66,14 @@ func FuzzEscapeControls(f *testing.F) {
 		}
 	})
 }
+
+func TestValidHeaderName(t *testing.T) {
+	for s, want := range map[string]bool{
+		"X-Hub-Signature-256": true, "x_sig.v1": true, "!#$%&'*+-.^_`|~": true,
+		"": false, "X Sig": false, "X-Sig:": false, "X-Sig\r\n": false, "Ünicode": false,
+	} {
+		if got := ValidHeaderName(s); got != want {
+			t.Errorf("ValidHeaderName(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

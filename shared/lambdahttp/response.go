@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
 // sniffLen is how much of the body http.DetectContentType looks at.
@@ -127,7 +129,7 @@ func NewResponse(status int, header http.Header, body []byte) events.APIGatewayV
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !validHeaderName(k) {
+		if !inbox.ValidHeaderName(k) {
 			continue
 		}
 		name := http.CanonicalHeaderKey(k)
@@ -192,23 +194,6 @@ func bodyAllowed(status int) bool {
 		return false
 	case status == http.StatusNoContent, status == http.StatusNotModified:
 		return false
-	}
-	return true
-}
-
-// validHeaderName reports whether k is a non-empty RFC 9110 token.
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
 	}
 	return true
 }

@@ -228,6 +228,8 @@ func rejectionsOf(rs []inbox.Rejection) []Rejection {
 	return out
 }
 
+// orNull is s, or nil for an empty s: the API's nullable texts, null in
+// JSON (a front end writes none as it likes: webhookctl "-", via orDash).
 func orNull(s string) *string {
 	if s == "" {
 		return nil

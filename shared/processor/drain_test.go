@@ -17,6 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -305,6 +306,7 @@ func TestReplayKeepsEarlierAttempts(t *testing.T) {
 // process's heap, so it does not run in parallel with the package's other
 // tests.
 func TestBodiesBeyondTheBudget(t *testing.T) {
+	tier.Heavy(t, "25 bodies of 4 MiB through the memory budget")
 	f := setup(t)
 	const size, n = 4 << 20, 25
 	const budget = 2*size + 1024

@@ -16,6 +16,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -78,6 +79,7 @@ func TestDrainHandlesOldestFirst(t *testing.T) {
 // own pool, drain 5 000 events at once, and every event's effect exists
 // exactly once.
 func TestConcurrentProcessorsApplyEachEventOnce(t *testing.T) {
+	tier.Heavy(t, "5 000 events through four processors")
 	t.Parallel()
 	url := pgtest.URL(t)
 	f := setupOn(t, newPool(t, url))

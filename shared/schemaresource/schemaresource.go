@@ -36,6 +36,25 @@
 // The handler returns an error only when the answer could not be delivered,
 // so that Lambda's retries of the asynchronous invocation try again.
 //
+// Why not aws-lambda-go's cfn.LambdaWrap, which also turns a function's
+// result into the PUT (lambdawrap_test.go runs both against the same
+// response server and shows each difference):
+//
+//   - LambdaWrap PUTs once: an answer the ResponseURL refuses (a 5xx, a
+//     reset connection) is lost, and CloudFormation waits the resource's
+//     whole ServiceTimeout. Here the PUT is retried (cfnresponse.Sender).
+//   - LambdaWrap gives the function the invocation's whole deadline: work
+//     that runs until then ends with the invocation, before any answer is
+//     sent. Here the work ends a reserve before it (cfnresponse.WorkContext)
+//     and FAILED goes out in time.
+//   - LambdaWrap sends the error's text as the Reason, whole: a reason over
+//     CloudFormation's 4096-byte document is refused, and nothing keeps a
+//     secret out of it. Here the reason is built without secrets, redacted
+//     of every secret value read, and cut to fit (cfnresponse.Encode).
+//   - LambdaWrap PUTs to whatever ResponseURL the event names. Here only
+//     CloudFormation's response bucket is answered (CheckResponseURL):
+//     whoever may invoke the function may forge a request.
+//
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requests.html
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-responses.html
 package schemaresource

@@ -377,27 +377,10 @@ func headerOption(name, field, value string, required bool) (string, error) {
 		}
 		return "", nil
 	}
-	if !validHeaderName(value) {
+	if len(value) > 256 || !inbox.ValidHeaderName(value) {
 		return "", fieldError(name, field, "%q is not a valid header name", value)
 	}
 	return http.CanonicalHeaderKey(value), nil
-}
-
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // locationOption checks an event_id or event_type location: exactly one of

@@ -9,6 +9,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -59,6 +60,7 @@ func logBloat(t *testing.T, when string, b map[string]storage.RelationBloat, nam
 // remedy (REINDEX INDEX CONCURRENTLY for an index, VACUUM FULL for the
 // table). Its sizes pass the default threshold's 16 MiB for the table.
 func TestBloatEstimateRisesAndFalls(t *testing.T) {
+	tier.Heavy(t, "bloats tables by the thousand rows")
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
@@ -186,6 +188,7 @@ func TestBloatEstimateRisesAndFalls(t *testing.T) {
 // indexes bloated; a table this small is reported, never flagged under the
 // default threshold.
 func TestBloatEstimateWebhookEvents(t *testing.T) {
+	tier.Heavy(t, "bloats tables by the thousand rows")
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.Pool(t)

@@ -114,6 +114,7 @@ func TestLifecycle(t *testing.T) {
 // RDS refuses it), and postgres stays trusted; without it, the default,
 // every role is trusted whatever it sends.
 func TestPasswords(t *testing.T) {
+	tier.Heavy(t, "starts two clusters")
 	ctx := t.Context()
 	for _, passwords := range []bool{false, true} {
 		c := start(t, localpg.Options{Passwords: passwords})
@@ -392,6 +393,7 @@ func BenchmarkStart(b *testing.B) {
 // carries and the cluster folder keeps (mode 0600) for the next Start; a
 // cluster created before, whose postgres was trusted, gets it too.
 func TestSuperuserPassword(t *testing.T) {
+	tier.Heavy(t, "starts a cluster twice")
 	t.Parallel()
 	ctx := t.Context()
 	dir := clusterDir(t)
