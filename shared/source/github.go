@@ -24,10 +24,9 @@ func init() { register(KindGitHub, newGitHub) }
 
 // GitHub's headers.
 const (
-	githubSignatureHeader = "X-Hub-Signature-256"
-	githubDeliveryHeader  = "X-GitHub-Delivery"
-	githubEventHeader     = "X-GitHub-Event"
-	githubHookIDHeader    = "X-GitHub-Hook-ID"
+	githubDeliveryHeader = "X-GitHub-Delivery"
+	githubEventHeader    = "X-GitHub-Event"
+	githubHookIDHeader   = "X-GitHub-Hook-ID"
 )
 
 // githubOptions is the JSON configuration of a github source.
@@ -53,20 +52,8 @@ func newGitHub(name string, raw json.RawMessage) (kindVerifier, error) {
 }
 
 func (v *githubVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.Identity, error) {
-	val, err := oneSignature(h, githubSignatureHeader)
-	if err != nil {
+	if err := verifyHubSignature(v.keys, h, body); err != nil {
 		return inbox.Identity{}, err
-	}
-	hexSig, ok := strings.CutPrefix(val, "sha256=")
-	if !ok {
-		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header must be sha256=<hex>", githubSignatureHeader)
-	}
-	sig, err := decodeMAC(githubSignatureHeader, hexSig, encodingHex, sha256.Size)
-	if err != nil {
-		return inbox.Identity{}, err
-	}
-	if !matchAny(v.keys, sha256.New, sig, func(w io.Writer) { w.Write(body) }) {
-		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "the signature matches no configured secret")
 	}
 	id, err := headerIdentity(h, githubDeliveryHeader, inbox.CauseMissingEventID)
 	if err != nil {
@@ -90,9 +77,8 @@ func (v *githubVerifier) identityUnsigned() bool { return true }
 // Sign implements Signer with GitHub's headers: the signature, the
 // delivery id and the event name.
 func (v *githubVerifier) Sign(body []byte, eventID, eventType string, _ time.Time) http.Header {
-	mac := computeMAC(v.keys[0], sha256.New, func(w io.Writer) { w.Write(body) })
 	h := http.Header{}
-	h.Set(githubSignatureHeader, "sha256="+encodeMAC(mac, encodingHex))
+	h.Set(hubSignatureHeader, hubSignature(v.keys[0], body))
 	h.Set(githubDeliveryHeader, eventID)
 	if eventType != "" {
 		h.Set(githubEventHeader, eventType)
@@ -116,4 +102,35 @@ func (v *githubVerifier) sample(now time.Time) (Sample, error) {
 	h.Set("X-GitHub-Hook-Installation-Target-ID", "1296269")
 	h.Set("User-Agent", "GitHub-Hookshot/dev")
 	return Sample{EventID: newUUID(), EventType: "issues", Body: []byte(body), Header: h}, nil
+}
+
+// hubSignatureHeader is the signature header GitHub and Meta share: the
+// "sha256=" and hex HMAC-SHA256 of the raw body, nothing else signed.
+const hubSignatureHeader = "X-Hub-Signature-256"
+
+// verifyHubSignature checks h's X-Hub-Signature-256 over body under any
+// of keys (GitHub's scheme, which Meta's webhooks use as they are).
+func verifyHubSignature(keys [][]byte, h http.Header, body []byte) error {
+	val, err := oneSignature(h, hubSignatureHeader)
+	if err != nil {
+		return err
+	}
+	hexSig, ok := strings.CutPrefix(val, "sha256=")
+	if !ok {
+		return inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header must be sha256=<hex>", hubSignatureHeader)
+	}
+	sig, err := decodeMAC(hubSignatureHeader, hexSig, encodingHex, sha256.Size)
+	if err != nil {
+		return err
+	}
+	if !matchAny(keys, sha256.New, sig, func(w io.Writer) { w.Write(body) }) {
+		return inbox.Errorf(inbox.CauseSignatureMismatch, "the signature matches no configured secret")
+	}
+	return nil
+}
+
+// hubSignature is the X-Hub-Signature-256 value of body under key.
+func hubSignature(key, body []byte) string {
+	mac := computeMAC(key, sha256.New, func(w io.Writer) { w.Write(body) })
+	return "sha256=" + encodeMAC(mac, encodingHex)
 }

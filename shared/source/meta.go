@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -24,9 +23,6 @@ import (
 const KindMeta = "meta"
 
 func init() { register(KindMeta, newMeta) }
-
-// metaSignatureHeader is Meta's signature header.
-const metaSignatureHeader = "X-Hub-Signature-256"
 
 // metaOptions is the JSON configuration of a meta source.
 type metaOptions struct {
@@ -65,20 +61,8 @@ func newMeta(name string, raw json.RawMessage) (kindVerifier, error) {
 }
 
 func (v *metaVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.Identity, error) {
-	val, err := oneSignature(h, metaSignatureHeader)
-	if err != nil {
+	if err := verifyHubSignature(v.keys, h, body); err != nil {
 		return inbox.Identity{}, err
-	}
-	hexSig, ok := strings.CutPrefix(val, "sha256=")
-	if !ok {
-		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMalformed, "the %s header must be sha256=<hex>", metaSignatureHeader)
-	}
-	sig, err := decodeMAC(metaSignatureHeader, hexSig, encodingHex, sha256.Size)
-	if err != nil {
-		return inbox.Identity{}, err
-	}
-	if !matchAny(v.keys, sha256.New, sig, func(w io.Writer) { w.Write(body) }) {
-		return inbox.Identity{}, inbox.Errorf(inbox.CauseSignatureMismatch, "the signature matches no configured secret")
 	}
 	typ, err := metaType(body)
 	if err != nil {
@@ -154,9 +138,8 @@ func (v *metaVerifier) Handshake(r HandshakeRequest) (HandshakeAnswer, bool, err
 
 // Sign implements Signer with Meta's X-Hub-Signature-256 header.
 func (v *metaVerifier) Sign(body []byte, _, _ string, _ time.Time) http.Header {
-	mac := computeMAC(v.keys[0], sha256.New, func(w io.Writer) { w.Write(body) })
 	h := http.Header{}
-	h.Set(metaSignatureHeader, "sha256="+encodeMAC(mac, encodingHex))
+	h.Set(hubSignatureHeader, hubSignature(v.keys[0], body))
 	return h
 }
 

@@ -32,11 +32,30 @@ const (
 	slackRetryReasonHeader = "X-Slack-Retry-Reason"
 )
 
-// slackOptions is the JSON configuration of a slack source.
-type slackOptions struct {
+// v0Options is the JSON configuration of a source whose sender signs
+// with the v0 scheme (slack, zoom): its secrets and timestamp tolerance.
+type v0Options struct {
 	Kind             string   `json:"kind"`
 	Secrets          []string `json:"secrets"`
 	ToleranceSeconds *int     `json:"tolerance_seconds"`
+}
+
+// v0Keys reads a v0 source's options: its secrets as keys and its
+// tolerance.
+func v0Keys(name string, raw json.RawMessage) ([][]byte, time.Duration, error) {
+	var o v0Options
+	if err := decodeOptions(name, raw, &o); err != nil {
+		return nil, 0, err
+	}
+	keys, err := rawSecrets(name, o.Secrets)
+	if err != nil {
+		return nil, 0, err
+	}
+	tol, err := toleranceOption(name, o.ToleranceSeconds, DefaultTolerance)
+	if err != nil {
+		return nil, 0, err
+	}
+	return keys, tol, nil
 }
 
 type slackVerifier struct {
@@ -45,15 +64,7 @@ type slackVerifier struct {
 }
 
 func newSlack(name string, raw json.RawMessage) (kindVerifier, error) {
-	var o slackOptions
-	if err := decodeOptions(name, raw, &o); err != nil {
-		return nil, err
-	}
-	keys, err := rawSecrets(name, o.Secrets)
-	if err != nil {
-		return nil, err
-	}
-	tol, err := toleranceOption(name, o.ToleranceSeconds, DefaultTolerance)
+	keys, tol, err := v0Keys(name, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -34,28 +34,13 @@ const (
 // zoomValidationEvent is the event of Zoom's endpoint validation.
 const zoomValidationEvent = "endpoint.url_validation"
 
-// zoomOptions is the JSON configuration of a zoom source.
-type zoomOptions struct {
-	Kind             string   `json:"kind"`
-	Secrets          []string `json:"secrets"`
-	ToleranceSeconds *int     `json:"tolerance_seconds"`
-}
-
 type zoomVerifier struct {
 	keys [][]byte
 	tol  time.Duration
 }
 
 func newZoom(name string, raw json.RawMessage) (kindVerifier, error) {
-	var o zoomOptions
-	if err := decodeOptions(name, raw, &o); err != nil {
-		return nil, err
-	}
-	keys, err := rawSecrets(name, o.Secrets)
-	if err != nil {
-		return nil, err
-	}
-	tol, err := toleranceOption(name, o.ToleranceSeconds, DefaultTolerance)
+	keys, tol, err := v0Keys(name, raw)
 	if err != nil {
 		return nil, err
 	}
