@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/google/uuid"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
@@ -220,7 +221,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	s := &Stack{Functions: map[string]*Emulator{}, URLs: map[string]http.Handler{}, Created: map[string]Answer{},
 		Buckets: map[string]blobstore.Config{}, RoleURLs: map[string]string{}, tpl: o.Template, env: map[string][]string{}, dep: dep, customs: customs,
-		stackID: "arn:aws:cloudformation:" + Region + ":" + Account + ":stack/" + StackName + "/" + uuid()}
+		stackID: "arn:aws:cloudformation:" + Region + ":" + Account + ":stack/" + StackName + "/" + uuid.NewString()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -634,7 +635,7 @@ func (s *Stack) RotateSources(doc []byte) ([]localevents.Delivery, error) {
 		name = name[:i]
 	}
 	ev, _ := json.Marshal(map[string]any{
-		"version": "0", "id": uuid(), "detail-type": "Secret Label Updated", "source": "aws.secretsmanager",
+		"version": "0", "id": uuid.NewString(), "detail-type": "Secret Label Updated", "source": "aws.secretsmanager",
 		"account": Account, "time": time.Now().UTC().Format(time.RFC3339), "region": Region, "resources": []string{arn},
 		"detail": map[string]string{"name": name, "labelUpdated": "AWSCURRENT", "versionId": version},
 	})
