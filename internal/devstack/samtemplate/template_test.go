@@ -43,11 +43,38 @@ func load(t *testing.T, params map[string]any) (*samtemplate.Template, map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := tpl.JSON()
+	return tpl, evaluatedJSON(t, tpl)["Resources"].(map[string]any)
+}
+
+// evaluatedJSON is the evaluated template as plain JSON values
+// ({"Resources": {id: {"Type", "Properties", "DependsOn"}}, "Outputs": {id:
+// {"Value"}}}), for checks that walk every resource.
+func evaluatedJSON(t *testing.T, tpl *samtemplate.Template) map[string]any {
+	t.Helper()
+	res, err := tpl.Stack.Resources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tpl, m["Resources"].(map[string]any)
+	outs, err := tpl.Stack.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, outputs := map[string]any{}, map[string]any{}
+	for id, r := range res {
+		entry := map[string]any{"Type": r.Type, "Properties": r.Properties}
+		if len(r.DependsOn) > 0 {
+			entry["DependsOn"] = r.DependsOn
+		}
+		resources[id] = entry
+	}
+	for id, v := range outs {
+		outputs[id] = map[string]any{"Value": v}
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(map[string]any{"Resources": resources, "Outputs": outputs})), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func props(t *testing.T, resources map[string]any, id string) map[string]any {
@@ -739,8 +766,7 @@ func TestOperations(t *testing.T) {
 			t.Errorf("the dashboard does not show %s", want)
 		}
 	}
-	m, _ := tpl.JSON()
-	if !strings.Contains(mustJSON(m["Outputs"]), "/webhooks/{source}") {
+	if !strings.Contains(mustJSON(evaluatedJSON(t, tpl)["Outputs"]), "/webhooks/{source}") {
 		t.Error("no WebhookUrl output")
 	}
 }
