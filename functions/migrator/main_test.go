@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -197,7 +198,13 @@ func TestApplyModeStartUpFailureReturnsFailed(t *testing.T) {
 	h := failing(func(k string) string { return env[k] }, errors.New("LOG_LEVEL must be one of ..."), slog.New(slog.DiscardHandler))
 	out, err := call(t.Context(), h, map[string]any{"ApplyVersion": 1, "RequestType": "Update", "ResourceProperties": map[string]any{"Auth": "iam"}})
 	res, ok := out.(schemaresource.ApplyResult)
-	if err != nil || !ok || res.Status != "FAILED" || res.Reason != "Update failed: the migration function did not start: LOG_LEVEL must be one of ..." {
-		t.Fatalf("%+v %v", out, err)
+	if err != nil || !ok {
+		t.Fatalf("%+v %v, want an ApplyResult", out, err)
+	}
+	if !field.Check(t, "result",
+		field.Eq("Status", res.Status, "FAILED"),
+		field.Eq("Reason", res.Reason, "Update failed: the migration function did not start: LOG_LEVEL must be one of ..."),
+	) {
+		t.FailNow()
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
@@ -85,8 +86,15 @@ func TestScheduledDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // the Lambda's deadline
 	defer cancel()
 	st, err := h(ctx, scheduled(t))
-	if err != nil || st.Handled != 2 || st.Unhandled != 1 || st.Stopped != processor.StopDrained {
-		t.Fatalf("invocation = %+v, %v", st, err)
+	if err != nil {
+		t.Fatalf("invocation: %v", err)
+	}
+	if !field.Check(t, "invocation",
+		field.Eq("Handled", st.Handled, 2),
+		field.Eq("Unhandled", st.Unhandled, 1),
+		field.Eq("Stopped", st.Stopped, processor.StopDrained),
+	) {
+		t.FailNow()
 	}
 	for src, id := range map[string]string{"stripe": "evt_fail_1", "square": "sq-evt-1"} {
 		if recs, err := testhandler.Records(t.Context(), owner, src); err != nil || len(recs) != 1 || recs[0].EventID != id {

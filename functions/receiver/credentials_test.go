@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
@@ -174,8 +175,15 @@ func TestSetupWithRDSManagedSecret(t *testing.T) {
 	}
 	defer closeWrong()
 	a, err = deliver(ctx, h, template, src, "evt_wrong_password")
-	if err != nil || a.code != 503 || a.cause != "database_unavailable" || a.retry == "" {
-		t.Fatalf("with a wrong password: %+v %v, want 503 database_unavailable with Retry-After", a, err)
+	if err != nil {
+		t.Fatalf("with a wrong password: %v", err)
+	}
+	if !field.Check(t, "with a wrong password",
+		field.Eq("status", a.code, 503),
+		field.Eq("cause", a.cause, "database_unavailable"),
+		field.Is("Retry-After", a.retry, a.retry != "", "set"),
+	) {
+		t.FailNow()
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
@@ -372,9 +373,16 @@ func testRequeueCountsThenConfirms(t *testing.T, b backend) {
 		t.Errorf("open dead letters = %d, want github's 1", n)
 	}
 	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
-	if err != nil || len(acts) != 1 || acts[0].Actor != f.who || acts[0].Reason != "INC-7" || acts[0].Events != 3 ||
-		!strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`) {
-		t.Fatalf("operator actions = %+v, %v", acts, err)
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("operator actions = %+v, %v; want one", acts, err)
+	}
+	if !field.Check(t, "operator action",
+		field.Eq("Actor", acts[0].Actor, f.who),
+		field.Eq("Reason", acts[0].Reason, "INC-7"),
+		field.Eq("Events", acts[0].Events, 3),
+		field.Is("Filter", string(acts[0].Filter), strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`), "source stripe"),
+	) {
+		t.FailNow()
 	}
 	if _, page := f.get("/actions"); !strings.Contains(page, f.who) || !strings.Contains(page, "INC-7") {
 		t.Errorf("the actions page does not show the requeue:\n%s", page)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 )
 
 func write(t *testing.T, root string, pid int, env map[string]string) string {
@@ -43,8 +44,15 @@ func TestFindStack(t *testing.T) {
 	livePath := write(t, outer, os.Getpid(), map[string]string{"DATABASE_URL": "postgres://outer"})
 	stalePath := write(t, inner, deadPID(t), map[string]string{"DATABASE_URL": "postgres://stale"})
 	s, path, ok, err := devenv.FindStack(sub)
-	if err != nil || !ok || path != livePath || s.Env["DATABASE_URL"] != "postgres://outer" {
-		t.Fatalf("FindStack = %+v %s %v %v; want the live one, past the stale %s", s, path, ok, err, stalePath)
+	if err != nil {
+		t.Fatalf("FindStack: %v", err)
+	}
+	if !field.Check(t, "FindStack, want the live one, past the stale "+stalePath,
+		field.Eq("found", ok, true),
+		field.Eq("path", path, livePath),
+		field.Eq("DATABASE_URL", s.Env["DATABASE_URL"], "postgres://outer"),
+	) {
+		t.FailNow()
 	}
 	if fi, err := os.Stat(livePath); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("stack file mode %v, %v; want 0600 (it may hold a password)", fi.Mode(), err)
@@ -94,7 +102,12 @@ func TestOverlay(t *testing.T) {
 	s := devenv.Stack{PID: 1, Env: map[string]string{"AWS_REGION": "us-east-1", "WEBHOOK_SOURCES_FILE": "/repo/dev/sources.json"}}
 	shell := map[string]string{"AWS_REGION": "eu-west-1", "WEBHOOK_SOURCES": "{}", "LOG_LEVEL": "debug"}
 	get := s.Overlay(func(k string) string { return shell[k] })
-	if get("AWS_REGION") != "us-east-1" || get("WEBHOOK_SOURCES") != "" || get("WEBHOOK_SOURCES_FILE") != "/repo/dev/sources.json" || get("LOG_LEVEL") != "debug" {
-		t.Fatal("overlay")
+	if !field.Check(t, "overlay",
+		field.Eq("AWS_REGION", get("AWS_REGION"), "us-east-1"),
+		field.Eq("WEBHOOK_SOURCES", get("WEBHOOK_SOURCES"), ""),
+		field.Eq("WEBHOOK_SOURCES_FILE", get("WEBHOOK_SOURCES_FILE"), "/repo/dev/sources.json"),
+		field.Eq("LOG_LEVEL", get("LOG_LEVEL"), "debug"),
+	) {
+		t.FailNow()
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
@@ -209,10 +210,18 @@ func TestConfigsForAPerson(t *testing.T) {
 	if !c.Receiver.Metrics.Off || !c.Archive.Metrics.Off || c.Processor.Metrics != nil || !c.Archive.QuietIdle {
 		t.Fatalf("EMF or per-drain lines under make dev: %+v %+v %+v", c.Receiver.Metrics, c.Archive.Metrics, c.Processor.Metrics)
 	}
-	if c.Archive.MinAge != time.Minute || c.Archive.S3.Bucket != devstack.Bucket || c.Archive.Prefix != devstack.ArchivePrefix ||
-		c.Archive.S3.Endpoint != l.S3Endpoint || !c.Archive.S3.PathStyle || c.Receiver.Database.URL != l.DatabaseURL ||
-		!c.LocalDatabase || !c.LocalS3 || c.SourcesFrom != l.SourcesFile {
-		t.Fatalf("dev defaults: %+v", c)
+	if !field.Check(t, "dev defaults",
+		field.Eq("Archive.MinAge", c.Archive.MinAge, time.Minute),
+		field.Eq("Archive.S3.Bucket", c.Archive.S3.Bucket, devstack.Bucket),
+		field.Eq("Archive.Prefix", c.Archive.Prefix, devstack.ArchivePrefix),
+		field.Eq("Archive.S3.Endpoint", c.Archive.S3.Endpoint, l.S3Endpoint),
+		field.Eq("Archive.S3.PathStyle", c.Archive.S3.PathStyle, true),
+		field.Eq("Receiver.Database.URL", c.Receiver.Database.URL, l.DatabaseURL),
+		field.Eq("LocalDatabase", c.LocalDatabase, true),
+		field.Eq("LocalS3", c.LocalS3, true),
+		field.Eq("SourcesFrom", c.SourcesFrom, l.SourcesFile),
+	) {
+		t.FailNow()
 	}
 	if c, _ := configs(t, map[string]string{"ARCHIVE_MIN_AGE": "2h"}, l); c.Archive.MinAge != 2*time.Hour {
 		t.Errorf("ARCHIVE_MIN_AGE: %s", c.Archive.MinAge)
@@ -253,10 +262,17 @@ func TestStackEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := c.StackEnv(func(k string) string { return raw[k] })
-	if env["DATABASE_URL"] != "" || env["DATABASE_SECRET_ARN"] == "" || !filepath.IsAbs(env["WEBHOOK_SOURCES_FILE"]) ||
-		env["S3_ENDPOINT"] != l.S3Endpoint || env["S3_ACCESS_KEY_ID"] == "" || env["ARCHIVE_BUCKET"] != devstack.Bucket ||
-		env["AWS_REGION"] == "" || env["ARCHIVE_MIN_AGE"] == "" {
-		t.Fatalf("stack env = %v", env)
+	if !field.Check(t, "stack env",
+		field.Eq("DATABASE_URL", env["DATABASE_URL"], ""),
+		field.Is("DATABASE_SECRET_ARN", env["DATABASE_SECRET_ARN"], env["DATABASE_SECRET_ARN"] != "", "set"),
+		field.Is("WEBHOOK_SOURCES_FILE", env["WEBHOOK_SOURCES_FILE"], filepath.IsAbs(env["WEBHOOK_SOURCES_FILE"]), "an absolute path"),
+		field.Eq("S3_ENDPOINT", env["S3_ENDPOINT"], l.S3Endpoint),
+		field.Is("S3_ACCESS_KEY_ID", env["S3_ACCESS_KEY_ID"], env["S3_ACCESS_KEY_ID"] != "", "set"),
+		field.Eq("ARCHIVE_BUCKET", env["ARCHIVE_BUCKET"], devstack.Bucket),
+		field.Is("AWS_REGION", env["AWS_REGION"], env["AWS_REGION"] != "", "set"),
+		field.Is("ARCHIVE_MIN_AGE", env["ARCHIVE_MIN_AGE"], env["ARCHIVE_MIN_AGE"] != "", "set"),
+	) {
+		t.FailNow()
 	}
 }
 

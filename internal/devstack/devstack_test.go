@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -130,8 +131,18 @@ func TestDevStack(t *testing.T) {
 		t.Fatalf("roles file: %v %v", fi, err)
 	}
 	var rolePasswords map[string]string
-	if b, err := os.ReadFile(rolesFile); err != nil || json.Unmarshal(b, &rolePasswords) != nil || len(rolePasswords) != 5 || rolePasswords["webhook_processor"] == "" {
-		t.Fatalf("roles file holds %v (%v)", rolePasswords, err)
+	rolesJSON, err := os.ReadFile(rolesFile)
+	if err == nil {
+		err = json.Unmarshal(rolesJSON, &rolePasswords)
+	}
+	if err != nil {
+		t.Fatalf("roles file: %v", err)
+	}
+	if !field.Check(t, "roles file",
+		field.Eq("roles", len(rolePasswords), 5),
+		field.Eq("webhook_processor's password set", rolePasswords["webhook_processor"] != "", true),
+	) {
+		t.FailNow()
 	}
 
 	// The stack file: this process, this database, the local S3.
@@ -162,8 +173,15 @@ func TestDevStack(t *testing.T) {
 			t.Fatal(err)
 		}
 		who, err := c.Whoami(ctx)
-		if err != nil || who.Access != want || who.Operator != id.ARN || !who.Verified {
-			t.Fatalf("whoami as %s = %+v, %v", name, who, err)
+		if err != nil {
+			t.Fatalf("whoami as %s: %v", name, err)
+		}
+		if !field.Check(t, "whoami as "+name,
+			field.Eq("Access", who.Access, want),
+			field.Eq("Operator", who.Operator, id.ARN),
+			field.Eq("Verified", who.Verified, true),
+		) {
+			t.FailNow()
 		}
 		// A read on the endpoint of the identity's access, so that its
 		// pool connects (checked below).

@@ -12,6 +12,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
@@ -124,8 +125,13 @@ func TestReadsAreTheSameThroughTheAPI(t *testing.T) {
 	// A body from the archive, whole and verified.
 	direct := must[*operations.Body](t)(f.direct.EventBody(ctx, f.archived.ID))
 	remote := must[*operations.Body](t)(f.viewer.EventBody(ctx, f.archived.ID))
-	if !bytes.Equal(direct.Bytes, remote.Bytes) || remote.From != operations.BodyFromArchive || remote.ArchiveKey != direct.ArchiveKey || remote.SHA256 != direct.SHA256 {
-		t.Fatalf("body: direct %+v, remote %+v", direct, remote)
+	if !field.Check(t, "body through the API",
+		field.Is("Bytes", string(remote.Bytes), bytes.Equal(direct.Bytes, remote.Bytes), "the direct read's bytes"),
+		field.Eq("From", remote.From, operations.BodyFromArchive),
+		field.Eq("ArchiveKey", remote.ArchiveKey, direct.ArchiveKey),
+		field.Eq("SHA256", remote.SHA256, direct.SHA256),
+	) {
+		t.FailNow()
 	}
 }
 

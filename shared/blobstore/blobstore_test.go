@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
@@ -86,8 +87,15 @@ func TestPutHeadGetRangeDeleteList(t *testing.T) {
 		t.Fatal(err)
 	}
 	objs, err := store.List(ctx, "a/")
-	if err != nil || len(objs) != 2 || objs[0].Key != "a/b/one.bin" || objs[1].Key != "a/c/two.bin" || objs[0].Size != 20 {
-		t.Fatalf("list = %+v, %v", objs, err)
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("list = %+v, %v; want 2 objects", objs, err)
+	}
+	if !field.Check(t, "list",
+		field.Eq("[0].Key", objs[0].Key, "a/b/one.bin"),
+		field.Eq("[1].Key", objs[1].Key, "a/c/two.bin"),
+		field.Eq("[0].Size", objs[0].Size, 20),
+	) {
+		t.FailNow()
 	}
 
 	if err := store.Delete(ctx, "a/b/one.bin"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 )
 
@@ -15,8 +16,15 @@ func TestConfigFromEnvAWSDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Bucket != "b" || c.Region != "eu-west-1" || c.Endpoint != "" || c.PathStyle || c.AccessKeyID != "" || c.SSE != "" {
-		t.Fatalf("AWS defaults %+v", c)
+	if !field.Check(t, "AWS defaults",
+		field.Eq("Bucket", c.Bucket, "b"),
+		field.Eq("Region", c.Region, "eu-west-1"),
+		field.Eq("Endpoint", c.Endpoint, ""),
+		field.Eq("PathStyle", c.PathStyle, false),
+		field.Eq("AccessKeyID", c.AccessKeyID, ""),
+		field.Eq("SSE", c.SSE, ""),
+	) {
+		t.FailNow()
 	}
 }
 
@@ -30,8 +38,14 @@ func TestConfigFromEnvLocalS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.PathStyle || c.AccessKeyID != "k" || c.SecretAccessKey != "s" || c.SSE != blobstore.SSEKMS || c.KMSKeyID != "alias/k" {
-		t.Fatalf("config %+v", c)
+	if !field.Check(t, "config",
+		field.Eq("PathStyle", c.PathStyle, true),
+		field.Eq("AccessKeyID", c.AccessKeyID, "k"),
+		field.Eq("SecretAccessKey", c.SecretAccessKey, "s"),
+		field.Eq("SSE", c.SSE, blobstore.SSEKMS),
+		field.Eq("KMSKeyID", c.KMSKeyID, "alias/k"),
+	) {
+		t.FailNow()
 	}
 	env["S3_PATH_STYLE"] = "false"
 	if c, _ := blobstore.ConfigFromEnv(getenvOf(env)); c.PathStyle {

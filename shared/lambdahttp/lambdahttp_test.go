@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
@@ -393,10 +394,14 @@ func TestAdapterRefusalsAreTheReceivers(t *testing.T) {
 	entry := logEntry(t, &logs)
 	// The fixture posts to /webhooks/acme, which is not configured: the
 	// metric's dimension stays bounded, the name goes to requested_source.
-	if entry["msg"] != "webhook rejected" || entry["cause"] != "unparsable_body" || entry["source"] != "(unknown)" ||
-		entry["requested_source"] != "acme" || entry["request_id"] != ev.RequestContext.RequestID || entry["Rejected"] != 1.0 {
-		t.Errorf("log entry = %v", entry)
-	}
+	field.Check(t, "log entry",
+		field.Eq("msg", entry["msg"], "webhook rejected"),
+		field.Eq("cause", entry["cause"], "unparsable_body"),
+		field.Eq("source", entry["source"], "(unknown)"),
+		field.Eq("requested_source", entry["requested_source"], "acme"),
+		field.Eq("request_id", entry["request_id"], any(ev.RequestContext.RequestID)),
+		field.Eq("Rejected", entry["Rejected"], 1.0),
+	)
 	// Recorded by the receiver's background writer, under (unknown).
 	poll.Until(t, 10*time.Second, func() (bool, string) {
 		rej, err := store.RejectionList(context.Background(), time.Time{}, 10)
@@ -490,10 +495,13 @@ func TestHandlerPanicIs503Internal(t *testing.T) {
 				t.Errorf("partial response leaked: %v %q", resp.Headers, resp.Body)
 			}
 			entry := logEntry(t, &logs)
-			if entry["level"] != "ERROR" || entry["cause"] != "internal" || entry["request_id"] != "Yx3kQhS1DoEEJ8g=" ||
-				entry["Unavailable"] != 1.0 || entry["panic"] == "" || entry["panic"] == nil {
-				t.Errorf("log entry = %v", entry)
-			}
+			field.Check(t, "log entry",
+				field.Eq("level", entry["level"], "ERROR"),
+				field.Eq("cause", entry["cause"], "internal"),
+				field.Eq("request_id", entry["request_id"], "Yx3kQhS1DoEEJ8g="),
+				field.Eq("Unavailable", entry["Unavailable"], 1.0),
+				field.Is("panic", entry["panic"], entry["panic"] != "" && entry["panic"] != nil, "the panic's value"),
+			)
 			if stack, _ := entry["stack"].(string); !strings.Contains(stack, "lambdahttp") {
 				t.Errorf("log has no stack: %v", entry)
 			}
@@ -573,10 +581,13 @@ func TestErrorWriterPanicStillAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Body != `{"status":"unavailable","cause":"internal"}`+"\n" || resp.Headers["Retry-After"] == "" ||
-		resp.Headers["X-Content-Type-Options"] != "nosniff" || resp.Headers["Content-Type"] != "application/json" {
-		t.Errorf("response = %d %v %q", resp.StatusCode, resp.Headers, resp.Body)
-	}
+	field.Check(t, "response",
+		field.Eq("StatusCode", resp.StatusCode, http.StatusServiceUnavailable),
+		field.Eq("Body", resp.Body, `{"status":"unavailable","cause":"internal"}`+"\n"),
+		field.Is("Retry-After", resp.Headers["Retry-After"], resp.Headers["Retry-After"] != "", "set"),
+		field.Eq("X-Content-Type-Options", resp.Headers["X-Content-Type-Options"], "nosniff"),
+		field.Eq("Content-Type", resp.Headers["Content-Type"], "application/json"),
+	)
 }
 
 func TestNilArgumentsPanicAtColdStart(t *testing.T) {

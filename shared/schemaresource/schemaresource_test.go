@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
@@ -296,8 +297,15 @@ func TestCreateUpdateDelete(t *testing.T) {
 	}
 	// The schema is at the latest version, core and handlers.
 	versions, err := dbschema.Migrate(t.Context(), f.pool, tables)
-	if err != nil || versions.Core != int64(v) || versions.Handlers["testhandler"] != 1 || len(versions.Handlers) != 1 {
-		t.Fatalf("versions after Create = %v, %v", versions, err)
+	if err != nil {
+		t.Fatalf("versions after Create: %v", err)
+	}
+	if !field.Check(t, "versions after Create",
+		field.Eq("Core", versions.Core, int64(v)),
+		field.Eq(`Handlers["testhandler"]`, versions.Handlers["testhandler"], 1),
+		field.Is("Handlers", versions.Handlers, len(versions.Handlers) == 1, "testhandler's alone"),
+	) {
+		t.FailNow()
 	}
 	// The roles exist, log in, and hold their grants.
 	for _, g := range dbschema.Grants(tables) {
@@ -371,10 +379,15 @@ func TestMigrationFailureAnswersFailed(t *testing.T) {
 	if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, resp) || len(body) > schemaresource.MaxResponseBytes {
 		t.Fatalf("answer %s (%d bytes), %v", body, len(body), err)
 	}
-	if got.Status != "FAILED" || got.PhysicalResourceID != schemaresource.PhysicalResourceID || got.Data != nil ||
-		!strings.HasPrefix(got.Reason, "Create failed: ") || !strings.Contains(got.Reason, "(type:sql,version:1)") ||
-		!strings.Contains(got.Reason, `relation "webhook_events" already exists`) {
-		t.Fatalf("answer = %+v", got)
+	if !field.Check(t, "answer",
+		field.Eq("Status", got.Status, "FAILED"),
+		field.Eq("PhysicalResourceID", got.PhysicalResourceID, schemaresource.PhysicalResourceID),
+		field.Is("Data", got.Data, got.Data == nil, "nil"),
+		field.Is("Reason", got.Reason, strings.HasPrefix(got.Reason, "Create failed: ") && strings.Contains(got.Reason, "(type:sql,version:1)") &&
+			strings.Contains(got.Reason, `relation "webhook_events" already exists`),
+			`"Create failed: ", naming the migration (type:sql,version:1) and the relation that already exists`),
+	) {
+		t.FailNow()
 	}
 }
 
@@ -573,9 +586,17 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 	}
 	body := f.resp.last(t)
 	var got schemaresource.Response
-	if err := json.Unmarshal(body, &got); err != nil || len(body) > schemaresource.MaxResponseBytes || len(body) < schemaresource.MaxResponseBytes-8 ||
-		got.Status != "FAILED" || !strings.HasSuffix(got.Reason, " …") || got.RequestID != "req-create-6f1c" {
+	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("%d bytes: %.200s…, %v", len(body), body, err)
+	}
+	if !field.Check(t, "the cut answer",
+		field.Is("size", len(body), len(body) <= schemaresource.MaxResponseBytes && len(body) >= schemaresource.MaxResponseBytes-8,
+			fmt.Sprintf("within 8 bytes under %d", schemaresource.MaxResponseBytes)),
+		field.Eq("Status", got.Status, "FAILED"),
+		field.Is("Reason", fmt.Sprintf("%.200s…", got.Reason), strings.HasSuffix(got.Reason, " …"), `ending " …"`),
+		field.Eq("RequestID", got.RequestID, "req-create-6f1c"),
+	) {
+		t.FailNow()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -18,10 +19,18 @@ func getenvOf(m map[string]string) func(string) string { return func(k string) s
 func TestEnvDefaultsWhenUnset(t *testing.T) {
 	t.Parallel()
 	e := settings.NewEnv(getenvOf(nil))
-	if e.String("S", "d") != "d" || e.Int("I", 7) != 7 || e.IntIn("N", 3, 1, 9, "events") != 3 ||
-		e.Bytes("B", 1<<20) != 1<<20 || e.Duration("D", time.Second) != time.Second ||
-		e.DurationIn("DI", time.Second, 0, time.Minute) != time.Second || e.Age("A", 7*24*time.Hour) != 7*24*time.Hour || !e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "x" {
-		t.Fatal("an unset variable did not keep its default")
+	if !field.Check(t, "an unset variable did not keep its default",
+		field.Eq("String", e.String("S", "d"), "d"),
+		field.Eq("Int", e.Int("I", 7), 7),
+		field.Eq("IntIn", e.IntIn("N", 3, 1, 9, "events"), 3),
+		field.Eq("Bytes", e.Bytes("B", 1<<20), 1<<20),
+		field.Eq("Duration", e.Duration("D", time.Second), time.Second),
+		field.Eq("DurationIn", e.DurationIn("DI", time.Second, 0, time.Minute), time.Second),
+		field.Eq("Age", e.Age("A", 7*24*time.Hour), 7*24*time.Hour),
+		field.Eq("Bool", e.Bool("T", true), true),
+		field.Eq("OneOf", e.OneOf("O", "x", "x", "y"), "x"),
+	) {
+		t.FailNow()
 	}
 	if err := e.Err(); err != nil {
 		t.Fatalf("unset optional variables are problems: %v", err)
@@ -34,11 +43,20 @@ func TestEnvReadsValues(t *testing.T) {
 		"S": "v", "I": "12", "N": "9", "B": "2048", "D": "1m30s", "A": "30d", "A2": "36h", "T": "false", "O": "y",
 		"DI": "0", "DI2": "1m",
 	}))
-	if e.String("S", "d") != "v" || e.Int("I", 1) != 12 || e.IntIn("N", 3, 1, 9, "events") != 9 || e.Bytes("B", 1) != 2048 ||
-		e.Duration("D", 0) != 90*time.Second || e.DurationIn("DI", time.Second, 0, time.Minute) != 0 ||
-		e.DurationIn("DI2", 0, time.Second, time.Minute) != time.Minute || e.Age("A", 0) != 30*24*time.Hour || e.Age("A2", 0) != 36*time.Hour ||
-		e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "y" {
-		t.Fatal("a value was not read")
+	if !field.Check(t, "a value was not read",
+		field.Eq("S", e.String("S", "d"), "v"),
+		field.Eq("I", e.Int("I", 1), 12),
+		field.Eq("N", e.IntIn("N", 3, 1, 9, "events"), 9),
+		field.Eq("B", e.Bytes("B", 1), 2048),
+		field.Eq("D", e.Duration("D", 0), 90*time.Second),
+		field.Eq("DI", e.DurationIn("DI", time.Second, 0, time.Minute), 0),
+		field.Eq("DI2", e.DurationIn("DI2", 0, time.Second, time.Minute), time.Minute),
+		field.Eq("A", e.Age("A", 0), 30*24*time.Hour),
+		field.Eq("A2", e.Age("A2", 0), 36*time.Hour),
+		field.Eq("T", e.Bool("T", true), false),
+		field.Eq("O", e.OneOf("O", "x", "x", "y"), "y"),
+	) {
+		t.FailNow()
 	}
 	if err := e.Err(); err != nil {
 		t.Fatal(err)
@@ -53,12 +71,20 @@ func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
 		"I": "many", "I0": "0", "N": "1000000", "B": "lots", "D": "-1s", "A": "a week", "T": "sometimes", "O": "z",
 		"DI": "2m", "DI0": "0", "DIX": "soon",
 	}))
-	if e.Int("I", 5) != 5 || e.Int("I0", 5) != 5 || e.IntIn("N", 3, 1, 100000, "events") != 3 || e.Bytes("B", 8) != 8 ||
-		e.Duration("D", time.Second) != time.Second || e.Age("A", time.Hour) != time.Hour || !e.Bool("T", true) ||
-		e.OneOf("O", "x", "x", "y") != "x" || e.DurationIn("DI", time.Second, 0, time.Minute) != time.Second ||
-		e.DurationIn("DI0", time.Second, time.Millisecond, time.Minute) != time.Second ||
-		e.DurationIn("DIX", time.Second, 0, time.Minute) != time.Second {
-		t.Fatal("a bad value did not keep the default")
+	if !field.Check(t, "a bad value did not keep the default",
+		field.Eq("I", e.Int("I", 5), 5),
+		field.Eq("I0", e.Int("I0", 5), 5),
+		field.Eq("N", e.IntIn("N", 3, 1, 100000, "events"), 3),
+		field.Eq("B", e.Bytes("B", 8), 8),
+		field.Eq("D", e.Duration("D", time.Second), time.Second),
+		field.Eq("A", e.Age("A", time.Hour), time.Hour),
+		field.Eq("T", e.Bool("T", true), true),
+		field.Eq("O", e.OneOf("O", "x", "x", "y"), "x"),
+		field.Eq("DI", e.DurationIn("DI", time.Second, 0, time.Minute), time.Second),
+		field.Eq("DI0", e.DurationIn("DI0", time.Second, time.Millisecond, time.Minute), time.Second),
+		field.Eq("DIX", e.DurationIn("DIX", time.Second, 0, time.Minute), time.Second),
+	) {
+		t.FailNow()
 	}
 	e.Required("R")
 	e.Errorf("%s is odd", "CUSTOM")

@@ -17,6 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
@@ -98,8 +99,12 @@ func TestRelayUnderTheEmulator(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", typ, err, tailOf(em))
 		}
-		if a.Method != "PUT" || len(a.ContentType) != 1 || a.ContentType[0] != "" || a.ContentLength != int64(len(a.Body)) {
-			t.Fatalf("%s answered with %s, Content-Type %q", typ, a.Method, a.ContentType)
+		if !field.Check(t, string(typ)+"'s answer",
+			field.Eq("Method", a.Method, "PUT"),
+			field.Is("Content-Type", a.ContentType, len(a.ContentType) == 1 && a.ContentType[0] == "", "present and empty"),
+			field.Eq("Content-Length", a.ContentLength, int64(len(a.Body))),
+		) {
+			t.FailNow()
 		}
 		m, err := a.Response()
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -134,10 +135,17 @@ func TestOrderCreatedThenUpdated(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	o := f.get()
-	if o.Version != 1 || o.State != "OPEN" || o.LocationID != "FPYCBCHYMXFK1" || *o.MerchantID != "5S9MXCS9Y99KK" ||
-		!o.OrderCreatedAt.Equal(time.Date(2024, 6, 3, 16, 14, 26, 129e6, time.UTC)) || o.OrderUpdatedAt != nil ||
-		o.LastEventID != "116038d3-2948-439f-8679-fc86dbf80f69" {
-		t.Fatalf("created: %+v", o)
+	createdAt := time.Date(2024, 6, 3, 16, 14, 26, 129e6, time.UTC)
+	if !field.Check(t, "created",
+		field.Eq("Version", o.Version, 1),
+		field.Eq("State", o.State, "OPEN"),
+		field.Eq("LocationID", o.LocationID, "FPYCBCHYMXFK1"),
+		field.Eq("MerchantID", *o.MerchantID, "5S9MXCS9Y99KK"),
+		field.Is("OrderCreatedAt", o.OrderCreatedAt, o.OrderCreatedAt.Equal(createdAt), createdAt.String()),
+		field.Eq("OrderUpdatedAt", o.OrderUpdatedAt, nil),
+		field.Eq("LastEventID", o.LastEventID, "116038d3-2948-439f-8679-fc86dbf80f69"),
+	) {
+		t.FailNow()
 	}
 	raw, _ = os.ReadFile("testdata/order_updated.json")
 	f.deliver(raw)
@@ -155,9 +163,15 @@ func TestOlderVersionNeverOverwritesNewer(t *testing.T) {
 	f.deliver(event(t, squareorders.TypeOrderUpdated, 2, "OPEN"))
 	f.deliver(event(t, squareorders.TypeOrderCreated, 1, "OPEN"))
 	o := f.get()
-	if o.Version != 3 || o.State != "COMPLETED" || o.LastEventID != "evt-order_updated-v3" ||
-		!o.OrderUpdatedAt.Equal(time.Date(2024, 6, 3, 16, 14, 3, 0, time.UTC)) || o.OrderCreatedAt == nil {
-		t.Fatalf("order = %+v", o)
+	updatedAt := time.Date(2024, 6, 3, 16, 14, 3, 0, time.UTC)
+	if !field.Check(t, "order",
+		field.Eq("Version", o.Version, 3),
+		field.Eq("State", o.State, "COMPLETED"),
+		field.Eq("LastEventID", o.LastEventID, "evt-order_updated-v3"),
+		field.Is("OrderUpdatedAt", o.OrderUpdatedAt, o.OrderUpdatedAt.Equal(updatedAt), updatedAt.String()),
+		field.Is("OrderCreatedAt", o.OrderCreatedAt, o.OrderCreatedAt != nil, "set"),
+	) {
+		t.FailNow()
 	}
 	// The same version again, under another event id, changes nothing.
 	again := event(t, squareorders.TypeOrderUpdated, 3, "CANCELED")
