@@ -91,9 +91,8 @@ func (b *bench) archive(ctx context.Context) error {
 			return err
 		}
 		a, err := archive.New(archive.Config{
-			Store: storage.New(pool), Blobs: blobs, Prefix: "archive/run" + fmt.Sprint(i+1),
-			MinAge: time.Hour, BatchSize: b.s.ArchiveBatch,
-		})
+			Prefix: "archive/run" + fmt.Sprint(i+1), MinAge: time.Hour, BatchSize: b.s.ArchiveBatch,
+		}, archive.Deps{Store: storage.New(pool), Blobs: blobs})
 		if err != nil {
 			return err
 		}

@@ -322,11 +322,10 @@ func (b *bench) startReceiver(ctx context.Context, t target, conc int, set *sour
 		timing.EventStore = store
 		store = timing
 	}
-	h, err := receiver.New(receiver.Config{
+	h, err := receiver.New(receiver.Config{Metrics: metrics.Emitter{}}, receiver.Deps{
 		Sources: set,
 		Store:   store,
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		Metrics: metrics.Emitter{},
 		Wake:    waker,
 	})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
@@ -30,7 +32,11 @@ func (f *opsFixture) remoteOf(as string) (*opsFixture, *operatortest.Remote) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	r := operatortest.Start(f.t, f.store, cfg.Archive)
+	var blobs *blobstore.Store
+	if f.s3 != nil {
+		blobs = s3test.Open(f.t, *f.s3)
+	}
+	r := operatortest.Start(f.t, f.store, cfg.Archive, blobs)
 	id := r.Operator
 	if as == "viewer" {
 		id = r.Viewer

@@ -49,7 +49,7 @@ func devReceiver(t *testing.T) (*httptest.Server, *storage.Store) {
 		t.Fatal(err)
 	}
 	store := storage.New(pgtest.Pool(t))
-	h, err := receiver.New(receiver.Config{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	h, err := receiver.New(receiver.Config{}, receiver.Deps{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -46,27 +47,27 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, archive.ConfigFromEnv)
+	env, log, err := lambdastart.Configure(getenv, envFrom)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
+	db := env.cfg.Pool(env.db)
+	db.Credentials = creds
+	pool, err := db.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	blobs, err := blobstore.Open(ctx, cfg.S3)
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	waker, err := wake.Open(ctx, cfg.Waking)
+	blobs, err := blobstore.Open(ctx, env.s3)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	cfg.Store, cfg.Blobs, cfg.Logger, cfg.Wake = storage.New(pool), blobs, log, waker
-	a, err := archive.New(cfg)
+	waker, err := wake.Open(ctx, env.waking)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	a, err := archive.New(env.cfg, archive.Deps{Store: storage.New(pool), Blobs: blobs, Logger: log, Wake: waker})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -84,4 +85,24 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 		}, err
 	}
 	return h, pool.Close, nil
+}
+
+// env is what the archiver reads from its environment: its settings, and
+// what its dependencies are opened from.
+type env struct {
+	cfg    archive.Config
+	db     storage.PoolConfig
+	s3     blobstore.Config
+	waking wake.Config
+}
+
+// envFrom reads env with getenv, every problem at once.
+func envFrom(getenv func(string) string) (env, error) {
+	var e env
+	var errs [4]error
+	e.cfg, errs[0] = archive.ConfigFromEnv(getenv)
+	e.db, errs[1] = storage.PoolConfigFromEnv(getenv)
+	e.s3, errs[2] = blobstore.ConfigFromEnv(getenv)
+	e.waking, errs[3] = wake.ConfigFromEnv(getenv)
+	return e, errors.Join(errs[:]...)
 }

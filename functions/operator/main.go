@@ -16,11 +16,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -32,18 +34,21 @@ func main() {
 }
 
 // setup reads the configuration and builds the Lambda handler. The pool is
-// made once per container, at init; the archive's client at its first use.
+// made once per container, at init, and so is the archive's client (which
+// makes no request until an archive request needs it).
 func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
 	getenv, creds, err := secrets.Environment(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, operations.ConfigFromEnv)
+	env, log, err := lambdastart.Configure(getenv, envFrom)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
+	cfg := env.cfg
+	db := cfg.Pool(env.db)
+	db.Credentials = creds
+	pool, err := db.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,23 +59,29 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	if err := pool.Ping(pingCtx); err != nil {
 		log.Warn("operator: database not reachable at init; requests will answer 503 until it is", "err", err)
 	}
+	deps := operations.Deps{Store: storage.New(pool), Logger: log}
 	if cfg.Access == operations.AccessAct {
 		// A requeue or replay wakes the processor, which runs only when
 		// woken.
-		waker, err := wake.Open(ctx, cfg.Waking)
-		if err != nil {
+		if deps.Wake, err = wake.Open(ctx, env.waking); err != nil {
 			pool.Close()
 			return nil, nil, err
 		}
-		cfg.Wake = waker
 	}
-	cfg.Store, cfg.Logger = storage.New(pool), log
-	svc, err := operations.New(cfg)
+	if cfg.Archive != nil {
+		// Opening the bucket makes no request: a cold start that serves
+		// no archive request pays only for the client.
+		if deps.Blobs, err = blobstore.Open(ctx, env.s3); err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+	}
+	svc, err := operations.New(cfg, deps)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	h, err := operatorapi.New(operatorapi.Config{API: svc, Caller: caller, RequestID: lambdahttp.RequestID, Logger: log})
+	h, err := operatorapi.New(operatorapi.Deps{API: svc, Caller: caller, RequestID: lambdahttp.RequestID, Logger: log})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -87,4 +98,28 @@ func caller(r *http.Request) (operatorapi.Caller, bool) {
 		return operatorapi.Caller{}, false
 	}
 	return operatorapi.Caller{UserARN: iam.UserARN, UserID: iam.UserID, AccountID: iam.AccountID, AccessKey: iam.AccessKey}, true
+}
+
+// env is what the operator function reads from its environment: its
+// settings, and what its dependencies are opened from.
+type env struct {
+	cfg    operations.Config
+	db     storage.PoolConfig
+	s3     blobstore.Config
+	waking wake.Config
+}
+
+// envFrom reads env with getenv, every problem at once, each once (the
+// archive's and the operator's settings share ARCHIVE_MIN_AGE). The bucket
+// is read only where the archive is configured.
+func envFrom(getenv func(string) string) (env, error) {
+	var e env
+	errs := make([]error, 4)
+	e.cfg, errs[0] = operations.ConfigFromEnv(getenv)
+	e.db, errs[1] = storage.PoolConfigFromEnv(getenv)
+	e.waking, errs[2] = wake.ConfigFromEnv(getenv)
+	if operations.ArchiveConfigured(getenv) {
+		e.s3, errs[3] = blobstore.ConfigFromEnv(getenv)
+	}
+	return e, settings.JoinUnique(errs...)
 }

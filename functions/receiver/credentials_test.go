@@ -328,13 +328,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	db := setupPasswordDB(t, "password-1")
 	arn := db.sm.Create(t, "webhook-inbox/receiver", credentials(db.role, "password-1"))
 	getenv := db.env(arn)
-	cfg, err := receiver.ConfigFromEnv(func(k string) string {
-		return map[string]string{"DATABASE_URL": "postgres://x@h/x", "WEBHOOK_SOURCES": sources}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	poolSize := int64(cfg.Database.MaxConns)
+	poolSize := int64(receiver.Config{}.Pool(storage.PoolConfig{}).MaxConns)
 	h, closePool, err := setup(ctx, getenv)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -13,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -30,12 +32,13 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, receiver.ConfigFromEnv)
+	env, log, err := lambdastart.Configure(getenv, envFrom)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
+	db := env.cfg.Pool(env.db)
+	db.Credentials = creds
+	pool, err := db.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,12 +49,14 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	if err := pool.Ping(pingCtx); err != nil {
 		log.Warn("receiver: database not reachable at init; requests will answer 503 until it is", "cause", inbox.CauseDatabaseUnavailable, "err", err)
 	}
-	if cfg.Wake, err = wake.Open(ctx, cfg.Waking); err != nil {
+	waker, err := wake.Open(ctx, env.waking)
+	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	cfg.Store, cfg.Logger, cfg.RequestID = storage.New(pool), log, lambdahttp.RequestID
-	h, err := receiver.New(cfg)
+	h, err := receiver.New(env.cfg, receiver.Deps{
+		Sources: env.sources, Store: storage.New(pool), Wake: waker, Logger: log, RequestID: lambdahttp.RequestID,
+	})
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -69,4 +74,24 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 	// The receiver answers what the adapter refuses and what panics, by its
 	// one status table.
 	return lambdahttp.Handler(h, h), shutdown, nil
+}
+
+// env is what the receiver reads from its environment: its settings, and
+// what its dependencies are opened from.
+type env struct {
+	cfg     receiver.Config
+	db      storage.PoolConfig
+	sources *source.Set
+	waking  wake.Config
+}
+
+// envFrom reads env with getenv, every problem at once.
+func envFrom(getenv func(string) string) (env, error) {
+	var e env
+	var errs [4]error
+	e.cfg, errs[0] = receiver.ConfigFromEnv(getenv)
+	e.db, errs[1] = storage.PoolConfigFromEnv(getenv)
+	e.sources, errs[2] = source.Load(getenv)
+	e.waking, errs[3] = wake.ConfigFromEnv(getenv)
+	return e, errors.Join(errs[:]...)
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
@@ -37,16 +38,31 @@ type handler func(context.Context, json.RawMessage) (relay.Outcome, error)
 // setup reads the configuration and builds the handler; the AWS clients
 // are made once per container, at init, and make no request until used.
 func setup(ctx context.Context, getenv func(string) string) (handler, error) {
-	cfg, log, err := lambdastart.Configure(getenv, relay.ConfigFromEnv)
+	env, log, err := lambdastart.Configure(getenv, envFrom)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger = log
-	r, err := relay.Open(ctx, cfg)
+	r, err := relay.Open(ctx, env.cfg, env.conn, relay.Deps{Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	return r.Handle, nil
+}
+
+// env is what the relay reads from its environment: its settings, and how
+// it reaches the control bucket.
+type env struct {
+	cfg  relay.Config
+	conn blobstore.Config
+}
+
+// envFrom reads env with getenv, every problem at once.
+func envFrom(getenv func(string) string) (env, error) {
+	var e env
+	var errs [2]error
+	e.cfg, errs[0] = relay.ConfigFromEnv(getenv)
+	e.conn, errs[1] = blobstore.ConnectionFromEnv(getenv)
+	return e, errors.Join(errs[:]...)
 }
 
 // failing is the handler of a relay whose start-up failed: every event

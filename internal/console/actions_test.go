@@ -139,22 +139,21 @@ func testReplayCountsThenConfirms(t *testing.T, b backend) {
 // before.
 func expungeSetup(t *testing.T, b backend) (*fixture, *inbox.Event) {
 	t.Helper()
-	arch := &archive.Config{S3: s3test.Bucket(t, s3test.Server(t)), Prefix: "archive", MinAge: time.Minute}
+	arch := newTestArchive(t, s3test.Bucket, s3test.Server(t))
 	f := setupWith(t, b, arch, nil)
 	hourAgo := time.Now().Add(-time.Hour)
 	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_private_1", Type: "customer.updated",
 		Body: []byte(`{"email":"jane@example.com"}`), Metadata: map[string]string{"ip": "192.0.2.7"},
 		State: inbox.StateProcessed, Now: hourAgo, CreatedAt: hourAgo.Add(-time.Minute), ProcessedAt: &hourAgo})
-	archiveNow(t, f.store, *arch, 1)
+	archiveNow(t, f.store, arch, 1)
 	return f, e
 }
 
-// archiveNow runs the archiver once with cfg, as the archiver function
+// archiveNow runs the archiver once on arch, as the archiver function
 // does, and checks it archived n events.
-func archiveNow(t *testing.T, store *storage.Store, cfg archive.Config, n int) {
+func archiveNow(t *testing.T, store *storage.Store, arch *testArchive, n int) {
 	t.Helper()
-	cfg.Store, cfg.Blobs = store, s3test.Open(t, cfg.S3)
-	a, err := archive.New(cfg)
+	a, err := archive.New(arch.cfg, archive.Deps{Store: store, Blobs: arch.blobs})
 	if err != nil {
 		t.Fatal(err)
 	}

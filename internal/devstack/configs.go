@@ -15,6 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // What the dev stack uses for what only makes sense on this machine.
@@ -58,8 +59,9 @@ type Local struct {
 }
 
 // Configs is what the dev stack runs: each component's configuration as
-// its Lambda reads it (the same ConfigFromEnv), with the dev stack's
-// stand-ins for what is not set.
+// its Lambda reads it (the same ConfigFromEnv), and what the Lambdas open
+// their dependencies from, with the dev stack's stand-ins for what is not
+// set.
 type Configs struct {
 	Receiver  receiver.Config
 	Processor processor.Config
@@ -67,8 +69,18 @@ type Configs struct {
 	// serves its API twice, read-only and acting (operatorlocal), as the
 	// template deploys it.
 	Operator operations.Config
-	// Archive holds the blob store's configuration too (Archive.S3).
 	Archive  archive.Config
+	// Database is the database's settings, as every function reads them;
+	// each component's pool is its Config's Pool of it.
+	Database storage.PoolConfig
+	// Sources are the receiver's sources.
+	Sources *source.Set
+	// S3 is the archive's bucket and how to reach it.
+	S3 blobstore.Config
+	// Waking is how the functions wake each other, read as they read it
+	// so that make dev refuses what they refuse; the dev stack wakes
+	// nothing (its processor polls, its archiver runs every 30 s).
+	Waking   wake.Config
 	LogLevel slog.Level
 	EMF      bool
 	// LocalDatabase and LocalS3 say that the dev stack runs the database
@@ -90,8 +102,8 @@ type Configs struct {
 // Only what makes sense locally is overridden: local's stand-ins for unset
 // variables (above), and what keeps the terminal readable unless local.EMF
 // asks for the Lambdas' output (the metrics emitters are off and the
-// processor logs no metrics line per run) and, always, no line for an archiver
-// pass that did nothing, since one runs every 30 s.
+// processor logs no metrics line per run). The archiver's passes that did
+// nothing are kept off the terminal by its logger (quietIdle), not here.
 func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	c := Configs{EMF: local.EMF, StandIns: map[string]string{}}
 	standIn := func(name, value string) {
@@ -144,6 +156,14 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	errs = append(errs, err)
 	c.Operator, err = operations.ConfigFromEnv(env)
 	errs = append(errs, err)
+	c.Database, err = storage.PoolConfigFromEnv(env)
+	errs = append(errs, err)
+	c.Sources, err = source.Load(env)
+	errs = append(errs, err)
+	c.S3, err = blobstore.ConfigFromEnv(env)
+	errs = append(errs, err)
+	c.Waking, err = wake.ConfigFromEnv(env)
+	errs = append(errs, err)
 
 	if !local.EMF {
 		c.Receiver.Metrics.Off = true
@@ -153,7 +173,6 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		// handled something.
 		c.Processor.Metrics = nil
 	}
-	c.Archive.QuietIdle = true
 	return c, settings.JoinUnique(errs...)
 }
 

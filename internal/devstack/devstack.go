@@ -98,9 +98,10 @@ type Options struct {
 	// are at start-up, printing the command that replays them; by default
 	// those whose route now has a handler are replayed (CatchUp).
 	KeepUnhandled bool
-	// OnArchiveRun, when set, is called after each archiver pass with its
-	// result (tests wait for passes with it instead of sleeping).
-	OnArchiveRun func(archive.Result, error)
+	// ArchiveLog, when set, also gets every line the archiver logs,
+	// before the quiet-idle filter drops its idle passes' (tests count
+	// passes with it instead of sleeping).
+	ArchiveLog slog.Handler
 	// AsOwner connects every component as the database's owner (the
 	// DATABASE_URL's user, or the local cluster's superuser), as make dev
 	// did before it ran each as its deployed role: for a server where
@@ -182,8 +183,8 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if cfgs.LocalS3 {
 		fmt.Fprintf(out, "s3: starting versitygw in %s ...\n", o.S3Dir)
 		s3, err := locals3.Start(ctx, locals3.Options{
-			Dir: o.S3Dir, Region: cfgs.Archive.S3.Region,
-			AccessKeyID: cfgs.Archive.S3.AccessKeyID, SecretAccessKey: cfgs.Archive.S3.SecretAccessKey,
+			Dir: o.S3Dir, Region: cfgs.S3.Region,
+			AccessKeyID: cfgs.S3.AccessKeyID, SecretAccessKey: cfgs.S3.SecretAccessKey,
 		})
 		if err != nil {
 			return err
@@ -272,25 +273,27 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}
 
 	// The archiver, as the Lambda builds it; the bucket is made if missing.
-	blobs, err := blobstore.Open(ctx, cfgs.Archive.S3)
+	blobs, err := blobstore.Open(ctx, cfgs.S3)
 	if err != nil {
 		return err
 	}
 	if err := blobs.CreateBucket(ctx); err != nil {
 		return err
 	}
-	archPool, err := open(cfgs.Archive.Database, "archiver", migrate.RoleArchiver)
-	if err != nil {
-		return err
-	}
 	ac := cfgs.Archive
-	ac.OnRun = o.OnArchiveRun
-	ac.Store, ac.Blobs, ac.Logger = storage.New(archPool), blobs, log
-	arch, err := archive.New(ac)
+	archPool, err := open(ac.Pool(cfgs.Database), "archiver", migrate.RoleArchiver)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", ac.S3.Endpoint, ac.S3.Bucket, ac.S3.AccessKeyID)
+	archLog := quietIdle(log.Handler())
+	if o.ArchiveLog != nil {
+		archLog = slog.NewMultiHandler(o.ArchiveLog, archLog)
+	}
+	arch, err := archive.New(ac, archive.Deps{Store: storage.New(archPool), Blobs: blobs, Logger: slog.New(archLog)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", cfgs.S3.Endpoint, cfgs.S3.Bucket, cfgs.S3.AccessKeyID)
 
 	// The processor, as the Lambda builds it, reading archived bodies for
 	// replays from the same archive.
@@ -307,13 +310,12 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}
 
 	// The receiver, as the Lambda builds it, behind the same recovery.
-	recvPool, err := open(cfgs.Receiver.Database, "receiver", migrate.RoleReceiver)
+	rc := cfgs.Receiver
+	recvPool, err := open(rc.Pool(cfgs.Database), "receiver", migrate.RoleReceiver)
 	if err != nil {
 		return err
 	}
-	rc := cfgs.Receiver
-	rc.Store, rc.Logger = storage.New(recvPool), log
-	h, err := receiver.New(rc)
+	h, err := receiver.New(rc, receiver.Deps{Sources: cfgs.Sources, Store: storage.New(recvPool), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -324,17 +326,18 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}()
 	// The operator function, as the template deploys it: read-only and
 	// acting, each behind the stand-in for its URL's IAM check.
-	opPool, err := open(cfgs.Operator.Database, "operator API (acting)", migrate.RoleOperator)
+	opDB := cfgs.Operator.Pool(cfgs.Database)
+	opPool, err := open(opDB, "operator API (acting)", migrate.RoleOperator)
 	if err != nil {
 		return err
 	}
-	readDB := cfgs.Operator.Database
+	readDB := opDB
 	readDB.ApplicationName += "-read" // as pg_stat_activity tells the two apart
 	opReadPool, err := open(readDB, "operator API (read-only)", migrate.RoleOperatorRead)
 	if err != nil {
 		return err
 	}
-	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Logger: log})
+	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Blobs: blobs, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -393,14 +396,14 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		}
 	}()
 
-	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, rc.Sources.Names())
+	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, cfgs.Sources.Names())
 	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(proc.Config()), o.ArchiveEvery, ac.MinAge)
 	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
 	fmt.Fprintf(out, "operator API: %s (acting), %s (read-only), IAM stood in for: go run ./cmd/webhookctl --via-api stats\n", opAPI.URL, opAPI.ReadURL)
 	if !o.EMF {
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
-	PrintSamples(out, rc.Sources, base, o.Samples)
+	PrintSamples(out, cfgs.Sources, base, o.Samples)
 	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved, passwords)()
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 

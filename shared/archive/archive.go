@@ -42,7 +42,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -51,7 +50,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // ErrExpunged is returned (wrapped) by ReadBody for an expunged event.
@@ -70,11 +68,9 @@ const (
 	DefaultIdleTimeout   = 5 * time.Minute
 )
 
-// Config configures an Archiver.
+// Config configures an Archiver: settings only (ConfigFromEnv reads them);
+// what the archiver works on is its Deps.
 type Config struct {
-	// Store and Blobs are Postgres and the S3 bucket. Required.
-	Store *storage.Store
-	Blobs *blobstore.Store
 	// Prefix is prepended to every key ("archive" gives archive/provider=...).
 	Prefix string
 	// MinAge: events processed less than this long ago stay in Postgres,
@@ -100,61 +96,65 @@ type Config struct {
 	SweepLimit int
 	// OrphanMinAge: the sweep of objects found by listing the bucket (not
 	// named by the manifest) deletes only those stored longer ago than
-	// this, by Now, so never an upload whose commit may still be pending.
-	// Default DefaultOrphanMinAge.
+	// this, by the clock, so never an upload whose commit may still be
+	// pending. Default DefaultOrphanMinAge.
 	OrphanMinAge time.Duration
 	// PendingGrace: the sweep of the manifest takes a pending row no
 	// transaction holds for an orphan only once it was recorded longer ago
-	// than this, by Now. A live batch records its row and then locks it;
-	// between the two (milliseconds, longer if the process stalls) the row
-	// is unlocked but not orphaned. Default DefaultPendingGrace.
+	// than this, by the clock. A live batch records its row and then locks
+	// it; between the two (milliseconds, longer if the process stalls) the
+	// row is unlocked but not orphaned. Default DefaultPendingGrace.
 	PendingGrace time.Duration
 	// IdleTimeout bounds how long a batch's transaction may sit idle (it
 	// is idle while the object uploads). Past it Postgres ends the session
 	// and so releases the batch's locks. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Logger gets one line per batch and one per run, the latter also the
-	// run's metrics in CloudWatch embedded metric format. Default: discard.
-	Logger *slog.Logger
 	// Metrics makes the run's summary line an EMF record (see
-	// metrics.go); its zero value uses the default namespace.
+	// metrics.go); its zero value uses the default namespace, and Off
+	// leaves the line a plain log line. Its clock is Deps.Clock.
 	Metrics metrics.Emitter
-	// Now is the clock that the age cutoff is computed from. Default
-	// time.Now.
-	Now func() time.Time
-	// OnBatch, when set, is called after each batch commits with its
-	// object's key and number of events (`webhookctl archive run` draws
-	// its progress bar from it).
-	OnBatch func(key string, events int)
-	// OnRun, when set, is called at the end of each RunOnce with its
-	// result and error (the dev stack's test counts idle passes with it).
-	OnRun func(res Result, err error)
-	// QuietIdle drops the summary line of a run that archived, swept and
-	// failed nothing. The dev stack sets it: it runs every 30 s and a
-	// person reads its log. The Lambda does not: that line carries the
-	// run's metrics, zeros included, which the alarms rely on.
-	QuietIdle bool
+}
 
+// Clock is where the archiver reads the time: the age cutoff, the sweep's
+// guards and the next run's arming. A dependency rather than time.Now, so
+// that a caller (a test, the operator API with the database's clock) can
+// run the archiver at the time it chooses.
+type Clock interface {
+	Now() time.Time
+}
+
+// Deps is what an Archiver works on and reports to.
+type Deps struct {
+	// Store and Blobs are Postgres and the S3 bucket. Required.
+	Store *storage.Store
+	Blobs *blobstore.Store
+	// Logger gets one line per batch and one per run, the latter also the
+	// run's metrics in CloudWatch embedded metric format. Nil discards.
+	Logger *slog.Logger
+	// Clock is the time the age cutoff and the sweep's guards are
+	// computed from, and the metrics' timestamp. Nil is the system clock.
+	Clock Clock
 	// Wake, when set, arms the archiver's next run as an invocation ends
 	// (Invocation): the deployed archiver runs on no schedule. Nil arms
 	// nothing (the dev stack runs it every 30 s).
 	Wake Armer
-	// Waking is how Wake reaches the control bucket (ConfigFromEnv sets
-	// it); the caller opens it (wake.Open). New ignores it.
-	Waking wake.Config
-
-	// S3 is the bucket and how to reach it, and Database how the
-	// archiver's pool connects (ConfigFromEnv sets both); the caller opens
-	// them as Blobs and Store. New ignores them.
-	S3       blobstore.Config
-	Database storage.PoolConfig
+	// OnBatch, when set, is called after each batch commits with its
+	// object's key and number of events, for a caller that shows the
+	// run's progress as it goes.
+	OnBatch func(key string, events int)
 }
+
+// systemClock is the default Clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Archiver archives, reads back and expunges event bodies. It is safe for
 // concurrent use, and any number of archivers (processes or goroutines) may
 // run at once on the same database and bucket.
 type Archiver struct {
 	cfg   Config
+	deps  Deps
 	store *storage.Store
 	blobs *blobstore.Store
 	log   *slog.Logger
@@ -178,9 +178,9 @@ type Archiver struct {
 	bloatThreshold storage.BloatThreshold
 }
 
-// New checks cfg, fills in defaults and returns an Archiver.
-func New(cfg Config) (*Archiver, error) {
-	if cfg.Store == nil || cfg.Blobs == nil {
+// New checks cfg and deps, fills in defaults and returns an Archiver.
+func New(cfg Config, deps Deps) (*Archiver, error) {
+	if deps.Store == nil || deps.Blobs == nil {
 		return nil, errors.New("archive: Store and Blobs are required")
 	}
 	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 || cfg.PendingGrace < 0 {
@@ -211,13 +211,14 @@ func New(cfg Config) (*Archiver, error) {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
-	a := &Archiver{cfg: cfg, store: cfg.Store, blobs: cfg.Blobs, log: cfg.Logger, now: cfg.Now, bloatThreshold: storage.DefaultBloatThreshold}
-	if a.log == nil {
-		a.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if a.now == nil {
-		a.now = time.Now
+	if deps.Clock == nil {
+		deps.Clock = systemClock{}
 	}
+	cfg.Metrics.Now = deps.Clock.Now
+	a := &Archiver{cfg: cfg, deps: deps, store: deps.Store, blobs: deps.Blobs, log: deps.Logger, now: deps.Clock.Now, bloatThreshold: storage.DefaultBloatThreshold}
 	return a, nil
 }
 
@@ -305,13 +306,8 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		"swept", res.Swept, "truncated", res.Truncated, "cutoff", cutoff,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}
-	quiet := runErr == nil && a.cfg.QuietIdle && res.Events == 0 && res.Swept == 0
-	var gauges []metrics.Metric
-	if !quiet { // a line nobody writes needs no estimate
-		var bloatAttrs []any
-		gauges, bloatAttrs = a.bloatGauges(ctx)
-		attrs = append(attrs, bloatAttrs...)
-	}
+	gauges, bloatAttrs := a.bloatGauges(ctx)
+	attrs = append(attrs, bloatAttrs...)
 	attrs = append(attrs, a.metricAttrs(res, runErr, gauges...)...)
 	switch {
 	case runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled):
@@ -320,12 +316,8 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		a.log.Warn("archive: run canceled", append(attrs, "err", runErr)...)
 	case runErr != nil:
 		a.log.Error("archive: run failed", append(attrs, "cause", string(inbox.CauseOf(runErr)), "err", runErr)...)
-	case quiet:
 	default:
 		a.log.Info("archive: run done", attrs...)
-	}
-	if a.cfg.OnRun != nil {
-		a.cfg.OnRun(res, runErr)
 	}
 	return res, runErr
 }
@@ -398,8 +390,8 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	if a.afterCommit != nil {
 		a.afterCommit(ctx, key)
 	}
-	if a.cfg.OnBatch != nil {
-		a.cfg.OnBatch(key, len(events))
+	if a.deps.OnBatch != nil {
+		a.deps.OnBatch(key, len(events))
 	}
 	return batch{key: key, events: len(events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
 }

@@ -22,7 +22,7 @@ func OpenBodies(ctx context.Context, s3 blobstore.Config, pool *pgxpool.Pool) (*
 	if err != nil {
 		return nil, fmt.Errorf("open the archive for replays: %w", err)
 	}
-	return New(Config{Store: storage.New(pool), Blobs: blobs})
+	return New(Config{}, Deps{Store: storage.New(pool), Blobs: blobs})
 }
 
 // ReadBody returns the raw body of (provider, eventID), byte for byte as

@@ -24,13 +24,13 @@ const FailedRunRetry = 15 * time.Minute
 const armTimeout = 10 * time.Second
 
 // Invocation is one invocation of the deployed archiver: RunOnce, then,
-// with Config.Wake, the next run armed for when there will be work (armNext).
+// with Deps.Wake, the next run armed for when there will be work (armNext).
 // The processor arms a run for the hour after what it processed becomes
 // archivable; this keeps the chain going for whatever one run left. An
 // arming that failed is returned, so that Lambda retries the invocation.
 func (a *Archiver) Invocation(ctx context.Context) (Result, error) {
 	res, err := a.RunOnce(ctx)
-	if a.cfg.Wake == nil || errors.Is(ctx.Err(), context.Canceled) {
+	if a.deps.Wake == nil || errors.Is(ctx.Err(), context.Canceled) {
 		return res, err
 	}
 	return res, errors.Join(err, a.armNext(context.WithoutCancel(ctx), res, err))
@@ -51,7 +51,7 @@ func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error 
 	case res.Truncated:
 		at = now
 	default:
-		p, err := a.cfg.Store.EventGetArchiveProgress(ctx, now.Add(-a.cfg.MinAge))
+		p, err := a.store.EventGetArchiveProgress(ctx, now.Add(-a.cfg.MinAge))
 		if err != nil {
 			return fmt.Errorf("archive: arm the next run: %w", err)
 		}
@@ -67,7 +67,7 @@ func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error 
 			return nil
 		}
 	}
-	if err := a.cfg.Wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
+	if err := a.deps.Wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
 		return fmt.Errorf("archive: arm the next run: %w", err)
 	}
 	return nil

@@ -80,7 +80,7 @@ func setupOperator(t *testing.T) *operatorFixture {
 	}
 	factory.ProcessDue(ctx, t, f.store, ago(48*time.Hour))
 	factory.Events(ctx, t, f.store, 3, &factory.EventOpts{State: inbox.StateProcessed, Now: ago(48 * time.Hour)})
-	a, err := archive.New(archive.Config{Store: f.store, Blobs: f.blobs, Prefix: "archive", MinAge: 24 * time.Hour})
+	a, err := archive.New(archive.Config{Prefix: "archive", MinAge: 24 * time.Hour}, archive.Deps{Store: f.store, Blobs: f.blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +120,14 @@ func setupOperator(t *testing.T) *operatorFixture {
 }
 
 // archiver is an archiver on store (a role's) and the fixture's bucket.
-func (f *operatorFixture) archiver(t *testing.T, store *storage.Store, mod func(*archive.Config)) *archive.Archiver {
+func (f *operatorFixture) archiver(t *testing.T, store *storage.Store, mod func(*archive.Config, *archive.Deps)) *archive.Archiver {
 	t.Helper()
-	cfg := archive.Config{Store: store, Blobs: f.blobs, Prefix: "archive", MinAge: time.Hour}
+	cfg := archive.Config{Prefix: "archive", MinAge: time.Hour}
+	deps := archive.Deps{Store: store, Blobs: f.blobs}
 	if mod != nil {
-		mod(&cfg)
+		mod(&cfg, &deps)
 	}
-	a, err := archive.New(cfg)
+	a, err := archive.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,10 +459,10 @@ func TestOperatorRunsAsItsRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	run := f.archiver(t, asOp, func(c *archive.Config) {
-		c.Now = func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) }
+	run := f.archiver(t, asOp, func(c *archive.Config, d *archive.Deps) {
+		d.Clock = clockFunc(func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) })
 		c.MinAge = archive.DefaultOrphanMinAge + 2*time.Hour // the stripe events processed 2 h ago, not the replays' requeued
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		d.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	res, err := run.RunOnce(ctx)
 	if err != nil || res.Events != 2 || res.Swept != 2 {

@@ -46,6 +46,12 @@ const sourcesDoc = `{"sources": {
 // (the mismatch record), a body that is not JSON, a refusal (the rejection
 // ring buffer, twice, so the upsert updates), and a guarded source's body
 // under a second id (the suspected replay and its record).
+// clockFunc is a clock that reads the time from a function (archive.Clock,
+// receiver.Clock).
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time { return c() }
+
 func TestReceiverRunsAsItsRole(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -58,10 +64,9 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 	// A refused record (a mismatch, a rejection) only logs: no line may
 	// carry an error.
 	var logs bytes.Buffer
-	h, err := receiver.New(receiver.Config{
+	h, err := receiver.New(receiver.Config{RejectionsCapacity: 2}, receiver.Deps{
 		Sources: sources, Store: storage.New(pgtest.As(t, owner, migrate.RoleReceiver)),
-		Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		RejectionsCapacity: 2,
+		Clock: clockFunc(func() time.Time { return now }), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -255,10 +260,9 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	var logs bytes.Buffer
 	asArchiver := storage.New(pgtest.As(t, owner, migrate.RoleArchiver))
 	a, err := archive.New(archive.Config{
-		Store: asArchiver, Blobs: blobs, Prefix: "archive", MinAge: time.Hour,
-		Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
+		Prefix: "archive", MinAge: time.Hour,
 		PendingGrace: time.Nanosecond, // the orphan is an earlier run's
-	})
+	}, archive.Deps{Store: asArchiver, Blobs: blobs, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,8 +279,8 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	if _, err := blobs.Put(ctx, late, []byte("late"), archive.ContentType); err != nil {
 		t.Fatal(err)
 	}
-	later, err := archive.New(archive.Config{Store: asArchiver, Blobs: blobs, Prefix: "archive",
-		Now: func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) }})
+	later, err := archive.New(archive.Config{Prefix: "archive"},
+		archive.Deps{Store: asArchiver, Blobs: blobs, Clock: clockFunc(func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func errorWriter(t testing.TB, logs io.Writer) (*receiver.Handler, *storage.Stor
 		t.Fatal(err)
 	}
 	store := storage.New(pgtest.Pool(t))
-	h, err := receiver.New(receiver.Config{
+	h, err := receiver.New(receiver.Config{}, receiver.Deps{
 		Sources: set, Store: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)), RequestID: RequestID,
 	})
 	if err != nil {

@@ -147,7 +147,7 @@ func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult
 	}
 	// The count the operator confirmed and the requeue are one
 	// transaction, so a confirmed count is the one that runs.
-	tx, err := s.cfg.Store.Begin(ctx)
+	tx, err := s.deps.Store.Begin(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}

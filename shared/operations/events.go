@@ -340,7 +340,7 @@ func (s *Service) EventBody(ctx context.Context, id int64) (*Body, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.archiver(cfg)
+	a, err := s.archiver(cfg, nil)
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -39,8 +39,8 @@ func TestReplayFromTheArchive(t *testing.T) {
 	f.drain(f.processor(processor.Config{}))
 
 	blobs := s3test.Open(t, s3test.Bucket(t, s3test.Server(t)))
-	arch, err := archive.New(archive.Config{Store: f.store, Blobs: blobs, Prefix: "archive", MinAge: time.Minute,
-		Now: func() time.Time { return f.clock.Now().Add(time.Hour) }})
+	arch, err := archive.New(archive.Config{Prefix: "archive", MinAge: time.Minute},
+		archive.Deps{Store: f.store, Blobs: blobs, Clock: &clock{t: f.clock.Now().Add(time.Hour)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (f *fixture) raw(r *http.Request) *httptest.ResponseRecorder {
 func TestUnauthenticatedIsOneAnswer(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Sources: tokenSources(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{}, receiver.Deps{Sources: tokenSources(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	body := stripeEvent(t, "evt_one_answer")
 	signedAt := func(name, path string) *http.Request {
 		r := f.signed(name, body, "")
@@ -164,7 +164,7 @@ func TestRefusalDoesNotWaitForTheDatabase(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	clk := &clock{t: now}
-	f := setupOn(t, pool, receiver.Config{Now: clk.Now})
+	f := setupOn(t, pool, receiver.Config{}, receiver.Deps{Clock: clk})
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -203,8 +203,8 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 	pool := pgtest.Pool(t)
 	clk := &clock{t: now}
 	var logs syncBuffer
-	f := setupOn(t, pool, receiver.Config{Now: clk.Now, RejectionQueue: 1, Metrics: metrics.Emitter{Namespace: "Test"},
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := setupOn(t, pool, receiver.Config{RejectionQueue: 1, Metrics: metrics.Emitter{Namespace: "Test"}},
+		receiver.Deps{Clock: clk, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -266,7 +266,7 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 func TestUnknownNamesShareOneBucket(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.Emitter{Namespace: "Test"}})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{Metrics: metrics.Emitter{Namespace: "Test"}}, receiver.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	for i := range 40 {
 		name := fmt.Sprintf("%%1B]52;c;aGk=%%07%%C2%%9B31mname-%d", i)
 		method := "POST"
@@ -307,7 +307,7 @@ func TestUnknownNamesShareOneBucket(t *testing.T) {
 // values, the body), and every answer carries nosniff.
 func TestNoAnswerEchoesTheRequest(t *testing.T) {
 	t.Parallel()
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Sources: tokenSources(t), MaxBodyBytes: 4096})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{MaxBodyBytes: 4096}, receiver.Deps{Sources: tokenSources(t)})
 	signedBody := func(body string) *http.Request { return f.signed("standard", []byte(body), "msg_zqxIDvalue") }
 	type hostile struct {
 		name                string

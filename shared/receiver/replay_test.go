@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
@@ -47,8 +46,8 @@ func setupReplay(t *testing.T) *replayFixture {
 	pool := pgtest.Pool(t)
 	store := storage.New(pool)
 	logs := &syncBuffer{}
-	h, err := receiver.New(receiver.Config{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-		Now: func() time.Time { return now }, Metrics: metrics.Emitter{Now: func() time.Time { return now }}})
+	h, err := receiver.New(receiver.Config{},
+		receiver.Deps{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Clock: fixedClock(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,9 +116,8 @@ func TestSuspectedReplayIsNeverStored(t *testing.T) {
 		}
 		var doc map[string]any
 		_ = json.Unmarshal(line, &doc)
-		if doc["SuspectedReplay"] != 1.0 || doc["source"] != "gh" || doc["stored_event_id"] != "d-original" || bytes.Contains(line, []byte("1347")) {
-			t.Fatalf("replay line: %s", line)
-		}
+		fields(t, "replay line", field{"SuspectedReplay", doc["SuspectedReplay"], 1.0}, field{"source", doc["source"], "gh"},
+			field{"stored_event_id", doc["stored_event_id"], "d-original"}, field{"carries the body's 1347", bytes.Contains(line, []byte("1347")), false})
 	}
 	if replays != 3 {
 		t.Fatalf("%d suspected_replay lines, want 3", replays)

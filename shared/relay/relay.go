@@ -94,61 +94,67 @@ type Scheduler interface {
 // Relay handles the relay function's events.
 type Relay struct {
 	cfg  Config
+	deps Deps
 	log  *slog.Logger
 	now  func() time.Time
 	send cfnresponse.Sender
 }
 
-// New returns a Relay over cfg's clients, which must be set (Open sets
+// systemClock is the default Clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// New returns a Relay over deps' clients, which must be set (Open sets
 // them).
-func New(cfg Config) (*Relay, error) {
+func New(cfg Config, deps Deps) (*Relay, error) {
 	var missing []error
-	if cfg.Secrets == nil {
+	if deps.Secrets == nil {
 		missing = append(missing, errors.New("Secrets"))
 	}
-	if cfg.Scheduler == nil {
+	if deps.Scheduler == nil {
 		missing = append(missing, errors.New("Scheduler"))
 	}
-	if cfg.Objects == nil {
+	if deps.Objects == nil {
 		missing = append(missing, errors.New("Objects"))
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("relay: %w required", errors.Join(missing...))
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	if deps.Clock == nil {
+		deps.Clock = systemClock{}
 	}
-	return &Relay{cfg: cfg, log: cfg.Logger, now: now, send: cfnresponse.Sender{Client: cfg.Client, Backoff: cfg.PutBackoff}}, nil
+	return &Relay{cfg: cfg, deps: deps, log: deps.Logger, now: deps.Clock.Now, send: cfnresponse.Sender{Client: deps.Client, Backoff: cfg.PutBackoff}}, nil
 }
 
-// Open makes the clients cfg lacks (the AWS SDK's default configuration:
-// the function's role and region) and returns the Relay. It makes no
-// request.
-func Open(ctx context.Context, cfg Config) (*Relay, error) {
-	if cfg.Secrets == nil || cfg.Scheduler == nil {
+// Open makes the clients deps lacks (the AWS SDK's default configuration:
+// the function's role and region; the control bucket through conn, as
+// blobstore.ConnectionFromEnv reads it) and returns the Relay. It makes
+// no request.
+func Open(ctx context.Context, cfg Config, conn blobstore.Config, deps Deps) (*Relay, error) {
+	if deps.Secrets == nil || deps.Scheduler == nil {
 		awsCfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("relay: load AWS configuration: %w", err)
 		}
-		if cfg.Secrets == nil {
-			cfg.Secrets = secretsmanager.NewFromConfig(awsCfg)
+		if deps.Secrets == nil {
+			deps.Secrets = secretsmanager.NewFromConfig(awsCfg)
 		}
-		if cfg.Scheduler == nil {
-			cfg.Scheduler = scheduler.NewFromConfig(awsCfg)
+		if deps.Scheduler == nil {
+			deps.Scheduler = scheduler.NewFromConfig(awsCfg)
 		}
 	}
-	if cfg.Objects == nil {
-		store, err := blobstore.Open(ctx, cfg.S3)
+	if deps.Objects == nil {
+		store, err := blobstore.Open(ctx, cfg.bucket(conn))
 		if err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
-		cfg.Objects = store
+		deps.Objects = store
 	}
-	return New(cfg)
+	return New(cfg, deps)
 }
 
 // Outcome is what an invocation did, its result (visible in the Lambda

@@ -50,7 +50,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 // recorder notes the S3 requests' methods and headers.
@@ -111,7 +111,7 @@ func setup(t *testing.T, opts ...options) *fixture {
 	}
 	t.Cleanup(func() { f.secrets.Close() })
 	f.secretARN = f.secrets.Create("inbox-sources", validSources)
-	if f.sched, err = localscheduler.Start(localscheduler.Options{Now: f.clock.now}); err != nil {
+	if f.sched, err = localscheduler.Start(localscheduler.Options{Now: f.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.sched.Close() })
@@ -131,26 +131,35 @@ func (f *fixture) env() map[string]string {
 	}
 }
 
-// newRelay builds the relay as its main does (ConfigFromEnv, then Open),
-// with its clients pointed at the stand-ins; edit changes the config.
-func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config)) *relay.Relay {
+// newRelay builds the relay as its main does (ConfigFromEnv and
+// blobstore.ConnectionFromEnv, then Open), with its clients pointed at the
+// stand-ins; edit changes the settings and the bucket's connection.
+func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config, *blobstore.Config)) *relay.Relay {
 	f.t.Helper()
 	env := f.env()
-	cfg, err := relay.ConfigFromEnv(func(k string) string { return env[k] })
+	getenv := func(k string) string { return env[k] }
+	cfg, err := relay.ConfigFromEnv(getenv)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	conn, err := blobstore.ConnectionFromEnv(getenv)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	// The answers' stand-in is on loopback, as the local stacks' is.
-	cfg.LocalResponseURL = true
+	cfg.LocalResponseURL, cfg.PutBackoff = true, 10*time.Millisecond
 	creds := credentials.NewStaticCredentialsProvider("AKIDRELAY", "relay-secret", "")
-	cfg.Secrets = secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.secrets.Endpoint()), Credentials: creds})
-	cfg.Scheduler = scheduler.New(scheduler.Options{Region: "us-east-1", BaseEndpoint: aws.String(schedulerEndpoint), Credentials: creds, RetryMaxAttempts: 1})
-	cfg.S3.HTTPClient, cfg.S3.MaxAttempts = f.rec, 1
-	cfg.Now, cfg.Logger, cfg.PutBackoff = f.clock.now, slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), 10*time.Millisecond
-	if edit != nil {
-		edit(&cfg)
+	deps := relay.Deps{
+		Secrets:   secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.secrets.Endpoint()), Credentials: creds}),
+		Scheduler: scheduler.New(scheduler.Options{Region: "us-east-1", BaseEndpoint: aws.String(schedulerEndpoint), Credentials: creds, RetryMaxAttempts: 1}),
+		Clock:     f.clock,
+		Logger:    slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	r, err := relay.Open(f.t.Context(), cfg)
+	conn.HTTPClient, conn.MaxAttempts = f.rec, 1
+	if edit != nil {
+		edit(&cfg, &conn)
+	}
+	r, err := relay.Open(f.t.Context(), cfg, conn, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -235,11 +244,22 @@ func TestArmsFromBothShapes(t *testing.T) {
 		if !ok {
 			t.Fatalf("no schedule %s: %+v", name, f.sched.Schedules())
 		}
-		if sc.ScheduleExpression != want.expr || sc.ScheduleExpressionTimezone != "UTC" || sc.FlexibleTimeWindowMode != "OFF" ||
-			sc.ActionAfterCompletion != "DELETE" || sc.State != "ENABLED" || sc.Target.Arn != want.arn || sc.Target.RoleArn != roleARN ||
-			sc.Target.Input != `{"wake":"schedule"}` || sc.Target.RetryPolicy == nil ||
-			*sc.Target.RetryPolicy != (localscheduler.RetryPolicy{MaximumEventAgeInSeconds: 3600, MaximumRetryAttempts: 10}) {
-			t.Errorf("%s = %+v %+v", name, sc, sc.Target.RetryPolicy)
+		for _, c := range []struct{ field, got, want string }{
+			{"ScheduleExpression", sc.ScheduleExpression, want.expr},
+			{"ScheduleExpressionTimezone", sc.ScheduleExpressionTimezone, "UTC"},
+			{"FlexibleTimeWindowMode", sc.FlexibleTimeWindowMode, "OFF"},
+			{"ActionAfterCompletion", sc.ActionAfterCompletion, "DELETE"},
+			{"State", sc.State, "ENABLED"},
+			{"Target.Arn", sc.Target.Arn, want.arn},
+			{"Target.RoleArn", sc.Target.RoleArn, roleARN},
+			{"Target.Input", sc.Target.Input, `{"wake":"schedule"}`},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: %s = %q, want %q", name, c.field, c.got, c.want)
+			}
+		}
+		if wantRetry := (localscheduler.RetryPolicy{MaximumEventAgeInSeconds: 3600, MaximumRetryAttempts: 10}); sc.Target.RetryPolicy == nil || *sc.Target.RetryPolicy != wantRetry {
+			t.Errorf("%s: Target.RetryPolicy = %+v, want %+v", name, sc.Target.RetryPolicy, wantRetry)
 		}
 	}
 	// An EventBridge key that arrives URL-encoded all the same is read.
@@ -334,8 +354,17 @@ func TestMalformedKeysAreSkipped(t *testing.T) {
 	}
 	keys := append([]string{"wake/arm/processor/2026-12-03T10:15:00Z", "wake/other/x", "config/sources.json"}, bad...)
 	out, err := f.handle(s3Notification(f.bucket.Bucket, "ObjectCreated:Put", keys...))
-	if err != nil || strings.Join(out.Armed, ",") != "processor-20261203T1015" || len(out.Skipped) != len(bad) || out.Ignored != 2 {
-		t.Fatalf("%+v %v", out, err)
+	if err != nil {
+		t.Fatalf("a notification with bad keys: %v", err)
+	}
+	if got := strings.Join(out.Armed, ","); got != "processor-20261203T1015" {
+		t.Errorf("Armed = %s, want processor-20261203T1015", got)
+	}
+	if len(out.Skipped) != len(bad) {
+		t.Errorf("Skipped = %v, want the %d bad keys", out.Skipped, len(bad))
+	}
+	if out.Ignored != 2 {
+		t.Errorf("Ignored = %d, want 2", out.Ignored)
 	}
 	for _, s := range out.Skipped {
 		if !strings.HasSuffix(s, ": malformed_key") {
@@ -436,7 +465,7 @@ func TestCopyOnLabelUpdate(t *testing.T) {
 	// event by its full ARN.
 	partial := f.secretARN[:len(f.secretARN)-len("-a1b2c3")]
 	f.secrets.Put(partial, rotated)
-	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config) { c.SourcesSecretARN = partial })
+	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config, _ *blobstore.Config) { c.SourcesSecretARN = partial })
 	out2, err := f.handle(labelUpdated(f.secretARN, "AWSCURRENT", "v2"))
 	if err != nil || out2.Copied == out.Copied {
 		t.Fatalf("%+v %v", out2, err)
@@ -613,7 +642,7 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 	}
 	f.checkAnswerContains("FAILED", "Create failed: the sources secret "+f.secretARN+", version ", "is not a valid sources document")
 
-	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config) { c.SourcesSecretARN += "-gone" })
+	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config, _ *blobstore.Config) { c.SourcesSecretARN += "-gone" })
 	if out, err := f.handle(f.request("Update")); err != nil || out.Status != "FAILED" {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -633,9 +662,8 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 
 	// S3 that accepts connections and never answers: the work is given up
 	// in time to answer.
-	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config) {
-		c.S3.Endpoint = blackhole(t)
-		c.Objects = nil
+	f.relay = f.newRelay(f.sched.Endpoint(), func(_ *relay.Config, conn *blobstore.Config) {
+		conn.Endpoint = blackhole(t)
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()

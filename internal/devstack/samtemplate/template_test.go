@@ -23,6 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -350,17 +351,22 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 			// Straight to the database, never through the proxy.
 			connects(id, c.Database.URL, direct, "webhook_admin")
 		case "ReceiverFunction":
-			c, err := receiver.ConfigFromEnv(resolved)
-			if err != nil {
+			// What functions/receiver reads: its settings, its pool, its
+			// sources and its wake-ups.
+			_, err := receiver.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			sources, sourcesErr := source.Load(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, sourcesErr, wakeErr); err != nil {
 				t.Errorf("the receiver refuses its environment: %v", err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
-			if c.Sources == nil || len(c.Sources.Names()) == 0 {
+			connects(id, db.URL, functions, dbRoles[id])
+			if sources == nil || len(sources.Names()) == 0 {
 				t.Error("the receiver read no sources from the control bucket's copy")
 			}
-			if c.Waking.Mode != wakeMode || c.Waking.Function != processorName || c.Waking.Bucket != control {
-				t.Errorf("the receiver wakes %+v, want %s of %s, markers in %s", c.Waking, wakeMode, processorName, control)
+			if waking.Mode != wakeMode || waking.Function != processorName || waking.Bucket != control {
+				t.Errorf("the receiver wakes %+v, want %s of %s, markers in %s", waking, wakeMode, processorName, control)
 			}
 		case "ProcessorFunction":
 			c, err := processor.ConfigFromEnv(resolved)
@@ -373,28 +379,37 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 				t.Errorf("the processor wakes %+v, reads the archive %q", c.Waking, c.Archive.Bucket)
 			}
 		case "ArchiverFunction":
-			c, err := archive.ConfigFromEnv(resolved)
-			if err != nil {
+			// What functions/archiver reads: its settings, its pool, its
+			// bucket and its wake-ups.
+			_, err := archive.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			s3, s3Err := blobstore.ConfigFromEnv(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, s3Err, wakeErr); err != nil {
 				t.Errorf("the archiver refuses its environment: %v", err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
-			if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != control || c.S3.Bucket != s.bucketName("ArchiveBucket") {
-				t.Errorf("the archiver arms %+v, archives to %q", c.Waking, c.S3.Bucket)
+			connects(id, db.URL, functions, dbRoles[id])
+			if waking.Mode != wake.ModeNone || waking.Bucket != control || s3.Bucket != s.bucketName("ArchiveBucket") {
+				t.Errorf("the archiver arms %+v, archives to %q", waking, s3.Bucket)
 			}
 		case "OperatorFunction", "OperatorReadFunction":
-			c, err := operations.ConfigFromEnv(resolved)
-			if err != nil {
+			// What functions/operator reads: its settings, its pool and
+			// its wake-ups.
+			_, err := operations.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, wakeErr); err != nil {
 				t.Errorf("%s refuses its environment: %v", id, err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
+			connects(id, db.URL, functions, dbRoles[id])
 			want := wake.ModeNone
 			if id == "OperatorFunction" {
 				want = wakeMode
 			}
-			if c.Waking.Mode != want || (want == wake.ModeInvoke && c.Waking.Function != processorName) {
-				t.Errorf("%s wakes %+v, want %s", id, c.Waking, want)
+			if waking.Mode != want || (want == wake.ModeInvoke && waking.Function != processorName) {
+				t.Errorf("%s wakes %+v, want %s", id, waking, want)
 			}
 		default:
 			t.Errorf("%s: no check of its environment", id)
@@ -533,7 +548,8 @@ func TestOperatorFunctionsReadTheirEnvironment(t *testing.T) {
 		for id, access := range map[string]operations.Access{"OperatorReadFunction": operations.AccessRead, "OperatorFunction": operations.AccessAct} {
 			getenv := deployedEnv(t, tpl, id, db)
 			c, err := operations.ConfigFromEnv(getenv)
-			if err != nil {
+			waking, wakeErr := wake.ConfigFromEnv(getenv)
+			if err := errors.Join(err, wakeErr); err != nil {
 				t.Fatalf("%s, %s refuses the template's environment: %v", p, id, err)
 			}
 			if c.Access != access || c.Archive == nil || c.Archive.Prefix != "archive" || c.Archive.MinAge != 48*time.Hour || c.Archive.BatchSize != 250 {
@@ -555,12 +571,12 @@ func TestOperatorFunctionsReadTheirEnvironment(t *testing.T) {
 				if p == economy {
 					want = wake.ModeObject
 				}
-				if c.Waking.Mode != want || c.Waking.Function != (standIns{}).functionName("ProcessorFunction") || c.Waking.Bucket != (standIns{}).bucketName("ControlBucket") {
-					t.Errorf("%s, %s wakes %+v, want %s", p, id, c.Waking, want)
+				if waking.Mode != want || waking.Function != (standIns{}).functionName("ProcessorFunction") || waking.Bucket != (standIns{}).bucketName("ControlBucket") {
+					t.Errorf("%s, %s wakes %+v, want %s", p, id, waking, want)
 				}
 			default:
-				if c.Waking.Mode != wake.ModeNone {
-					t.Errorf("%s, %s wakes %+v", p, id, c.Waking)
+				if waking.Mode != wake.ModeNone {
+					t.Errorf("%s, %s wakes %+v", p, id, waking)
 				}
 			}
 		}
