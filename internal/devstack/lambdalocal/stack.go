@@ -202,7 +202,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	dep := newDeployment(res, admin)
+	dep := newDeployment(o.Template.Stack, res, admin)
 	rules, err := dep.rules(res)
 	if err != nil {
 		return nil, err
@@ -443,7 +443,10 @@ func (s *Stack) schemaPasswordAuth(props map[string]any) {
 // value only a deployed stack knows, and that nothing here sets, is an
 // error: the local stack lacks a stand-in for what it names.
 func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, admin *url.URL) ([]string, error) {
-	tmpl, missing := s.dep.environment(r)
+	tmpl, missing, err := s.dep.environment(r)
+	if err != nil {
+		return nil, fmt.Errorf("lambdalocal: %s's environment: %w", id, err)
+	}
 	sslmode := admin.Query().Get("sslmode")
 	if sslmode == "" {
 		sslmode = "disable"

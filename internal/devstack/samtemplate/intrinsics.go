@@ -40,10 +40,16 @@ func (s *Stack) function(name string, arg any) (any, error) {
 		return s.selectItem(arg)
 	case "Fn::Contains", "Fn::EachMemberEquals", "Fn::EachMemberIn":
 		return s.ruleFunction(name, arg)
+	case "Fn::GetAtt":
+		return s.getAtt(arg)
 	}
 	r, err := s.resolve(arg)
 	if err != nil {
 		return nil, err
+	}
+	if s.deployed != nil {
+		// Only CloudFormation evaluates it (Fn::GetAZs, Fn::Cidr, ...).
+		*s.missing = append(*s.missing, name)
 	}
 	return map[string]any{name: r}, nil
 }
@@ -68,7 +74,51 @@ func (s *Stack) ref(arg any) any {
 	if p, ok := s.pseudo[name]; ok {
 		return p
 	}
+	if v, ok := s.deployedValue(name, "", "Ref "+name); ok {
+		return v
+	}
 	return map[string]any{"Ref": name}
+}
+
+// getAtt resolves Fn::GetAtt: "Resource.Attribute" or [Resource,
+// Attribute], the attribute possibly a Ref.
+func (s *Stack) getAtt(arg any) (any, error) {
+	r, err := s.resolve(arg)
+	if err != nil {
+		return nil, err
+	}
+	var id, attr string
+	switch a := r.(type) {
+	case string:
+		id, attr, _ = strings.Cut(a, ".")
+	case []any:
+		if len(a) == 2 {
+			id, _ = a[0].(string)
+			attr, _ = scalar(a[1])
+		}
+	}
+	if id == "" || attr == "" {
+		return nil, fmt.Errorf("Fn::GetAtt takes Resource.Attribute or [Resource, Attribute]: %v", arg)
+	}
+	if v, ok := s.deployedValue(id, attr, "Fn::GetAtt "+id+"."+attr); ok {
+		return v, nil
+	}
+	return map[string]any{"Fn::GetAtt": r}, nil
+}
+
+// deployedValue asks ResolveDeployed's lookup for a resource's Ref
+// (attribute "") or attribute, and records what (the reference as the
+// template writes it) when it has none. Outside ResolveDeployed it knows
+// nothing.
+func (s *Stack) deployedValue(id, attribute, what string) (string, bool) {
+	if s.deployed == nil {
+		return "", false
+	}
+	if v, ok := s.deployed(id, attribute); ok {
+		return v, true
+	}
+	*s.missing = append(*s.missing, what)
+	return "", false
 }
 
 // fnIf resolves only the branch its condition chooses: the other may
@@ -218,27 +268,48 @@ var subRef = regexp.MustCompile(`\$\{([^}]*)\}`)
 
 // sub substitutes what is known now; a reference to a resource (or to a
 // variable that is not known yet) leaves the result in the long form
-// [string, {unknown variables}], the known parts substituted.
+// [string, {unknown variables}], the known parts substituted. That string
+// is read again once deployed (ResolveDeployed), so it keeps ${!Literal}
+// as written and escapes a "${" in a substituted value: neither may be
+// read as a variable then.
 func (s *Stack) sub(arg any) (any, error) {
 	tmpl, vars, err := s.subArgs(arg)
 	if err != nil {
 		return nil, err
 	}
+	known := map[string]string{}
 	unknown := map[string]bool{}
 	var errs []error
-	out := subRef.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := m[2 : len(m)-1]
-		str, known, err := s.subValue(name, vars)
-		errs = append(errs, err)
-		if !known {
-			unknown[name] = true
-			return m
+	for _, m := range subRef.FindAllStringSubmatch(tmpl, -1) {
+		name := m[1]
+		if _, seen := known[name]; seen || unknown[name] {
+			continue
 		}
-		return str
-	})
+		str, ok, err := s.subValue(name, vars)
+		errs = append(errs, err)
+		if ok {
+			known[name] = str
+		} else {
+			unknown[name] = true
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	out := subRef.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[2 : len(m)-1]
+		str, ok := known[name]
+		literal, isLiteral := strings.CutPrefix(name, "!")
+		switch {
+		case !ok || (isLiteral && len(unknown) > 0):
+			return m
+		case isLiteral:
+			return "${" + literal + "}"
+		case len(unknown) > 0:
+			return strings.ReplaceAll(str, "${", "${!")
+		}
+		return str
+	})
 	if len(unknown) == 0 {
 		return out, nil
 	}
@@ -278,8 +349,8 @@ func (s *Stack) subArgs(arg any) (string, map[string]any, error) {
 
 // subValue returns what ${name} stands for, if it is known now.
 func (s *Stack) subValue(name string, vars map[string]any) (string, bool, error) {
-	if literal, ok := strings.CutPrefix(name, "!"); ok {
-		return "${" + literal + "}", true, nil
+	if strings.HasPrefix(name, "!") {
+		return "", true, nil // a literal: sub writes it
 	}
 	if v, ok := vars[name]; ok {
 		str, isScalar := scalar(v)
@@ -295,7 +366,9 @@ func (s *Stack) subValue(name string, vars map[string]any) (string, bool, error)
 	if p, ok := s.pseudo[name]; ok {
 		return p, true, nil
 	}
-	return "", false, nil
+	id, attribute, _ := strings.Cut(name, ".")
+	str, ok := s.deployedValue(id, attribute, "Fn::Sub ${"+name+"}")
+	return str, ok, nil
 }
 
 // scalar returns v as CloudFormation turns it into a string, if it is a

@@ -33,6 +33,10 @@ type Stack struct {
 	conds    map[string]bool
 	visiting map[string]bool
 	pseudo   map[string]string
+	// deployed is set on ResolveDeployed's copy only: what a deployed
+	// stack gives, and missing what it did not.
+	deployed Lookup
+	missing  *[]string
 }
 
 // Pseudo parameters as a stack in us-east-1 of account 123456789012 named
