@@ -38,6 +38,7 @@ package archive
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -186,27 +187,14 @@ func New(cfg Config, deps Deps) (*Archiver, error) {
 	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 || cfg.PendingGrace < 0 {
 		return nil, errors.New("archive: negative setting")
 	}
-	if cfg.MinAge == 0 {
-		cfg.MinAge = DefaultMinAge
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = DefaultBatchSize
-	}
-	if cfg.MaxBatchBytes == 0 {
-		cfg.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if cfg.Reserve == 0 {
-		cfg.Reserve = DefaultReserve
-	}
-	if cfg.SweepLimit == 0 {
-		cfg.SweepLimit = DefaultSweepLimit
-	}
-	if cfg.OrphanMinAge == 0 {
-		cfg.OrphanMinAge = DefaultOrphanMinAge
-	}
-	if cfg.PendingGrace == 0 {
-		cfg.PendingGrace = DefaultPendingGrace
-	}
+	// Zero takes the default; negatives were refused above.
+	cfg.MinAge = cmp.Or(cfg.MinAge, DefaultMinAge)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.MaxBatchBytes = cmp.Or(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	cfg.Reserve = cmp.Or(cfg.Reserve, DefaultReserve)
+	cfg.SweepLimit = cmp.Or(cfg.SweepLimit, DefaultSweepLimit)
+	cfg.OrphanMinAge = cmp.Or(cfg.OrphanMinAge, DefaultOrphanMinAge)
+	cfg.PendingGrace = cmp.Or(cfg.PendingGrace, DefaultPendingGrace)
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
