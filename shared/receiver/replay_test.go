@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
@@ -112,7 +113,7 @@ func TestSuspectedReplayIsNeverStored(t *testing.T) {
 			continue
 		}
 		replays++
-		if err := metrics.Validate(line); err != nil {
+		if err := emftest.Validate(line); err != nil {
 			t.Fatalf("replay line is not EMF: %v\n%s", err, line)
 		}
 		var doc map[string]any

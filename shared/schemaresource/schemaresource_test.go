@@ -27,6 +27,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
+	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
@@ -191,7 +192,6 @@ func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 		f.pool = pool
 	}
 	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Tables = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), tables
-	cfg.PutBackoff = 10 * time.Millisecond
 	h, err := schemaresource.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
@@ -368,7 +368,7 @@ func TestMigrationFailureAnswersFailed(t *testing.T) {
 	}
 	var got schemaresource.Response
 	body := f.resp.last(t)
-	if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, resp) || len(body) > schemaresource.MaxResponseBytes {
+	if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, resp) || len(body) > cfnresponse.MaxResponseBytes {
 		t.Fatalf("answer %s (%d bytes), %v", body, len(body), err)
 	}
 	if got.Status != "FAILED" || got.PhysicalResourceID != schemaresource.PhysicalResourceID || got.Data != nil ||
@@ -573,16 +573,8 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 	}
 	body := f.resp.last(t)
 	var got schemaresource.Response
-	if err := json.Unmarshal(body, &got); err != nil || len(body) > schemaresource.MaxResponseBytes || len(body) < schemaresource.MaxResponseBytes-8 ||
+	if err := json.Unmarshal(body, &got); err != nil || len(body) > cfnresponse.MaxResponseBytes || len(body) < cfnresponse.MaxResponseBytes-8 ||
 		got.Status != "FAILED" || !strings.HasSuffix(got.Reason, " …") || got.RequestID != "req-create-6f1c" {
 		t.Fatalf("%d bytes: %.200s…, %v", len(body), body, err)
-	}
-}
-
-func TestProperties(t *testing.T) {
-	t.Parallel()
-	got := strings.Join(schemaresource.Properties(), " ")
-	if got != "ArchiverSecretArn Auth NetworkPath OperatorReadSecretArn OperatorSecretArn ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
-		t.Fatalf("Properties() = %s", got)
 	}
 }
