@@ -22,7 +22,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -134,12 +133,7 @@ func startEnv(ctx context.Context, log *slog.Logger, opts envOptions) (*Env, err
 		e.Close()
 		return nil, err
 	}
-	blobs, err := blobstore.Open(ctx, e.S3.BlobConfig(archiveBucket))
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	if err := blobs.CreateBucket(ctx); err != nil {
+	if err := locals3.CreateBucket(ctx, e.S3.BlobConfig(archiveBucket), false); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("create bucket %s: %w", archiveBucket, err)
 	}

@@ -16,14 +16,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/readable"
 )
 
 func main() {
 	// Lines from anywhere (a library's, through slog's default) are written
 	// for the person at the terminal; `dev --emf` switches to the Lambdas'
 	// JSON.
-	slog.SetDefault(settings.ReadableLogger(os.Stderr, slog.LevelInfo))
+	slog.SetDefault(slog.New(readable.NewHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {

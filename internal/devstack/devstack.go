@@ -37,6 +37,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/readable"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -164,7 +165,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
-	log := settings.ReadableLogger(out, cfgs.LogLevel)
+	log := slog.New(readable.NewHandler(out, &slog.HandlerOptions{Level: cfgs.LogLevel}))
 	if o.EMF {
 		log = settings.JSONLogger(out, cfgs.LogLevel)
 	}
@@ -277,7 +278,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	if err := blobs.CreateBucket(ctx); err != nil {
+	if err := locals3.CreateBucket(ctx, cfgs.S3, false); err != nil {
 		return err
 	}
 	ac := cfgs.Archive

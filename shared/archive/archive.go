@@ -1,6 +1,6 @@
 // Package archive moves the bodies of processed events out of Postgres into
 // S3 and back: the archiver (RunOnce), the read back of any event's raw
-// body wherever it is (ReadBody), and the privacy erasure of one event
+// body wherever it is (Body), and the privacy erasure of one event
 // everywhere (Expunge).
 //
 // The event row stays in Postgres for ever (provider, event_id, type,
@@ -53,7 +53,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
-// ErrExpunged is returned (wrapped) by ReadBody for an expunged event.
+// ErrExpunged is returned (wrapped) by Body for an expunged event.
 var ErrExpunged = errors.New("event body expunged")
 
 // ErrCorrupt is returned (wrapped) when archived bytes fail verification.
@@ -526,7 +526,7 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 	return key
 }
 
-// SweepOrphans deletes objects whose batch never committed and returns
+// sweepOrphans deletes objects whose batch never committed and returns
 // their keys, at most SweepLimit, in two passes:
 //
 //   - The manifest's: an orphan is a pending manifest row no transaction
@@ -543,16 +543,11 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 //
 // In a versioned bucket a delete leaves a delete marker, and the bytes
 // stay as a noncurrent version until the bucket's lifecycle expires them
-// (the archiver may not delete versions). RunOnce calls it; an operator
-// may too.
-func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
-	return a.sweepOrphans(ctx, "")
-}
-
-// sweepOrphans is SweepOrphans that first removes the object of the batch
-// this archiver abandoned in its run (abandoned, "" for none): its own
-// orphan for sure, so at once, where another archiver's pending row waits
-// out PendingGrace.
+// (the archiver may not delete versions). RunOnce calls it.
+//
+// It first removes the object of the batch this archiver abandoned in its
+// run (abandoned, "" for none): its own orphan for sure, so at once, where
+// another archiver's pending row waits out PendingGrace.
 func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string, error) {
 	var swept []string
 	if abandoned != "" {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,7 +33,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -222,9 +222,19 @@ func (f *fixture) run(a *archive.Archiver) archive.Result {
 	return res
 }
 
+// readBody reads an event's body as the operator's pages do: its row, then
+// the archiver's Body.
+func readBody(ctx context.Context, a *archive.Archiver, store storage.Executor, source, eventID string) ([]byte, error) {
+	ev, err := store.EventGetByKey(ctx, source, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return a.Body(ctx, ev)
+}
+
 func (f *fixture) readBody(a *archive.Archiver, source, eventID string) []byte {
 	f.t.Helper()
-	b, err := a.ReadBody(context.Background(), source, eventID)
+	b, err := readBody(context.Background(), a, f.store, source, eventID)
 	if err != nil {
 		f.t.Fatalf("read %s/%s: %v", source, eventID, err)
 	}
@@ -542,7 +552,7 @@ func TestArchiveTenThousand(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for id := range ids {
-				got, err := a.ReadBody(ctx, "stripe", id)
+				got, err := readBody(ctx, a, f.store, "stripe", id)
 				if err != nil || !bytes.Equal(got, bodies[id]) {
 					mu.Lock()
 					bad = append(bad, fmt.Sprintf("%s: %v", id, err))
@@ -610,7 +620,7 @@ func TestLosslessBodies(t *testing.T) {
 	f.check()
 }
 
-func TestReadBodyFromPostgresAndErrors(t *testing.T) {
+func TestBodyFromPostgresAndErrors(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	a := f.archiver(nil)
@@ -619,14 +629,10 @@ func TestReadBodyFromPostgresAndErrors(t *testing.T) {
 	if got := f.readBody(a, "stripe", "evt_pg"); !bytes.Equal(got, body) {
 		t.Fatalf("read %q", got)
 	}
-	_, err := a.ReadBody(ctx, "stripe", "evt_none")
-	if inbox.CauseOf(err) != inbox.CauseEventNotFound {
-		t.Fatalf("missing event: %v", err)
-	}
 	// A body altered in Postgres behind the hash's back is refused.
 	sha256Of := func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
 	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_tampered", Body: []byte("tampered"), BodySHA256: sha256Of(body)})
-	if _, err := a.ReadBody(ctx, "stripe", "evt_tampered"); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
+	if _, err := readBody(ctx, a, f.store, "stripe", "evt_tampered"); inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
 		t.Fatalf("tampered body: %v", err)
 	}
 }
@@ -875,12 +881,12 @@ func TestS3StoppedDuringRun(t *testing.T) {
 		recs[0][archive.MetricStoreUnavailable] != 1.0 || recs[0][archive.MetricRunFailed] != 1.0 || recs[0][archive.MetricEvents] != 10.0 {
 		t.Fatalf("run log: %v", recs)
 	}
-	if err := metrics.Validate(f.logs.line(t, "archive: run failed")); err != nil {
+	if err := emftest.Validate(f.logs.line(t, "archive: run failed")); err != nil {
 		t.Fatalf("run log is not EMF: %v", err)
 	}
 	// The archived events cannot be read while S3 is down, and say why;
 	// those still in Postgres can.
-	if _, err := a.ReadBody(ctx, "stripe", "evt_1"); inbox.CauseOf(err) != inbox.CauseArchiveStoreUnavailable {
+	if _, err := readBody(ctx, a, f.store, "stripe", "evt_1"); inbox.CauseOf(err) != inbox.CauseArchiveStoreUnavailable {
 		t.Fatalf("read while S3 is down: %v", err)
 	}
 	var inPG string
@@ -974,7 +980,7 @@ func TestSweepStopsOnS3Error(t *testing.T) {
 	if err := f.srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	swept, err := a.SweepOrphans(ctx)
+	swept, err := archive.SweepOrphans(ctx, a)
 	if inbox.CauseOf(err) != inbox.CauseArchiveStoreUnavailable || len(swept) != 0 {
 		t.Fatalf("sweep with S3 down: %v, %v", swept, err)
 	}
@@ -984,7 +990,7 @@ func TestSweepStopsOnS3Error(t *testing.T) {
 	if err := f.srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := a.SweepOrphans(ctx); err != nil || len(swept) != 2 {
+	if swept, err := archive.SweepOrphans(ctx, a); err != nil || len(swept) != 2 {
 		t.Fatalf("second sweep: %v, %v", swept, err)
 	}
 }
@@ -1099,7 +1105,7 @@ func TestExpungeArchived(t *testing.T) {
 	}
 
 	// Unreadable from Postgres and from S3.
-	if _, err := a.ReadBody(ctx, "stripe", "evt_gdpr"); !errors.Is(err, archive.ErrExpunged) || inbox.CauseOf(err) != inbox.CauseEventExpunged {
+	if _, err := readBody(ctx, a, f.store, "stripe", "evt_gdpr"); !errors.Is(err, archive.ErrExpunged) || inbox.CauseOf(err) != inbox.CauseEventExpunged {
 		t.Fatalf("read after expunge: %v", err)
 	}
 	member, err := f.blobs.GetRange(ctx, key, off, n)
@@ -1172,7 +1178,7 @@ func TestExpungeNotArchived(t *testing.T) {
 	if _, err := a.Expunge(ctx, "stripe", "evt_1", privacyOfficer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ReadBody(ctx, "stripe", "evt_1"); !errors.Is(err, archive.ErrExpunged) {
+	if _, err := readBody(ctx, a, f.store, "stripe", "evt_1"); !errors.Is(err, archive.ErrExpunged) {
 		t.Fatalf("read: %v", err)
 	}
 	// Nothing left to archive.
@@ -1245,7 +1251,7 @@ func TestConcurrentExpungesInOneObject(t *testing.T) {
 	}
 	for i := 1; i <= 40; i++ {
 		id := fmt.Sprintf("evt_%d", i)
-		got, err := a.ReadBody(ctx, "stripe", id)
+		got, err := readBody(ctx, a, f.store, "stripe", id)
 		if i <= 20 && !errors.Is(err, archive.ErrExpunged) {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -1273,7 +1279,7 @@ func TestCorruptArchiveIsRefused(t *testing.T) {
 	if _, err := f.blobs.Put(ctx, key, swapped, archive.ContentType); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ReadBody(ctx, "stripe", "evt_1"); !errors.Is(err, archive.ErrCorrupt) || inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
+	if _, err := readBody(ctx, a, f.store, "stripe", "evt_1"); !errors.Is(err, archive.ErrCorrupt) || inbox.CauseOf(err) != inbox.CauseArchiveCorrupt {
 		t.Fatalf("read of a corrupt archive: %v", err)
 	}
 	// An expunge must not overwrite what is not its event.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -27,7 +27,7 @@ func (f *fixture) runLine(ctx context.Context, a *archive.Archiver, msg string) 
 	f.logs.buf.Reset()
 	f.logs.mu.Unlock()
 	_, _ = a.RunOnce(ctx)
-	if err := metrics.Validate(f.logs.line(f.t, msg)); err != nil {
+	if err := emftest.Validate(f.logs.line(f.t, msg)); err != nil {
 		f.t.Fatalf("%s is not EMF: %v", msg, err)
 	}
 	recs := f.logs.records(f.t, msg)

@@ -77,7 +77,7 @@ func TestSweepAgeGuard(t *testing.T) {
 	guard := 10 * time.Minute
 	sweepAt := func(now time.Time) []string {
 		t.Helper()
-		swept, err := f.archiver(func(c *archive.Config, d *archive.Deps) { c.OrphanMinAge, d.Clock = guard, at(now) }).SweepOrphans(ctx)
+		swept, err := archive.SweepOrphans(ctx, f.archiver(func(c *archive.Config, d *archive.Deps) { c.OrphanMinAge, d.Clock = guard, at(now) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,9 +141,9 @@ func TestSweepAgeGuardKeepsAnUploadWhoseCommitIsPending(t *testing.T) {
 	archive.SetAfterConfirm(a, func(ctx context.Context, key string) error {
 		// Another archiver sweeps, its clock far ahead, while this batch's
 		// upload waits for its commit.
-		swept, err := f.archiver(func(c *archive.Config, d *archive.Deps) {
+		swept, err := archive.SweepOrphans(ctx, f.archiver(func(c *archive.Config, d *archive.Deps) {
 			c.MinAge, c.OrphanMinAge, d.Clock = 24000*time.Hour, time.Minute, at(future)
-		}).SweepOrphans(ctx)
+		}))
 		if err != nil || len(swept) != 0 {
 			return fmt.Errorf("sweep during the batch: %v, %v", swept, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -284,8 +285,11 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := later.SweepOrphans(ctx); err != nil || len(swept) != 1 || swept[0] != late {
-		t.Fatalf("sweep of an unrecorded upload = %v, %v", swept, err)
+	if res, err := later.RunOnce(ctx); err != nil || res.Swept != 1 {
+		t.Fatalf("run sweeping an unrecorded upload = %+v, %v", res, err)
+	}
+	if _, err := blobs.Head(ctx, late); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("the unrecorded upload after the sweep: %v", err)
 	}
 	// Analyzed, and more than a page (a single page has nothing to
 	// estimate), the tables the archiver gauges have an estimate as its

@@ -22,9 +22,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -53,7 +53,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func logEntry(t *testing.T, logs *bytes.Buffer) map[string]any {
 	t.Helper()
 	line := bytes.TrimSpace(logs.Bytes())
-	if err := metrics.Validate(line); err != nil {
+	if err := emftest.Validate(line); err != nil {
 		t.Fatalf("log line is not EMF: %v\n%s", err, line)
 	}
 	var entry map[string]any

@@ -11,13 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 // metricLines returns the "processor: drain metrics" lines, each checked
-// with metrics.Validate, and decoded.
+// with emftest.Validate, and decoded.
 func (f *fixture) metricLines(t *testing.T) []map[string]any {
 	t.Helper()
 	return f.metricLinesOf(t, "processor: drain metrics")
@@ -39,7 +40,7 @@ func (f *fixture) metricLinesOf(t *testing.T, msg string) []map[string]any {
 		if !bytes.Contains(l, []byte(`"msg":"`+msg+`"`)) {
 			continue
 		}
-		if err := metrics.Validate(l); err != nil {
+		if err := emftest.Validate(l); err != nil {
 			t.Fatalf("invalid EMF: %v\n%s", err, l)
 		}
 		var m map[string]any

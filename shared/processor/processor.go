@@ -16,13 +16,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
-// Defaults of Config. The retry window they give is in Backoff.RetryWindow.
+// Defaults of Config. The retry window they give (the sum of the delay
+// ceilings between the attempts) is 14h31m30s: docs/processor.md.
 const (
 	// DefaultBatchSize is MaxBatchSize: the more events a transaction
 	// runs, the fewer commits and round trips each costs (docs/processor.md
@@ -573,16 +573,4 @@ func (p *Processor) timeLeft(ctx context.Context, leaseEnd time.Time) bool {
 // SafetyMargin - HandlerTimeout is exactly the time kept for it.
 func (p *Processor) bookkeepingContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), p.cfg.SafetyMargin-p.cfg.HandlerTimeout)
-}
-
-// Requeue sends the open dead letters matching f back to the drain, due
-// at once, a new run whose failures are reset (their attempts and history
-// stay), recorded as by's action, and returns how many. It is
-// storage.Store.DeadLetterRequeue on the processor's clock.
-func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter, by inbox.Actor) (int, error) {
-	n, err := p.store.DeadLetterRequeue(ctx, f, p.cfg.Now(), by)
-	if err == nil && n > 0 {
-		p.log.Info("processor: dead letters requeued", "events", n, "actor", by.Name)
-	}
-	return n, err
 }

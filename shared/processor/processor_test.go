@@ -333,14 +333,14 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 	mu.Lock()
 	fixed = true
 	mu.Unlock()
-	if n, err := p.Requeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, operator); err != nil || n != 1 {
+	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, f.clock.Now(), operator); err != nil || n != 1 {
 		t.Fatalf("requeue = %d, %v", n, err)
 	}
 	r = f.row(id)
 	if r.DeadAt != nil || r.Attempts != 4 || r.FailedAttempts != 0 || !r.Solo || r.LastError != "" || !r.NextAttemptAt.Equal(f.clock.Now()) {
 		t.Fatalf("requeued event = %+v", r)
 	}
-	if n, _ := p.Requeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, operator); n != 0 {
+	if n, _ := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, f.clock.Now(), operator); n != 0 {
 		t.Fatal("a dead letter was requeued twice")
 	}
 	if st := f.drain(p); st.Handled != 1 || st.Solo != 1 {

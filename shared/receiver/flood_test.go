@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -247,7 +248,7 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 		var doc map[string]any
 		_ = json.Unmarshal(line, &doc)
 		if doc["msg"] == "rejection records dropped: the queue was full" {
-			if err := metrics.Validate(line); err != nil {
+			if err := emftest.Validate(line); err != nil {
 				t.Fatalf("not EMF: %v", err)
 			}
 			dropped += doc["RejectionRecordsDropped"].(float64)

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -160,7 +160,7 @@ func TestLogLinesAreEMF(t *testing.T) {
 
 	want := map[string]string{"Accepted": "stripe", "Duplicate": "stripe", "PayloadMismatch": "stripe", "Rejected": "(unknown)"}
 	for _, line := range logs.lines() {
-		if err := metrics.Validate(line); err != nil {
+		if err := emftest.Validate(line); err != nil {
 			t.Fatalf("not EMF: %v\n%s", err, line)
 		}
 		for _, secret := range []string{"whsec_test_new_0123456789abcde", sig, `"amount_paid"`} {

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -111,7 +111,7 @@ func TestSuspectedReplayIsNeverStored(t *testing.T) {
 			continue
 		}
 		replays++
-		if err := metrics.Validate(line); err != nil {
+		if err := emftest.Validate(line); err != nil {
 			t.Fatalf("replay line is not EMF: %v\n%s", err, line)
 		}
 		var doc map[string]any

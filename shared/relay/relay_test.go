@@ -53,21 +53,6 @@ type clock struct {
 func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
-// recorder notes the S3 requests' methods and headers.
-type recorder struct {
-	mu   sync.Mutex
-	puts []http.Header
-}
-
-func (r *recorder) Do(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPut {
-		r.mu.Lock()
-		r.puts = append(r.puts, req.Header.Clone())
-		r.mu.Unlock()
-	}
-	return http.DefaultClient.Do(req)
-}
-
 // fixture is a relay over a real S3 (versitygw) control bucket, the
 // Secrets Manager and Scheduler stand-ins through the real SDK clients,
 // and a stand-in for CloudFormation's pre-signed ResponseURL.
@@ -76,7 +61,7 @@ type fixture struct {
 	s3        *locals3.Server
 	bucket    blobstore.Config
 	store     *blobstore.Store
-	rec       *recorder
+	rec       *s3test.Recorder
 	secrets   *localsecrets.Server
 	sched     *localscheduler.Server
 	clock     *clock
@@ -97,7 +82,7 @@ func setup(t *testing.T, opts ...options) *fixture {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	f := &fixture{t: t, rec: &recorder{}, logs: &bytes.Buffer{}, clock: &clock{t: time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC)}}
+	f := &fixture{t: t, logs: &bytes.Buffer{}, clock: &clock{t: time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC)}}
 	f.s3 = s3test.ServerWith(t, o.s3Opts)
 	if o.versioned {
 		f.bucket = s3test.VersionedBucket(t, f.s3)
@@ -105,6 +90,7 @@ func setup(t *testing.T, opts ...options) *fixture {
 		f.bucket = s3test.Bucket(t, f.s3)
 	}
 	f.store = s3test.Open(t, f.bucket)
+	f.rec = s3test.Record(t, f.bucket.Endpoint)
 	var err error
 	if f.secrets, err = localsecrets.Start(); err != nil {
 		t.Fatal(err)
@@ -155,7 +141,7 @@ func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config, *b
 		Clock:     f.clock,
 		Logger:    slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	conn.HTTPClient, conn.MaxAttempts = f.rec, 1
+	conn.Endpoint, conn.MaxAttempts = f.rec.URL(), 1
 	if edit != nil {
 		edit(&cfg, &conn)
 	}
@@ -486,9 +472,12 @@ func (f *fixture) checkCopy(doc, version string) {
 	if err != nil || head.ContentType != "application/json" || head.Metadata["secret-version-id"] != version {
 		f.t.Fatalf("copy %+v, %v; want application/json and secret-version-id %s", head, err, version)
 	}
-	f.rec.mu.Lock()
-	defer f.rec.mu.Unlock()
-	last := f.rec.puts[len(f.rec.puts)-1]
+	var last http.Header
+	for _, r := range f.rec.Requests() {
+		if r.Method == http.MethodPut {
+			last = r.Header
+		}
+	}
 	if last.Get("X-Amz-Server-Side-Encryption") != "AES256" || last.Get("X-Amz-Meta-Secret-Version-Id") != version {
 		f.t.Fatalf("PUT headers %v", last)
 	}

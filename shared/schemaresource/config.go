@@ -21,7 +21,7 @@ const (
 // ConfigFromEnv reads the migration function's configuration with getenv:
 // its database (the admin's, DATABASE_URL or the secret secrets.Environment
 // resolved, with storage.PoolConfigFromEnv's variables) and the pool's
-// shape. Secrets, Logger, Pool and Client are left for the caller.
+// shape. Secrets, Logger and Pool are left for the caller.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	db, err := storage.PoolConfigFromEnv(getenv)
 	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+
 	"strings"
 	"sync"
 	"time"
@@ -45,11 +45,6 @@ type FrontConfig struct {
 	// configuration fails still answers, FAILED).
 	Secrets secrets.Getter
 	Lambda  Invoker
-	// Client PUTs the answers; nil means a client of the package's own.
-	Client *http.Client
-	// PutBackoff is the wait before the first retry of a refused PUT,
-	// doubled at each; 0 means 250ms.
-	PutBackoff time.Duration
 	// Logger gets one line per request and one per answer; nil discards.
 	Logger *slog.Logger
 }
@@ -86,7 +81,7 @@ func NewFront(cfg FrontConfig) (*Front, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Front{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{Client: cfg.Client, Backoff: cfg.PutBackoff}}
+	f := &Front{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{}}
 	if cfg.Secrets != nil && cfg.Lambda != nil {
 		f.awsOnce.Do(func() { f.sm, f.lambda = cfg.Secrets, cfg.Lambda })
 	}

@@ -123,7 +123,7 @@ func adminSecret(t *testing.T, dbURL string) string {
 func (f *frontFixture) newFront(lc schemaresource.Invoker) *schemaresource.Front {
 	fr, err := schemaresource.NewFront(schemaresource.FrontConfig{
 		Function: "inbox-MigrationApplyFunction", DatabaseSecretARN: adminARN, RolesAuth: "password", LocalResponseURL: true,
-		Secrets: f.secrets, Lambda: lc, PutBackoff: 10 * time.Millisecond,
+		Secrets: f.secrets, Lambda: lc,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 	})
 	if err != nil {

@@ -80,8 +80,8 @@ func ModeFromEnv(getenv func(string) string) (Mode, error) {
 // FrontConfigFromEnv reads the front's configuration: the migration
 // function it invokes (MIGRATOR_FUNCTION, required) and the admin secret
 // it reads for it (DATABASE_SECRET_ARN; unset, the apply mode connects
-// with its own DATABASE_URL or IAM authentication). Secrets, Lambda,
-// Client and Logger are left for the caller.
+// with its own DATABASE_URL or IAM authentication). Secrets, Lambda
+// and Logger are left for the caller.
 func FrontConfigFromEnv(getenv func(string) string) (FrontConfig, error) {
 	e := settings.NewEnv(getenv)
 	c := FrontConfig{

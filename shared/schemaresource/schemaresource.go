@@ -65,9 +65,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,18 +136,6 @@ var knownProps = map[string]bool{
 	PropOperatorReadSecretArn: true, PropOperatorSecretArn: true, PropNetworkPath: true,
 }
 
-// Properties lists the properties the resource accepts (ServiceToken and
-// ServiceTimeout included), for a template check: any other fails Create
-// and Update.
-func Properties() []string {
-	out := make([]string, 0, len(knownProps))
-	for k := range knownProps {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // PhysicalResourceID is the resource's id, the same for every answer: a
 // different id in an Update's answer would make CloudFormation replace the
 // resource and send a Delete for the old one.
@@ -166,13 +153,6 @@ const (
 
 // Response is the document PUT to the request's ResponseURL.
 type Response = cfnresponse.Response
-
-// MaxResponseBytes is CloudFormation's limit on the answer's body.
-const MaxResponseBytes = cfnresponse.MaxResponseBytes
-
-// ResponseReserve is kept before the invocation's deadline to answer
-// (cfnresponse.WorkContext).
-const ResponseReserve = cfnresponse.Reserve
 
 // deleteReason is Delete's answer in every mode.
 const deleteReason = "nothing deleted: the database, its data and its roles outlive the stack"
@@ -197,11 +177,6 @@ type Config struct {
 	// Secrets reads the roles' secrets (password mode); nil loads the AWS
 	// configuration on first use.
 	Secrets secrets.Getter
-	// Client PUTs the answers; nil means a client of the package's own.
-	Client *http.Client
-	// PutBackoff is the wait before the first retry of a refused PUT,
-	// doubled at each; 0 means 250ms.
-	PutBackoff time.Duration
 	// Logger gets one line per request and one per answer; nil discards.
 	Logger *slog.Logger
 }
@@ -230,7 +205,7 @@ func newHandler(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{Client: cfg.Client, Backoff: cfg.PutBackoff}}
+	h := &Handler{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{}}
 	if cfg.Secrets != nil {
 		h.smOnce.Do(func() { h.sm = cfg.Secrets })
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
+	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
@@ -192,7 +193,6 @@ func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 		f.pool = pool
 	}
 	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Tables = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), tables
-	cfg.PutBackoff = 10 * time.Millisecond
 	h, err := schemaresource.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
@@ -376,7 +376,7 @@ func TestMigrationFailureAnswersFailed(t *testing.T) {
 	}
 	var got schemaresource.Response
 	body := f.resp.last(t)
-	if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, resp) || len(body) > schemaresource.MaxResponseBytes {
+	if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, resp) || len(body) > cfnresponse.MaxResponseBytes {
 		t.Fatalf("answer %s (%d bytes), %v", body, len(body), err)
 	}
 	if !field.Check(t, "answer",
@@ -590,20 +590,12 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 		t.Fatalf("%d bytes: %.200s…, %v", len(body), body, err)
 	}
 	if !field.Check(t, "the cut answer",
-		field.Is("size", len(body), len(body) <= schemaresource.MaxResponseBytes && len(body) >= schemaresource.MaxResponseBytes-8,
-			fmt.Sprintf("within 8 bytes under %d", schemaresource.MaxResponseBytes)),
+		field.Is("size", len(body), len(body) <= cfnresponse.MaxResponseBytes && len(body) >= cfnresponse.MaxResponseBytes-8,
+			fmt.Sprintf("within 8 bytes under %d", cfnresponse.MaxResponseBytes)),
 		field.Eq("Status", got.Status, "FAILED"),
 		field.Is("Reason", fmt.Sprintf("%.200s…", got.Reason), strings.HasSuffix(got.Reason, " …"), `ending " …"`),
 		field.Eq("RequestID", got.RequestID, "req-create-6f1c"),
 	) {
 		t.FailNow()
-	}
-}
-
-func TestProperties(t *testing.T) {
-	t.Parallel()
-	got := strings.Join(schemaresource.Properties(), " ")
-	if got != "ArchiverSecretArn Auth NetworkPath OperatorReadSecretArn OperatorSecretArn ProcessorSecretArn ReceiverSecretArn Release ServiceTimeout ServiceToken" {
-		t.Fatalf("Properties() = %s", got)
 	}
 }

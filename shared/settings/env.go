@@ -58,9 +58,6 @@ func JoinUnique(errs ...error) error {
 	return errors.Join(out...)
 }
 
-// Lookup returns the variable's value, "" when unset.
-func (e *Env) Lookup(name string) string { return e.getenv(name) }
-
 // String returns the variable, or def when it is unset.
 func (e *Env) String(name, def string) string {
 	if v := e.getenv(name); v != "" {

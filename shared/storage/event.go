@@ -121,12 +121,6 @@ func (r EventInsertResult) Mismatch() bool {
 	return !r.Inserted && r.StoredSHA256 != nil && string(r.StoredSHA256) != string(r.BodySHA256[:])
 }
 
-// EventInsertSQL is the text of EventInsert's statement (queries/
-// webhook_events.sql as sqlc rewrites it), exported so that the benchmark
-// can run the very same text under pgbench. $4 is the payload as text or
-// NULL, $8 the metadata likewise.
-const EventInsertSQL = dbsqlc.EventInsertSQL
-
 // EventInsert stores a delivery unless (source, event id) exists. When it
 // returns nil on a *Store the event is committed; any error means it may
 // not be, and the sender must be told to retry.
@@ -441,9 +435,6 @@ type ReplayOptions struct {
 	DryRun bool
 	// ChunkSize is how many events one UPDATE resets; default 1000.
 	ChunkSize int
-	// Progress, when set, is called after each chunk with the events
-	// replayed so far and the total matched.
-	Progress func(done, total int)
 	// By is who replays, and why: required unless DryRun, since every
 	// replay is recorded (webhook_operator_actions), its events with it.
 	By inbox.Actor
@@ -570,9 +561,6 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 			return res, fmt.Errorf("replay: %d of %d events reset before: %w", res.Replayed, res.Matched, err)
 		}
 		res.Replayed += int(n)
-		if opts.Progress != nil {
-			opts.Progress(res.Replayed, res.Matched)
-		}
 	}
 	return res, nil
 }

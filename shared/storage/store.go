@@ -135,11 +135,6 @@ type executor struct {
 	tx pgx.Tx
 }
 
-// On returns an Executor whose queries run on db: a pool, a connection, a
-// transaction, or any other DBTX (the benchmark sends BEGIN and a statement
-// in one round trip through one). New and Begin are the usual ways in.
-func On(db DBTX) Executor { return executor{db: db} }
-
 // Store runs the queries on a pgx pool.
 type Store struct {
 	executor

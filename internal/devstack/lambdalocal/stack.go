@@ -377,17 +377,8 @@ func (s *Stack) startServices(ctx context.Context, o StackOptions, log *slog.Log
 	}
 	for id, name := range s.dep.buckets {
 		cfg := s.S3.BlobConfig(name)
-		store, err := blobstore.Open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		if err := store.CreateBucket(ctx); err != nil {
+		if err := locals3.CreateBucket(ctx, cfg, slices.Contains(s.dep.versions, name)); err != nil {
 			return fmt.Errorf("lambdalocal: bucket %s: %w", id, err)
-		}
-		if slices.Contains(s.dep.versions, name) {
-			if err := store.EnableVersioning(ctx); err != nil {
-				return fmt.Errorf("lambdalocal: bucket %s: %w", id, err)
-			}
 		}
 		s.Buckets[id] = cfg
 	}

@@ -71,8 +71,8 @@ func TestObjectEventsFromTheLocalS3(t *testing.T) {
 	}
 	s3 := s3test.ServerWith(t, locals3.Options{EventWebhookURL: bus.NotificationURL()})
 	controlStore, otherStore := s3test.Open(t, s3test.Config(s3, control)), s3test.Open(t, s3test.Config(s3, other))
-	for _, s := range []interface{ CreateBucket(context.Context) error }{controlStore, otherStore} {
-		if err := s.CreateBucket(ctx); err != nil {
+	for _, b := range []string{control, other} {
+		if err := locals3.CreateBucket(ctx, s3test.Config(s3, b), false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -225,3 +225,24 @@ func TestEventNotificationsAreS3Shaped(t *testing.T) {
 		t.Errorf("no s3:ObjectRemoved:Delete record: %v", names)
 	}
 }
+
+// TestCreateBucketIsIdempotent: creating a bucket this account owns
+// already, then turning its versioning on, succeeds; a replaced object then
+// keeps its first version.
+func TestCreateBucketIsIdempotent(t *testing.T) {
+	t.Parallel()
+	srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
+	cfg := s3test.Bucket(t, srv)
+	if err := locals3.CreateBucket(t.Context(), cfg, true); err != nil {
+		t.Fatalf("second create, with versioning: %v", err)
+	}
+	store := s3test.Open(t, cfg)
+	for _, body := range []string{"first", "second"} {
+		if _, err := store.Put(t.Context(), "k", []byte(body), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vs, err := store.ListVersions(t.Context(), "k"); err != nil || len(vs) != 2 {
+		t.Fatalf("versions of a replaced object: %+v, %v; want 2", vs, err)
+	}
+}

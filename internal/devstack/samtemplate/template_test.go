@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
@@ -226,7 +227,7 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 	srv := s3test.Server(t)
 	bucket := s3test.Config(srv, standIns{}.bucketName("ControlBucket"))
 	store := s3test.Open(t, bucket)
-	if err := store.CreateBucket(t.Context()); err != nil {
+	if err := locals3.CreateBucket(t.Context(), bucket, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Put(t.Context(), relay.DefaultSourcesKey, sources, "application/json"); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 )
@@ -115,12 +116,12 @@ func TestClusterOutage(t *testing.T) {
 	ctx := t.Context()
 	c := pgtest.Cluster(t)
 	dbURL := pgtest.MigratedURL(t, c)
-	conn, err := pgx.Connect(ctx, dbURL)
+	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Event(ctx, t, storage.On(conn), &factory.EventOpts{Source: "p", EventID: "e1"})
-	conn.Close(ctx)
+	factory.Event(ctx, t, storage.New(pool), &factory.EventOpts{Source: "p", EventID: "e1"})
+	pool.Close()
 
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestClusterOutage(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	conn, err = pgx.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,18 @@ func TestPasswordCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	factory.Event(ctx, t, storage.On(conn), &factory.EventOpts{Source: "p", EventID: "by-role"})
+	pcfg, err := pgxpool.ParseConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.ConnConfig.User, pcfg.ConnConfig.Password = role, "it's-one"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Event(ctx, t, storage.New(pool), &factory.EventOpts{Source: "p", EventID: "by-role"})
+	// Closed at once: the sessions the test counts below are conn's.
+	pool.Close()
 	if _, err := as("wrong"); !refused(err) {
 		t.Fatalf("a wrong password: %v", err)
 	}

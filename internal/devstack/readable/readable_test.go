@@ -1,4 +1,4 @@
-package settings_test
+package readable_test
 
 import (
 	"bytes"
@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/readable"
 )
 
-// TestReadableLogger: a line is time, level, message and key=value pairs,
+// TestReadableHandler: a line is time, level, message and key=value pairs,
 // readable and unambiguous, never JSON.
-func TestReadableLogger(t *testing.T) {
+func TestReadableHandler(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	log := settings.ReadableLogger(&buf, slog.LevelInfo)
+	log := slog.New(readable.NewHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	type stats struct{ Claimed, Handled int }
 	log.With("component", "receiver").WithGroup("req").Info("webhook accepted",
 		"source", "stripe", "event_id", "evt 1", "id", 3, "took", 1500*time.Millisecond,

@@ -1,4 +1,7 @@
-package metrics
+// Package emftest checks, in tests, that a log line is valid CloudWatch
+// Embedded Metric Format: what CloudWatch would turn into metrics, rather
+// than what the emitter happens to write.
+package emftest
 
 import (
 	"encoding/json"
@@ -21,7 +24,8 @@ var validUnits = map[string]bool{
 // object with an integer millisecond Timestamp and at least one
 // CloudWatchMetrics directive with a Namespace, at most 30 dimensions per
 // set, each a top-level string member, and metrics that are top-level
-// numbers with a valid unit. Tests use it on the lines the functions write.
+// numbers with a valid unit. Tests use it on the lines the functions write
+// (shared/metrics.Emitter.Attrs).
 func Validate(line []byte) error {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(line, &doc); err != nil {

@@ -1,0 +1,554 @@
+package layout_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// exportAllowlist names the exports of shared/ that tooling alone uses and
+// that stay exported all the same. Only a dependency a user really sets and
+// that the style demands be injectable belongs here, each with its reason.
+var exportAllowlist = map[string]string{}
+
+// TestSharedExportsServeTheProduct fails when a shared/ package exports
+// something that only tests, the bench or the development tooling use: a
+// hook the Lambdas' code carries for its tests. Product code is what the
+// Lambdas and webhookctl link, test files excluded; tooling is every test
+// file, the bench module, webhookdev and the internal/ packages the product
+// does not link.
+func TestSharedExportsServeTheProduct(t *testing.T) {
+	// Not behind tier.Heavy: with a warm build cache it runs in seconds;
+	// after an edit, go list first compiles the export data of what
+	// changed, which go test compiles anyway.
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newExports(root)
+	mainPkgs := x.load(t, root, true, "./...")
+	benchPkgs := x.load(t, filepath.Join(root, "bench"), false, ".")
+
+	// The product is what the Lambdas and webhookctl link, through the
+	// module's own packages (every one of them is a root of the load).
+	byID := map[string]*packages.Package{}
+	for _, p := range mainPkgs {
+		byID[p.ID] = p
+	}
+	product := map[string]bool{}
+	var link func(id string)
+	link = func(id string) {
+		p, ok := byID[id]
+		if !ok || product[id] {
+			return
+		}
+		product[id] = true
+		for _, imp := range p.Imports {
+			link(imp.ID)
+		}
+	}
+	for _, p := range mainPkgs {
+		// A package's test main (pkg.test) has an ID equal to its path too.
+		if p.ID == p.PkgPath && !strings.HasSuffix(p.ID, ".test") &&
+			(strings.HasPrefix(p.PkgPath, module+"/functions/") || p.PkgPath == module+"/cmd/webhookctl") {
+			link(p.ID)
+		}
+	}
+
+	for _, p := range mainPkgs {
+		if p.ID == p.PkgPath && product[p.ID] {
+			x.interfaces(p.Types, product)
+			if strings.HasPrefix(p.PkgPath, module+"/shared/") {
+				x.declare(p)
+			}
+		}
+	}
+	for _, p := range mainPkgs {
+		switch {
+		case strings.HasSuffix(p.ID, ".test"):
+			// The generated test main: nothing of anyone's.
+		case p.ID == p.PkgPath && product[p.ID]:
+			x.scan(p, func(string) fileKind { return productFile })
+		case p.ID == p.PkgPath:
+			x.scan(p, func(string) fileKind { return toolingFile })
+		default:
+			// A test variant: its non-test files are the plain package's,
+			// already read; only its test files are new.
+			x.scan(p, func(file string) fileKind {
+				if strings.HasSuffix(file, "_test.go") {
+					return toolingFile
+				}
+				return skippedFile
+			})
+		}
+	}
+	for _, p := range benchPkgs {
+		x.scan(p, func(string) fileKind { return toolingFile })
+	}
+
+	var bad, unused []string
+	for _, key := range x.order {
+		d := x.decls[key]
+		if d.used || x.productUse[key] != "" || x.implements(d) || x.enumUsed(d) {
+			continue
+		}
+		users := x.toolingUse[key]
+		if len(users) == 0 {
+			unused = append(unused, fmt.Sprintf("%s (declared at %s)", d.name, d.at))
+			continue
+		}
+		if _, ok := exportAllowlist[d.name]; ok {
+			continue
+		}
+		files := slices.Sorted(maps.Keys(users))
+		if len(files) > 3 {
+			files = append(files[:3], fmt.Sprintf("and %d more", len(files)-3))
+		}
+		bad = append(bad, fmt.Sprintf("%s (declared at %s) used only by: %s", d.name, d.at, strings.Join(files, ", ")))
+	}
+	for name := range exportAllowlist {
+		if _, ok := x.decls[module+"/"+name]; !ok {
+			t.Errorf("exportAllowlist names %s, which shared/ no longer declares", name)
+		}
+	}
+	for _, u := range unused {
+		t.Logf("exported but used by nobody: %s", u)
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d exports of shared/ serve only tests, the bench or development tooling; "+
+			"unexport them, move them to internal/testkit, or have the test use what a user uses:\n\t%s",
+			len(bad), strings.Join(bad, "\n\t"))
+	}
+}
+
+// fileKind is what a file's references count as.
+type fileKind int
+
+const (
+	productFile fileKind = iota
+	toolingFile
+	skippedFile // read already, in another variant of its package
+)
+
+// decl is one exported identifier of a shared/ package.
+type decl struct {
+	name string // shared/pkg.Name, shared/pkg.Type.Method or shared/pkg.Type.Field
+	at   string // file:line, relative to the module root
+	// method, for a method: its name and signature, to match interfaces.
+	method *types.Func
+	// used is set for what counts as used whoever refers to it: a field
+	// with a struct tag (read by reflection).
+	used bool
+	// block, for a constant of a parenthesized block, is the keys of the
+	// block's exported constants.
+	block *[]string
+}
+
+type exports struct {
+	root  string
+	fset  *token.FileSet
+	decls map[string]*decl
+	order []string
+	// fields maps a struct field, in any load, to its key: a field's
+	// object does not say which type holds it.
+	fields     map[*types.Var]string
+	productUse map[string]string
+	toolingUse map[string]map[string]bool
+	// ifaces holds every interface method as "Name(params)results", and
+	// seen the packages whose interfaces are already in.
+	ifaces map[string]bool
+	seen   map[*types.Package]bool
+}
+
+func newExports(root string) *exports {
+	x := &exports{
+		root:       root,
+		fset:       token.NewFileSet(),
+		decls:      map[string]*decl{},
+		fields:     map[*types.Var]string{},
+		productUse: map[string]string{},
+		toolingUse: map[string]map[string]bool{},
+		ifaces: map[string]bool{
+			// The errors package's protocols, declared as anonymous
+			// interfaces inside its functions.
+			"Unwrap()error": true, "Unwrap()[]error": true, "Is(error)bool": true, "As(any)bool": true,
+		},
+		seen: map[*types.Package]bool{},
+	}
+	return x
+}
+
+func (x *exports) load(t *testing.T, dir string, tests bool, patterns ...string) []*packages.Package {
+	t.Helper()
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedImports | packages.NeedTypes |
+			packages.NeedTypesInfo | packages.NeedSyntax,
+		Dir:   dir,
+		Tests: tests,
+		Fset:  x.fset,
+		Env:   os.Environ(),
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		t.Fatalf("load %v in %s: %v", patterns, dir, err)
+	}
+	var errs []string
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, e := range p.Errors {
+			errs = append(errs, e.Error())
+		}
+	})
+	if len(errs) > 0 {
+		t.Fatalf("load %v in %s:\n%s", patterns, dir, strings.Join(errs, "\n"))
+	}
+	for _, p := range pkgs {
+		x.indexFields(p.Types)
+	}
+	return pkgs
+}
+
+// indexFields records the fields of every named struct type of pkg and of
+// what it imports, under the key of their type.
+func (x *exports) indexFields(pkg *types.Package) {
+	if pkg == nil || x.seen[pkg] {
+		return
+	}
+	x.seen[pkg] = true
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		tn, ok := scope.Lookup(name).(*types.TypeName)
+		if !ok {
+			continue
+		}
+		if s, ok := tn.Type().Underlying().(*types.Struct); ok {
+			for i := range s.NumFields() {
+				f := s.Field(i)
+				x.fields[f] = pkg.Path() + "." + name + "." + f.Name()
+			}
+		}
+	}
+	for _, imp := range pkg.Imports() {
+		x.indexFields(imp)
+	}
+}
+
+// interfaces records the methods of every interface type declared at the
+// top of pkg and of what it imports, the standard library included; an
+// interface of the module's tooling (a package product does not name) makes
+// nothing of shared/ used.
+func (x *exports) interfaces(pkg *types.Package, product map[string]bool) {
+	done := map[*types.Package]bool{}
+	var walk func(p *types.Package)
+	walk = func(p *types.Package) {
+		if p == nil || done[p] {
+			return
+		}
+		done[p] = true
+		if (p.Path() == module || strings.HasPrefix(p.Path(), module+"/")) && !product[p.Path()] {
+			return
+		}
+		scope := p.Scope()
+		for _, name := range scope.Names() {
+			tn, ok := scope.Lookup(name).(*types.TypeName)
+			if !ok {
+				continue
+			}
+			if it, ok := tn.Type().Underlying().(*types.Interface); ok {
+				for i := range it.NumMethods() {
+					x.ifaces[methodSig(it.Method(i))] = true
+				}
+			}
+		}
+		for _, imp := range p.Imports() {
+			walk(imp)
+		}
+	}
+	walk(pkg)
+}
+
+// methodSig spells a method's name and signature without its receiver and
+// parameter names, qualified by package path, so that the same method
+// matches across the loads' separate type universes.
+func methodSig(f *types.Func) string {
+	sig := f.Signature()
+	q := func(p *types.Package) string { return p.Path() }
+	tuple := func(tu *types.Tuple, variadic bool) string {
+		var parts []string
+		for i := range tu.Len() {
+			typ := tu.At(i).Type()
+			if variadic && i == tu.Len()-1 {
+				parts = append(parts, "..."+types.TypeString(typ.(*types.Slice).Elem(), q))
+				continue
+			}
+			parts = append(parts, types.TypeString(typ, q))
+		}
+		return strings.Join(parts, ",")
+	}
+	s := f.Name() + "(" + tuple(sig.Params(), sig.Variadic()) + ")" + tuple(sig.Results(), false)
+	return strings.ReplaceAll(s, "interface{}", "any")
+}
+
+func (x *exports) enumUsed(d *decl) bool {
+	if d.block == nil {
+		return false
+	}
+	return slices.ContainsFunc(*d.block, func(k string) bool { return x.productUse[k] != "" })
+}
+
+func (x *exports) implements(d *decl) bool {
+	return d.method != nil && x.ifaces[methodSig(d.method)]
+}
+
+func (x *exports) rel(pos token.Pos) string {
+	p := x.fset.Position(pos)
+	name, err := filepath.Rel(x.root, p.Filename)
+	if err != nil {
+		name = p.Filename
+	}
+	return fmt.Sprintf("%s:%d", name, p.Line)
+}
+
+func (x *exports) add(key string, obj types.Object, d *decl) {
+	if _, dup := x.decls[key]; dup {
+		return
+	}
+	if d.block != nil {
+		*d.block = append(*d.block, key)
+	}
+	d.name = strings.TrimPrefix(key, module+"/")
+	d.at = x.rel(obj.Pos())
+	x.decls[key] = d
+	x.order = append(x.order, key)
+}
+
+// declare records the exported identifiers of p's hand-written, non-test
+// files: package-level names, the exported methods of its types and the
+// exported fields of its struct types.
+func (x *exports) declare(p *packages.Package) {
+	for _, f := range p.Syntax {
+		if ast.IsGenerated(f) {
+			continue
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				obj, _ := p.TypesInfo.Defs[d.Name].(*types.Func)
+				if obj == nil || !obj.Exported() {
+					continue
+				}
+				if key := objKey(obj); key != "" {
+					dd := &decl{}
+					if d.Recv != nil {
+						dd.method = obj
+					}
+					x.add(key, obj, dd)
+				}
+			case *ast.GenDecl:
+				// The constants of one parenthesized block are one
+				// enumeration (the states, outcomes, kinds a column holds):
+				// a value the product reads back from the database without
+				// naming it is still one of the set.
+				var block *[]string
+				if d.Tok == token.CONST && d.Lparen.IsValid() {
+					block = &[]string{}
+				}
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if obj := p.TypesInfo.Defs[n]; obj != nil && obj.Exported() {
+								x.add(objKey(obj), obj, &decl{block: block})
+							}
+						}
+					case *ast.TypeSpec:
+						obj := p.TypesInfo.Defs[s.Name]
+						if obj == nil {
+							continue
+						}
+						if obj.Exported() {
+							x.add(objKey(obj), obj, &decl{})
+						}
+						st, ok := obj.Type().Underlying().(*types.Struct)
+						if !ok {
+							continue
+						}
+						for i := range st.NumFields() {
+							fv := st.Field(i)
+							if !fv.Exported() {
+								continue
+							}
+							x.add(x.fields[fv], fv, &decl{used: st.Tag(i) != ""})
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// objKey names a package-level object or a method; "" for anything else.
+func objKey(obj types.Object) string {
+	if obj.Pkg() == nil {
+		return ""
+	}
+	if f, ok := obj.(*types.Func); ok {
+		f = f.Origin()
+		if recv := f.Signature().Recv(); recv != nil {
+			t := recv.Type()
+			if p, ok := t.(*types.Pointer); ok {
+				t = p.Elem()
+			}
+			if n, ok := t.(*types.Named); ok {
+				return f.Pkg().Path() + "." + n.Origin().Obj().Name() + "." + f.Name()
+			}
+			return ""
+		}
+	}
+	if obj.Parent() != obj.Pkg().Scope() {
+		return ""
+	}
+	return obj.Pkg().Path() + "." + obj.Name()
+}
+
+// scan records what p's files refer to in shared/, as product or tooling
+// uses as kind says of each file.
+func (x *exports) scan(p *packages.Package, kind func(file string) fileKind) {
+	for _, f := range p.Syntax {
+		file := x.fset.Position(f.Pos()).Filename
+		k := kind(file)
+		if k == skippedFile {
+			continue
+		}
+		prod := k == productFile
+		rel, err := filepath.Rel(x.root, file)
+		if err != nil {
+			rel = file
+		}
+		use := func(key string) {
+			if key == "" {
+				return
+			}
+			if _, ok := x.decls[key]; !ok {
+				return
+			}
+			if prod {
+				if x.productUse[key] == "" {
+					x.productUse[key] = rel
+				}
+				return
+			}
+			if x.toolingUse[key] == nil {
+				x.toolingUse[key] = map[string]bool{}
+			}
+			x.toolingUse[key][rel] = true
+		}
+		field := func(v *types.Var, set bool) {
+			key := x.fields[v.Origin()]
+			if key == "" {
+				return
+			}
+			// A field read inside its own package by product code does not
+			// make it a user's: only setting it, or reading it from outside,
+			// does.
+			if prod && !set && v.Pkg() != nil && v.Pkg().Path() == p.PkgPath {
+				return
+			}
+			use(key)
+		}
+		// Composite-literal keys and assignment targets set a field; the
+		// walk meets them before the identifiers under them.
+		set := map[*ast.Ident]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Ident:
+				obj := p.TypesInfo.Uses[n]
+				if obj == nil {
+					return true
+				}
+				if v, ok := obj.(*types.Var); ok && v.IsField() {
+					field(v, set[n])
+				} else {
+					use(objKey(obj))
+				}
+			case *ast.SelectorExpr:
+				// A promoted field or method reads every embedded field on
+				// its way.
+				s := p.TypesInfo.Selections[n]
+				if s == nil {
+					return true
+				}
+				t := s.Recv()
+				for _, i := range s.Index()[:len(s.Index())-1] {
+					if ptr, ok := t.Underlying().(*types.Pointer); ok {
+						t = ptr.Elem()
+					}
+					st, ok := t.Underlying().(*types.Struct)
+					if !ok {
+						break
+					}
+					field(st.Field(i), false)
+					t = st.Field(i).Type()
+				}
+			case *ast.CompositeLit:
+				tv, ok := p.TypesInfo.Types[n]
+				if !ok {
+					return true
+				}
+				t := tv.Type.Underlying()
+				if ptr, isPtr := t.(*types.Pointer); isPtr {
+					t = ptr.Elem().Underlying()
+				}
+				st, ok := t.(*types.Struct)
+				if !ok {
+					return true
+				}
+				for i, e := range n.Elts {
+					if kv, ok := e.(*ast.KeyValueExpr); ok {
+						if id, ok := kv.Key.(*ast.Ident); ok {
+							set[id] = true
+						}
+					} else if i < st.NumFields() {
+						field(st.Field(i), true)
+					}
+				}
+			case *ast.AssignStmt:
+				for _, lhs := range n.Lhs {
+					markSet(lhs, set)
+				}
+			case *ast.IncDecStmt:
+				markSet(n.X, set)
+			case *ast.UnaryExpr:
+				if n.Op == token.AND {
+					markSet(n.X, set)
+				}
+			}
+			return true
+		})
+	}
+}
+
+// markSet marks the field an assignment's target selects, if any.
+func markSet(e ast.Expr, set map[*ast.Ident]bool) {
+	for {
+		switch v := e.(type) {
+		case *ast.ParenExpr:
+			e = v.X
+			continue
+		case *ast.SelectorExpr:
+			set[v.Sel] = true
+		case *ast.IndexExpr:
+			e = v.X
+			continue
+		}
+		return
+	}
+}
