@@ -63,6 +63,11 @@ type Local struct {
 type Configs struct {
 	Receiver  receiver.Config
 	Processor processor.Config
+	// ProcessorDatabase is the processor's pool (processor.Config's
+	// PoolConfig), and ProcessorArchive where it reads archived bodies
+	// for replays: what the processor Lambda reads beside its settings.
+	ProcessorDatabase storage.PoolConfig
+	ProcessorArchive  blobstore.Config
 	// Operator is the operator function's configuration; the dev stack
 	// serves its API twice, read-only and acting (operatorlocal), as the
 	// template deploys it.
@@ -140,6 +145,11 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	errs = append(errs, err)
 	c.Processor, err = processor.ConfigFromEnv(env)
 	errs = append(errs, err)
+	db, err := storage.PoolConfigFromEnv(env)
+	errs = append(errs, err)
+	c.ProcessorDatabase = c.Processor.PoolConfig(db)
+	c.ProcessorArchive, err = blobstore.ConfigFromEnv(env) // the bucket always has a stand-in
+	errs = append(errs, err)
 	c.Archive, err = archive.ConfigFromEnv(env)
 	errs = append(errs, err)
 	c.Operator, err = operations.ConfigFromEnv(env)
@@ -149,9 +159,9 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		c.Receiver.Metrics.Off = true
 		c.Archive.Metrics.Off = true
 		// A metrics line every run (one a PROCESSOR_RUN_FOR, back to back)
-		// buries the log; the processor still logs each drain that
-		// handled something.
-		c.Processor.Metrics = nil
+		// would bury the log: off, it is a debug line, and the processor
+		// logs each drain that handled something instead.
+		c.Processor.Metrics.Off = true
 	}
 	c.Archive.QuietIdle = true
 	return c, settings.JoinUnique(errs...)

@@ -1,6 +1,7 @@
 package devstack_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,10 +13,13 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // lambdaConfigs are the calls the Lambda mains (functions/*/main.go) read
@@ -24,7 +28,18 @@ import (
 var lambdaConfigs = []func(getenv func(string) string) error{
 	func(g func(string) string) error { _, err := settings.LogLevel(g); return err },
 	func(g func(string) string) error { _, err := receiver.ConfigFromEnv(g); return err },
-	func(g func(string) string) error { _, err := processor.ConfigFromEnv(g); return err },
+	// functions/processor: its settings, and what it runs on, each read by
+	// its own package.
+	func(g func(string) string) error {
+		_, err := processor.ConfigFromEnv(g)
+		_, dbErr := storage.PoolConfigFromEnv(g)
+		_, wakeErr := wake.ConfigFromEnv(g)
+		var s3Err error
+		if g(blobstore.EnvBucket) != "" {
+			_, s3Err = blobstore.ConfigFromEnv(g)
+		}
+		return errors.Join(err, dbErr, wakeErr, s3Err)
+	},
 	func(g func(string) string) error { _, err := archive.ConfigFromEnv(g); return err },
 }
 
@@ -190,6 +205,9 @@ func TestConfigsAreTheLambdas(t *testing.T) {
 	if fingerprint(c.Receiver) != fingerprint(rc) || fingerprint(c.Processor) != fingerprint(pc) {
 		t.Error("the dev stack's receiver or processor differs from the Lambda's")
 	}
+	if db, _ := storage.PoolConfigFromEnv(getenv); fingerprint(c.ProcessorDatabase) != fingerprint(pc.PoolConfig(db)) {
+		t.Error("the dev stack's processor pool differs from the Lambda's")
+	}
 	c.Archive.QuietIdle = false // the one override that stays with --emf
 	if fingerprint(c.Archive) != fingerprint(ac) {
 		t.Error("the dev stack's archive differs from the Lambda's")
@@ -206,7 +224,7 @@ func TestConfigsForAPerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Receiver.Metrics.Off || !c.Archive.Metrics.Off || c.Processor.Metrics != nil || !c.Archive.QuietIdle {
+	if !c.Receiver.Metrics.Off || !c.Archive.Metrics.Off || !c.Processor.Metrics.Off || !c.Archive.QuietIdle {
 		t.Fatalf("EMF or per-drain lines under make dev: %+v %+v %+v", c.Receiver.Metrics, c.Archive.Metrics, c.Processor.Metrics)
 	}
 	if c.Archive.MinAge != time.Minute || c.Archive.S3.Bucket != devstack.Bucket || c.Archive.Prefix != devstack.ArchivePrefix ||

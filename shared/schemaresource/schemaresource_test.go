@@ -149,10 +149,10 @@ type fixture struct {
 	logs    *bytes.Buffer
 }
 
-// tables are the handler packages the tests migrate: the tests' own, not
+// schemas are the handler packages the tests migrate: the tests' own, not
 // the application's, so that what they expect holds whatever a fork
 // registers.
-var tables = []processor.Tables{testhandler.Tables}
+var schemas = []processor.HandlerSchema{testhandler.Schema}
 
 // setup gives each test an empty database (a first deploy's), the roles'
 // secrets, a ResponseURL stand-in, and a handler as the migration function
@@ -190,7 +190,7 @@ func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 	if f.pool == nil {
 		f.pool = pool
 	}
-	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Tables = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), tables
+	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Schemas = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), schemas
 	cfg.PutBackoff = 10 * time.Millisecond
 	h, err := schemaresource.New(cfg)
 	if err != nil {
@@ -295,12 +295,12 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Fatalf("Create answered\n%s\nwant\n%s", got, want)
 	}
 	// The schema is at the latest version, core and handlers.
-	versions, err := dbschema.Migrate(t.Context(), f.pool, tables)
+	versions, err := dbschema.Migrate(t.Context(), f.pool, schemas)
 	if err != nil || versions.Core != int64(v) || versions.Handlers["testhandler"] != 1 || len(versions.Handlers) != 1 {
 		t.Fatalf("versions after Create = %v, %v", versions, err)
 	}
 	// The roles exist, log in, and hold their grants.
-	for _, g := range dbschema.Grants(tables) {
+	for _, g := range dbschema.Grants(schemas) {
 		for _, p := range g.Privileges {
 			var ok bool
 			q := `SELECT has_table_privilege($1, $2, $3)`
