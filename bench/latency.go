@@ -438,8 +438,8 @@ func (f *processorFunction) container(ctx context.Context) (*processor.Processor
 	f.pools = append(f.pools, pool)
 	f.mu.Unlock()
 	cfg := f.cfg
-	cfg.Pool, cfg.Registry, cfg.Logger, cfg.Name = pool, f.reg, f.log, name
-	p, err := processor.New(cfg)
+	cfg.Name = name
+	p, err := processor.New(cfg, processor.Deps{Pool: pool, Registry: f.reg, Logger: f.log})
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", name, err)
 	}

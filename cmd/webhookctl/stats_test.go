@@ -34,7 +34,7 @@ func (f *opsFixture) populate() map[string]int64 {
 	}
 	// Jitter fixed at half the ceiling: the flaky event is due again in
 	// 15s, after the test.
-	p, err := processor.New(processor.Config{
+	p, err := processor.New(processor.Config{}, processor.Deps{
 		Pool: f.pool, Registry: registry(), Rand: func() float64 { return 0.5 },
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})

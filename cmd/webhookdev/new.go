@@ -29,7 +29,7 @@ func newNewHandlerCmd() *cobra.Command {
 		Short: "Write a handler package, its table, its test and its registration",
 		Long: `handler writes shared/handlers/NAME/, following the example packages
 (CONTRIBUTING.md, "Adding a handler"): the handler (it decodes the event and
-records it, once, in the table NAME_events), its goose migration, its Tables,
+records it, once, in the table NAME_events), its goose migration, its Schema,
 its test (run as the processor's database role, on a copy of
 dev/samples/KIND.json) and its two lines in shared/handlers/local.go. It
 never overwrites: an existing package is refused.

@@ -70,7 +70,7 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 			return nil, nil, err
 		}
 		slog.SetDefault(log)
-		a := schemaresource.NewApplier(getenv, handlers.Tables, log)
+		a := schemaresource.NewApplier(getenv, handlers.Schemas, log)
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }, func() {}, nil
 	}
 	if modeErr != nil {
@@ -89,7 +89,7 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Pool, cfg.Logger, cfg.Tables = pool, log, handlers.Tables
+	cfg.Pool, cfg.Logger, cfg.Schemas = pool, log, handlers.Schemas
 	h, err := schemaresource.New(cfg)
 	if err != nil {
 		pool.Close()

@@ -24,11 +24,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
@@ -66,29 +69,27 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, processor.ConfigFromEnv)
+	c, log, err := lambdastart.Configure(getenv, configFromEnv)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
+	c.database.Credentials = creds
+	pool, err := c.database.Open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Pool, cfg.Registry, cfg.Logger = pool, reg, log
-	waker, err := wake.Open(ctx, cfg.Waking)
-	if err != nil {
+	deps := processor.Deps{Pool: pool, Registry: reg, Logger: log}
+	if deps.Wake, err = wake.Open(ctx, c.waking); err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	cfg.Wake = waker
-	if cfg.Archive.Bucket != "" {
-		if cfg.Bodies, err = archive.OpenBodies(ctx, cfg.Archive, pool); err != nil {
+	if c.archive.Bucket != "" {
+		if deps.Bodies, err = archive.OpenBodies(ctx, c.archive, pool); err != nil {
 			pool.Close()
 			return nil, nil, err
 		}
 	}
-	p, err := processor.New(cfg)
+	p, err := processor.New(c.processor, deps)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -105,4 +106,36 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 		return st, nil
 	}
 	return h, pool, nil
+}
+
+// config is what the function reads from its environment: the processor's
+// settings and the connection settings of what it runs on.
+type config struct {
+	processor processor.Config
+	// database is the processor's pool (processor.Config.PoolConfig).
+	database storage.PoolConfig
+	// waking is how the wake-ups reach the control bucket or the function.
+	waking wake.Config
+	// archive is where archived bodies are, for replays; set only when
+	// ARCHIVE_BUCKET is.
+	archive blobstore.Config
+}
+
+// configFromEnv reads config with getenv, reporting every problem at once,
+// each once (the database's, S3's and the wake-ups' readers share
+// variables).
+func configFromEnv(getenv func(string) string) (config, error) {
+	var (
+		c    config
+		errs = make([]error, 4)
+		db   storage.PoolConfig
+	)
+	c.processor, errs[0] = processor.ConfigFromEnv(getenv)
+	db, errs[1] = storage.PoolConfigFromEnv(getenv)
+	c.database = c.processor.Pool(db)
+	c.waking, errs[2] = wake.ConfigFromEnv(getenv)
+	if getenv(blobstore.EnvBucket) != "" {
+		c.archive, errs[3] = blobstore.ConfigFromEnv(getenv)
+	}
+	return c, settings.JoinUnique(errs...)
 }

@@ -267,3 +267,39 @@ func TestSetupRefusesADuplicateRoute(t *testing.T) {
 		t.Fatalf("err = %q, want one line matching %s", err, want)
 	}
 }
+
+// TestConfigFromEnv: the function reads the processor's settings and, each
+// with its own package's reader, the pool (with the processor's session
+// settings), the wake-ups and the archive, reporting every problem at
+// once, each once.
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL": "postgres://x@h/db", "PROCESSOR_HANDLER_TIMEOUT": "1m", "PROCESSOR_SAFETY_MARGIN": "90s",
+		"WAKE_MODE": "object", "WAKE_BUCKET": "control", "ARCHIVE_BUCKET": "archive",
+	}
+	c, err := configFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.database.URL != env["DATABASE_URL"] || c.database.RuntimeParams["statement_timeout"] != "65000" || !c.database.CancelOnContext {
+		t.Errorf("pool = %+v, want DATABASE_URL with the processor's session settings", c.database)
+	}
+	if c.waking.Bucket != "control" {
+		t.Errorf("wake-ups' bucket = %q, want control", c.waking.Bucket)
+	}
+	if c.archive.Bucket != "archive" {
+		t.Errorf("archive's bucket = %q, want archive", c.archive.Bucket)
+	}
+
+	env = map[string]string{"DATABASE_QUERY_MODE": "fast", "PROCESSOR_BATCH_SIZE": "many", "WAKE_MODE": "shout", "ARCHIVE_BUCKET": "b", "ARCHIVE_SSE": "none"}
+	_, err = configFromEnv(func(k string) string { return env[k] })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, v := range []string{"DATABASE_URL", "DATABASE_QUERY_MODE", "PROCESSOR_BATCH_SIZE", "WAKE_MODE", "ARCHIVE_SSE"} {
+		if n := strings.Count(err.Error(), v); n != 1 {
+			t.Errorf("%s named %d times, want once:\n%v", v, n, err)
+		}
+	}
+}

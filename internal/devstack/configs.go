@@ -75,7 +75,8 @@ type Configs struct {
 	Database storage.PoolConfig
 	// Sources are the receiver's sources.
 	Sources *source.Set
-	// S3 is the archive's bucket and how to reach it.
+	// S3 is the archive's bucket and how to reach it (where the processor
+	// reads archived bodies for replays too).
 	S3 blobstore.Config
 	// Waking is how the functions wake each other, read as they read it
 	// so that make dev refuses what they refuse; the dev stack wakes
@@ -169,9 +170,9 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		c.Receiver.Metrics.Off = true
 		c.Archive.Metrics.Off = true
 		// A metrics line every run (one a PROCESSOR_RUN_FOR, back to back)
-		// buries the log; the processor still logs each drain that
-		// handled something.
-		c.Processor.Metrics = nil
+		// would bury the log: off, it is a debug line, and the processor
+		// logs each drain that handled something instead.
+		c.Processor.Metrics.Off = true
 	}
 	return c, settings.JoinUnique(errs...)
 }

@@ -114,9 +114,9 @@ type Options struct {
 	// Register registers the processor's handlers; nil is
 	// handlers.Register, what the processor Lambda runs.
 	Register func(*processor.Registry)
-	// Tables are the handler packages' tables to migrate and grant; nil
-	// is handlers.Tables, what the migration function applies.
-	Tables []processor.Tables
+	// Schemas are the handler packages' tables to migrate and grant; nil
+	// is handlers.Schemas, what the migration function applies.
+	Schemas []processor.HandlerSchema
 	// Timeouts bound the receiver's and the local operator API's reads
 	// (--read-timeout, --idle-timeout); zero fields take the defaults.
 	Timeouts Timeouts
@@ -224,7 +224,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	// The schema, the handlers' tables and the functions' roles, as the
 	// database's owner, the one user that migrates: as the migration
 	// function applies them at each deploy.
-	ownerCfg := cfgs.Processor.Database
+	ownerCfg := cfgs.Database
 	ownerCfg.Credentials = creds
 	ownerPool, err := ownerCfg.Open(ctx)
 	if err != nil {
@@ -268,7 +268,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		pools = append(pools, pool)
 		return pool, nil
 	}
-	procPool, err := open(cfgs.Processor.Database, "processor", migrate.RoleProcessor)
+	procPool, err := open(cfgs.Processor.Pool(cfgs.Database), "processor", migrate.RoleProcessor)
 	if err != nil {
 		return err
 	}
@@ -298,14 +298,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 
 	// The processor, as the Lambda builds it, reading archived bodies for
 	// replays from the same archive.
-	pc := cfgs.Processor
-	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
-	if pc.Archive.Bucket != "" {
-		if pc.Bodies, err = archive.OpenBodies(ctx, pc.Archive, procPool); err != nil {
-			return err
-		}
+	deps := processor.Deps{Pool: procPool, Registry: reg, Logger: log}
+	if deps.Bodies, err = archive.OpenBodies(ctx, cfgs.S3, procPool); err != nil {
+		return err
 	}
-	proc, err := processor.New(pc)
+	proc, err := processor.New(cfgs.Processor, deps)
 	if err != nil {
 		return err
 	}
@@ -526,19 +523,19 @@ func psqlHint(dbURL, passwordFile string) string {
 // roles with their deployed grants and local passwords (dbschema.Apply, as
 // the migration function runs it), returning the passwords.
 func migrateAndRoles(ctx context.Context, pool *pgxpool.Pool, o Options) (map[string]string, dbschema.Versions, error) {
-	tables := o.Tables
-	if tables == nil {
-		tables = handlers.Tables
+	schemas := o.Schemas
+	if schemas == nil {
+		schemas = handlers.Schemas
 	}
 	if o.AsOwner {
-		v, err := dbschema.Migrate(ctx, pool, tables)
+		v, err := dbschema.Migrate(ctx, pool, schemas)
 		return nil, v, err
 	}
 	passwords, err := rolePasswords(o.RolesFile)
 	if err != nil {
 		return nil, dbschema.Versions{}, err
 	}
-	v, err := dbschema.Apply(ctx, pool, tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	v, err := dbschema.Apply(ctx, pool, schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	if err != nil {
 		return nil, v, fmt.Errorf("%w (make dev connects each component as its deployed database role, which the database's owner must be able to create and grant; --as-owner or %s=true connects all as the owner instead)", err, EnvAsOwner)
 	}

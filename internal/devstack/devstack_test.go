@@ -82,7 +82,7 @@ func (p *idlePasses) Handle(_ context.Context, r slog.Record) error {
 // stack file tells an operator's command where it is while it runs; and
 // Ctrl-C stops everything cleanly and removes the file. Each component
 // connects as its deployed role, with a password the stack keeps in its
-// roles file, and a handler writing to a table no Tables declares fails
+// roles file, and a handler writing to a table no Schema declares fails
 // as it would deployed, with the privilege and the entry to add.
 func TestDevStack(t *testing.T) {
 	tier.Heavy(t, "runs the whole dev stack")
@@ -94,7 +94,7 @@ func TestDevStack(t *testing.T) {
 	rolesFile := filepath.Join(t.TempDir(), "roles.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// A table of the user's that no Tables declares: the owner made it,
+	// A table of the user's that no Schema declares: the owner made it,
 	// the processor's role may not write it.
 	owner, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -122,7 +122,7 @@ func TestDevStack(t *testing.T) {
 		done <- devstack.Run(ctx, &out, devstack.Options{
 			ArchiveLog: passes,
 			Addr:       "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
-			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Tables: pgtest.Tables, Getenv: func(k string) string { return env[k] },
+			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Schemas: pgtest.Schemas, Getenv: func(k string) string { return env[k] },
 		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)
@@ -281,7 +281,7 @@ func TestDevStack(t *testing.T) {
 		_ = conn.QueryRow(ctx, `SELECT archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&archived)
 		return archived, fmt.Sprintf("not archived\n%s", out.String())
 	})
-	// A handler writing to a table no Tables declares fails under the
+	// A handler writing to a table no Schema declares fails under the
 	// processor's role, as deployed, naming the privilege and the entry.
 	gh, _ := sources.Lookup("github")
 	ghReq, err := sender.Sample(gh, time.Now())
@@ -295,7 +295,7 @@ func TestDevStack(t *testing.T) {
 		var lastError string
 		_ = conn.QueryRow(ctx, `SELECT coalesce(last_error, '') FROM webhook_events WHERE provider = 'github' AND event_id = $1`, ghReq.EventID).Scan(&lastError)
 		return strings.Contains(lastError, "permission denied for table dev_undeclared (SQLSTATE 42501): the processor's database role lacks INSERT on it") &&
-			strings.Contains(lastError, `processor.Tables Grants ("dev_undeclared": {"INSERT", ...}) and deploy (make dev applies it at start)`), "last_error = " + lastError
+			strings.Contains(lastError, `processor.HandlerSchema Grants ("dev_undeclared": {"INSERT", ...}) and deploy (make dev applies it at start)`), "last_error = " + lastError
 	})
 
 	// Every component connected as its function's role.

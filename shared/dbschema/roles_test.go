@@ -19,11 +19,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -162,7 +162,7 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	ctx := t.Context()
 	owner := pgtest.Pool(t)
 	store := storage.New(owner)
-	clock := time.Now().Add(time.Minute)
+	clock := testclock.At(time.Now().Add(time.Minute))
 	reg := processor.NewRegistry()
 	// The tests' own handler package, not the application's: its table has
 	// an identity column, whose sequence the role must be able to use.
@@ -172,7 +172,7 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		return processor.Permanent(errors.New("never"))
 	})
 	reg.HandleFunc(processor.Source("test"), "slow", func(context.Context, pgx.Tx, *processor.Event) error {
-		clock = clock.Add(55 * time.Second) // the rest of the batch no longer fits the lease
+		clock.Advance(55 * time.Second) // the rest of the batch no longer fits the lease
 		return nil
 	})
 	for _, o := range []factory.EventOpts{
@@ -191,9 +191,9 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	// The metrics' line carries the backlog and the open dead letters, read
 	// at the end of the drain.
 	var logs bytes.Buffer
-	p, err := processor.New(processor.Config{
-		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics.Emitter{},
+	p, err := processor.New(processor.Config{}, processor.Deps{
+		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Clock: clock,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -225,9 +225,8 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		factory.Event(ctx, t, store, &factory.EventOpts{Source: "test", SourceKind: "test", Type: "slow"})
 	}
 	p2, err := processor.New(processor.Config{
-		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
 		Lease: time.Minute, HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, BatchSize: 3,
-	})
+	}, processor.Deps{Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func BenchmarkDrain(b *testing.B) {
 		f, url := benchSetup(b)
 		procs := make([]*processor.Processor, 4)
 		for i := range procs {
-			procs[i] = f.processor(processor.Config{Pool: newPool(b, url), Name: fmt.Sprint("p", i)})
+			procs[i] = f.processorOn(processor.Config{Name: fmt.Sprint("p", i)}, processor.Deps{Pool: newPool(b, url)})
 		}
 		var wg sync.WaitGroup
 		var handled atomic.Int64

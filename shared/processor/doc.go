@@ -40,7 +40,7 @@
 // are never what prevents a second application.
 //
 // Every time the processor writes or compares (lease ends, due times,
-// processed_at) comes from its clock (Config.Now), passed to SQL as a
+// processed_at) comes from its clock (Deps.Clock), passed to SQL as a
 // parameter: tests move the clock instead of sleeping. In production it is
 // the wall clock of each processor, so clocks should be NTP-synchronised, as
 // Lambda's are; skew only shifts when a row is seen as due, never whether it

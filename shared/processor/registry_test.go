@@ -225,7 +225,7 @@ func TestNewRefusesDuplicatesAndLogsShadows(t *testing.T) {
 	dup := processor.NewRegistry()
 	paidByExample(dup)
 	paidByUser(dup)
-	if _, err := processor.New(processor.Config{Pool: f.pool, Registry: dup}); err == nil ||
+	if _, err := processor.New(processor.Config{}, processor.Deps{Pool: f.pool, Registry: dup}); err == nil ||
 		!strings.Contains(err.Error(), "route kind stripe, type invoice.paid registered twice: by shared/processor_test.paidByExample") {
 		t.Fatalf("New with a duplicate route: %v", err)
 	}
@@ -238,10 +238,10 @@ func TestNewRefusesDuplicatesAndLogsShadows(t *testing.T) {
 		t.Fatalf("shadow log lines = %v", lines)
 	}
 	l := lines[0]
-	if l["level"] != "WARN" || l["source"] != "stripe" || l["route"] != "source stripe, type invoice.paid" ||
-		l["shadows"] != "kind stripe, type invoice.paid" ||
-		!strings.HasPrefix(fmt.Sprint(l["route_site"]), "shared/processor_test.TestNewRefusesDuplicatesAndLogsShadows (registry_test.go:") {
-		t.Errorf("shadow line = %v", l)
+	check(t, "shadow line", l, map[string]any{"level": "WARN", "source": "stripe", "route": "source stripe, type invoice.paid",
+		"shadows": "kind stripe, type invoice.paid"})
+	if site := fmt.Sprint(l["route_site"]); !strings.HasPrefix(site, "shared/processor_test.TestNewRefusesDuplicatesAndLogsShadows (registry_test.go:") {
+		t.Errorf("shadow line's route_site = %q, want this test's registration", site)
 	}
 }
 

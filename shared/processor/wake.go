@@ -30,19 +30,19 @@ func (p *Processor) armNext(ctx context.Context, st Stats) error {
 	if err != nil {
 		return fmt.Errorf("processor: arm the next wake-up: %w", err)
 	}
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	if next != nil {
 		at := *next
 		if at.Before(now) {
 			at = now
 		}
-		if err := p.cfg.Wake.Arm(ctx, wake.TargetProcessor, at); err != nil {
+		if err := p.wake.Arm(ctx, wake.TargetProcessor, at); err != nil {
 			return fmt.Errorf("processor: arm the next wake-up: %w", err)
 		}
 	}
 	if p.cfg.ArchiveAfter > 0 && st.Handled+st.Unhandled > 0 {
 		at := now.Add(p.cfg.ArchiveAfter).Truncate(time.Hour).Add(time.Hour)
-		if err := p.cfg.Wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
+		if err := p.wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
 			return fmt.Errorf("processor: arm the archiver: %w", err)
 		}
 	}

@@ -24,19 +24,19 @@ import (
 // the credentials are the request's.
 type Applier struct {
 	getenv  func(string) string
-	tables  []processor.Tables
+	schemas []processor.HandlerSchema
 	log     *slog.Logger
 	initErr error
 }
 
 // NewApplier returns the apply mode's handler, reading the database's
-// variables with getenv at each request and migrating tables (the
-// handler packages', handlers.Tables) as Config.Tables says.
-func NewApplier(getenv func(string) string, tables []processor.Tables, log *slog.Logger) *Applier {
+// variables with getenv at each request and migrating schemas (the
+// handler packages', handlers.Schemas) as Config.Schemas says.
+func NewApplier(getenv func(string) string, schemas []processor.HandlerSchema, log *slog.Logger) *Applier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Applier{getenv: getenv, tables: tables, log: log}
+	return &Applier{getenv: getenv, schemas: schemas, log: log}
 }
 
 // FailingApplier returns the handler of an apply function whose start-up
@@ -148,7 +148,7 @@ func (a *Applier) apply(work context.Context, reserve time.Duration, req ApplyRe
 		return failed(rt + " failed: " + err.Error())
 	}
 	defer pool.Close()
-	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Tables = pool, sm, a.log, a.tables
+	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Schemas = pool, sm, a.log, a.schemas
 	h := newHandler(cfg)
 	res, values := h.createOrUpdate(work, reserve, rt, req.Properties)
 	res.Reason = cfnresponse.Redact(res.Reason, values)

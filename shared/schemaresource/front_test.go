@@ -101,7 +101,7 @@ func setupFront(t *testing.T, applyEnv map[string]string) *frontFixture {
 			return v
 		}
 		return map[string]string{schemaresource.EnvRolesAuth: "password", schemaresource.EnvLocalResponseURL: "true"}[k]
-	}, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	}, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	f.api = newInvokeAPI(t, func(ctx context.Context, raw json.RawMessage) (any, error) { return f.apply.HandleEvent(ctx, raw) })
 	f.front = f.newFront(lambdaClient(f.api.srv.URL))
 	f.handler(f.url) // the owner's pool, for the checks
@@ -264,7 +264,7 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 			f.secrets.values[adminARN] = "postgres://postgres:" + adminPassword + "@127.0.0.1:1/inbox?sslmode=disable"
 			fn := c.fn
 			if fn == nil {
-				a := schemaresource.NewApplier(testApplyEnv, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
+				a := schemaresource.NewApplier(testApplyEnv, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
 				fn = func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
 			}
 			f.api = newInvokeAPI(t, fn)
@@ -325,7 +325,7 @@ func applyRequest(f *fixture, props map[string]any) schemaresource.ApplyRequest 
 func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := schemaresource.NewApplier(testApplyEnv, tables, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	a := schemaresource.NewApplier(testApplyEnv, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	encode := func(v any) json.RawMessage {
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -171,9 +171,9 @@ type Config struct {
 	// LocalResponseURL lets Handle answer a loopback ResponseURL
 	// (MIGRATOR_LOCAL_RESPONSE_URL): local stacks and tests only.
 	LocalResponseURL bool
-	// Tables are the handler packages' tables to migrate and grant:
-	// handlers.Tables, which the migration function passes.
-	Tables []processor.Tables
+	// Schemas are the handler packages' tables to migrate and grant:
+	// handlers.Schemas, which the migration function passes.
+	Schemas []processor.HandlerSchema
 	// Secrets reads the roles' secrets (password mode); nil loads the AWS
 	// configuration on first use.
 	Secrets secrets.Getter
@@ -398,7 +398,7 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 			values = append(values, pw)
 		}
 	}
-	v, err := dbschema.Apply(ctx, h.cfg.Pool, h.cfg.Tables, opts)
+	v, err := dbschema.Apply(ctx, h.cfg.Pool, h.cfg.Schemas, opts)
 	return v, values, err
 }
 

@@ -151,10 +151,10 @@ type fixture struct {
 	logs    *bytes.Buffer
 }
 
-// tables are the handler packages the tests migrate: the tests' own, not
+// schemas are the handler packages the tests migrate: the tests' own, not
 // the application's, so that what they expect holds whatever a fork
 // registers.
-var tables = []processor.Tables{testhandler.Tables}
+var schemas = []processor.HandlerSchema{testhandler.Schema}
 
 // setup gives each test an empty database (a first deploy's), the roles'
 // secrets, a ResponseURL stand-in, and a handler as the migration function
@@ -192,7 +192,7 @@ func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 	if f.pool == nil {
 		f.pool = pool
 	}
-	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Tables = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), tables
+	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Schemas = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), schemas
 	h, err := schemaresource.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
@@ -296,7 +296,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Fatalf("Create answered\n%s\nwant\n%s", got, want)
 	}
 	// The schema is at the latest version, core and handlers.
-	versions, err := dbschema.Migrate(t.Context(), f.pool, tables)
+	versions, err := dbschema.Migrate(t.Context(), f.pool, schemas)
 	if err != nil {
 		t.Fatalf("versions after Create: %v", err)
 	}
@@ -308,7 +308,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.FailNow()
 	}
 	// The roles exist, log in, and hold their grants.
-	for _, g := range dbschema.Grants(tables) {
+	for _, g := range dbschema.Grants(schemas) {
 		for _, p := range g.Privileges {
 			var ok bool
 			q := `SELECT has_table_privilege($1, $2, $3)`

@@ -101,7 +101,7 @@ func TestMigrationFrontUnderTheEmulator(t *testing.T) {
 		"AWS_ENDPOINT_URL_LAMBDA=" + apply.Endpoint()}, secrets.Env()...)
 	front := start("MigrationFrontFunction", bins["MigrationFrontFunction"], 90*time.Second, frontEnv...)
 
-	want := latest(t, handlers.Tables)
+	want := latest(t, handlers.Schemas)
 	version := int(want.Core)
 	ok := fmt.Sprintf("schema at version %s; roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", want)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, version)

@@ -370,14 +370,19 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 				t.Errorf("the receiver wakes %+v, want %s of %s, markers in %s", waking, wakeMode, processorName, control)
 			}
 		case "ProcessorFunction":
-			c, err := processor.ConfigFromEnv(resolved)
-			if err != nil {
+			// As functions/processor reads it: its settings, and what it
+			// runs on with its own packages' readers.
+			_, err := processor.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			bodies, s3Err := blobstore.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, wakeErr, s3Err); err != nil {
 				t.Errorf("the processor refuses its environment: %v", err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
-			if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != control || c.Archive.Bucket != s.bucketName("ArchiveBucket") {
-				t.Errorf("the processor wakes %+v, reads the archive %q", c.Waking, c.Archive.Bucket)
+			connects(id, db.URL, functions, dbRoles[id])
+			if waking.Mode != wake.ModeNone || waking.Bucket != control || bodies.Bucket != s.bucketName("ArchiveBucket") {
+				t.Errorf("the processor wakes %+v, reads the archive %q", waking, bodies.Bucket)
 			}
 		case "ArchiverFunction":
 			// What functions/archiver reads: its settings, its pool, its
@@ -434,9 +439,18 @@ func TestWokenProcessorSettings(t *testing.T) {
 		tpl, res := load(t, map[string]any{"Profile": p})
 		fn := tpl.Functions["ProcessorFunction"]
 		db := map[string]string{"DATABASE_URL": "postgres://template-test@127.0.0.1:1/x"} // the secret's, in AWS
-		c, err := processor.ConfigFromEnv(deployedEnv(t, tpl, "ProcessorFunction", db))
+		env := deployedEnv(t, tpl, "ProcessorFunction", db)
+		c, err := processor.ConfigFromEnv(env)
 		if err != nil {
 			t.Fatalf("%s: the processor refuses the template's environment: %v", p, err)
+		}
+		waking, err := wake.ConfigFromEnv(env)
+		if err != nil {
+			t.Fatalf("%s: the processor's wake-ups: %v", p, err)
+		}
+		bodies, err := blobstore.ConfigFromEnv(env)
+		if err != nil {
+			t.Fatalf("%s: the processor's archive: %v", p, err)
 		}
 		for id := range wakers {
 			w, err := wake.ConfigFromEnv(deployedEnv(t, tpl, id, nil))
@@ -447,15 +461,15 @@ func TestWokenProcessorSettings(t *testing.T) {
 				t.Errorf("%s: the processor lingers %v, %s debounces %v: a debounced receipt waits for the sweep", p, c.RunFor, id, w.Debounce)
 			}
 		}
-		if c.RunFor <= c.Waking.Debounce || c.RunFor > 5*time.Second || c.PollInterval >= c.RunFor {
-			t.Errorf("%s: each wake-up runs %v polling every %v (debounce %v)", p, c.RunFor, c.PollInterval, c.Waking.Debounce)
+		if c.RunFor <= waking.Debounce || c.RunFor > 5*time.Second || c.PollInterval >= c.RunFor {
+			t.Errorf("%s: each wake-up runs %v polling every %v (debounce %v)", p, c.RunFor, c.PollInterval, waking.Debounce)
 		}
 		if fn.Timeout <= c.RunFor+c.SafetyMargin {
 			t.Errorf("%s: timeout %s leaves no room for the run (%s) and its safety margin (%s)", p, fn.Timeout, c.RunFor, c.SafetyMargin)
 		}
-		if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != (standIns{}).bucketName("ControlBucket") || c.ArchiveAfter != 7*24*time.Hour ||
-			c.Archive.Bucket != (standIns{}).bucketName("ArchiveBucket") {
-			t.Errorf("%s: waking %+v, archive after %v, archive %q", p, c.Waking, c.ArchiveAfter, c.Archive.Bucket)
+		if waking.Mode != wake.ModeNone || waking.Bucket != (standIns{}).bucketName("ControlBucket") || c.ArchiveAfter != 7*24*time.Hour ||
+			bodies.Bucket != (standIns{}).bucketName("ArchiveBucket") {
+			t.Errorf("%s: waking %+v, archive after %v, archive %q", p, waking, c.ArchiveAfter, bodies.Bucket)
 		}
 		if eic := mustJSON(props(t, res, "ProcessorFunction")["EventInvokeConfig"]); eic != `{"MaximumEventAgeInSeconds":900,"MaximumRetryAttempts":2}` {
 			t.Errorf("%s: the processor's EventInvokeConfig %s", p, eic)

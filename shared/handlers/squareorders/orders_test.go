@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -23,7 +24,7 @@ import (
 
 // TestMain gives the tests databases with the package's tables, whether or
 // not shared/handlers registers it.
-func TestMain(m *testing.M) { pgtest.Main(m, squareorders.Tables) }
+func TestMain(m *testing.M) { pgtest.Main(m, squareorders.Schema) }
 
 const orderID = "eA3vssLHKJrv9H0IdJCM3gNqfdcZY"
 
@@ -52,10 +53,8 @@ func setup(t *testing.T) *fixture {
 
 func (f *fixture) processor() *processor.Processor {
 	f.t.Helper()
-	p, err := processor.New(processor.Config{
-		Pool: pgtest.As(f.t, f.pool, migrate.RoleProcessor), Registry: f.reg, Now: func() time.Time { return f.now },
-		SourceKinds: map[string]string{"square": "square"},
-	})
+	p, err := processor.New(processor.Config{SourceKinds: map[string]string{"square": "square"}},
+		processor.Deps{Pool: pgtest.As(f.t, f.pool, migrate.RoleProcessor), Registry: f.reg, Clock: testclock.At(f.now)})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -21,7 +22,7 @@ import (
 
 // TestMain gives the tests databases with the package's tables, whether or
 // not shared/handlers registers it.
-func TestMain(m *testing.M) { pgtest.Main(m, stripedunning.Tables) }
+func TestMain(m *testing.M) { pgtest.Main(m, stripedunning.Schema) }
 
 const (
 	invoiceID  = "in_1PzInvA1b2C3d4E5"
@@ -48,10 +49,8 @@ func setup(t *testing.T) *fixture {
 	reg := processor.NewRegistry()
 	stripedunning.Register(reg, processor.Kind("stripe"))
 	now := time.Now().Add(time.Minute) // past every event's insert time
-	p, err := processor.New(processor.Config{
-		Pool: pgtest.As(t, pool, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return now },
-		SourceKinds: map[string]string{"stripe": "stripe", "stripe-eu": "stripe"},
-	})
+	p, err := processor.New(processor.Config{SourceKinds: map[string]string{"stripe": "stripe", "stripe-eu": "stripe"}},
+		processor.Deps{Pool: pgtest.As(t, pool, migrate.RoleProcessor), Registry: reg, Clock: testclock.At(now)})
 	if err != nil {
 		t.Fatal(err)
 	}

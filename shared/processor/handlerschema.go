@@ -2,7 +2,7 @@ package processor
 
 import "io/fs"
 
-// Tables describes a handler package's own tables for the migration
+// HandlerSchema describes a handler package's own tables for the migration
 // function, which alone changes the schema: it applies Migrations with
 // their own goose version table, and grants the processor's database role
 // Grants on them, and nothing else. The processor never runs DDL; its role
@@ -13,14 +13,14 @@ import "io/fs"
 //	//go:embed migrations/*.sql
 //	var migrations embed.FS
 //
-//	var Tables = processor.Tables{
+//	var Schema = processor.HandlerSchema{
 //		Name: "stripedunning", Migrations: migrations, Dir: "migrations",
 //		VersionTable: "stripedunning_goose_db_version",
 //		Grants: map[string][]string{"stripe_dunning": {"SELECT", "INSERT", "UPDATE"}},
 //	}
 //
-// and shared/handlers lists it in handlers.Tables.
-type Tables struct {
+// and shared/handlers lists it in handlers.Schemas.
+type HandlerSchema struct {
 	// Name is the package's, for errors and the migration's report.
 	Name string
 	// Migrations holds the goose SQL files, in folder Dir.
