@@ -14,8 +14,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -42,34 +42,27 @@ type Handler func(context.Context, json.RawMessage) (Summary, error)
 
 // setup reads the configuration and builds the handler. The pool and the S3
 // client are made once per container, at init, and reused.
-func setup(ctx context.Context, getenv func(string) string) (Handler, func(), error) {
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+func setup(ctx context.Context, getenv func(string) string) (_ Handler, _ func(), err error) {
+	c, err := lambdadb.Connect(ctx, getenv, envFrom, func(e env, db storage.PoolConfig) storage.PoolConfig { return e.cfg.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	env, log, err := lambdastart.Configure(getenv, envFrom)
-	if err != nil {
-		return nil, nil, err
-	}
-	db := env.cfg.Pool(env.db)
-	db.Credentials = creds
-	pool, err := db.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
+	defer func() {
+		if err != nil {
+			c.Pool.Close()
+		}
+	}()
+	env := c.Config
 	blobs, err := blobstore.Open(ctx, env.s3)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	waker, err := wake.Open(ctx, env.waking)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
-	a, err := archive.New(env.cfg, archive.Deps{Store: storage.New(pool), Blobs: blobs, Logger: log, Wake: waker})
+	a, err := archive.New(env.cfg, archive.Deps{Store: storage.New(c.Pool), Blobs: blobs, Logger: c.Log, Wake: waker})
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	h := func(ctx context.Context, _ json.RawMessage) (Summary, error) {
@@ -84,14 +77,13 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 			BodyBytes: res.BodyBytes, Swept: res.Swept, Truncated: res.Truncated,
 		}, err
 	}
-	return h, pool.Close, nil
+	return h, c.Pool.Close, nil
 }
 
-// env is what the archiver reads from its environment: its settings, and
-// what its dependencies are opened from.
+// env is what the archiver reads from its environment beside the
+// database's settings: its own, and what its dependencies are opened from.
 type env struct {
 	cfg    archive.Config
-	db     storage.PoolConfig
 	s3     blobstore.Config
 	waking wake.Config
 }
@@ -99,10 +91,9 @@ type env struct {
 // envFrom reads env with getenv, every problem at once.
 func envFrom(getenv func(string) string) (env, error) {
 	var e env
-	var errs [4]error
+	var errs [3]error
 	e.cfg, errs[0] = archive.ConfigFromEnv(getenv)
-	e.db, errs[1] = storage.PoolConfigFromEnv(getenv)
-	e.s3, errs[2] = blobstore.ConfigFromEnv(getenv)
-	e.waking, errs[3] = wake.ConfigFromEnv(getenv)
+	e.s3, errs[1] = blobstore.ConfigFromEnv(getenv)
+	e.waking, errs[2] = wake.ConfigFromEnv(getenv)
 	return e, errors.Join(errs[:]...)
 }

@@ -12,16 +12,15 @@ package main
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
@@ -36,35 +35,24 @@ func main() {
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and so is the archive's client (which
 // makes no request until an archive request needs it).
-func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+func setup(ctx context.Context, getenv func(string) string) (_ func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), _ func(), err error) {
+	c, err := lambdadb.Connect(ctx, getenv, envFrom, func(e env, db storage.PoolConfig) storage.PoolConfig { return e.cfg.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	env, log, err := lambdastart.Configure(getenv, envFrom)
-	if err != nil {
-		return nil, nil, err
-	}
+	defer func() {
+		if err != nil {
+			c.Pool.Close()
+		}
+	}()
+	c.Ping(ctx, "operator")
+	env, log, pool := c.Config, c.Log, c.Pool
 	cfg := env.cfg
-	db := cfg.Pool(env.db)
-	db.Credentials = creds
-	pool, err := db.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Connect at init so the first request does not pay for it; a
-	// database down now answers 503 until it is back.
-	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		log.Warn("operator: database not reachable at init; requests will answer 503 until it is", "err", err)
-	}
 	deps := operations.Deps{Store: storage.New(pool), Logger: log}
 	if cfg.Access == operations.AccessAct {
 		// A requeue or replay wakes the processor, which runs only when
 		// woken.
 		if deps.Wake, err = wake.Open(ctx, env.waking); err != nil {
-			pool.Close()
 			return nil, nil, err
 		}
 	}
@@ -72,18 +60,15 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 		// Opening the bucket makes no request: a cold start that serves
 		// no archive request pays only for the client.
 		if deps.Blobs, err = blobstore.Open(ctx, env.s3); err != nil {
-			pool.Close()
 			return nil, nil, err
 		}
 	}
 	svc, err := operations.New(cfg, deps)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	h, err := operatorapi.New(operatorapi.Deps{API: svc, Caller: caller, RequestID: lambdahttp.RequestID, Logger: log})
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	log.Info("operator: ready", "access", cfg.Access, "archive", cfg.Archive != nil)
@@ -104,7 +89,6 @@ func caller(r *http.Request) (operatorapi.Caller, bool) {
 // settings, and what its dependencies are opened from.
 type env struct {
 	cfg    operations.Config
-	db     storage.PoolConfig
 	s3     blobstore.Config
 	waking wake.Config
 }
@@ -114,12 +98,11 @@ type env struct {
 // is read only where the archive is configured.
 func envFrom(getenv func(string) string) (env, error) {
 	var e env
-	errs := make([]error, 4)
+	errs := make([]error, 3)
 	e.cfg, errs[0] = operations.ConfigFromEnv(getenv)
-	e.db, errs[1] = storage.PoolConfigFromEnv(getenv)
-	e.waking, errs[2] = wake.ConfigFromEnv(getenv)
+	e.waking, errs[1] = wake.ConfigFromEnv(getenv)
 	if operations.ArchiveConfigured(getenv) {
-		e.s3, errs[3] = blobstore.ConfigFromEnv(getenv)
+		e.s3, errs[2] = blobstore.ConfigFromEnv(getenv)
 	}
 	return e, settings.JoinUnique(errs...)
 }

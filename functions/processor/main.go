@@ -27,9 +27,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
@@ -57,7 +57,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 
 // setupWith is setup with the handlers register wires (tests give their
 // own).
-func setupWith(ctx context.Context, getenv func(string) string, register func(*processor.Registry)) (handlerFunc, *pgxpool.Pool, error) {
+func setupWith(ctx context.Context, getenv func(string) string, register func(*processor.Registry)) (_ handlerFunc, _ *pgxpool.Pool, err error) {
 	// The handlers first: a route registered twice fails start-up with one
 	// line naming both registrations, before any connection is made.
 	reg := processor.NewRegistry()
@@ -65,33 +65,27 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 	if err := reg.Err(); err != nil {
 		return nil, nil, err
 	}
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+	c, err := lambdadb.Connect(ctx, getenv, configFromEnv, func(c config, db storage.PoolConfig) storage.PoolConfig { return c.processor.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	c, log, err := lambdastart.Configure(getenv, configFromEnv)
-	if err != nil {
+	defer func() {
+		if err != nil {
+			c.Pool.Close()
+		}
+	}()
+	cfg, log := c.Config, c.Log
+	deps := processor.Deps{Pool: c.Pool, Registry: reg, Logger: log}
+	if deps.Wake, err = wake.Open(ctx, cfg.waking); err != nil {
 		return nil, nil, err
 	}
-	c.database.Credentials = creds
-	pool, err := c.database.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	deps := processor.Deps{Pool: pool, Registry: reg, Logger: log}
-	if deps.Wake, err = wake.Open(ctx, c.waking); err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	if c.archive.Bucket != "" {
-		if deps.Bodies, err = archive.OpenBodies(ctx, c.archive, pool); err != nil {
-			pool.Close()
+	if cfg.archive.Bucket != "" {
+		if deps.Bodies, err = archive.OpenBodies(ctx, cfg.archive, c.Pool); err != nil {
 			return nil, nil, err
 		}
 	}
-	p, err := processor.New(c.processor, deps)
+	p, err := processor.New(cfg.processor, deps)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 
@@ -105,15 +99,14 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 		// or "processor: drain metrics" with PROCESSOR_RUN_FOR=0).
 		return st, nil
 	}
-	return h, pool, nil
+	return h, c.Pool, nil
 }
 
-// config is what the function reads from its environment: the processor's
-// settings and the connection settings of what it runs on.
+// config is what the function reads from its environment beside the
+// database's settings: the processor's settings and the connection
+// settings of what it runs on.
 type config struct {
 	processor processor.Config
-	// database is the processor's pool (processor.Config.PoolConfig).
-	database storage.PoolConfig
 	// waking is how the wake-ups reach the control bucket or the function.
 	waking wake.Config
 	// archive is where archived bodies are, for replays; set only when
@@ -122,20 +115,16 @@ type config struct {
 }
 
 // configFromEnv reads config with getenv, reporting every problem at once,
-// each once (the database's, S3's and the wake-ups' readers share
-// variables).
+// each once (S3's and the wake-ups' readers share variables).
 func configFromEnv(getenv func(string) string) (config, error) {
 	var (
 		c    config
-		errs = make([]error, 4)
-		db   storage.PoolConfig
+		errs = make([]error, 3)
 	)
 	c.processor, errs[0] = processor.ConfigFromEnv(getenv)
-	db, errs[1] = storage.PoolConfigFromEnv(getenv)
-	c.database = c.processor.Pool(db)
-	c.waking, errs[2] = wake.ConfigFromEnv(getenv)
+	c.waking, errs[1] = wake.ConfigFromEnv(getenv)
 	if getenv(blobstore.EnvBucket) != "" {
-		c.archive, errs[3] = blobstore.ConfigFromEnv(getenv)
+		c.archive, errs[2] = blobstore.ConfigFromEnv(getenv)
 	}
 	return c, settings.JoinUnique(errs...)
 }

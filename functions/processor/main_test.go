@@ -269,9 +269,9 @@ func TestSetupRefusesADuplicateRoute(t *testing.T) {
 }
 
 // TestConfigFromEnv: the function reads the processor's settings and, each
-// with its own package's reader, the pool (with the processor's session
-// settings), the wake-ups and the archive, reporting every problem at
-// once, each once.
+// with its own package's reader, the wake-ups and the archive, reporting
+// every problem at once, each once (the database's settings are
+// lambdadb.Connect's, with the processor's session settings).
 func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
@@ -282,8 +282,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.database.URL != env["DATABASE_URL"] || c.database.RuntimeParams["statement_timeout"] != "65000" || !c.database.CancelOnContext {
-		t.Errorf("pool = %+v, want DATABASE_URL with the processor's session settings", c.database)
+	if pool := c.processor.Pool(storage.PoolConfig{URL: env["DATABASE_URL"]}); pool.RuntimeParams["statement_timeout"] != "65000" || !pool.CancelOnContext {
+		t.Errorf("pool = %+v, want the processor's session settings", pool)
 	}
 	if c.waking.Bucket != "control" {
 		t.Errorf("wake-ups' bucket = %q, want control", c.waking.Bucket)
@@ -297,7 +297,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, v := range []string{"DATABASE_URL", "DATABASE_QUERY_MODE", "PROCESSOR_BATCH_SIZE", "WAKE_MODE", "ARCHIVE_SSE"} {
+	for _, v := range []string{"PROCESSOR_BATCH_SIZE", "WAKE_MODE", "ARCHIVE_SSE"} {
 		if n := strings.Count(err.Error(), v); n != 1 {
 			t.Errorf("%s named %d times, want once:\n%v", v, n, err)
 		}
