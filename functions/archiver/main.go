@@ -10,12 +10,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -89,11 +89,8 @@ type env struct {
 }
 
 // envFrom reads env with getenv, every problem at once.
-func envFrom(getenv func(string) string) (env, error) {
-	var e env
-	var errs [3]error
-	e.cfg, errs[0] = archive.ConfigFromEnv(getenv)
-	e.s3, errs[1] = blobstore.ConfigFromEnv(getenv)
-	e.waking, errs[2] = wake.ConfigFromEnv(getenv)
-	return e, errors.Join(errs[:]...)
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, archive.ConfigFromEnv),
+		settings.Into(&e.s3, blobstore.ConfigFromEnv), settings.Into(&e.waking, wake.ConfigFromEnv))
+	return e, err
 }

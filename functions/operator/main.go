@@ -96,13 +96,11 @@ type env struct {
 // envFrom reads env with getenv, every problem at once, each once (the
 // archive's and the operator's settings share ARCHIVE_MIN_AGE). The bucket
 // is read only where the archive is configured.
-func envFrom(getenv func(string) string) (env, error) {
-	var e env
-	errs := make([]error, 3)
-	e.cfg, errs[0] = operations.ConfigFromEnv(getenv)
-	e.waking, errs[1] = wake.ConfigFromEnv(getenv)
+func envFrom(getenv func(string) string) (e env, err error) {
+	read := []settings.Reader{settings.Into(&e.cfg, operations.ConfigFromEnv), settings.Into(&e.waking, wake.ConfigFromEnv)}
 	if operations.ArchiveConfigured(getenv) {
-		e.s3, errs[2] = blobstore.ConfigFromEnv(getenv)
+		read = append(read, settings.Into(&e.s3, blobstore.ConfigFromEnv))
 	}
-	return e, settings.JoinUnique(errs...)
+	err = settings.ReadAll(getenv, read...)
+	return e, err
 }

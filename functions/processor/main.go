@@ -116,15 +116,11 @@ type config struct {
 
 // configFromEnv reads config with getenv, reporting every problem at once,
 // each once (S3's and the wake-ups' readers share variables).
-func configFromEnv(getenv func(string) string) (config, error) {
-	var (
-		c    config
-		errs = make([]error, 3)
-	)
-	c.processor, errs[0] = processor.ConfigFromEnv(getenv)
-	c.waking, errs[1] = wake.ConfigFromEnv(getenv)
+func configFromEnv(getenv func(string) string) (c config, err error) {
+	read := []settings.Reader{settings.Into(&c.processor, processor.ConfigFromEnv), settings.Into(&c.waking, wake.ConfigFromEnv)}
 	if getenv(blobstore.EnvBucket) != "" {
-		c.archive, errs[2] = blobstore.ConfigFromEnv(getenv)
+		read = append(read, settings.Into(&c.archive, blobstore.ConfigFromEnv))
 	}
-	return c, settings.JoinUnique(errs...)
+	err = settings.ReadAll(getenv, read...)
+	return c, err
 }

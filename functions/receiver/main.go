@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -13,6 +12,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
@@ -72,11 +72,8 @@ type env struct {
 }
 
 // envFrom reads env with getenv, every problem at once.
-func envFrom(getenv func(string) string) (env, error) {
-	var e env
-	var errs [3]error
-	e.cfg, errs[0] = receiver.ConfigFromEnv(getenv)
-	e.sources, errs[1] = source.Load(getenv)
-	e.waking, errs[2] = wake.ConfigFromEnv(getenv)
-	return e, errors.Join(errs[:]...)
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, receiver.ConfigFromEnv),
+		settings.Into(&e.sources, source.Load), settings.Into(&e.waking, wake.ConfigFromEnv))
+	return e, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
@@ -57,12 +58,9 @@ type env struct {
 }
 
 // envFrom reads env with getenv, every problem at once.
-func envFrom(getenv func(string) string) (env, error) {
-	var e env
-	var errs [2]error
-	e.cfg, errs[0] = relay.ConfigFromEnv(getenv)
-	e.conn, errs[1] = blobstore.ConnectionFromEnv(getenv)
-	return e, errors.Join(errs[:]...)
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, relay.ConfigFromEnv), settings.Into(&e.conn, blobstore.ConnectionFromEnv))
+	return e, err
 }
 
 // failing is the handler of a relay whose start-up failed: every event

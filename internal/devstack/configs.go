@@ -145,26 +145,17 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		return getenv(k)
 	}
 
-	var errs []error
-	var err error
-	c.LogLevel, err = settings.LogLevel(env)
-	errs = append(errs, err)
-	c.Receiver, err = receiver.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Processor, err = processor.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Archive, err = archive.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Operator, err = operations.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Database, err = storage.PoolConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Sources, err = source.Load(env)
-	errs = append(errs, err)
-	c.S3, err = blobstore.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Waking, err = wake.ConfigFromEnv(env)
-	errs = append(errs, err)
+	err := settings.ReadAll(env,
+		settings.Into(&c.LogLevel, settings.LogLevel),
+		settings.Into(&c.Receiver, receiver.ConfigFromEnv),
+		settings.Into(&c.Processor, processor.ConfigFromEnv),
+		settings.Into(&c.Archive, archive.ConfigFromEnv),
+		settings.Into(&c.Operator, operations.ConfigFromEnv),
+		settings.Into(&c.Database, storage.PoolConfigFromEnv),
+		settings.Into(&c.Sources, source.Load),
+		settings.Into(&c.S3, blobstore.ConfigFromEnv),
+		settings.Into(&c.Waking, wake.ConfigFromEnv),
+	)
 
 	if !local.EMF {
 		c.Receiver.Metrics.Off = true
@@ -174,7 +165,7 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		// logs each drain that handled something instead.
 		c.Processor.Metrics.Off = true
 	}
-	return c, settings.JoinUnique(errs...)
+	return c, err
 }
 
 // StackEnv is the environment an operator command needs to reach this

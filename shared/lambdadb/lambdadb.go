@@ -46,14 +46,9 @@ func Connect[C any](ctx context.Context, getenv func(string) string,
 		cfg C
 		db  storage.PoolConfig
 	}
-	env, log, err := lambdastart.Configure(getenv, func(getenv func(string) string) (both, error) {
-		var b both
-		var cfgErr, dbErr error
-		b.cfg, cfgErr = read(getenv)
-		b.db, dbErr = storage.PoolConfigFromEnv(getenv)
-		// The database's variables are read by the component's reader
-		// too, where it checks them: each mistake once.
-		return b, settings.JoinUnique(cfgErr, dbErr)
+	env, log, err := lambdastart.Configure(getenv, func(getenv func(string) string) (b both, err error) {
+		err = settings.ReadAll(getenv, settings.Into(&b.cfg, read), settings.Into(&b.db, storage.PoolConfigFromEnv))
+		return b, err
 	})
 	if err != nil {
 		return nil, err

@@ -219,3 +219,29 @@ func orList(words []string) string {
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
+
+// A Reader reads one part of a configuration from the environment into
+// the value Into bound it to.
+type Reader func(getenv func(string) string) error
+
+// Into binds read, a component's ConfigFromEnv (or any reader of one
+// value), to dst.
+func Into[T any](dst *T, read func(getenv func(string) string) (T, error)) Reader {
+	return func(getenv func(string) string) error {
+		v, err := read(getenv)
+		*dst = v
+		return err
+	}
+}
+
+// ReadAll runs every reader on getenv and reports their problems together,
+// each line once (JoinUnique): what a function reads from its environment
+// is several components' configurations, and a person fixing a deployment
+// wants every mistake in one go.
+func ReadAll(getenv func(string) string, readers ...Reader) error {
+	errs := make([]error, len(readers))
+	for i, r := range readers {
+		errs[i] = r(getenv)
+	}
+	return JoinUnique(errs...)
+}

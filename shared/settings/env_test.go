@@ -188,3 +188,39 @@ func TestJoinUnique(t *testing.T) {
 		t.Fatal("no error joined is an error")
 	}
 }
+
+// TestReadAllSaysEveryProblemOnce: every reader runs, whatever the others
+// say; the values read land where Into bound them; a line two readers
+// report (a variable they share) is said once.
+func TestReadAllSaysEveryProblemOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"SIZE": "7"}
+	size := func(getenv func(string) string) (int, error) {
+		return len(getenv("SIZE")), nil
+	}
+	bad := func(name string) func(func(string) string) (string, error) {
+		return func(func(string) string) (string, error) {
+			return name, errors.New(name + ": invalid\nSHARED: invalid")
+		}
+	}
+	var (
+		n    int
+		a, b string
+	)
+	err := settings.ReadAll(func(k string) string { return env[k] },
+		settings.Into(&n, size), settings.Into(&a, bad("A")), settings.Into(&b, bad("B")))
+	if n != 1 || a != "A" || b != "B" {
+		t.Errorf("values read: n=%d a=%q b=%q, want 1, A, B", n, a, b)
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for line, want := range map[string]int{"A: invalid": 1, "B: invalid": 1, "SHARED: invalid": 1} {
+		if got := strings.Count(err.Error(), line); got != want {
+			t.Errorf("%q said %d times, want %d:\n%v", line, got, want, err)
+		}
+	}
+	if err := settings.ReadAll(func(string) string { return "" }, settings.Into(&n, size)); err != nil {
+		t.Errorf("no problem: %v", err)
+	}
+}
