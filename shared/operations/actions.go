@@ -48,10 +48,7 @@ func (s *Service) Actions(ctx context.Context, q ActionQuery) (*ActionPage, erro
 		if err != nil {
 			return err
 		}
-		if len(acts) > n {
-			acts = acts[:n]
-			p.NextBefore = &acts[n-1].ID
-		}
+		acts, p.NextBefore = keyset(acts, n, func(a inbox.OperatorAction) int64 { return a.ID })
 		p.Actions = actionsOf(acts)
 		return nil
 	})
@@ -82,10 +79,7 @@ func (sel ReplaySelection) check() (ReplaySelection, error) {
 	if sel.ID < 0 {
 		return sel, invalid("not an event's id: %d", sel.ID)
 	}
-	if sel.Source, err = text("source", sel.Source); err != nil {
-		return sel, err
-	}
-	if sel.Type, err = text("type", sel.Type); err != nil {
+	if err = sourceAndType(&sel.Source, &sel.Type); err != nil {
 		return sel, err
 	}
 	switch sel.Outcome {

@@ -70,10 +70,7 @@ func (s *Service) Events(ctx context.Context, q EventQuery) (*EventPage, error) 
 		if err != nil {
 			return err
 		}
-		if len(evs) > n {
-			evs = evs[:n]
-			p.NextBefore = &evs[n-1].ID
-		}
+		evs, p.NextBefore = keyset(evs, n, func(e *inbox.Event) int64 { return e.ID })
 		p.Events = eventsOf(now, evs)
 		return nil
 	})
