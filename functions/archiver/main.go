@@ -21,9 +21,7 @@ import (
 )
 
 func main() {
-	lambdastart.Start("archiver", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	})
+	lambdastart.Start("archiver", setup)
 }
 
 // Summary is what an invocation returns (visible in the Lambda console and
@@ -47,11 +45,7 @@ func setup(ctx context.Context, getenv func(string) string) (_ Handler, _ func()
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			c.Pool.Close()
-		}
-	}()
+	defer c.CloseOnError(&err)
 	env := c.Config
 	blobs, err := blobstore.Open(ctx, env.s3)
 	if err != nil {

@@ -27,9 +27,7 @@ import (
 )
 
 func main() {
-	lambdastart.Start("operator", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	})
+	lambdastart.Start("operator", setup)
 }
 
 // setup reads the configuration and builds the Lambda handler. The pool is
@@ -40,11 +38,7 @@ func setup(ctx context.Context, getenv func(string) string) (_ func(context.Cont
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			c.Pool.Close()
-		}
-	}()
+	defer c.CloseOnError(&err)
 	c.Ping(ctx, "operator")
 	env, log, pool := c.Config, c.Log, c.Pool
 	cfg := env.cfg

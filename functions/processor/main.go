@@ -69,11 +69,7 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			c.Pool.Close()
-		}
-	}()
+	defer c.CloseOnError(&err)
 	cfg, log := c.Config, c.Log
 	deps := processor.Deps{Pool: c.Pool, Registry: reg, Logger: log}
 	if deps.Wake, err = wake.Open(ctx, cfg.waking); err != nil {

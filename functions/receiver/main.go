@@ -19,9 +19,7 @@ import (
 )
 
 func main() {
-	lambdastart.Start("receiver", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	})
+	lambdastart.Start("receiver", setup)
 }
 
 // setup reads the configuration and builds the Lambda handler. The pool is
@@ -31,11 +29,7 @@ func setup(ctx context.Context, getenv func(string) string) (_ func(context.Cont
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			c.Pool.Close()
-		}
-	}()
+	defer c.CloseOnError(&err)
 	c.Ping(ctx, "receiver")
 	env, log := c.Config, c.Log
 	waker, err := wake.Open(ctx, env.waking)

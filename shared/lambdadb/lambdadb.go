@@ -62,6 +62,14 @@ func Connect[C any](ctx context.Context, getenv func(string) string,
 	return &Conn[C]{Config: env.cfg, Log: log, Pool: p}, nil
 }
 
+// CloseOnError closes the pool when *err is set: a setup defers it, so
+// that a start that fails after Connect leaves no connection behind.
+func (c *Conn[C]) CloseOnError(err *error) {
+	if *err != nil {
+		c.Pool.Close()
+	}
+}
+
 // pingTimeout bounds Ping: a cold start waits no longer for a database
 // that does not answer.
 const pingTimeout = 3 * time.Second
