@@ -7,6 +7,7 @@
 // stays a leaf; the operator's webhookctl links none of the dev stack's
 // servers and emulators. It also reads the module's and the bench's types
 // (go/packages) and fails when a shared/ package exports something only
-// tests, the bench or the development tooling use. It has no code: the
-// shape is the product.
+// tests, the bench or the development tooling use; testdata/hooked, a
+// module with one hook of each kind, shows that check finds them. It has no
+// code: the shape is the product.
 package layout

@@ -40,7 +40,7 @@ var exportAllowlist = map[string]string{
 // webhook-inbox's: the handler packages (shared/handlers/...), which a user
 // writes and whose exports (a table's reader for its tests, its status
 // values) are theirs to shape. The rule holds the framework's packages.
-const applicationCode = module + "/shared/handlers"
+const applicationCode = "shared/handlers"
 
 // TestSharedExportsServeTheProduct fails when a shared/ package exports
 // something that only tests, the bench or the development tooling use: a
@@ -56,12 +56,176 @@ func TestSharedExportsServeTheProduct(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := newExports(root)
-	mainPkgs := x.load(t, root, true, "./...")
-	benchPkgs := x.load(t, filepath.Join(root, "bench"), false, ".")
+	r := checkExports(t, shape{
+		root:    root,
+		module:  module,
+		product: []string{"functions/...", "cmd/webhookctl"},
+		bench:   "bench",
+		exempt:  []string{applicationCode},
+	})
+	var bad []string
+	for _, f := range r.bad {
+		if _, ok := exportAllowlist[f.name]; ok {
+			continue
+		}
+		bad = append(bad, f.String())
+	}
+	for name := range exportAllowlist {
+		if !r.declared[name] {
+			t.Errorf("exportAllowlist names %s, which shared/ no longer declares", name)
+		}
+	}
+	for _, u := range r.unused {
+		t.Logf("exported but used by nobody: %s", u)
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d exports of shared/ serve only tests, the bench or development tooling; "+
+			"unexport them, move them to internal/testkit, or have the test use what a user uses:\n\t%s",
+			len(bad), strings.Join(bad, "\n\t"))
+	}
+}
 
-	// The product is what the Lambdas and webhookctl link, through the
-	// module's own packages (every one of them is a root of the load).
+// TestTheExportCheckFindsHooks runs the check on testdata/hooked, a module
+// made for it: its shared/thing exports a hook of each kind (a func only a
+// test calls, a field only a test sets, a method only a tool calls) beside
+// exports the product uses in ways easy to miss (a field it sets, one value
+// of a constant block, a method fmt calls). A check that stopped reading
+// test files, tools, assignments or interfaces would pass the repository's
+// test silently; it fails this one.
+func TestTheExportCheckFindsHooks(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("testdata", "hooked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := checkExports(t, shape{root: root, module: "example.com/hooked", product: []string{"functions/..."}})
+
+	// Each hook, with the files the report must name as its users.
+	want := map[string]string{
+		"shared/thing.ResetForTest": "shared/thing/thing_test.go",
+		"shared/thing.Config.After": "shared/thing/thing_test.go",
+		"shared/thing.Thing.Dump":   "internal/tool/main.go",
+	}
+	got := map[string]string{}
+	for _, f := range r.bad {
+		got[f.name] = strings.Join(f.users, ", ")
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		users, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("missing: %s, used only by %s, is not reported", name, want[name])
+		case users != want[name]:
+			t.Errorf("%s is reported as used by %s, want %s", name, users, want[name])
+		}
+	}
+	for _, f := range r.bad {
+		if _, ok := want[f.name]; !ok {
+			t.Errorf("extra: %s is reported, and is no hook", f)
+		}
+	}
+	for _, f := range r.unused {
+		t.Errorf("extra: %s is reported as used by nobody", f)
+	}
+	// Not reported proves nothing of an export the check never read.
+	for _, name := range []string{
+		"shared/thing.New",          // called by the product
+		"shared/thing.Thing.Wait",   // called by the product, and by the test
+		"shared/thing.Config.Name",  // set by the product
+		"shared/thing.Config.Mode",  // set by the product
+		"shared/thing.ModeFast",     // named by the product
+		"shared/thing.ModeSafe",     // of ModeFast's block, named only by the test
+		"shared/thing.ModeOff",      // of ModeFast's block, named by nobody
+		"shared/thing.Thing.String", // fmt.Stringer, called by nobody by name
+	} {
+		if !r.declared[name] {
+			t.Errorf("missing: %s is not among the exports the check read", name)
+		}
+	}
+}
+
+// shape is what the check needs to know of a module: the rest it reads.
+type shape struct {
+	root   string // the module's directory
+	module string // its module path
+	// product is the main packages the product ships, relative to module;
+	// "dir/..." is every package under dir.
+	product []string
+	// bench is the directory, relative to root, of a module of its own
+	// whose every file is tooling; "" for none.
+	bench string
+	// exempt is the packages of shared/, relative to module, outside the
+	// rule, each with the packages under it.
+	exempt []string
+}
+
+func (s shape) isProduct(path string) bool {
+	rel, ok := strings.CutPrefix(path, s.module+"/")
+	if !ok {
+		return false
+	}
+	for _, p := range s.product {
+		if dir, ok := strings.CutSuffix(p, "/..."); ok {
+			if strings.HasPrefix(rel, dir+"/") {
+				return true
+			}
+		} else if rel == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ruled says whether the rule holds path: a package of shared/ outside
+// the exemptions.
+func (s shape) ruled(path string) bool {
+	rel, ok := strings.CutPrefix(path, s.module+"/")
+	if !ok || !strings.HasPrefix(rel, "shared/") {
+		return false
+	}
+	return !slices.ContainsFunc(s.exempt, func(e string) bool {
+		return rel == e || strings.HasPrefix(rel, e+"/")
+	})
+}
+
+// finding is one export of shared/ that the product does not use.
+type finding struct {
+	name  string   // shared/pkg.Name, shared/pkg.Type.Method or shared/pkg.Type.Field
+	at    string   // file:line, relative to the module root
+	users []string // the tooling files that use it, sorted; none if nobody does
+}
+
+func (f finding) String() string {
+	if len(f.users) == 0 {
+		return fmt.Sprintf("%s (declared at %s)", f.name, f.at)
+	}
+	files := f.users
+	if len(files) > 3 {
+		files = append(slices.Clip(files[:3]), fmt.Sprintf("and %d more", len(files)-3))
+	}
+	return fmt.Sprintf("%s (declared at %s) used only by: %s", f.name, f.at, strings.Join(files, ", "))
+}
+
+// exportReport is what checkExports finds, in declaration order.
+type exportReport struct {
+	declared map[string]bool // every export the rule holds, by finding name
+	bad      []finding       // used by tooling alone
+	unused   []finding       // used by nobody
+}
+
+// checkExports loads the module at s.root with its tests (and the bench
+// module, if any) and reports the exports of its ruled shared/ packages
+// that what s.product links does not use.
+func checkExports(t *testing.T, s shape) exportReport {
+	t.Helper()
+	x := newExports(s.root, s.module)
+	mainPkgs := x.load(t, s.root, true, "./...")
+	var benchPkgs []*packages.Package
+	if s.bench != "" {
+		benchPkgs = x.load(t, filepath.Join(s.root, s.bench), false, ".")
+	}
+
+	// The product is what its main packages link, through the module's
+	// own packages (every one of them is a root of the load).
 	byID := map[string]*packages.Package{}
 	for _, p := range mainPkgs {
 		byID[p.ID] = p
@@ -80,8 +244,7 @@ func TestSharedExportsServeTheProduct(t *testing.T) {
 	}
 	for _, p := range mainPkgs {
 		// A package's test main (pkg.test) has an ID equal to its path too.
-		if p.ID == p.PkgPath && !strings.HasSuffix(p.ID, ".test") &&
-			(strings.HasPrefix(p.PkgPath, module+"/functions/") || p.PkgPath == module+"/cmd/webhookctl") {
+		if p.ID == p.PkgPath && !strings.HasSuffix(p.ID, ".test") && s.isProduct(p.PkgPath) {
 			link(p.ID)
 		}
 	}
@@ -89,8 +252,7 @@ func TestSharedExportsServeTheProduct(t *testing.T) {
 	for _, p := range mainPkgs {
 		if p.ID == p.PkgPath && product[p.ID] {
 			x.interfaces(p.Types, product)
-			if strings.HasPrefix(p.PkgPath, module+"/shared/") &&
-				p.PkgPath != applicationCode && !strings.HasPrefix(p.PkgPath, applicationCode+"/") {
+			if s.ruled(p.PkgPath) {
 				x.declare(p)
 			}
 		}
@@ -118,39 +280,21 @@ func TestSharedExportsServeTheProduct(t *testing.T) {
 		x.scan(p, func(string) fileKind { return toolingFile })
 	}
 
-	var bad, unused []string
+	r := exportReport{declared: map[string]bool{}}
 	for _, key := range x.order {
 		d := x.decls[key]
+		r.declared[d.name] = true
 		if d.used || x.productUse[key] != "" || x.implements(d) || x.enumUsed(d) {
 			continue
 		}
-		users := x.toolingUse[key]
-		if len(users) == 0 {
-			unused = append(unused, fmt.Sprintf("%s (declared at %s)", d.name, d.at))
-			continue
-		}
-		if _, ok := exportAllowlist[d.name]; ok {
-			continue
-		}
-		files := slices.Sorted(maps.Keys(users))
-		if len(files) > 3 {
-			files = append(files[:3], fmt.Sprintf("and %d more", len(files)-3))
-		}
-		bad = append(bad, fmt.Sprintf("%s (declared at %s) used only by: %s", d.name, d.at, strings.Join(files, ", ")))
-	}
-	for name := range exportAllowlist {
-		if _, ok := x.decls[module+"/"+name]; !ok {
-			t.Errorf("exportAllowlist names %s, which shared/ no longer declares", name)
+		f := finding{name: d.name, at: d.at, users: slices.Sorted(maps.Keys(x.toolingUse[key]))}
+		if len(f.users) == 0 {
+			r.unused = append(r.unused, f)
+		} else {
+			r.bad = append(r.bad, f)
 		}
 	}
-	for _, u := range unused {
-		t.Logf("exported but used by nobody: %s", u)
-	}
-	if len(bad) > 0 {
-		t.Errorf("%d exports of shared/ serve only tests, the bench or development tooling; "+
-			"unexport them, move them to internal/testkit, or have the test use what a user uses:\n\t%s",
-			len(bad), strings.Join(bad, "\n\t"))
-	}
+	return r
 }
 
 // fileKind is what a file's references count as.
@@ -177,10 +321,11 @@ type decl struct {
 }
 
 type exports struct {
-	root  string
-	fset  *token.FileSet
-	decls map[string]*decl
-	order []string
+	root   string
+	module string
+	fset   *token.FileSet
+	decls  map[string]*decl
+	order  []string
 	// fields maps a struct field, in any load, to its key: a field's
 	// object does not say which type holds it.
 	fields     map[*types.Var]string
@@ -192,9 +337,10 @@ type exports struct {
 	seen   map[*types.Package]bool
 }
 
-func newExports(root string) *exports {
+func newExports(root, module string) *exports {
 	x := &exports{
 		root:       root,
+		module:     module,
 		fset:       token.NewFileSet(),
 		decls:      map[string]*decl{},
 		fields:     map[*types.Var]string{},
@@ -276,7 +422,7 @@ func (x *exports) interfaces(pkg *types.Package, product map[string]bool) {
 			return
 		}
 		done[p] = true
-		if (p.Path() == module || strings.HasPrefix(p.Path(), module+"/")) && !product[p.Path()] {
+		if (p.Path() == x.module || strings.HasPrefix(p.Path(), x.module+"/")) && !product[p.Path()] {
 			return
 		}
 		scope := p.Scope()
@@ -347,7 +493,7 @@ func (x *exports) add(key string, obj types.Object, d *decl) {
 	if d.block != nil {
 		*d.block = append(*d.block, key)
 	}
-	d.name = strings.TrimPrefix(key, module+"/")
+	d.name = strings.TrimPrefix(key, x.module+"/")
 	d.at = x.rel(obj.Pos())
 	x.decls[key] = d
 	x.order = append(x.order, key)
