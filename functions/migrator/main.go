@@ -17,8 +17,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
@@ -58,8 +63,15 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.Logger = log
-		f, err := schemaresource.NewFront(cfg)
+		// Made here, not at the first request: a failure is answered
+		// FAILED (failing), as any start-up failure of this function is.
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("migration front: load AWS configuration: %w", err)
+		}
+		f, err := schemaresource.NewFront(cfg, schemaresource.FrontDeps{
+			Secrets: secretsmanager.NewFromConfig(awsCfg), Lambda: lambda.NewFromConfig(awsCfg), Logger: log,
+		})
 		if err != nil {
 			return nil, nil, err
 		}

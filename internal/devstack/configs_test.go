@@ -121,6 +121,7 @@ func samples(t *testing.T) map[string]sample {
 		"S3_PATH_STYLE":             {value: "false"},
 		"S3_ACCESS_KEY_ID":          {value: "AKIAEXAMPLE", with: map[string]string{"S3_SECRET_ACCESS_KEY": "secret"}},
 		"S3_SECRET_ACCESS_KEY":      {value: "other-secret", with: map[string]string{"S3_ACCESS_KEY_ID": "AKIAEXAMPLE"}},
+		"S3_MAX_ATTEMPTS":           {value: "5"},
 	}
 }
 

@@ -139,10 +139,6 @@ type Deps struct {
 	// (Invocation): the deployed archiver runs on no schedule. Nil arms
 	// nothing (the dev stack runs it every 30 s).
 	Wake Armer
-	// OnBatch, when set, is called after each batch commits with its
-	// object's key and number of events, for a caller that shows the
-	// run's progress as it goes.
-	OnBatch func(key string, events int)
 }
 
 // systemClock is the default Clock.
@@ -377,9 +373,6 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	log.Info("archive: batch archived", "object_bytes", len(data), "body_bytes", bodyBytes)
 	if a.afterCommit != nil {
 		a.afterCommit(ctx, key)
-	}
-	if a.deps.OnBatch != nil {
-		a.deps.OnBatch(key, len(events))
 	}
 	return batch{key: key, events: len(events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
 }

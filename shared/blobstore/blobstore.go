@@ -67,8 +67,8 @@ type Config struct {
 	SSE string
 	// KMSKeyID is the KMS key for SSEKMS; "" means the aws/s3 key.
 	KMSKeyID string
-	// MaxAttempts bounds the SDK's tries per request (first try included);
-	// 0 keeps the SDK's default (3). Outage tests use 1 to fail fast.
+	// MaxAttempts bounds the SDK's tries per request, the first included
+	// (S3_MAX_ATTEMPTS); 0 keeps the SDK's default (3).
 	MaxAttempts int
 }
 

@@ -65,8 +65,9 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 	// A refused record (a mismatch, a rejection) only logs: no line may
 	// carry an error.
 	var logs bytes.Buffer
-	h, err := receiver.New(receiver.Config{RejectionsCapacity: 2}, receiver.Deps{
-		Sources: sources, Store: storage.New(pgtest.As(t, owner, migrate.RoleReceiver)),
+	asReceiver := storage.New(pgtest.As(t, owner, migrate.RoleReceiver))
+	h, err := receiver.New(receiver.Config{}, receiver.Deps{
+		Sources: sources, Store: asReceiver,
 		Clock: clockFunc(func() time.Time { return now }), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	if err != nil {
@@ -109,7 +110,7 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 		{[]byte(`{"id":"evt_role_2","type":"x","created":1,"data":{"object":{"n":1e999999}}}`), "evt_role_2", false, 200}, // JSONB refuses it
 		{json("evt_role_3", "invoice.paid"), "evt_role_3", true, 401},
 		{json("evt_role_4", "invoice.paid"), "evt_role_4", true, 401},
-		{json("evt_role_5", "invoice.paid"), "evt_role_5", true, 401}, // the ring buffer wraps: an update
+		{json("evt_role_5", "invoice.paid"), "evt_role_5", true, 401},
 	} {
 		if got := post(c.body, c.id, c.forge); got != c.want {
 			t.Fatalf("%s: %d, want %d", c.id, got, c.want)
@@ -148,8 +149,16 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 	if ev, err := store.EventGetByKey(ctx, "stripe", "evt_role_2"); err != nil || ev.Payload != nil {
 		t.Fatalf("the non-JSONB body: %+v, %v", ev, err)
 	}
-	if rs, err := store.RejectionList(ctx, now.Add(-time.Hour), 10); err != nil || len(rs) != 2 {
+	if rs, err := store.RejectionList(ctx, now.Add(-time.Hour), 10); err != nil || len(rs) != 3 {
 		t.Fatalf("rejections = %+v, %v", rs, err)
+	}
+	// A full ring buffer overwrites its oldest slot, an update: with a
+	// capacity of one, the second record is one.
+	for i := range 2 {
+		r := inbox.Rejection{Source: "stripe", Cause: inbox.CauseSignatureMismatch, Message: "m", ReceivedAt: now}
+		if err := asReceiver.RejectionInsert(ctx, r, 1); err != nil {
+			t.Fatalf("rejection %d as the receiver's role: %v", i, err)
+		}
 	}
 }
 

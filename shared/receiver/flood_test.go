@@ -204,7 +204,7 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 	pool := pgtest.Pool(t)
 	clk := &clock{t: now}
 	var logs syncBuffer
-	f := setupOn(t, pool, receiver.Config{RejectionQueue: 1, Metrics: metrics.Emitter{Namespace: "Test"}},
+	f := setupOn(t, pool, receiver.Config{Metrics: metrics.Emitter{Namespace: "Test"}},
 		receiver.Deps{Clock: clk, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
@@ -227,7 +227,9 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
 		return err == nil && n == 1, fmt.Sprintf("%d sessions waiting for a lock, %v", n, err)
 	})
-	refuse() // queued
+	for range receiver.RejectionQueue {
+		refuse() // queued
+	}
 	for range 5 {
 		refuse() // dropped
 	}
@@ -239,9 +241,9 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 	if err := f.handler.Close(closeCtx); err != nil {
 		t.Fatal(err)
 	}
-	list, err := f.store.RejectionList(ctx, time.Time{}, 100)
-	if err != nil || len(list) != 2 {
-		t.Fatalf("records after Close = %d, %v; want the 2 queued", len(list), err)
+	list, err := f.store.RejectionList(ctx, time.Time{}, 2*receiver.RejectionQueue)
+	if want := 1 + receiver.RejectionQueue; err != nil || len(list) != want {
+		t.Fatalf("records after Close = %d, %v; want the %d taken or queued", len(list), err, want)
 	}
 	var dropped float64
 	for _, line := range logs.lines() {

@@ -71,12 +71,6 @@ type Config struct {
 	// between are counted in the next record. Default 1 s, so a flood of
 	// forged requests cannot become a flood of database writes.
 	RejectionSampleInterval time.Duration
-	// RejectionsCapacity sizes the webhook_rejections ring buffer.
-	RejectionsCapacity int
-	// RejectionQueue is how many sampled rejection records may wait for
-	// the background writer; more are dropped and counted. Default
-	// DefaultRejectionQueue.
-	RejectionQueue int
 }
 
 // Clock is where the receiver reads the time: signature timestamps are
@@ -156,7 +150,7 @@ func New(cfg Config, deps Deps) (*Handler, error) {
 		}
 	}
 	h := &Handler{cfg: cfg, deps: deps, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval),
-		rejections: newRejectionWriter(deps.Store, cfg.RejectionsCapacity, cfg.RejectionQueue, deps.Logger, cfg.Metrics)}
+		rejections: newRejectionWriter(deps.Store, deps.Logger, cfg.Metrics)}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
 	h.mux.HandleFunc("/webhooks/{source}/{token}", h.serveWebhook)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,6 @@ package relay
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -69,9 +68,6 @@ type Config struct {
 	// LocalResponseURL lets the custom resource answer a loopback
 	// ResponseURL (RELAY_LOCAL_RESPONSE_URL): local stacks and tests only.
 	LocalResponseURL bool
-	// PutBackoff is the wait before the first retry of a custom resource's
-	// refused answer; 0 is cfnresponse's.
-	PutBackoff time.Duration
 }
 
 // bucket is how the control bucket is reached: conn
@@ -82,10 +78,12 @@ func (c Config) bucket(conn blobstore.Config) blobstore.Config {
 	return conn
 }
 
-// Clock is where the relay reads the time: the schedules' times are
-// checked against it.
+// Clock is where the relay reads the time and waits: the schedules' times
+// are checked against Now, and a refused custom resource answer is PUT
+// again after After.
 type Clock interface {
 	Now() time.Time
+	After(d time.Duration) <-chan time.Time
 }
 
 // Deps is what a Relay works through and reports to.
@@ -96,11 +94,8 @@ type Deps struct {
 	Secrets   SecretReader
 	Scheduler Scheduler
 	Objects   *blobstore.Store
-	// Client PUTs the custom resource's answers; nil means a client of
-	// the package's own.
-	Client *http.Client
-	// Clock is the time the schedules are checked against; nil is the
-	// system clock.
+	// Clock is the time the schedules are checked against and the waits
+	// between an answer's attempts; nil is the system clock.
 	Clock Clock
 	// Logger gets a line per event and one per failure; nil discards.
 	Logger *slog.Logger

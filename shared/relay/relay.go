@@ -103,7 +103,8 @@ type Relay struct {
 // systemClock is the default Clock.
 type systemClock struct{}
 
-func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // New returns a Relay over deps' clients, which must be set (Open sets
 // them).
@@ -127,7 +128,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if deps.Clock == nil {
 		deps.Clock = systemClock{}
 	}
-	return &Relay{cfg: cfg, deps: deps, log: deps.Logger, now: deps.Clock.Now, send: cfnresponse.Sender{Client: deps.Client, Backoff: cfg.PutBackoff}}, nil
+	return &Relay{cfg: cfg, deps: deps, log: deps.Logger, now: deps.Clock.Now, send: cfnresponse.Sender{After: deps.Clock.After}}, nil
 }
 
 // Open makes the clients deps lacks (the AWS SDK's default configuration:

@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
@@ -44,15 +45,6 @@ const (
 
 var validSources = `{"sources":{"acme":{"kind":"stripe","secrets":["` + sourcesSecret + `"]}}}`
 
-// clock is a settable clock, shared by the relay and the scheduler.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
-
 // fixture is a relay over a real S3 (versitygw) control bucket, the
 // Secrets Manager and Scheduler stand-ins through the real SDK clients,
 // and a stand-in for CloudFormation's pre-signed ResponseURL.
@@ -64,7 +56,7 @@ type fixture struct {
 	rec       *s3test.Recorder
 	secrets   *localsecrets.Server
 	sched     *localscheduler.Server
-	clock     *clock
+	clock     *testclock.Clock // the relay's and the scheduler's
 	secretARN string
 	relay     *relay.Relay
 	logs      *bytes.Buffer
@@ -82,7 +74,7 @@ func setup(t *testing.T, opts ...options) *fixture {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	f := &fixture{t: t, logs: &bytes.Buffer{}, clock: &clock{t: time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC)}}
+	f := &fixture{t: t, logs: &bytes.Buffer{}, clock: testclock.At(time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC))}
 	f.s3 = s3test.ServerWith(t, o.s3Opts)
 	if o.versioned {
 		f.bucket = s3test.VersionedBucket(t, f.s3)
@@ -113,7 +105,7 @@ func (f *fixture) env() map[string]string {
 		"RELAY_SCHEDULE_GROUP": group, "RELAY_SCHEDULER_ROLE_ARN": roleARN,
 		"RELAY_PROCESSOR_ARN": processorARN, "RELAY_ARCHIVER_ARN": archiverARN,
 		"S3_ENDPOINT": f.s3.Endpoint(), "S3_ACCESS_KEY_ID": locals3.AccessKeyID, "S3_SECRET_ACCESS_KEY": locals3.SecretAccessKey,
-		"AWS_REGION": locals3.Region,
+		"AWS_REGION": locals3.Region, "S3_MAX_ATTEMPTS": "1",
 	}
 }
 
@@ -133,7 +125,7 @@ func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config, *b
 		f.t.Fatal(err)
 	}
 	// The answers' stand-in is on loopback, as the local stacks' is.
-	cfg.LocalResponseURL, cfg.PutBackoff = true, 10*time.Millisecond
+	cfg.LocalResponseURL = true
 	creds := credentials.NewStaticCredentialsProvider("AKIDRELAY", "relay-secret", "")
 	deps := relay.Deps{
 		Secrets:   secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.secrets.Endpoint()), Credentials: creds}),
@@ -141,7 +133,7 @@ func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config, *b
 		Clock:     f.clock,
 		Logger:    slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	conn.Endpoint, conn.MaxAttempts = f.rec.URL(), 1
+	conn.Endpoint = f.rec.URL()
 	if edit != nil {
 		edit(&cfg, &conn)
 	}
@@ -668,11 +660,16 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 	// An answer that cannot be delivered fails the invocation.
 	g := setup(t)
 	g.answers.refuse(http.StatusForbidden)
+	before := g.clock.Now()
 	if _, err := g.handle(g.request("Create")); err == nil || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), "X-Amz-Signature") {
 		t.Fatalf("undelivered: %v", err)
 	}
 	if !strings.Contains(g.logs.String(), `"cause":"answer_undelivered"`) || strings.Contains(g.logs.String(), "X-Amz-Signature") {
 		t.Fatalf("logs:\n%s", g.logs)
+	}
+	// The retries wait on the relay's clock (a test's returns at once).
+	if !g.clock.Now().After(before) {
+		t.Fatal("the answer's retries did not wait on the relay's clock")
 	}
 }
 

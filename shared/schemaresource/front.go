@@ -9,14 +9,11 @@ import (
 	"log/slog"
 
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -28,7 +25,8 @@ type Invoker interface {
 	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
 }
 
-// FrontConfig configures a Front.
+// FrontConfig configures a Front: settings only (FrontConfigFromEnv reads
+// them); the clients it works through are its FrontDeps.
 type FrontConfig struct {
 	// Function is the migration function in apply mode (MIGRATOR_FUNCTION).
 	Function string
@@ -40,9 +38,13 @@ type FrontConfig struct {
 	// LocalResponseURL lets the front answer a loopback ResponseURL
 	// (MIGRATOR_LOCAL_RESPONSE_URL): local stacks and tests only.
 	LocalResponseURL bool
-	// Secrets reads the secrets and Lambda invokes Function; nil loads the
-	// AWS configuration on first use (so that a front whose AWS
-	// configuration fails still answers, FAILED).
+}
+
+// FrontDeps is what a Front works through and reports to.
+type FrontDeps struct {
+	// Secrets reads the secrets and Lambda invokes the function. Required:
+	// the migration function's main makes them at start-up, where a
+	// failure is still answered (FAILED) by the function.
 	Secrets secrets.Getter
 	Lambda  Invoker
 	// Logger gets one line per request and one per answer; nil discards.
@@ -63,29 +65,32 @@ type FrontConfig struct {
 // migration runs under goose's lock and is idempotent, so the next deploy
 // finishes it.
 type Front struct {
-	cfg  FrontConfig
-	log  *slog.Logger
-	send cfnresponse.Sender
-
-	awsOnce sync.Once
-	sm      secrets.Getter
-	lambda  Invoker
-	awsErr  error
+	cfg    FrontConfig
+	sm     secrets.Getter
+	lambda Invoker
+	log    *slog.Logger
+	send   cfnresponse.Sender
 }
 
-// NewFront returns a Front; Function is required.
-func NewFront(cfg FrontConfig) (*Front, error) {
+// NewFront returns a Front; cfg's Function and deps' clients are required.
+func NewFront(cfg FrontConfig, deps FrontDeps) (*Front, error) {
+	var missing []error
 	if cfg.Function == "" {
-		return nil, fmt.Errorf("schemaresource: the front needs %s, the migration function to invoke", EnvFunction)
+		missing = append(missing, fmt.Errorf("the front needs %s, the migration function to invoke", EnvFunction))
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if deps.Secrets == nil {
+		missing = append(missing, errors.New("the front needs its Secrets Manager client (FrontDeps.Secrets)"))
 	}
-	f := &Front{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{}}
-	if cfg.Secrets != nil && cfg.Lambda != nil {
-		f.awsOnce.Do(func() { f.sm, f.lambda = cfg.Secrets, cfg.Lambda })
+	if deps.Lambda == nil {
+		missing = append(missing, errors.New("the front needs its Lambda client (FrontDeps.Lambda)"))
 	}
-	return f, nil
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("schemaresource: %w", errors.Join(missing...))
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Front{cfg: cfg, sm: deps.Secrets, lambda: deps.Lambda, log: deps.Logger, send: cfnresponse.Sender{}}, nil
 }
 
 // HandleEvent is the front's Lambda entry: a CloudFormation request is
@@ -145,12 +150,8 @@ func (f *Front) createOrUpdate(work context.Context, reserve time.Duration, req 
 		return failed(fmt.Sprintf("%s failed: the payload for the migration function is %d bytes, over the %d allowed (are the secrets that large?)",
 			rt, len(body), MaxPayloadBytes)), values
 	}
-	_, lc, err := f.clients(work)
-	if err != nil {
-		return failed(rt + " failed: " + err.Error()), values
-	}
 	started := time.Now()
-	out, err := lc.Invoke(work, &lambda.InvokeInput{
+	out, err := f.lambda.Invoke(work, &lambda.InvokeInput{
 		FunctionName:   aws.String(f.cfg.Function),
 		InvocationType: lambdatypes.InvocationTypeRequestResponse,
 		Payload:        body,
@@ -188,15 +189,11 @@ func (f *Front) readSecrets(ctx context.Context, props map[string]any, into map[
 	if len(arns) == 0 {
 		return nil
 	}
-	sm, _, err := f.clients(ctx)
-	if err != nil {
-		return err
-	}
 	for _, a := range arns {
 		if _, done := into[a.arn]; done {
 			continue
 		}
-		v, err := secrets.Fetch(ctx, sm, a.arn)
+		v, err := secrets.Fetch(ctx, f.sm, a.arn)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.from, err)
 		}
@@ -239,27 +236,4 @@ func (f *Front) result(rt string, out *lambda.InvokeOutput) ApplyResult {
 			"is it running with %s=%s, and from the same build as the front?", rt, f.cfg.Function, PayloadVersion, len(out.Payload), EnvMode, ModeApply))
 	}
 	return res
-}
-
-// clients returns the Secrets Manager and Lambda clients, loading the AWS
-// configuration the first time they are needed.
-func (f *Front) clients(ctx context.Context) (secrets.Getter, Invoker, error) {
-	f.awsOnce.Do(func() {
-		f.sm, f.lambda = f.cfg.Secrets, f.cfg.Lambda
-		if f.sm != nil && f.lambda != nil {
-			return
-		}
-		cfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			f.awsErr = fmt.Errorf("load AWS configuration: %w", err)
-			return
-		}
-		if f.sm == nil {
-			f.sm = secretsmanager.NewFromConfig(cfg)
-		}
-		if f.lambda == nil {
-			f.lambda = lambda.NewFromConfig(cfg)
-		}
-	})
-	return f.sm, f.lambda, f.awsErr
 }

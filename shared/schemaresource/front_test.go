@@ -123,9 +123,7 @@ func adminSecret(t *testing.T, dbURL string) string {
 func (f *frontFixture) newFront(lc schemaresource.Invoker) *schemaresource.Front {
 	fr, err := schemaresource.NewFront(schemaresource.FrontConfig{
 		Function: "inbox-MigrationApplyFunction", DatabaseSecretARN: adminARN, RolesAuth: "password", LocalResponseURL: true,
-		Secrets: f.secrets, Lambda: lc,
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
-	})
+	}, schemaresource.FrontDeps{Secrets: f.secrets, Lambda: lc, Logger: slog.New(slog.NewJSONHandler(f.logs, nil))})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -177,16 +177,6 @@ type Tx struct {
 	executor
 }
 
-// Begin starts a nested transaction: a savepoint, released by its Commit
-// and rolled back to by its Rollback, leaving t open either way.
-func (t *Tx) Begin(ctx context.Context) (*Tx, error) {
-	sp, err := t.tx.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	return &Tx{executor: executor{db: sp, tx: sp}}, nil
-}
-
 // Pgx returns the transaction itself, for code that runs its own SQL in it
 // (the processor's handlers).
 func (t *Tx) Pgx() pgx.Tx { return t.tx }

@@ -85,12 +85,6 @@ const (
 	PrefixArm = "wake/arm/"
 )
 
-// Payload is the body of every invocation this package causes, so a
-// function's log says what started it; handlers ignore it otherwise.
-type Payload struct {
-	Wake string `json:"wake"`
-}
-
 // ArmKey is the marker key arming target at the minute at falls in or,
 // when at is not on a whole minute, the next one: never early.
 func ArmKey(target Target, at time.Time) string {
@@ -260,6 +254,9 @@ func (w *Waker) release(now, prev time.Time) {
 func (w *Waker) start(ctx context.Context, now time.Time) error {
 	switch w.cfg.Mode {
 	case ModeInvoke:
+		// The body says, in the woken function's log, what started it
+		// (the relay's schedules send {"wake":"schedule"}); nothing else
+		// reads it.
 		if err := w.invoker.InvokeAsync(ctx, w.cfg.Function, []byte(`{"wake":"receipt"}`)); err != nil {
 			return fmt.Errorf("wake: invoke %s: %w", w.cfg.Function, err)
 		}
