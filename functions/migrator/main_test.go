@@ -18,6 +18,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -67,6 +68,7 @@ func create(url string) cfn.Event {
 // sets up the roles for IAM authentication (no secret to read), on a
 // server of its own (roles belong to the whole server).
 func TestCreateInIAMMode(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t))
 	env := map[string]string{"DATABASE_URL": dbURL, "LOG_LEVEL": "error", "MIGRATOR_ROLES_AUTH": "iam", "MIGRATOR_LOCAL_RESPONSE_URL": "true"}

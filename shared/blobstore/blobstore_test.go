@@ -273,6 +273,7 @@ func versionsOf(ctx context.Context, store *blobstore.Store, key string) ([]blob
 // batches of a thousand, the objects of an unversioned bucket and every
 // version and delete marker of a versioned one.
 func TestMetadataAndDeleteAll(t *testing.T) {
+	tier.Heavy(t, "puts a thousand objects")
 	t.Parallel()
 	ctx := context.Background()
 	store, _ := s3test.Store(t)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -277,6 +278,7 @@ func TestApplyRefusesABadGrant(t *testing.T) {
 // mode grants rds_iam where the server has it and clears the password, and
 // password mode takes rds_iam away again.
 func TestRolesAuthentication(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	ctx := t.Context()
 	c := pgtest.Cluster(t, pgtest.Passwords())
@@ -394,6 +396,7 @@ func TestRolesAuthentication(t *testing.T) {
 // TestIAMWithoutRDSIAM: a server without rds_iam (not RDS) still gets the
 // roles, without their passwords, and Apply does not fail.
 func TestIAMWithoutRDSIAM(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	c := pgtest.Cluster(t)
 	pool, err := pgxpool.New(t.Context(), pgtest.EmptyURL(t, c))

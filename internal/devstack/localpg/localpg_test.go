@@ -209,6 +209,7 @@ func TestDiedBehindBack(t *testing.T) {
 // TestDirReused checks the dev stack's case: a given folder outlives Close
 // and a later Start finds the data in it.
 func TestDirReused(t *testing.T) {
+	tier.Heavy(t, "starts a cluster twice")
 	ctx := t.Context()
 	dir := clusterDir(t)
 	c := start(t, localpg.Options{Dir: dir})
@@ -254,6 +255,7 @@ func clusterDir(t *testing.T) string {
 // holds that port it starts on a fresh one and says so (PortMoved), then
 // keeps the new one.
 func TestPortRemembered(t *testing.T) {
+	tier.Heavy(t, "starts a cluster three times")
 	t.Parallel()
 	ctx := t.Context()
 	dir := clusterDir(t)

@@ -161,6 +161,7 @@ func refused(err error) bool {
 // password only and may write the tables; SetPassword changes it for new
 // sessions while the open one goes on, until EndSessions ends it.
 func TestPasswordCluster(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	ctx := t.Context()
 	c := pgtest.Cluster(t, pgtest.Passwords())
