@@ -15,6 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
@@ -406,12 +407,20 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 		"MIGRATOR_ROLES_AUTH": "password",
 	}
 	getenv := func(k string) string { return env[k] }
-	// The Lambda mains read their pools with storage.PoolConfigFromEnv;
-	// the processor's and the migration function's configurations read
-	// theirs inside.
+	// The four functions that connect start with lambdadb.Connect, which
+	// reads the pool with storage.PoolConfigFromEnv; the migration
+	// function's configuration reads its own inside.
+	nothing := func(func(string) string) (struct{}, error) { return struct{}{}, nil }
+	asIs := func(_ struct{}, db storage.PoolConfig) storage.PoolConfig { return db }
 	configs := []func(func(string) string) error{
 		func(g func(string) string) error { _, err := storage.PoolConfigFromEnv(g); return err },
-		func(g func(string) string) error { _, err := processor.ConfigFromEnv(g); return err },
+		func(g func(string) string) error {
+			c, err := lambdadb.Connect(t.Context(), g, nothing, asIs)
+			if err == nil {
+				c.Pool.Close() // a pool connects on first use: nothing was dialled
+			}
+			return err
+		},
 		func(g func(string) string) error { _, err := schemaresource.ConfigFromEnv(g); return err },
 	}
 	for i, config := range configs {
