@@ -160,7 +160,7 @@ func browserSetup(t *testing.T, b backend) *browserFixture {
 	// The fix is deployed: github's events are handled now.
 	reg := processor.NewRegistry()
 	reg.HandleFunc(processor.Source("github"), processor.AnyType, func(context.Context, pgx.Tx, *processor.Event) error { return nil })
-	if f.proc, err = processor.New(processor.Config{Name: "processor-1"}, processor.Deps{Pool: pool, Registry: reg}); err != nil {
+	if f.proc, err = processor.New(processor.Config{}, processor.Deps{Pool: pool, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -43,7 +43,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
-	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -306,6 +305,9 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
+	// What runs, for the start-up line and the invocations' loop: the
+	// settings New applied.
+	procCfg := cfgs.Processor.WithDefaults()
 
 	// The receiver, as the Lambda builds it, behind the same recovery.
 	rc := cfgs.Receiver
@@ -373,8 +375,10 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	// A panic is answered as in Lambda: the receiver's 503, cause internal.
-	srv := NewServer(lambdahttp.Recover(h, h), o.Timeouts)
+	// The receiver's Lambda handler, fed the events API Gateway would
+	// send it: a panic is answered as deployed, the receiver's 503, cause
+	// internal.
+	srv := NewServer(asLambda(h, h), o.Timeouts)
 	readSrv := NewServer(ops.Read, o.Timeouts)
 	actSrv := NewServer(ops.Act, o.Timeouts)
 	base := "http://" + ln.Addr().String()
@@ -395,7 +399,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}()
 
 	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, cfgs.Sources.Names())
-	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(proc.Config()), o.ArchiveEvery, ac.MinAge)
+	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(procCfg), o.ArchiveEvery, ac.MinAge)
 	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
 	fmt.Fprintf(out, "operator API: %s (acting), %s (read-only), IAM stood in for: go run ./cmd/webhookctl --via-api stats\n", opAPI.URL, opAPI.ReadURL)
 	if !o.EMF {
@@ -415,15 +419,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	wg.Go(func() {
 		// The deployed function's invocations, back to back: runs of
 		// PROCESSOR_RUN_FOR, each polling every PROCESSOR_POLL_INTERVAL.
-		if err := proc.Serve(runCtx, ProcessorSchedule); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("processor: %w", err)
+		if err := serveProcessor(runCtx, proc, procCfg, ProcessorSchedule, log); err != nil {
+			errc <- err
 		}
 	})
-	wg.Go(func() {
-		if err := arch.RunEvery(runCtx, o.ArchiveEvery); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("archiver: %w", err)
-		}
-	})
+	wg.Go(func() { archiveEvery(runCtx, arch, o.ArchiveEvery) })
 	var runErr error
 	select {
 	case runErr = <-errc:

@@ -306,24 +306,6 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	return res, runErr
 }
 
-// RunEvery calls RunOnce every interval (and once at once) until ctx is
-// done, for a long-running process such as the dev stack; the deployed
-// archiver runs no loop, each invocation arming the next (Invocation). A
-// failed run is logged by RunOnce and retried at the next interval:
-// nothing it leaves behind needs more. It returns ctx's error.
-func (a *Archiver) RunEvery(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		_, _ = a.RunOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
 // archiveBatch archives one batch; zero events means nothing was left. It
 // is the order of operations the package comment promises, step by step.
 func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, error) {

@@ -1291,27 +1291,6 @@ func TestCorruptArchiveIsRefused(t *testing.T) {
 	}
 }
 
-func TestRunEvery(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.insert("a", "e1", []byte(`{}`))
-	f.process(2 * time.Hour)
-	a := f.archiver(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	archive.SetAfterCommit(a, func(context.Context, string) { cancel() })
-	done := make(chan error, 1)
-	go func() { done <- a.RunEvery(ctx, time.Hour) }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("RunEvery returned %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("RunEvery did not run at once or did not stop")
-	}
-	f.check()
-}
-
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	if _, err := archive.New(archive.Config{}, archive.Deps{}); err == nil {

@@ -509,65 +509,6 @@ func TestHandlerPanicIs503Internal(t *testing.T) {
 	}
 }
 
-// TestRecoverAnswersAsLambda: behind a plain net/http server (make dev),
-// a panic gets the very answer the Lambda gives.
-func TestRecoverAnswersAsLambda(t *testing.T) {
-	t.Parallel()
-	for name, h := range panickers() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ew, _ := errorWriter(t, nil)
-			lambdaResp, err := Handler(h, ew)(context.Background(), loadEvent(t, "post_plain.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(Recover(h, ew))
-			defer srv.Close()
-			resp, err := http.Post(srv.URL+"/webhooks/stripe", "application/json", strings.NewReader(`{}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != lambdaResp.StatusCode || string(body) != lambdaResp.Body {
-				t.Errorf("net/http answered %d %q, Lambda %d %q", resp.StatusCode, body, lambdaResp.StatusCode, lambdaResp.Body)
-			}
-			for _, k := range []string{"Content-Type", "Retry-After", "Cache-Control"} {
-				if resp.Header.Get(k) != lambdaResp.Headers[k] {
-					t.Errorf("%s: net/http %q, Lambda %q", k, resp.Header.Get(k), lambdaResp.Headers[k])
-				}
-			}
-			if resp.Header.Get("X-Partial") != "" {
-				t.Error("partial response leaked")
-			}
-		})
-	}
-}
-
-// TestRecoverPassesThrough: without a panic the middleware is invisible,
-// and http.ErrAbortHandler keeps its meaning for the server.
-func TestRecoverPassesThrough(t *testing.T) {
-	t.Parallel()
-	ew, _ := errorWriter(t, nil)
-	h := Recover(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Kept", "1")
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = io.WriteString(w, "ok")
-	}), ew)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/stripe", nil))
-	if rec.Code != http.StatusAccepted || rec.Body.String() != "ok" || rec.Header().Get("X-Kept") != "1" {
-		t.Errorf("got %d %q %v", rec.Code, rec.Body.String(), rec.Header())
-	}
-	abort := Recover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }), ew)
-	defer func() {
-		if v := recover(); v != http.ErrAbortHandler {
-			t.Errorf("recovered %v, want http.ErrAbortHandler re-raised", v)
-		}
-	}()
-	abort.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil))
-}
-
 // panickingWriter is an error writer with a bug.
 type panickingWriter struct{}
 
@@ -596,7 +537,6 @@ func TestNilArgumentsPanicAtColdStart(t *testing.T) {
 	for name, f := range map[string]func(){
 		"nil handler": func() { Handler(nil, ew) },
 		"nil writer":  func() { Handler(http.NotFoundHandler(), nil) },
-		"nil Recover": func() { Recover(http.NotFoundHandler(), nil) },
 	} {
 		func() {
 			defer func() {

@@ -54,8 +54,8 @@
 // is handled within about that interval, and a receiver that debounces its
 // wake-ups leaves nothing behind. [Processor.Invocation] is what one
 // invocation runs (Run for Config.RunFor, or one Drain, then the arming of
-// what its work left for later); [Processor.Serve] runs invocations back
-// to back for make dev, which has no Lambda to wake.
+// what its work left for later); make dev, which has no Lambda to wake,
+// calls it back to back itself (internal/devstack).
 //
 // See docs/processor.md, and the example handlers in shared/handlers.
 package processor

@@ -392,11 +392,12 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to mention %q", name, err, tc.want)
 		}
 	}
-	p, err := processor.New(processor.Config{}, deps)
-	if err != nil {
+	// The zero Config runs on the defaults, which WithDefaults shows as
+	// New applies them.
+	if _, err := processor.New(processor.Config{}, deps); err != nil {
 		t.Fatal(err)
 	}
-	check(t, "defaults", p.Config(), map[string]any{"BatchSize": processor.DefaultBatchSize, "MaxAttempts": processor.DefaultMaxAttempts,
+	check(t, "defaults", processor.Config{}.WithDefaults(), map[string]any{"BatchSize": processor.DefaultBatchSize, "MaxAttempts": processor.DefaultMaxAttempts,
 		"BodyBudget": processor.DefaultBodyBudget, "Lease": processor.DefaultLease, "SafetyMargin": processor.DefaultSafetyMargin,
 		"Unhandled": processor.UnhandledMark})
 }

@@ -114,11 +114,6 @@ type Config struct {
 	// Unhandled is the policy for events no handler matches.
 	Unhandled UnhandledPolicy
 
-	// Name identifies the processor in its claims (webhook_claims) and its
-	// attempts' history, for operators; "" means host:pid. A random suffix
-	// makes every processor distinct even when Lambda sandboxes share host
-	// names and pids.
-	Name string
 	// Metrics makes each Drain and each Run end with one log line that is
 	// a CloudWatch EMF record of its counts, duration and the backlog it
 	// leaves (see metrics.go). With Metrics.Off the line is a plain log
@@ -329,11 +324,12 @@ func New(cfg Config, deps Deps) (*Processor, error) {
 	}
 	cfg.Metrics.Now = deps.Clock.Now
 	logShadows(deps.Logger, deps.Registry, cfg.SourceKinds)
-	name := cfg.Name
-	if name == "" {
-		host, _ := os.Hostname()
-		name = host + ":" + strconv.Itoa(os.Getpid())
-	}
+	// The processor's name, in its claims (webhook_claims) and its
+	// attempts' history, for operators: host:pid, with a random suffix
+	// that keeps every processor distinct even when Lambda sandboxes
+	// share host names and pids.
+	host, _ := os.Hostname()
+	name := host + ":" + strconv.Itoa(os.Getpid())
 	suffix := make([]byte, 6)
 	rand.Read(suffix) // never fails; see crypto/rand.Read
 	return &Processor{
@@ -361,9 +357,6 @@ func logShadows(log *slog.Logger, reg *Registry, sourceKinds map[string]string) 
 			"shadows", s.Kind.String(), "shadows_site", s.Kind.Site)
 	}
 }
-
-// Config returns the processor's configuration, defaults applied.
-func (p *Processor) Config() Config { return p.cfg }
 
 // worker takes a name for one drain; done gives it back.
 func (p *Processor) worker() (name string, done func()) {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +29,7 @@ func TestDrainAppliesEachEventOnce(t *testing.T) {
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	ids := f.insert("ledger", "ledger.write", "evt_", 60)
-	p := f.processor(processor.Config{BatchSize: 25, Name: "proc"})
+	p := f.processor(processor.Config{BatchSize: 25})
 
 	st := f.drain(p)
 	check(t, "stats", st, map[string]any{"Claimed": 60, "Handled": 60, "Batches": 3, "Solo": 0, "Fallbacks": 0, "Stopped": processor.StopDrained})
@@ -41,8 +43,11 @@ func TestDrainAppliesEachEventOnce(t *testing.T) {
 	h := f.history(ids[0])
 	attempts(t, h, 1)
 	check(t, "attempt", h[0], map[string]any{"Number": 1, "Outcome": inbox.AttemptHandled, "BatchSize": 25, "FinishedAt": set, "Dead": false})
-	if !strings.HasPrefix(h[0].Processor, "proc/") {
-		t.Fatalf("attempt's processor = %q, want proc/...", h[0].Processor)
+	// The processor names itself for operators: this host and process,
+	// then a random suffix and the drain's worker.
+	host, _ := os.Hostname()
+	if want := host + ":" + strconv.Itoa(os.Getpid()) + "/"; !strings.HasPrefix(h[0].Processor, want) {
+		t.Fatalf("attempt's processor = %q, want %s...", h[0].Processor, want)
 	}
 	// Nothing is due any more, and no claim holds anything.
 	check(t, "second drain", f.drain(p), map[string]any{"Claimed": 0, "Stopped": processor.StopDrained})
@@ -86,7 +91,7 @@ func TestConcurrentProcessorsApplyEachEventOnce(t *testing.T) {
 	stats := make([]processor.Stats, processors)
 	errs := make([]error, processors)
 	for i := range processors {
-		p := f.processorOn(processor.Config{BatchSize: 20, Name: fmt.Sprint("p", i)}, processor.Deps{Pool: newPool(t, url)})
+		p := f.processorOn(processor.Config{BatchSize: 20}, processor.Deps{Pool: newPool(t, url)})
 		wg.Go(func() { stats[i], errs[i] = p.Drain(f.ctx) })
 	}
 	wg.Wait()

@@ -86,39 +86,6 @@ func (p *Processor) Invocation(ctx context.Context) (Stats, error) {
 	return st, errors.Join(err, p.armNext(context.WithoutCancel(ctx), st))
 }
 
-// Serve runs invocations back to back until ctx is done, each a Run of
-// RunFor with its own metrics line, as the deployed function's woken
-// invocations do; with RunFor 0 each invocation is one drain, and Serve
-// waits out the rest of each schedule period before the next. It is the
-// long-running processor of make dev, which has no Lambda to wake. A failed invocation is logged and
-// the next one runs; it returns nil when ctx is done or its deadline's
-// margin is reached.
-func (p *Processor) Serve(ctx context.Context, schedule time.Duration) error {
-	if p.cfg.RunFor <= 0 && schedule <= 0 {
-		return errors.New("processor: Serve: without RunFor, the schedule period must be positive")
-	}
-	for {
-		next := time.Now().Add(schedule)
-		st, err := p.Invocation(ctx)
-		switch {
-		case ctx.Err() != nil, st.Stopped == StopDeadline:
-			// The caller's time is up.
-			return nil
-		case err != nil:
-			p.log.Error("processor: invocation failed; the next one retries", "cause", inbox.CauseDatabaseUnavailable,
-				"err", err, "handled", st.Handled)
-		}
-		if p.cfg.RunFor > 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.clock.After(time.Until(next)):
-		}
-	}
-}
-
 // runReport is what a run's metrics line says besides its Stats.
 type runReport struct {
 	// Drains is how many drains the run made (one per poll).
