@@ -43,6 +43,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -315,7 +316,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	h, err := receiver.New(rc, receiver.Deps{Sources: cfgs.Sources, Store: storage.New(recvPool), Logger: log})
+	h, err := receiver.New(rc, receiver.Deps{Sources: cfgs.Sources, Store: storage.New(recvPool), Logger: log, RequestID: lambdahttp.RequestID})
 	if err != nil {
 		return err
 	}
