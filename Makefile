@@ -50,7 +50,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2
 SQLC := $(GOTOOLS) sqlc -f shared/sqlc.yaml
 
 # shared/storage/schema.sql is the core tables as the migrations leave them
-# (pg_dump of a throwaway cluster, internal/schemasql); generated and
+# (pg_dump of a throwaway cluster, internal/schemadump); generated and
 # committed too, for a reader.
 SCHEMA := $(GO) run ./cmd/webhookdev schema
 

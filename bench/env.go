@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -422,7 +422,7 @@ func describeMachine(ctx context.Context, e, durable *Env) (Machine, error) {
 	}
 	m.Versitygw = toolVersion(ctx, "versitygw", locals3.EnvBinary)
 	m.RIE = toolVersion(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
-	if root, err := devtools.RepoRoot(); err == nil {
+	if root, err := pinnedtools.RepoRoot(); err == nil {
 		if out, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
 			m.Commit = strings.TrimSpace(string(out))
 		}
@@ -512,7 +512,7 @@ func fileSystemOf(path string) string {
 
 // toolVersion reads the module version a pinned tool was built from.
 func toolVersion(ctx context.Context, name, env string) string {
-	p, err := devtools.Tool(ctx, name, env)
+	p, err := pinnedtools.Tool(ctx, name, env)
 	if err != nil {
 		return "unknown"
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -44,7 +44,7 @@ func run(t *testing.T, stdin io.Reader, args ...string) (string, error) {
 // devReceiver serves the dev sources on a fresh database, like make dev.
 func devReceiver(t *testing.T) (*httptest.Server, *storage.Store) {
 	t.Helper()
-	sources, _, err := devenv.Sources(os.Getenv)
+	sources, _, err := checkout.Sources(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

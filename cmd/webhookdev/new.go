@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/scaffold"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -47,7 +47,7 @@ the sources webhookdev uses: dev/sources.json by default).
 			case spec.Source != "" && spec.Kind != "":
 				return errors.New("--kind or --source, not both: --source routes to one source, whose kind is configured")
 			case spec.Source != "":
-				sources, where, err := devenv.LoadSources(cmd.Context(), os.Getenv)
+				sources, where, err := checkout.LoadSources(cmd.Context(), os.Getenv)
 				if err != nil {
 					return err
 				}

@@ -169,7 +169,7 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 }
 
 // StackEnv is the environment an operator command needs to reach this
-// stack (the stack file, internal/devenv): the operator's own variables
+// stack (the stack file, internal/checkout): the operator's own variables
 // where set, the dev stack's stand-ins otherwise. getenv is the
 // environment before secrets are resolved, so that a secret's ARN is
 // written, never its value. A relative sources file is made absolute, so

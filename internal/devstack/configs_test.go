@@ -16,9 +16,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -421,7 +421,7 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 			}
 			return err
 		},
-		func(g func(string) string) error { _, err := schemaresource.ConfigFromEnv(g); return err },
+		func(g func(string) string) error { _, err := migrator.ConfigFromEnv(g); return err },
 	}
 	for i, config := range configs {
 		err := config(getenv)

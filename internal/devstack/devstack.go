@@ -8,7 +8,7 @@
 // Lambdas read; it only fills in what makes sense locally and writes its
 // log for a person. The packages below it are its parts: localpg and
 // locals3 start the servers, lambdalocal and samtemplate run the Lambda
-// binaries, samlocal points `sam local` at the running stack, devtools
+// binaries, samlocal points `sam local` at the running stack, pinnedtools
 // finds the pinned tools.
 package devstack
 
@@ -31,12 +31,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/readable"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
@@ -82,7 +82,7 @@ type Options struct {
 	// EMF logs as the Lambdas do: JSON lines and EMF records.
 	EMF bool
 	// StackFile is where the running stack describes itself for the
-	// operator's commands; "" means devenv.StackFile under the repository
+	// operator's commands; "" means checkout.StackFile under the repository
 	// root. It is removed when the stack stops.
 	StackFile string
 	// SamEnvFile is where the stack writes env.json for `sam local`
@@ -132,12 +132,12 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if o.ArchiveEvery <= 0 {
 		o.ArchiveEvery = DefaultArchiveEvery
 	}
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		root = "."
 	}
 	if o.StackFile == "" {
-		o.StackFile = filepath.Join(root, devenv.StackFile)
+		o.StackFile = filepath.Join(root, checkout.StackFile)
 	}
 	if o.SamEnvFile == "" {
 		o.SamEnvFile = filepath.Join(root, samlocal.EnvFile)
@@ -154,7 +154,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
-	local := Local{SourcesFile: filepath.Join(root, devenv.SourcesFile), ArchiveAge: o.ArchiveAge, EMF: o.EMF}
+	local := Local{SourcesFile: filepath.Join(root, checkout.SourcesFile), ArchiveAge: o.ArchiveAge, EMF: o.EMF}
 
 	// Check everything before starting anything, so a typo fails at once;
 	// the local servers' addresses are not known yet, so placeholders
@@ -383,18 +383,18 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	readSrv := NewServer(ops.Read, o.Timeouts)
 	actSrv := NewServer(ops.Act, o.Timeouts)
 	base := "http://" + ln.Addr().String()
-	opAPI := &devenv.OperatorAPI{
+	opAPI := &checkout.OperatorAPI{
 		URL: "http://" + actLn.Addr().String(), ReadURL: "http://" + readLn.Addr().String(), Region: operatorlocal.Region,
-		Identities: map[string]devenv.Credentials{"operator": credentials(ops.Operator), "viewer": credentials(ops.Viewer)},
+		Identities: map[string]checkout.Credentials{"operator": credentials(ops.Operator), "viewer": credentials(ops.Viewer)},
 	}
 
 	// The operator's commands find this stack by its file.
 	pid := os.Getpid()
-	if err := devenv.WriteStack(o.StackFile, devenv.Stack{PID: pid, Env: cfgs.StackEnv(getenv), Operator: opAPI}); err != nil {
+	if err := checkout.WriteStack(o.StackFile, checkout.Stack{PID: pid, Env: cfgs.StackEnv(getenv), Operator: opAPI}); err != nil {
 		return err
 	}
 	defer func() {
-		if err := devenv.RemoveStack(o.StackFile, pid); err != nil {
+		if err := checkout.RemoveStack(o.StackFile, pid); err != nil {
 			fmt.Fprintln(out, "removing the stack file:", err)
 		}
 	}()
@@ -447,8 +447,8 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 }
 
 // credentials is what the stack file holds of a local identity.
-func credentials(id iamlocal.Identity) devenv.Credentials {
-	return devenv.Credentials{AccessKeyID: id.AccessKeyID, SecretAccessKey: id.SecretAccessKey, SessionToken: id.SessionToken, ARN: id.UserARN}
+func credentials(id iamlocal.Identity) checkout.Credentials {
+	return checkout.Credentials{AccessKeyID: id.AccessKeyID, SecretAccessKey: id.SecretAccessKey, SessionToken: id.SessionToken, ARN: id.UserARN}
 }
 
 // processorPlan says how the processor runs, for the start-up lines.

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
@@ -177,7 +177,7 @@ func TestDevStack(t *testing.T) {
 	// The operator API, as a stack serves it: the acting and the
 	// read-only URLs, each behind the stand-in for IAM, with the local
 	// identities' credentials in the stack file for webhookctl --via-api.
-	var st devenv.Stack
+	var st checkout.Stack
 	if err := json.Unmarshal(b, &st); err != nil || st.Operator == nil {
 		t.Fatalf("no operator API in the stack file (%v):\n%s", err, b)
 	}
@@ -244,7 +244,7 @@ func TestDevStack(t *testing.T) {
 		t.Errorf("no sam local command in the start-up lines:\n%s", out.String())
 	}
 
-	sources, _, _ := devenv.Sources(func(k string) string {
+	sources, _, _ := checkout.Sources(func(k string) string {
 		if k == "WEBHOOK_SOURCES_FILE" {
 			return filepath.Join("..", "..", "dev", "sources.json")
 		}

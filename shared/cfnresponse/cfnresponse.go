@@ -1,7 +1,7 @@
 // Package cfnresponse answers CloudFormation's custom resource requests:
 // the answer's document, its size bound, the deadline the work must keep
 // so that the answer goes out in time, and its delivery to the request's
-// pre-signed ResponseURL. The migration function (shared/schemaresource)
+// pre-signed ResponseURL. The migration function (shared/migrator)
 // and the relay (shared/relay) answer through it.
 //
 // The answer is an HTTP PUT of the JSON document CloudFormation documents

@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
@@ -294,7 +294,7 @@ func echoFunction(_ context.Context, ev json.RawMessage) (any, error) {
 func TestFunctionURLUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "runs a function under the Lambda Runtime Interface Emulator")
 	ctx := context.Background()
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}

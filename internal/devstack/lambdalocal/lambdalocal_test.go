@@ -19,12 +19,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 // invocation is a wake-up the stack's own wiring made.
 func TestEndToEndUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the Lambda binaries and runs them under the emulator")
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

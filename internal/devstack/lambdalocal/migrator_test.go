@@ -20,9 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3/lock"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
@@ -138,11 +138,11 @@ func withUser(dbURL, user, password string) string {
 func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the migration function and runs it under the emulator")
 	ctx := context.Background()
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}

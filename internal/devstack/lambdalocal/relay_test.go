@@ -12,11 +12,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
@@ -35,11 +35,11 @@ import (
 func TestRelayUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the relay and runs it under the emulator")
 	ctx := context.Background()
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}

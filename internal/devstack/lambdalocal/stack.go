@@ -21,17 +21,17 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/google/uuid"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -211,7 +211,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		return nil, err
 	}
@@ -410,19 +410,19 @@ func (s *Stack) roleSecrets() map[string]string {
 
 // secretProps maps the schema resource's secret properties to their roles.
 var secretProps = map[string]string{
-	schemaresource.PropReceiverSecretArn: migrate.RoleReceiver, schemaresource.PropProcessorSecretArn: migrate.RoleProcessor,
-	schemaresource.PropArchiverSecretArn: migrate.RoleArchiver, schemaresource.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
-	schemaresource.PropOperatorSecretArn: migrate.RoleOperator,
+	migrator.PropReceiverSecretArn: migrate.RoleReceiver, migrator.PropProcessorSecretArn: migrate.RoleProcessor,
+	migrator.PropArchiverSecretArn: migrate.RoleArchiver, migrator.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
+	migrator.PropOperatorSecretArn: migrate.RoleOperator,
 }
 
 // schemaPasswordAuth makes the schema resource set the roles' passwords
 // from their local secrets: the local database checks passwords, and
 // knows nothing of RDS IAM tokens.
 func (s *Stack) schemaPasswordAuth(props map[string]any) {
-	if props[schemaresource.PropAuth] == string(migrate.AuthPassword) {
+	if props[migrator.PropAuth] == string(migrate.AuthPassword) {
 		return
 	}
-	props[schemaresource.PropAuth] = string(migrate.AuthPassword)
+	props[migrator.PropAuth] = string(migrate.AuthPassword)
 	for prop, role := range secretProps {
 		props[prop] = SecretARN(role)
 	}
@@ -462,7 +462,7 @@ func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, a
 		// (schemaPasswordAuth), and CloudFormation's S3 response URL is
 		// the loopback stand-in InvokeCustomResource serves, which only
 		// this setting lets it answer (the template never sets it).
-		schemaresource.EnvRolesAuth + "=" + string(migrate.AuthPassword), schemaresource.EnvLocalResponseURL + "=true",
+		migrator.EnvRolesAuth + "=" + string(migrate.AuthPassword), migrator.EnvLocalResponseURL + "=true",
 		// The relay's custom resource answers the same stand-in.
 		relay.EnvLocalResponseURL + "=true",
 	}

@@ -17,11 +17,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -293,7 +293,7 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 		}
 		if id == "MigrationFunction" {
 			// The apply mode reads the admin secret the front names in its
-			// payload (schemaresource.Applier).
+			// payload (migrator.Applier).
 			admin, err := s.resolve(envOf(res["MigrationFrontFunction"])["DATABASE_SECRET_ARN"])
 			if err != nil {
 				t.Fatal(err)
@@ -318,9 +318,9 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 			}
 			continue
 		case "MigrationFrontFunction":
-			mode, modeErr := schemaresource.ModeFromEnv(getenv)
-			c, err := schemaresource.FrontConfigFromEnv(getenv)
-			if err := errors.Join(modeErr, err); err != nil || mode != schemaresource.ModeFront {
+			mode, modeErr := migrator.ModeFromEnv(getenv)
+			c, err := migrator.FrontConfigFromEnv(getenv)
+			if err := errors.Join(modeErr, err); err != nil || mode != migrator.ModeFront {
 				t.Errorf("the front refuses its environment (mode %q): %v", mode, err)
 				continue
 			}
@@ -343,9 +343,9 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 		}
 		switch id {
 		case "MigrationFunction":
-			mode, modeErr := schemaresource.ModeFromEnv(getenv)
-			c, err := schemaresource.ConfigFromEnv(resolved)
-			if err := errors.Join(modeErr, err); err != nil || mode != schemaresource.ModeApply {
+			mode, modeErr := migrator.ModeFromEnv(getenv)
+			c, err := migrator.ConfigFromEnv(resolved)
+			if err := errors.Join(modeErr, err); err != nil || mode != migrator.ModeApply {
 				t.Errorf("the migration function refuses its environment (mode %q): %v", mode, err)
 				continue
 			}

@@ -1,4 +1,4 @@
-package schemaresource_test
+package migrator_test
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 )
 
 // adminARN names the admin secret the front reads (its DATABASE_SECRET_ARN).
@@ -86,8 +86,8 @@ func lambdaClient(endpoint string) *lambda.Client {
 type frontFixture struct {
 	*fixture
 	api   *invokeAPI
-	front *schemaresource.Front
-	apply *schemaresource.Applier
+	front *migrator.Front
+	apply *migrator.Applier
 }
 
 func setupFront(t *testing.T, applyEnv map[string]string) *frontFixture {
@@ -96,11 +96,11 @@ func setupFront(t *testing.T, applyEnv map[string]string) *frontFixture {
 	f.secrets.values[adminARN] = adminSecret(t, f.url)
 	// The apply function's environment says where the database is, never
 	// how to log in: that comes in the payload.
-	f.apply = schemaresource.NewApplier(func(k string) string {
+	f.apply = migrator.NewApplier(func(k string) string {
 		if v, ok := applyEnv[k]; ok {
 			return v
 		}
-		return map[string]string{schemaresource.EnvRolesAuth: "password", schemaresource.EnvLocalResponseURL: "true"}[k]
+		return map[string]string{migrator.EnvRolesAuth: "password", migrator.EnvLocalResponseURL: "true"}[k]
 	}, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	f.api = newInvokeAPI(t, func(ctx context.Context, raw json.RawMessage) (any, error) { return f.apply.HandleEvent(ctx, raw) })
 	f.front = f.newFront(lambdaClient(f.api.srv.URL))
@@ -120,17 +120,17 @@ func adminSecret(t *testing.T, dbURL string) string {
 	return u.String()
 }
 
-func (f *frontFixture) newFront(lc schemaresource.Invoker) *schemaresource.Front {
-	fr, err := schemaresource.NewFront(schemaresource.FrontConfig{
+func (f *frontFixture) newFront(lc migrator.Invoker) *migrator.Front {
+	fr, err := migrator.NewFront(migrator.FrontConfig{
 		Function: "inbox-MigrationApplyFunction", DatabaseSecretARN: adminARN, RolesAuth: "password", LocalResponseURL: true,
-	}, schemaresource.FrontDeps{Secrets: f.secrets, Lambda: lc, Logger: slog.New(slog.NewJSONHandler(f.logs, nil))})
+	}, migrator.FrontDeps{Secrets: f.secrets, Lambda: lc, Logger: slog.New(slog.NewJSONHandler(f.logs, nil))})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return fr
 }
 
-func (f *frontFixture) handle(req schemaresource.Request, timeout time.Duration) (schemaresource.Response, error) {
+func (f *frontFixture) handle(req migrator.Request, timeout time.Duration) (migrator.Response, error) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.t.Context(), timeout)
 	defer cancel()
@@ -148,20 +148,20 @@ func TestFrontCreateUpdateDelete(t *testing.T) {
 	reason := fmt.Sprintf("schema at version %d (testhandler 1); roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", v)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, v)
 
-	if _, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestCreate, passwordProps("1")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", reason, "req-create-6f1c", data); got != want {
 		t.Fatalf("Create answered\n%s\nwant\n%s\n%s", got, want, f.logs)
 	}
 	before := f.snapshot()
-	if _, err := f.handle(f.request(schemaresource.RequestUpdate, passwordProps("2")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestUpdate, passwordProps("2")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", reason, "req-update-6f1c", data); got != want {
 		t.Fatalf("Update answered\n%s\nwant\n%s", got, want)
 	}
-	if _, err := f.handle(f.request(schemaresource.RequestDelete, passwordProps("2")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestDelete, passwordProps("2")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", "nothing deleted: the database, its data and its roles outlive the stack", "req-delete-6f1c", ""); got != want {
@@ -187,7 +187,7 @@ func TestFrontDeleteNeedsNothing(t *testing.T) {
 	f := &frontFixture{fixture: &fixture{t: t, secrets: &secretStore{values: map[string]string{}}, resp: newResponder(t), logs: &bytes.Buffer{}}}
 	f.front = f.newFront(lambdaClient(closedEndpoint(t)))
 	start := time.Now()
-	if _, err := f.handle(f.request(schemaresource.RequestDelete, passwordProps("1")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestDelete, passwordProps("1")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", "nothing deleted: the database, its data and its roles outlive the stack", "req-delete-6f1c", ""); got != want {
@@ -248,7 +248,7 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 				"is it running with MIGRATOR_MODE=apply"}},
 		{name: "a secret in a result", props: passwordProps("1"), calls: 1,
 			fn: func(context.Context, json.RawMessage) (any, error) {
-				return schemaresource.ApplyResult{ApplyVersion: 1, Status: "FAILED", Reason: "Create failed: password " + adminPassword + " refused"}, nil
+				return migrator.ApplyResult{ApplyVersion: 1, Status: "FAILED", Reason: "Create failed: password " + adminPassword + " refused"}, nil
 			},
 			reason: "Create failed: password xxxxx refused"},
 		{name: "no answer in time", props: passwordProps("1"), calls: 1, timeout: 3 * time.Second,
@@ -262,7 +262,7 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 			f.secrets.values[adminARN] = "postgres://postgres:" + adminPassword + "@127.0.0.1:1/inbox?sslmode=disable"
 			fn := c.fn
 			if fn == nil {
-				a := schemaresource.NewApplier(testApplyEnv, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
+				a := migrator.NewApplier(testApplyEnv, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
 				fn = func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
 			}
 			f.api = newInvokeAPI(t, fn)
@@ -282,7 +282,7 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 			if took := time.Since(start); took >= timeout {
 				t.Fatalf("answered after %v of a %v invocation", took, timeout)
 			}
-			var got schemaresource.Response
+			var got migrator.Response
 			body := f.resp.last(t)
 			if err := json.Unmarshal(body, &got); err != nil {
 				t.Fatal(err)
@@ -308,12 +308,12 @@ func TestFrontFailuresAnswerFailed(t *testing.T) {
 }
 
 // applyRequest is the front's payload for the test's database.
-func applyRequest(f *fixture, props map[string]any) schemaresource.ApplyRequest {
+func applyRequest(f *fixture, props map[string]any) migrator.ApplyRequest {
 	values := map[string]string{adminARN: adminSecret(f.t, f.url)}
 	for k, v := range f.secrets.values {
 		values[k] = v
 	}
-	return schemaresource.ApplyRequest{ApplyVersion: 1, RequestType: "Create", RequestID: "req-1", StackID: stackID,
+	return migrator.ApplyRequest{ApplyVersion: 1, RequestType: "Create", RequestID: "req-1", StackID: stackID,
 		LogicalResourceID: "DatabaseSchema", Properties: props, DatabaseSecretARN: adminARN, Secrets: values}
 }
 
@@ -323,7 +323,7 @@ func applyRequest(f *fixture, props map[string]any) schemaresource.ApplyRequest 
 func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	a := schemaresource.NewApplier(testApplyEnv, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
+	a := migrator.NewApplier(testApplyEnv, schemas, slog.New(slog.NewJSONHandler(f.logs, nil)))
 	encode := func(v any) json.RawMessage {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -342,7 +342,7 @@ func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 	_ = json.Unmarshal(encode(good), &extra)
 	extra["Passwords"] = map[string]string{"webhook_receiver": "pw"}
 	big := good
-	big.Secrets = map[string]string{adminARN: strings.Repeat("x", schemaresource.MaxPayloadBytes)}
+	big.Secrets = map[string]string{adminARN: strings.Repeat("x", migrator.MaxPayloadBytes)}
 	for _, c := range []struct {
 		name    string
 		raw     json.RawMessage
@@ -378,5 +378,5 @@ func TestApplyRefusesWhatItCannotRead(t *testing.T) {
 // testApplyEnv is an apply function's environment that says nothing of
 // the database: how the roles authenticate, and the loopback responder.
 func testApplyEnv(k string) string {
-	return map[string]string{schemaresource.EnvRolesAuth: "password", schemaresource.EnvLocalResponseURL: "true"}[k]
+	return map[string]string{migrator.EnvRolesAuth: "password", migrator.EnvLocalResponseURL: "true"}[k]
 }

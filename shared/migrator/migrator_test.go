@@ -1,4 +1,4 @@
-package schemaresource_test
+package migrator_test
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -146,7 +146,7 @@ type fixture struct {
 	url     string
 	pool    *pgxpool.Pool
 	secrets *secretStore
-	h       *schemaresource.Handler
+	h       *migrator.Handler
 	resp    *responder
 	logs    *bytes.Buffer
 }
@@ -168,15 +168,15 @@ func setup(t *testing.T, statuses ...int) *fixture {
 
 // handler builds a handler over a pool on dbURL (opened as the Lambda
 // opens it: it connects at the first statement).
-func (f *fixture) handler(dbURL string) *schemaresource.Handler {
+func (f *fixture) handler(dbURL string) *migrator.Handler {
 	f.t.Helper()
-	cfg, err := schemaresource.ConfigFromEnv(func(k string) string {
+	cfg, err := migrator.ConfigFromEnv(func(k string) string {
 		switch k {
 		case storage.EnvDatabaseURL:
 			return dbURL
-		case schemaresource.EnvRolesAuth:
+		case migrator.EnvRolesAuth:
 			return "password"
-		case schemaresource.EnvLocalResponseURL:
+		case migrator.EnvLocalResponseURL:
 			return "true" // the responder is on the loopback interface
 		}
 		return ""
@@ -193,7 +193,7 @@ func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 		f.pool = pool
 	}
 	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Schemas = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), schemas
-	h, err := schemaresource.New(cfg)
+	h, err := migrator.New(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -201,14 +201,14 @@ func (f *fixture) handler(dbURL string) *schemaresource.Handler {
 }
 
 // request builds CloudFormation's request for the resource.
-func (f *fixture) request(typ string, props map[string]any) schemaresource.Request {
-	req := schemaresource.Request{
+func (f *fixture) request(typ string, props map[string]any) migrator.Request {
+	req := migrator.Request{
 		RequestType: cfn.RequestType(typ), RequestID: "req-" + strings.ToLower(typ) + "-6f1c", ResponseURL: f.resp.url(),
 		ResourceType: "Custom::DatabaseSchema", LogicalResourceID: "DatabaseSchema", StackID: stackID,
 		ResourceProperties: props,
 	}
-	if typ != schemaresource.RequestCreate {
-		req.PhysicalResourceID = schemaresource.PhysicalResourceID
+	if typ != migrator.RequestCreate {
+		req.PhysicalResourceID = migrator.PhysicalResourceID
 		req.OldResourceProperties = passwordProps("1")
 	}
 	return req
@@ -228,7 +228,7 @@ func passwordProps(release string) map[string]any {
 }
 
 // handle runs one invocation with the Lambda's deadline.
-func (f *fixture) handle(req schemaresource.Request, timeout time.Duration) (schemaresource.Response, error) {
+func (f *fixture) handle(req migrator.Request, timeout time.Duration) (migrator.Response, error) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.t.Context(), timeout)
 	defer cancel()
@@ -289,7 +289,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	reason := fmt.Sprintf("schema at version %d (testhandler 1); roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", v)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, v)
 
-	if _, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestCreate, passwordProps("1")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", reason, "req-create-6f1c", data); got != want {
@@ -332,7 +332,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	}
 
 	before := f.snapshot()
-	if _, err := f.handle(f.request(schemaresource.RequestUpdate, passwordProps("2")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestUpdate, passwordProps("2")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", reason, "req-update-6f1c", data); got != want {
@@ -342,7 +342,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Fatalf("an Update with nothing new changed the schema:\n%s\n%s", before, after)
 	}
 
-	if _, err := f.handle(f.request(schemaresource.RequestDelete, passwordProps("2")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestDelete, passwordProps("2")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := string(f.resp.last(t)), answer("SUCCESS", "nothing deleted: the database, its data and its roles outlive the stack", "req-delete-6f1c", ""); got != want {
@@ -370,18 +370,18 @@ func TestMigrationFailureAnswersFailed(t *testing.T) {
 	if _, err := f.pool.Exec(t.Context(), `CREATE TABLE webhook_events (id int)`); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), time.Minute)
+	resp, err := f.handle(f.request(migrator.RequestCreate, passwordProps("1")), time.Minute)
 	if err != nil {
 		t.Fatalf("the invocation failed (CloudFormation would wait for an answer): %v", err)
 	}
-	var got schemaresource.Response
+	var got migrator.Response
 	body := f.resp.last(t)
 	if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, resp) || len(body) > cfnresponse.MaxResponseBytes {
 		t.Fatalf("answer %s (%d bytes), %v", body, len(body), err)
 	}
 	if !field.Check(t, "answer",
 		field.Eq("Status", got.Status, "FAILED"),
-		field.Eq("PhysicalResourceID", got.PhysicalResourceID, schemaresource.PhysicalResourceID),
+		field.Eq("PhysicalResourceID", got.PhysicalResourceID, migrator.PhysicalResourceID),
 		field.Is("Data", got.Data, got.Data == nil, "nil"),
 		field.Is("Reason", got.Reason, strings.HasPrefix(got.Reason, "Create failed: ") && strings.Contains(got.Reason, "(type:sql,version:1)") &&
 			strings.Contains(got.Reason, `relation "webhook_events" already exists`),
@@ -461,7 +461,7 @@ func TestFailuresAnswerFailed(t *testing.T) {
 			if _, err := f.handle(f.request(c.typ, c.props), time.Minute); err != nil {
 				t.Fatalf("the invocation failed: %v", err)
 			}
-			var got schemaresource.Response
+			var got migrator.Response
 			if err := json.Unmarshal(f.resp.last(t), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -507,7 +507,7 @@ func (f *fixture) rolesExist(unreachable bool) bool {
 func TestStartUpFailureStillAnswers(t *testing.T) {
 	t.Parallel()
 	f := &fixture{t: t, resp: newResponder(t), logs: &bytes.Buffer{}}
-	f.h = schemaresource.Failing(errors.New("DATABASE_URL (or DATABASE_SECRET_ARN) is not set"), slog.New(slog.NewJSONHandler(f.logs, nil)), true)
+	f.h = migrator.Failing(errors.New("DATABASE_URL (or DATABASE_SECRET_ARN) is not set"), slog.New(slog.NewJSONHandler(f.logs, nil)), true)
 	for typ, want := range map[string]string{
 		"Create": answer("FAILED", "Create failed: the migration function did not start: DATABASE_URL (or DATABASE_SECRET_ARN) is not set", "req-create-6f1c", ""),
 		"Update": answer("FAILED", "Update failed: the migration function did not start: DATABASE_URL (or DATABASE_SECRET_ARN) is not set", "req-update-6f1c", ""),
@@ -539,7 +539,7 @@ func TestAnswersBeforeTheDeadline(t *testing.T) {
 	}
 	const timeout = 2 * time.Second
 	start := time.Now()
-	resp, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), timeout)
+	resp, err := f.handle(f.request(migrator.RequestCreate, passwordProps("1")), timeout)
 	took := time.Since(start)
 	if err != nil || resp.Status != "FAILED" || !strings.Contains(resp.Reason, "ran out of time") {
 		t.Fatalf("answer %+v, %v", resp, err)
@@ -556,7 +556,7 @@ func TestAnswersBeforeTheDeadline(t *testing.T) {
 func TestAnswerIsRetried(t *testing.T) {
 	t.Parallel()
 	f := setup(t, http.StatusInternalServerError, http.StatusServiceUnavailable)
-	if _, err := f.handle(f.request(schemaresource.RequestDelete, passwordProps("1")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestDelete, passwordProps("1")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.resp.count(); n != 3 {
@@ -564,7 +564,7 @@ func TestAnswerIsRetried(t *testing.T) {
 	}
 
 	g := setup(t, 403, 403, 403, 403, 403, 403)
-	_, err := g.handle(g.request(schemaresource.RequestDelete, passwordProps("1")), time.Minute)
+	_, err := g.handle(g.request(migrator.RequestDelete, passwordProps("1")), time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), "X-Amz-Signature") ||
 		strings.Contains(g.logs.String(), "X-Amz-Signature") {
 		t.Fatalf("undeliverable answer: %v\n%s", err, g.logs)
@@ -581,11 +581,11 @@ func TestLongReasonFitsTheLimit(t *testing.T) {
 	f := setup(t)
 	props := passwordProps("1")
 	props[strings.Repeat("é", 3000)] = "x"
-	if _, err := f.handle(f.request(schemaresource.RequestCreate, props), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestCreate, props), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	body := f.resp.last(t)
-	var got schemaresource.Response
+	var got migrator.Response
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("%d bytes: %.200s…, %v", len(body), body, err)
 	}

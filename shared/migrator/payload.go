@@ -1,4 +1,4 @@
-package schemaresource
+package migrator
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package schemaresource is the migration function's logic: it answers
+// Package migrator is the migration function's logic: it answers
 // CloudFormation's requests for the stack's custom resource
 // Custom::DatabaseSchema (logical id DatabaseSchema), which the functions
 // depend on, so that new code never serves before its schema.
@@ -57,7 +57,7 @@
 //
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requests.html
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-responses.html
-package schemaresource
+package migrator
 
 import (
 	"context"
@@ -196,7 +196,7 @@ type Handler struct {
 // New returns a Handler; Pool is required.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Pool == nil {
-		return nil, errors.New("schemaresource: Pool is required")
+		return nil, errors.New("migrator: Pool is required")
 	}
 	return newHandler(cfg), nil
 }

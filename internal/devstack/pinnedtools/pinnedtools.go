@@ -1,8 +1,8 @@
-// Package devtools finds the repository and the developer tools pinned in
+// Package pinnedtools finds the repository and the developer tools pinned in
 // its tools/go.mod (versitygw, the Lambda Runtime Interface Emulator,
 // gotestsum), building them into Go's build cache on first use, so tests and
 // the local stacks run the exact pinned versions with no install step.
-package devtools
+package pinnedtools
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package schemasql_test
+package schemadump_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/schemasql"
+	"github.com/webhook-inbox/webhook-inbox/internal/schemadump"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -23,11 +23,11 @@ const root = "../.."
 // migration lands without make generate.
 func TestSchemaSQLIsFresh(t *testing.T) {
 	t.Parallel()
-	b, err := schemasql.Generate(t.Context(), pgtest.Empty(t), migrate.Migrations())
+	b, err := schemadump.Generate(t.Context(), pgtest.Empty(t), migrate.Migrations())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schemasql.Check(root, b); err != nil {
+	if err := schemadump.Check(root, b); err != nil {
 		t.Fatalf("%v\n(go run ./cmd/webhookdev schema -w rewrites it)", err)
 	}
 }
@@ -52,14 +52,14 @@ func TestSchemaSQLStaleAfterANewMigration(t *testing.T) {
 		"-- +goose Up\nALTER TABLE webhook_events ADD COLUMN later_column text;\n" +
 			"-- +goose Down\nALTER TABLE webhook_events DROP COLUMN later_column;\n")}
 
-	b, err := schemasql.Generate(t.Context(), pgtest.Empty(t), migrations)
+	b, err := schemadump.Generate(t.Context(), pgtest.Empty(t), migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), "    later_column text,\n") {
 		t.Errorf("regenerated schema.sql lacks the new column later_column:\n%s", b)
 	}
-	if err := schemasql.Check(root, b); !errors.Is(err, schemasql.ErrStale) {
+	if err := schemadump.Check(root, b); !errors.Is(err, schemadump.ErrStale) {
 		t.Errorf("Check after a new migration = %v, want ErrStale", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestNormalizeDropsVersionAndRunLines(t *testing.T) {
 		"SET statement_timeout = 0;\nSELECT pg_catalog.set_config('search_path', '', false);\n\n" +
 		"--\n-- Name: t; Type: TABLE; Schema: public; Owner: -\n--\n\nCREATE TABLE public.t (\n    id bigint\n);\n\n\n" +
 		"--\n-- PostgreSQL database dump complete\n--\n\n\\unrestrict abc123\n"
-	got := string(schemasql.Normalize([]byte(dump)))
+	got := string(schemadump.Normalize([]byte(dump)))
 	body := got[strings.Index(got, "CREATE TABLE"):]
 	if want := "CREATE TABLE public.t (\n    id bigint\n);\n"; body != want {
 		t.Errorf("after the header, Normalize gives\n%q\nwant\n%q", body, want)
@@ -91,7 +91,7 @@ func TestNormalizeDropsVersionAndRunLines(t *testing.T) {
 // The file's path is where the storage package's queries are.
 func TestPathIsBesideTheQueries(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(filepath.Join(root, filepath.Dir(schemasql.Path), "queries")); err != nil {
-		t.Errorf("%s is not beside the queries folder: %v", schemasql.Path, err)
+	if _, err := os.Stat(filepath.Join(root, filepath.Dir(schemadump.Path), "queries")); err != nil {
+		t.Errorf("%s is not beside the queries folder: %v", schemadump.Path, err)
 	}
 }

@@ -1,4 +1,4 @@
-package devenv
+package checkout
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package schemaresource_test
+package migrator_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 )
 
 // The tests below run aws-lambda-go's cfn.LambdaWrap and this package's
@@ -24,17 +24,17 @@ import (
 // wrapped is cfn.LambdaWrap over a function that fails with cause.
 func wrapped(cause error) cfn.CustomResourceLambdaFunction {
 	return cfn.LambdaWrap(func(context.Context, cfn.Event) (string, map[string]any, error) {
-		return schemaresource.PhysicalResourceID, nil, cause
+		return migrator.PhysicalResourceID, nil, cause
 	})
 }
 
 // ours is the handler a migration function whose start-up failed runs.
-func ours(cause error, loopbackAllowed bool) *schemaresource.Handler {
-	return schemaresource.Failing(cause, slog.New(slog.DiscardHandler), loopbackAllowed)
+func ours(cause error, loopbackAllowed bool) *migrator.Handler {
+	return migrator.Failing(cause, slog.New(slog.DiscardHandler), loopbackAllowed)
 }
 
-func wrapRequest(url string) schemaresource.Request {
-	return schemaresource.Request{
+func wrapRequest(url string) migrator.Request {
+	return migrator.Request{
 		RequestType: cfn.RequestCreate, RequestID: "req-wrap", ResponseURL: url,
 		StackID: "arn:aws:cloudformation:eu-west-1:123456789012:stack/inbox/1", LogicalResourceID: "DatabaseSchema",
 		ResourceType: "Custom::DatabaseSchema",

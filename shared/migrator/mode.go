@@ -1,4 +1,4 @@
-package schemaresource
+package migrator
 
 import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"

@@ -1,11 +1,11 @@
-// Package devenv is what the command-line tools know about a developer's
+// Package checkout is what the command-line tools know about a developer's
 // checkout: the checked-in sources document of make dev (dev/sources.json),
 // used when no sources document is configured, and the file in which a
 // running make dev describes itself (.local/devstack.json), so the
 // operator's commands find its database without being told. It is light
 // on purpose, so the operator's webhookctl can use it without linking the
 // dev stack.
-package devenv
+package checkout
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-package schemaresource_test
+package migrator_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 )
 
 // The migration function must not trust its caller: a forged Update
@@ -16,7 +16,7 @@ import (
 func TestForgedIAMUpdateKeepsThePasswords(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	if _, err := f.handle(f.request(schemaresource.RequestCreate, passwordProps("1")), time.Minute); err != nil {
+	if _, err := f.handle(f.request(migrator.RequestCreate, passwordProps("1")), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	hasPassword := func() bool {
@@ -31,11 +31,11 @@ func TestForgedIAMUpdateKeepsThePasswords(t *testing.T) {
 	}
 	forged := passwordProps("2")
 	forged["Auth"] = "iam"
-	resp, err := f.handle(f.request(schemaresource.RequestUpdate, forged), time.Minute)
+	resp, err := f.handle(f.request(migrator.RequestUpdate, forged), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != schemaresource.StatusFailed || !strings.Contains(resp.Reason, `property Auth is "iam", but the migration function's MIGRATOR_ROLES_AUTH is "password"`) {
+	if resp.Status != migrator.StatusFailed || !strings.Contains(resp.Reason, `property Auth is "iam", but the migration function's MIGRATOR_ROLES_AUTH is "password"`) {
 		t.Fatalf("forged Update answered %s %q", resp.Status, resp.Reason)
 	}
 	if !hasPassword() {
@@ -50,7 +50,7 @@ func TestForgedIAMUpdateKeepsThePasswords(t *testing.T) {
 func TestResponseURLMustBeCloudFormations(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	strict := schemaresource.Failing(nil, nil, false) // no loopback
+	strict := migrator.Failing(nil, nil, false) // no loopback
 	for name, u := range map[string]string{
 		"plain http loopback": f.resp.url(),
 		"https loopback":      strings.Replace(f.resp.url(), "http://", "https://", 1),
@@ -59,7 +59,7 @@ func TestResponseURLMustBeCloudFormations(t *testing.T) {
 		"an API on AWS":       "https://abcs3defgh.execute-api.eu-west-1.amazonaws.com/x",
 		"another bucket":      "https://s3.eu-west-1.amazonaws.com/attacker-bucket/x",
 	} {
-		req := f.request(schemaresource.RequestDelete, passwordProps("1"))
+		req := f.request(migrator.RequestDelete, passwordProps("1"))
 		req.ResponseURL = u
 		if _, err := strict.Handle(t.Context(), req); err == nil || !strings.Contains(err.Error(), "refused, nothing done") {
 			t.Errorf("%s: %v, want a refusal", name, err)
@@ -69,7 +69,7 @@ func TestResponseURLMustBeCloudFormations(t *testing.T) {
 		t.Fatalf("%d answers were PUT to a refused URL", n)
 	}
 	// Create too: nothing is migrated for a refused URL.
-	req := f.request(schemaresource.RequestCreate, passwordProps("1"))
+	req := f.request(migrator.RequestCreate, passwordProps("1"))
 	if _, err := strict.Handle(t.Context(), req); err == nil || f.rolesExist(false) || f.resp.count() != 0 {
 		t.Fatalf("Create with a loopback URL and no local setting: %v, applied %v, answers %d", err, f.rolesExist(false), f.resp.count())
 	}

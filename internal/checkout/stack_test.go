@@ -1,4 +1,4 @@
-package devenv_test
+package checkout_test
 
 import (
 	"os"
@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 )
 
 func write(t *testing.T, root string, pid int, env map[string]string) string {
 	t.Helper()
-	path := filepath.Join(root, devenv.StackFile)
-	if err := devenv.WriteStack(path, devenv.Stack{PID: pid, Env: env}); err != nil {
+	path := filepath.Join(root, checkout.StackFile)
+	if err := checkout.WriteStack(path, checkout.Stack{PID: pid, Env: env}); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -38,12 +38,12 @@ func TestFindStack(t *testing.T) {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := devenv.FindStack(sub); ok || err != nil {
+	if _, _, ok, err := checkout.FindStack(sub); ok || err != nil {
 		t.Fatalf("found a stack where none is: %v %v", ok, err)
 	}
 	livePath := write(t, outer, os.Getpid(), map[string]string{"DATABASE_URL": "postgres://outer"})
 	stalePath := write(t, inner, deadPID(t), map[string]string{"DATABASE_URL": "postgres://stale"})
-	s, path, ok, err := devenv.FindStack(sub)
+	s, path, ok, err := checkout.FindStack(sub)
 	if err != nil {
 		t.Fatalf("FindStack: %v", err)
 	}
@@ -65,10 +65,10 @@ func TestFindStackRefusesAFileItCannotRead(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, ".local"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, devenv.StackFile), []byte("{"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, checkout.StackFile), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := devenv.FindStack(root); ok || err == nil {
+	if _, _, ok, err := checkout.FindStack(root); ok || err == nil {
 		t.Fatalf("a broken file was used: %v %v", ok, err)
 	}
 }
@@ -78,19 +78,19 @@ func TestFindStackRefusesAFileItCannotRead(t *testing.T) {
 func TestRemoveStackKeepsANewerStacksFile(t *testing.T) {
 	t.Parallel()
 	path := write(t, t.TempDir(), os.Getpid(), nil)
-	if err := devenv.RemoveStack(path, os.Getpid()+1); err != nil {
+	if err := checkout.RemoveStack(path, os.Getpid()+1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("another process's file was removed: %v", err)
 	}
-	if err := devenv.RemoveStack(path, os.Getpid()); err != nil {
+	if err := checkout.RemoveStack(path, os.Getpid()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the file is still there: %v", err)
 	}
-	if err := devenv.RemoveStack(path, os.Getpid()); err != nil {
+	if err := checkout.RemoveStack(path, os.Getpid()); err != nil {
 		t.Fatalf("removing a removed file: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestRemoveStackKeepsANewerStacksFile(t *testing.T) {
 // an inline document that would conflict with it.
 func TestOverlay(t *testing.T) {
 	t.Parallel()
-	s := devenv.Stack{PID: 1, Env: map[string]string{"AWS_REGION": "us-east-1", "WEBHOOK_SOURCES_FILE": "/repo/dev/sources.json"}}
+	s := checkout.Stack{PID: 1, Env: map[string]string{"AWS_REGION": "us-east-1", "WEBHOOK_SOURCES_FILE": "/repo/dev/sources.json"}}
 	shell := map[string]string{"AWS_REGION": "eu-west-1", "WEBHOOK_SOURCES": "{}", "LOG_LEVEL": "debug"}
 	get := s.Overlay(func(k string) string { return shell[k] })
 	if !field.Check(t, "overlay",

@@ -1,4 +1,4 @@
-package schemaresource
+package migrator
 
 import (
 	"bytes"
@@ -85,7 +85,7 @@ func NewFront(cfg FrontConfig, deps FrontDeps) (*Front, error) {
 		missing = append(missing, errors.New("the front needs its Lambda client (FrontDeps.Lambda)"))
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("schemaresource: %w", errors.Join(missing...))
+		return nil, fmt.Errorf("migrator: %w", errors.Join(missing...))
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
