@@ -3,6 +3,7 @@ package layout_test
 import (
 	"fmt"
 	"go/ast"
+	"go/constant"
 	"go/token"
 	"go/types"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"golang.org/x/tools/go/packages"
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // exportAllowlist names the exports of shared/ that tooling alone uses and
@@ -89,9 +91,12 @@ func TestSharedExportsServeTheProduct(t *testing.T) {
 // made for it: its shared/thing exports a hook of each kind (a func only a
 // test calls, a field only a test sets, a method only a tool calls) beside
 // exports the product uses in ways easy to miss (a field it sets, one value
-// of a constant block, a method fmt calls). A check that stopped reading
-// test files, tools, assignments or interfaces would pass the repository's
-// test silently; it fails this one.
+// of a constant block, a method fmt calls). Its package defaults the test's
+// fields, which must not pass for the product setting them, and one field
+// the product does set through its environment reader. A check that
+// stopped reading test files, tools, assignments or interfaces, or that
+// took a default for a setting, would pass the repository's test silently;
+// it fails this one.
 func TestTheExportCheckFindsHooks(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("testdata", "hooked"))
 	if err != nil {
@@ -102,7 +107,9 @@ func TestTheExportCheckFindsHooks(t *testing.T) {
 	// Each hook, with the files the report must name as its users.
 	want := map[string]string{
 		"shared/thing.ResetForTest": "shared/thing/thing_test.go",
-		"shared/thing.Config.After": "shared/thing/thing_test.go",
+		"shared/thing.Config.After": "shared/thing/thing_test.go", // if == nil, defaulted
+		"shared/thing.Config.Limit": "shared/thing/thing_test.go", // if <= 0 ||, defaulted
+		"shared/thing.Config.Label": "shared/thing/thing_test.go", // cmp.Or, defaulted
 		"shared/thing.Thing.Dump":   "internal/tool/main.go",
 	}
 	got := map[string]string{}
@@ -132,6 +139,7 @@ func TestTheExportCheckFindsHooks(t *testing.T) {
 		"shared/thing.Thing.Wait",   // called by the product, and by the test
 		"shared/thing.Config.Name",  // set by the product
 		"shared/thing.Config.Mode",  // set by the product
+		"shared/thing.Config.Batch", // set by ConfigFromEnv, and defaulted
 		"shared/thing.ModeFast",     // named by the product
 		"shared/thing.ModeSafe",     // of ModeFast's block, named only by the test
 		"shared/thing.ModeOff",      // of ModeFast's block, named by nobody
@@ -634,8 +642,12 @@ func (x *exports) scan(p *packages.Package, kind func(file string) fileKind) {
 			use(key)
 		}
 		// Composite-literal keys and assignment targets set a field; the
-		// walk meets them before the identifiers under them.
+		// walk meets them before the identifiers under them. A target that
+		// only defaults its field is in defaulted: such a write counts as
+		// a read, so inside the field's own package it is not a product
+		// use (a test hook its package falls back from is still a hook).
 		set := map[*ast.Ident]bool{}
+		defaulted := map[*ast.Ident]bool{}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.Ident:
@@ -644,7 +656,7 @@ func (x *exports) scan(p *packages.Package, kind func(file string) fileKind) {
 					return true
 				}
 				if v, ok := obj.(*types.Var); ok && v.IsField() {
-					field(v, set[n])
+					field(v, set[n] && !defaulted[n])
 				} else {
 					use(objKey(obj))
 				}
@@ -689,9 +701,28 @@ func (x *exports) scan(p *packages.Package, kind func(file string) fileKind) {
 						field(st.Field(i), true)
 					}
 				}
+			case *ast.IfStmt:
+				// if c.F == nil { c.F = fallback }: the body's writes to a
+				// field the condition finds zero.
+				zero := zeroTested(p.TypesInfo, n.Cond)
+				for _, st := range n.Body.List {
+					if as, ok := st.(*ast.AssignStmt); ok {
+						for _, lhs := range as.Lhs {
+							if s, ok := ast.Unparen(lhs).(*ast.SelectorExpr); ok && zero[types.ExprString(s)] {
+								defaulted[s.Sel] = true
+							}
+						}
+					}
+				}
 			case *ast.AssignStmt:
-				for _, lhs := range n.Lhs {
+				for i, lhs := range n.Lhs {
 					markSet(lhs, set)
+					// c.F = cmp.Or(c.F, fallback): the user's value first.
+					if len(n.Rhs) == len(n.Lhs) && orOf(p.TypesInfo, n.Rhs[i], lhs) {
+						if s, ok := ast.Unparen(lhs).(*ast.SelectorExpr); ok {
+							defaulted[s.Sel] = true
+						}
+					}
 				}
 			case *ast.IncDecStmt:
 				markSet(n.X, set)
@@ -720,4 +751,80 @@ func markSet(e ast.Expr, set map[*ast.Ident]bool) {
 		}
 		return
 	}
+}
+
+// zeroTested spells the field selectors that cond tests against their zero
+// value (x.F == nil, == 0, == "", <= 0, len(x.F) == 0), alone or as one
+// side of ||: the fields a write under it only defaults.
+func zeroTested(info *types.Info, cond ast.Expr) map[string]bool {
+	zero := map[string]bool{}
+	isZero := func(e ast.Expr) bool {
+		tv, ok := info.Types[e]
+		if !ok {
+			return false
+		}
+		if tv.IsNil() {
+			return true
+		}
+		switch v := tv.Value; {
+		case v == nil:
+			return false
+		case v.Kind() == constant.String:
+			return constant.StringVal(v) == ""
+		case v.Kind() == constant.Int || v.Kind() == constant.Float:
+			return constant.Sign(v) == 0
+		}
+		return false
+	}
+	// field spells e if it selects a field, or len of one.
+	field := func(e ast.Expr) (string, bool) {
+		e = ast.Unparen(e)
+		if call, ok := e.(*ast.CallExpr); ok && len(call.Args) == 1 {
+			if b, ok := typeutil.Callee(info, call).(*types.Builtin); ok && b.Name() == "len" {
+				e = ast.Unparen(call.Args[0])
+			}
+		}
+		s, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return "", false
+		}
+		if sel := info.Selections[s]; sel == nil || sel.Kind() != types.FieldVal {
+			return "", false
+		}
+		return types.ExprString(s), true
+	}
+	var walk func(e ast.Expr)
+	walk = func(e ast.Expr) {
+		b, ok := ast.Unparen(e).(*ast.BinaryExpr)
+		if !ok {
+			return
+		}
+		switch b.Op {
+		case token.LOR:
+			walk(b.X)
+			walk(b.Y)
+		case token.EQL, token.LEQ:
+			if name, ok := field(b.X); ok && isZero(b.Y) {
+				zero[name] = true
+			}
+			if name, ok := field(b.Y); ok && isZero(b.X) && b.Op == token.EQL {
+				zero[name] = true
+			}
+		}
+	}
+	walk(cond)
+	return zero
+}
+
+// orOf says whether rhs is cmp.Or(lhs, ...): lhs kept unless it is zero.
+func orOf(info *types.Info, rhs, lhs ast.Expr) bool {
+	call, ok := ast.Unparen(rhs).(*ast.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return false
+	}
+	fn, ok := typeutil.Callee(info, call).(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "cmp" || fn.Name() != "Or" {
+		return false
+	}
+	return types.ExprString(ast.Unparen(call.Args[0])) == types.ExprString(ast.Unparen(lhs))
 }

@@ -402,9 +402,9 @@ func TestOperatorRunsAsItsRole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A replay in one call, in chunks.
+	// A replay in one call.
 	whole := storage.ReplayFilter{Source: replaySource, EventType: "whole"}
-	if r, err := asOp.EventReplay(ctx, whole, storage.ReplayOptions{Now: now, By: by, ChunkSize: 1}); err != nil || r.Replayed != 2 || r.ActionID == 0 {
+	if r, err := asOp.EventReplay(ctx, whole, storage.ReplayOptions{Now: now, By: by}); err != nil || r.Replayed != 2 || r.ActionID == 0 {
 		t.Fatalf("replay: %+v, %v", r, err)
 	}
 	// A replay in calls of two, each continuing the last under its

@@ -66,12 +66,13 @@ type Config struct {
 	// Metrics makes each outcome's log line a CloudWatch EMF record; Off
 	// leaves plain log lines. Its clock is Deps.Clock.
 	Metrics metrics.Emitter
-	// RejectionSampleInterval is the least time between two rejection
-	// records of one source and cause in webhook_rejections; the ones in
-	// between are counted in the next record. Default 1 s, so a flood of
-	// forged requests cannot become a flood of database writes.
-	RejectionSampleInterval time.Duration
 }
+
+// rejectionSampleInterval is the least time between two rejection records
+// of one source and cause in webhook_rejections; the ones in between are
+// counted in the next record. One second, so that a flood of forged
+// requests cannot become a flood of database writes.
+const rejectionSampleInterval = time.Second
 
 // Clock is where the receiver reads the time: signature timestamps are
 // checked against it, and rejection records sampled by it. A dependency,
@@ -140,16 +141,13 @@ func New(cfg Config, deps Deps) (*Handler, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
-	if cfg.RejectionSampleInterval <= 0 {
-		cfg.RejectionSampleInterval = time.Second
-	}
 	cfg.Metrics.Now = deps.Clock.Now
 	for _, name := range deps.Sources.Names() {
 		if src, _ := deps.Sources.Lookup(name); src.Warning != "" {
 			deps.Logger.Warn("source accepts a risk", "source", name, "warning", src.Warning)
 		}
 	}
-	h := &Handler{cfg: cfg, deps: deps, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval),
+	h := &Handler{cfg: cfg, deps: deps, mux: http.NewServeMux(), sampler: newSampler(rejectionSampleInterval),
 		rejections: newRejectionWriter(deps.Store, deps.Logger, cfg.Metrics)}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
 	h.mux.HandleFunc("/webhooks/{source}/{token}", h.serveWebhook)

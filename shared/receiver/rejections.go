@@ -13,7 +13,7 @@ import (
 
 // rejectionQueue is how many rejection records may wait for the
 // background writer. Records are sampled (one per source and cause per
-// RejectionSampleInterval) before they are queued, so a full queue means
+// rejectionSampleInterval) before they are queued, so a full queue means
 // the database is slow or down: more records would only wait longer, which
 // is why no setting changes it.
 const rejectionQueue = 256

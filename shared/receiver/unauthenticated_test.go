@@ -143,7 +143,7 @@ func setupBench(b testing.TB) *receiver.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := receiver.New(receiver.Config{MaxBodyBytes: 8 << 20, RejectionSampleInterval: time.Hour},
+	h, err := receiver.New(receiver.Config{MaxBodyBytes: 8 << 20},
 		receiver.Deps{Sources: set, Store: storage.New(pgtest.Pool(b)), Clock: fixedClock(now), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

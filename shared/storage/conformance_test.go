@@ -881,7 +881,7 @@ func testEventReplay(t *testing.T, e *env) {
 	if _, err := s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now}); err != storage.ErrNoActor {
 		t.Fatalf("replay without an actor: %v", err)
 	}
-	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, ChunkSize: 2, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}))
+	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.InChunks(storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}, 2)))
 	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.Archived != 1 {
 		t.Fatalf("replay = %+v", res)
 	}

@@ -433,8 +433,6 @@ type ReplayOptions struct {
 	Now time.Time
 	// DryRun counts and changes nothing.
 	DryRun bool
-	// ChunkSize is how many events one UPDATE resets; default 1000.
-	ChunkSize int
 	// By is who replays, and why: required unless DryRun, since every
 	// replay is recorded (webhook_operator_actions), its events with it.
 	By inbox.Actor
@@ -446,6 +444,10 @@ type ReplayOptions struct {
 	// result's Next), with the same filter: the events it selected then,
 	// after the last one reset, recorded under the same action.
 	Continue *ReplayCursor
+	// chunk is how many events one UPDATE resets; default 1000. Nobody
+	// needs another, but the package's tests, which reach it through
+	// export_test.go to replay in chunks a handful of events.
+	chunk int
 }
 
 // ReplayCursor is where a replay done in several calls stands: its record,
@@ -498,8 +500,8 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 	if f.empty() {
 		return res, ErrEmptyReplayFilter
 	}
-	if opts.ChunkSize <= 0 {
-		opts.ChunkSize = 1000
+	if opts.chunk <= 0 {
+		opts.chunk = 1000
 	}
 	arg := f.params()
 	list := dbsqlc.EventListReplayableIDsParams{
@@ -554,7 +556,7 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		res.Next = &ReplayCursor{ActionID: res.ActionID, After: ids[len(ids)-1], Through: *list.ThroughID}
 	}
 	for len(ids) > 0 {
-		chunk := ids[:min(opts.ChunkSize, len(ids))]
+		chunk := ids[:min(opts.chunk, len(ids))]
 		ids = ids[len(chunk):]
 		n, err := queries.EventReplay(ctx, e.db, dbsqlc.EventReplayParams{Now: opts.Now, IDs: chunk, ActionID: res.ActionID})
 		if err != nil {

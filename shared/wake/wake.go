@@ -159,6 +159,9 @@ type Waker struct {
 	cfg     Config
 	invoker Invoker
 	objects Putter
+	// now is the clock: time.Now, but in the package's tests
+	// (export_test.go), which step it through debounces and sweeps.
+	now func() time.Time
 
 	mu sync.Mutex
 	// woke is when the last successful immediate wake-up was sent.
@@ -182,10 +185,7 @@ func New(cfg Config, invoker Invoker, objects Putter) (*Waker, error) {
 	if cfg.Bucket != "" && objects == nil {
 		return nil, errors.New("wake: a control bucket without an S3 client")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &Waker{cfg: cfg, invoker: invoker, objects: objects, armed: map[string]time.Time{}}, nil
+	return &Waker{cfg: cfg, invoker: invoker, objects: objects, now: time.Now, armed: map[string]time.Time{}}, nil
 }
 
 // Wake starts the processor now, unless this Waker did so less than
@@ -194,7 +194,7 @@ func New(cfg Config, invoker Invoker, objects Putter) (*Waker, error) {
 // immediate wake-up (or the sweep's marker) failed: the event is safe, and
 // waits for the next wake-up, the sweep, or an operator.
 func (w *Waker) Wake(ctx context.Context) error {
-	now := w.cfg.Now()
+	now := w.now()
 	var errs []error
 	if w.cfg.Mode != ModeNone {
 		if prev, ok := w.reserve(now); ok {
@@ -284,7 +284,7 @@ func (w *Waker) Arm(ctx context.Context, target Target, at time.Time) error {
 		return nil
 	}
 	key := ArmKey(target, at)
-	now := w.cfg.Now()
+	now := w.now()
 	w.mu.Lock()
 	_, done := w.armed[key]
 	for k, t := range w.armed {

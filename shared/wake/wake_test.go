@@ -66,11 +66,12 @@ func (f *fixture) waker(t *testing.T, mode wake.Mode, function string) *wake.Wak
 	t.Helper()
 	w, err := wake.Open(context.Background(), wake.Config{
 		Mode: mode, Function: function, Bucket: f.bucket.Bucket, S3: f.bucket,
-		Debounce: 500 * time.Millisecond, Sweep: 5 * time.Minute, Now: f.clock.Now,
+		Debounce: 500 * time.Millisecond, Sweep: 5 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	wake.SetClock(w, f.clock.Now)
 	return w
 }
 

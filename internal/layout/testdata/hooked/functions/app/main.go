@@ -9,7 +9,13 @@ import (
 )
 
 func main() {
-	t := thing.New(thing.Config{Name: "app", Mode: thing.ModeFast})
+	cfg, err := thing.ConfigFromEnv()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg.Name, cfg.Mode = "app", thing.ModeFast
+	t := thing.New(cfg)
 	t.Wait(0)
 	fmt.Println(t)
 }

@@ -13,10 +13,12 @@ func TestWait(t *testing.T) {
 	th := thing.New(thing.Config{
 		Mode:  thing.ModeSafe,
 		After: func(time.Duration) <-chan time.Time { now <- time.Time{}; return now },
+		Limit: 1,
+		Label: "test",
 	})
 	th.Wait(time.Hour)
 	thing.ResetForTest(th)
-	if got := fmt.Sprint(th); got != " (mode 1, 0 ticks)" {
+	if got := fmt.Sprint(th); got != "test  (mode 1, batch 10, 0 ticks)" {
 		t.Errorf("fmt.Sprint(th) = %q", got)
 	}
 }
