@@ -12,8 +12,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
@@ -43,7 +47,15 @@ func setup(ctx context.Context, getenv func(string) string) (handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := relay.Open(ctx, env.cfg, env.conn, relay.Deps{Logger: log})
+	// The AWS SDK's default configuration: the function's role and
+	// region.
+	aws, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("relay: load AWS configuration: %w", err)
+	}
+	r, err := relay.Open(ctx, env.cfg, env.conn, relay.Deps{
+		Secrets: secretsmanager.NewFromConfig(aws), Scheduler: scheduler.NewFromConfig(aws), Logger: log,
+	})
 	if err != nil {
 		return nil, err
 	}

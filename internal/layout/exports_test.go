@@ -23,9 +23,13 @@ import (
 // dependency the style demands be injectable, or an API for the users who
 // write handlers or send deliveries. A hook for a test does not.
 var exportAllowlist = map[string]string{
-	// The processor's jitter, injectable as its clock is (Deps.Clock), so
-	// that a backoff is checked exactly rather than within bounds.
-	"shared/processor.Deps.Rand": "an injectable source of randomness, like the clock",
+	// The clocks the style demands be injectable (a test moves time
+	// instead of sleeping), and the processor's jitter with them, so that
+	// a backoff is checked exactly rather than within bounds.
+	"shared/processor.Deps.Clock": "an injectable clock",
+	"shared/receiver.Deps.Clock":  "an injectable clock",
+	"shared/relay.Deps.Clock":     "an injectable clock",
+	"shared/processor.Deps.Rand":  "an injectable source of randomness, like the clock",
 	// The handler-author API (docs/processor.md): the example handlers
 	// register with HandleFunc and source routes, a user's may not.
 	"shared/processor.Registry.Handle":   "handler-author API (a Handler value rather than a func)",

@@ -64,9 +64,20 @@ const (
 	DefaultMinAge        = 7 * 24 * time.Hour
 	DefaultBatchSize     = 1000
 	DefaultMaxBatchBytes = 32 << 20
-	DefaultReserve       = 15 * time.Second
-	DefaultSweepLimit    = 100
-	DefaultIdleTimeout   = 5 * time.Minute
+)
+
+// What no deployment has reason to change, fixed here.
+const (
+	// reserve: RunOnce starts no batch when the context's deadline is
+	// closer than this, so a Lambda ends its run instead of being killed
+	// mid-batch (which is safe, but wasted work).
+	reserve = 15 * time.Second
+	// sweepLimit bounds the orphan objects one sweep removes.
+	sweepLimit = 100
+	// idleTimeout bounds how long a batch's transaction may sit idle (it
+	// is idle while the object uploads). Past it Postgres ends the session
+	// and so releases the batch's locks.
+	idleTimeout = 5 * time.Minute
 )
 
 // Config configures an Archiver: settings only (ConfigFromEnv reads them);
@@ -85,31 +96,14 @@ type Config struct {
 	// holds in memory (compressed, plus one body at a time). Default
 	// DefaultMaxBatchBytes.
 	MaxBatchBytes int64
-	// Reserve: RunOnce starts no batch when the context's deadline is
-	// closer than this, so a Lambda ends its run instead of being killed
-	// mid-batch (which is safe, but wasted work). Default DefaultReserve.
-	Reserve time.Duration
 	// MaxBatches bounds the batches of one RunOnce; 0 means until no
 	// archivable event is left (or the deadline is near).
 	MaxBatches int
-	// SweepLimit bounds the orphan objects one sweep removes. Default
-	// DefaultSweepLimit.
-	SweepLimit int
 	// OrphanMinAge: the sweep of objects found by listing the bucket (not
 	// named by the manifest) deletes only those stored longer ago than
 	// this, by the clock, so never an upload whose commit may still be
 	// pending. Default DefaultOrphanMinAge.
 	OrphanMinAge time.Duration
-	// PendingGrace: the sweep of the manifest takes a pending row no
-	// transaction holds for an orphan only once it was recorded longer ago
-	// than this, by the clock. A live batch records its row and then locks
-	// it; between the two (milliseconds, longer if the process stalls) the
-	// row is unlocked but not orphaned. Default DefaultPendingGrace.
-	PendingGrace time.Duration
-	// IdleTimeout bounds how long a batch's transaction may sit idle (it
-	// is idle while the object uploads). Past it Postgres ends the session
-	// and so releases the batch's locks. Default DefaultIdleTimeout.
-	IdleTimeout time.Duration
 	// Metrics makes the run's summary line an EMF record (see
 	// metrics.go); its zero value uses the default namespace, and Off
 	// leaves the line a plain log line. Its clock is Deps.Clock.
@@ -180,20 +174,14 @@ func New(cfg Config, deps Deps) (*Archiver, error) {
 	if deps.Store == nil || deps.Blobs == nil {
 		return nil, errors.New("archive: Store and Blobs are required")
 	}
-	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 || cfg.PendingGrace < 0 {
+	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.OrphanMinAge < 0 {
 		return nil, errors.New("archive: negative setting")
 	}
 	// Zero takes the default; negatives were refused above.
 	cfg.MinAge = cmp.Or(cfg.MinAge, DefaultMinAge)
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.MaxBatchBytes = cmp.Or(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
-	cfg.Reserve = cmp.Or(cfg.Reserve, DefaultReserve)
-	cfg.SweepLimit = cmp.Or(cfg.SweepLimit, DefaultSweepLimit)
 	cfg.OrphanMinAge = cmp.Or(cfg.OrphanMinAge, DefaultOrphanMinAge)
-	cfg.PendingGrace = cmp.Or(cfg.PendingGrace, DefaultPendingGrace)
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
 	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
@@ -253,7 +241,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 			res.Truncated = true
 			break
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < a.cfg.Reserve {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < reserve {
 			res.Truncated = true
 			break
 		}
@@ -442,7 +430,7 @@ func (a *Archiver) beginBatch(ctx context.Context, key string, c storage.Archive
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, nil, fmt.Errorf("lock archive batch %s: %w", key, err)
 	}
-	if err := tx.PGSetIdleInTransactionTimeout(ctx, a.cfg.IdleTimeout); err != nil {
+	if err := tx.PGSetIdleInTransactionTimeout(ctx, idleTimeout); err != nil {
 		return fail(err)
 	}
 	ok, err := tx.ArchiveObjectLockPending(ctx, key)
@@ -502,10 +490,10 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 }
 
 // sweepOrphans deletes objects whose batch never committed and returns
-// their keys, at most SweepLimit, in two passes:
+// their keys, at most sweepLimit, in two passes:
 //
 //   - The manifest's: an orphan is a pending manifest row no transaction
-//     holds, recorded more than PendingGrace ago (a younger one may be a
+//     holds, recorded more than DefaultPendingGrace ago (a younger one may be a
 //     live batch's, between recording and locking it). It is locked (so two sweeps never take the same one, and no
 //     batch can lock it meanwhile), its object deleted, then its row, and
 //     the transaction committed; a delete that fails stops the sweep and
@@ -522,7 +510,7 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 //
 // It first removes the object of the batch this archiver abandoned in its
 // run (abandoned, "" for none): its own orphan for sure, so at once, where
-// another archiver's pending row waits out PendingGrace.
+// another archiver's pending row waits out DefaultPendingGrace.
 func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string, error) {
 	var swept []string
 	if abandoned != "" {
@@ -534,7 +522,7 @@ func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string
 			swept = append(swept, abandoned)
 		}
 	}
-	for len(swept) < a.cfg.SweepLimit {
+	for len(swept) < sweepLimit {
 		key, err := a.sweepOne(ctx)
 		if err != nil {
 			return swept, err
@@ -544,7 +532,7 @@ func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string
 		}
 		swept = append(swept, key)
 	}
-	listed, err := a.sweepListed(ctx, a.cfg.SweepLimit-len(swept))
+	listed, err := a.sweepListed(ctx, sweepLimit-len(swept))
 	return append(swept, listed...), err
 }
 
@@ -581,7 +569,7 @@ func (a *Archiver) sweepOne(ctx context.Context) (string, error) {
 		return "", dbError(err, "sweep orphan archive objects")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	key, ok, err := tx.ArchiveObjectLockOrphan(ctx, a.now().Add(-a.cfg.PendingGrace))
+	key, ok, err := tx.ArchiveObjectLockOrphan(ctx, a.now().Add(-DefaultPendingGrace))
 	if err != nil || !ok {
 		return "", dbErrorOrNil(err, "sweep orphan archive objects")
 	}

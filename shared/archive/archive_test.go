@@ -732,7 +732,8 @@ func TestDeadlineReserve(t *testing.T) {
 	f.process(2 * time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, err := f.archiver(func(c *archive.Config, d *archive.Deps) { c.Reserve = 10 * time.Second }).RunOnce(ctx)
+	// 5 s left is less than the reserve (15 s).
+	res, err := f.archiver(nil).RunOnce(ctx)
 	if err != nil || res.Events != 0 || !res.Truncated {
 		t.Fatalf("run with less time than the reserve: %+v, %v", res, err)
 	}
@@ -975,7 +976,8 @@ func TestSweepStopsOnS3Error(t *testing.T) {
 	}
 	// The two pending rows are an earlier run's: past the grace.
 	a := f.archiver(func(c *archive.Config, d *archive.Deps) {
-		d.Blobs, c.PendingGrace = s3test.Open(t, withOneAttempt(f.s3cfg)), time.Nanosecond
+		d.Blobs = s3test.Open(t, withOneAttempt(f.s3cfg))
+		d.Clock = clockFunc(func() time.Time { return time.Now().Add(archive.DefaultPendingGrace + time.Second) })
 	})
 	if err := f.srv.Stop(); err != nil {
 		t.Fatal(err)

@@ -268,10 +268,11 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	asArchiver := storage.New(pgtest.As(t, owner, migrate.RoleArchiver))
-	a, err := archive.New(archive.Config{
-		Prefix: "archive", MinAge: time.Hour,
-		PendingGrace: time.Nanosecond, // the orphan is an earlier run's
-	}, archive.Deps{Store: asArchiver, Blobs: blobs, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	a, err := archive.New(archive.Config{Prefix: "archive", MinAge: time.Hour}, archive.Deps{
+		Store: asArchiver, Blobs: blobs, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		// Past the pending grace: the orphan is an earlier run's.
+		Clock: testclock.At(time.Now().Add(archive.DefaultPendingGrace + time.Second)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

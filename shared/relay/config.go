@@ -88,12 +88,10 @@ type Clock interface {
 
 // Deps is what a Relay works through and reports to.
 type Deps struct {
-	// Secrets reads the sources secret, Scheduler creates the schedules,
-	// Objects is the control bucket. Required by New; Open makes those
-	// that are nil.
+	// Secrets reads the sources secret, Scheduler creates the schedules.
+	// Required.
 	Secrets   SecretReader
 	Scheduler Scheduler
-	Objects   *blobstore.Store
 	// Clock is the time the schedules are checked against and the waits
 	// between an answer's attempts; nil is the system clock.
 	Clock Clock

@@ -45,7 +45,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -93,11 +92,12 @@ type Scheduler interface {
 
 // Relay handles the relay function's events.
 type Relay struct {
-	cfg  Config
-	deps Deps
-	log  *slog.Logger
-	now  func() time.Time
-	send cfnresponse.Sender
+	cfg     Config
+	deps    Deps
+	objects *blobstore.Store // the control bucket
+	log     *slog.Logger
+	now     func() time.Time
+	send    cfnresponse.Sender
 }
 
 // systemClock is the default Clock.
@@ -106,9 +106,11 @@ type systemClock struct{}
 func (systemClock) Now() time.Time                         { return time.Now() }
 func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// New returns a Relay over deps' clients, which must be set (Open sets
-// them).
-func New(cfg Config, deps Deps) (*Relay, error) {
+// Open returns a Relay over deps' clients, which must be set (the relay
+// function builds them with the AWS SDK's default configuration: its role
+// and region), and the control bucket, reached through conn as
+// blobstore.ConnectionFromEnv reads it. It makes no request.
+func Open(ctx context.Context, cfg Config, conn blobstore.Config, deps Deps) (*Relay, error) {
 	var missing []error
 	if deps.Secrets == nil {
 		missing = append(missing, errors.New("Secrets"))
@@ -116,11 +118,12 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if deps.Scheduler == nil {
 		missing = append(missing, errors.New("Scheduler"))
 	}
-	if deps.Objects == nil {
-		missing = append(missing, errors.New("Objects"))
-	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("relay: %w required", errors.Join(missing...))
+	}
+	objects, err := blobstore.Open(ctx, cfg.bucket(conn))
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
@@ -128,34 +131,7 @@ func New(cfg Config, deps Deps) (*Relay, error) {
 	if deps.Clock == nil {
 		deps.Clock = systemClock{}
 	}
-	return &Relay{cfg: cfg, deps: deps, log: deps.Logger, now: deps.Clock.Now, send: cfnresponse.Sender{After: deps.Clock.After}}, nil
-}
-
-// Open makes the clients deps lacks (the AWS SDK's default configuration:
-// the function's role and region; the control bucket through conn, as
-// blobstore.ConnectionFromEnv reads it) and returns the Relay. It makes
-// no request.
-func Open(ctx context.Context, cfg Config, conn blobstore.Config, deps Deps) (*Relay, error) {
-	if deps.Secrets == nil || deps.Scheduler == nil {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("relay: load AWS configuration: %w", err)
-		}
-		if deps.Secrets == nil {
-			deps.Secrets = secretsmanager.NewFromConfig(awsCfg)
-		}
-		if deps.Scheduler == nil {
-			deps.Scheduler = scheduler.NewFromConfig(awsCfg)
-		}
-	}
-	if deps.Objects == nil {
-		store, err := blobstore.Open(ctx, cfg.bucket(conn))
-		if err != nil {
-			return nil, fmt.Errorf("relay: %w", err)
-		}
-		deps.Objects = store
-	}
-	return New(cfg, deps)
+	return &Relay{cfg: cfg, deps: deps, objects: objects, log: deps.Logger, now: deps.Clock.Now, send: cfnresponse.Sender{After: deps.Clock.After}}, nil
 }
 
 // Outcome is what an invocation did, its result (visible in the Lambda
