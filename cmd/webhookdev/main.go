@@ -7,15 +7,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/command"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/readable"
 )
 
@@ -24,12 +21,7 @@ func main() {
 	// for the person at the terminal; `dev --emf` switches to the Lambdas'
 	// JSON.
 	slog.SetDefault(slog.New(readable.NewHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "webhookdev:", err)
-		os.Exit(1)
-	}
+	command.Main(newRootCmd())
 }
 
 func newRootCmd() *cobra.Command {

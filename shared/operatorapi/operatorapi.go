@@ -215,12 +215,7 @@ func read[Q, R any](h *Handler, keys []string, parse func(url.Values) (Q, error)
 			h.writeError(w, err)
 			return
 		}
-		res, err := call(r.Context(), q)
-		if err != nil {
-			h.writeError(w, err)
-			return
-		}
-		h.writeJSON(w, http.StatusOK, res)
+		answer(h, w, r, q, call)
 	}
 }
 
@@ -232,13 +227,19 @@ func act[Q, R any](h *Handler, call func(context.Context, Q) (R, error)) http.Ha
 			h.writeError(w, err)
 			return
 		}
-		res, err := call(r.Context(), q)
-		if err != nil {
-			h.writeError(w, err)
-			return
-		}
-		h.writeJSON(w, http.StatusOK, res)
+		answer(h, w, r, q, call)
 	}
+}
+
+// answer calls the API with q and writes its result, or its error through
+// the one cause → status table.
+func answer[Q, R any](h *Handler, w http.ResponseWriter, r *http.Request, q Q, call func(context.Context, Q) (R, error)) {
+	res, err := call(r.Context(), q)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, res)
 }
 
 func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) {
