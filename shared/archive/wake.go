@@ -10,9 +10,7 @@ import (
 )
 
 // Armer arranges for a function to be invoked later (wake.Waker).
-type Armer interface {
-	Arm(ctx context.Context, target wake.Target, at time.Time) error
-}
+type Armer = wake.Armer
 
 // FailedRunRetry is how long after a failed run (S3 or the database out)
 // the next one is armed, once Lambda's own retries of the invocation are

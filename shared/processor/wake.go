@@ -9,9 +9,7 @@ import (
 )
 
 // Armer arranges for a function to be invoked later (wake.Waker).
-type Armer interface {
-	Arm(ctx context.Context, target wake.Target, at time.Time) error
-}
+type Armer = wake.Armer
 
 // armTimeout bounds the arming at an invocation's end: one query and at
 // most two small S3 PUTs.

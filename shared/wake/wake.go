@@ -62,6 +62,12 @@ const (
 	ModeObject Mode = "object"
 )
 
+// Armer arranges for a function to be invoked later: what the processor
+// and the archiver need of a Waker at an invocation's end.
+type Armer interface {
+	Arm(ctx context.Context, target Target, at time.Time) error
+}
+
 // Target is a function Arm can start later.
 type Target string
 

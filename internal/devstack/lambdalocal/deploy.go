@@ -3,7 +3,9 @@ package lambdalocal
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,12 +211,7 @@ func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.R
 		switch r.Type {
 		case "AWS::Serverless::Function":
 			events, _ := r.Properties["Events"].(map[string]any)
-			names := make([]string, 0, len(events))
-			for name := range events {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			for _, name := range names {
+			for _, name := range slices.Sorted(maps.Keys(events)) {
 				ev, _ := events[name].(map[string]any)
 				props, _ := ev["Properties"].(map[string]any)
 				switch typ, _ := ev["Type"].(string); typ {

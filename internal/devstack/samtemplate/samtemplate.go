@@ -19,7 +19,9 @@ package samtemplate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -209,12 +211,7 @@ func newFunction(id string, r Resource) (*Function, error) {
 
 // readEvents reads the function's HttpApi and Schedule events, by name.
 func (f *Function) readEvents(events map[string]any) error {
-	names := make([]string, 0, len(events))
-	for name := range events {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(events)) {
 		ev, _ := events[name].(map[string]any)
 		props, _ := ev["Properties"].(map[string]any)
 		switch ev["Type"] {
