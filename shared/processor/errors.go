@@ -140,26 +140,20 @@ func privilegeError(err error, stmt string) error {
 // WITH, a MERGE, an unknown statement), whose needs the verb does not
 // tell.
 func statementPrivileges(stmt string) []string {
+	// Leading comments (a line's, a block's) go first.
 	s := stmt
-	for {
-		s = strings.TrimSpace(s)
-		if strings.HasPrefix(s, "--") {
-			_, rest, ok := strings.Cut(s, "\n")
-			if !ok {
-				return nil
+	for skipped := true; skipped; {
+		s, skipped = strings.TrimSpace(s), false
+		for _, c := range [...]struct{ open, close string }{{"--", "\n"}, {"/*", "*/"}} {
+			if strings.HasPrefix(s, c.open) {
+				_, rest, ok := strings.Cut(s, c.close)
+				if !ok {
+					return nil
+				}
+				s, skipped = rest, true
+				break
 			}
-			s = rest
-			continue
 		}
-		if strings.HasPrefix(s, "/*") {
-			_, rest, ok := strings.Cut(s, "*/")
-			if !ok {
-				return nil
-			}
-			s = rest
-			continue
-		}
-		break
 	}
 	words := strings.FieldsFunc(strings.ToUpper(s), func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '(' || r == ')' || r == ',' || r == ';'
