@@ -91,10 +91,7 @@ type env struct {
 // archive's and the operator's settings share ARCHIVE_MIN_AGE). The bucket
 // is read only where the archive is configured.
 func envFrom(getenv func(string) string) (e env, err error) {
-	read := []settings.Reader{settings.Into(&e.cfg, operations.ConfigFromEnv), settings.Into(&e.waking, wake.ConfigFromEnv)}
-	if operations.ArchiveConfigured(getenv) {
-		read = append(read, settings.Into(&e.s3, blobstore.ConfigFromEnv))
-	}
-	err = settings.ReadAll(getenv, read...)
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, operations.ConfigFromEnv), settings.Into(&e.waking, wake.ConfigFromEnv),
+		settings.If(operations.ArchiveConfigured(getenv), settings.Into(&e.s3, blobstore.ConfigFromEnv)))
 	return e, err
 }

@@ -113,10 +113,7 @@ type config struct {
 // configFromEnv reads config with getenv, reporting every problem at once,
 // each once (S3's and the wake-ups' readers share variables).
 func configFromEnv(getenv func(string) string) (c config, err error) {
-	read := []settings.Reader{settings.Into(&c.processor, processor.ConfigFromEnv), settings.Into(&c.waking, wake.ConfigFromEnv)}
-	if getenv(blobstore.EnvBucket) != "" {
-		read = append(read, settings.Into(&c.archive, blobstore.ConfigFromEnv))
-	}
-	err = settings.ReadAll(getenv, read...)
+	err = settings.ReadAll(getenv, settings.Into(&c.processor, processor.ConfigFromEnv), settings.Into(&c.waking, wake.ConfigFromEnv),
+		settings.If(getenv(blobstore.EnvBucket) != "", settings.Into(&c.archive, blobstore.ConfigFromEnv)))
 	return c, err
 }

@@ -234,6 +234,15 @@ func Into[T any](dst *T, read func(getenv func(string) string) (T, error)) Reade
 	}
 }
 
+// If is r when cond holds, else a reader that reads nothing: a part of a
+// configuration only some deployments have (an archive's bucket).
+func If(cond bool, r Reader) Reader {
+	if cond {
+		return r
+	}
+	return func(func(string) string) error { return nil }
+}
+
 // ReadAll runs every reader on getenv and reports their problems together,
 // each line once (JoinUnique): what a function reads from its environment
 // is several components' configurations, and a person fixing a deployment

@@ -223,4 +223,8 @@ func TestReadAllSaysEveryProblemOnce(t *testing.T) {
 	if err := settings.ReadAll(func(string) string { return "" }, settings.Into(&n, size)); err != nil {
 		t.Errorf("no problem: %v", err)
 	}
+	a = ""
+	if err := settings.ReadAll(func(string) string { return "" }, settings.If(false, settings.Into(&a, bad("A")))); err != nil || a != "" {
+		t.Errorf("a part If leaves out was read: %q, %v", a, err)
+	}
 }
