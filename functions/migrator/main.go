@@ -26,9 +26,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -88,26 +88,19 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 	if modeErr != nil {
 		return nil, nil, modeErr
 	}
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+	// As the other functions that connect start: the settings, the
+	// logger's and the database's read together, so that a start-up
+	// failure's FAILED answer names every problem at once.
+	c, err := lambdadb.Connect(ctx, getenv, migrator.ConfigFromEnv, migrator.Config.Pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, migrator.ConfigFromEnv)
+	h, err := migrator.New(c.Config, migrator.Deps{Pool: c.Pool, Schemas: handlers.Schemas, Logger: c.Log})
 	if err != nil {
+		c.Pool.Close()
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Pool, cfg.Logger, cfg.Schemas = pool, log, handlers.Schemas
-	h, err := migrator.New(cfg)
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }, pool.Close, nil
+	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }, c.Pool.Close, nil
 }
 
 // failing is the handler of a function whose start-up failed: in apply

@@ -407,9 +407,9 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 		"MIGRATOR_ROLES_AUTH": "password",
 	}
 	getenv := func(k string) string { return env[k] }
-	// The four functions that connect start with lambdadb.Connect, which
-	// reads the pool with storage.PoolConfigFromEnv; the migration
-	// function's configuration reads its own inside.
+	// The four functions that connect, and the migration function in its
+	// direct mode, start with lambdadb.Connect, which reads the pool with
+	// storage.PoolConfigFromEnv; the apply mode reads it with that too.
 	nothing := func(func(string) string) (struct{}, error) { return struct{}{}, nil }
 	asIs := func(_ struct{}, db storage.PoolConfig) storage.PoolConfig { return db }
 	configs := []func(func(string) string) error{
@@ -421,7 +421,14 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 			}
 			return err
 		},
-		func(g func(string) string) error { _, err := migrator.ConfigFromEnv(g); return err },
+		func(g func(string) string) error {
+			// What functions/migrator's direct mode reads and opens.
+			c, err := lambdadb.Connect(t.Context(), g, migrator.ConfigFromEnv, migrator.Config.Pool)
+			if err == nil {
+				c.Pool.Close()
+			}
+			return err
+		},
 	}
 	for i, config := range configs {
 		err := config(getenv)

@@ -1,9 +1,10 @@
 // Package lambdadb is the start of every Lambda function that connects to
-// the database (the receiver, the processor, the archiver and the operator
-// function), written once: the function's secrets resolved
-// (secrets.Environment), its configuration, its logger's and the
-// database's read together so that every problem is said at once
-// (lambdastart.Configure), and its pool opened as its own database role.
+// the database at start-up (the receiver, the processor, the archiver, the
+// operator function and the migration function in its direct mode),
+// written once: the function's secrets resolved (secrets.Environment), its
+// configuration, its logger's and the database's read together so that
+// every problem is said at once (lambdastart.Configure), and its pool
+// opened as its own database role (the migration function's: the admin).
 // What the function then builds on the pool is its main's.
 package lambdadb
 

@@ -12,6 +12,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // Applier is the apply mode: inside the VPC, it does Create and Update
@@ -31,7 +33,7 @@ type Applier struct {
 
 // NewApplier returns the apply mode's handler, reading the database's
 // variables with getenv at each request and migrating schemas (the
-// handler packages', handlers.Schemas) as Config.Schemas says.
+// handler packages', handlers.Schemas) as Deps.Schemas says.
 func NewApplier(getenv func(string) string, schemas []processor.HandlerSchema, log *slog.Logger) *Applier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -138,18 +140,19 @@ func (a *Applier) apply(work context.Context, reserve time.Duration, req ApplyRe
 	if err != nil {
 		return failed(rt + " failed: " + err.Error())
 	}
-	cfg, err := ConfigFromEnv(getenv)
-	if err != nil {
+	var cfg Config
+	var db storage.PoolConfig
+	if err := settings.ReadAll(getenv, settings.Into(&db, storage.PoolConfigFromEnv), settings.Into(&cfg, ConfigFromEnv)); err != nil {
 		return failed(rt + " failed: " + err.Error())
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(work)
+	db = cfg.Pool(db)
+	db.Credentials = creds
+	pool, err := db.Open(work)
 	if err != nil {
 		return failed(rt + " failed: " + err.Error())
 	}
 	defer pool.Close()
-	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Schemas = pool, sm, a.log, a.schemas
-	h := newHandler(cfg)
+	h := newHandler(cfg, Deps{Pool: pool, Schemas: a.schemas, Secrets: sm, Logger: a.log})
 	res, values := h.createOrUpdate(work, reserve, rt, req.Properties)
 	res.Reason = cfnresponse.Redact(res.Reason, values)
 	return res

@@ -1,7 +1,6 @@
 package migrator
 
 import (
-	"errors"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
@@ -18,14 +17,20 @@ const (
 	poolConnectTimeout  = 10 * time.Second
 )
 
-// ConfigFromEnv reads the migration function's configuration with getenv:
-// its database (the admin's, DATABASE_URL or the secret secrets.Environment
-// resolved, with storage.PoolConfigFromEnv's variables) and the pool's
-// shape. Secrets, Logger and Pool are left for the caller.
+// ConfigFromEnv reads the migration function's settings with getenv. The
+// database's are read beside them by storage.PoolConfigFromEnv (the
+// admin's: DATABASE_URL or the secret secrets.Environment resolved), and
+// tuned by Pool.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	db, err := storage.PoolConfigFromEnv(getenv)
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
 	e := settings.NewEnv(getenv)
-	cfg := Config{Database: db, RolesAuth: rolesAuthFromEnv(e), LocalResponseURL: e.Bool(EnvLocalResponseURL, false)}
-	return cfg, errors.Join(err, e.Err())
+	cfg := Config{RolesAuth: rolesAuthFromEnv(e), LocalResponseURL: e.Bool(EnvLocalResponseURL, false)}
+	return cfg, e.Err()
+}
+
+// Pool is the migration function's pool: db (storage.PoolConfigFromEnv's,
+// the schema owner's) with the function's application name, size and dial
+// timeout.
+func (Config) Pool(db storage.PoolConfig) storage.PoolConfig {
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
+	return db
 }

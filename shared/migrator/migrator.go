@@ -66,7 +66,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +79,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -157,13 +155,9 @@ type Response = cfnresponse.Response
 // deleteReason is Delete's answer in every mode.
 const deleteReason = "nothing deleted: the database, its data and its roles outlive the stack"
 
-// Config configures a Handler.
+// Config configures a Handler: settings only (ConfigFromEnv reads them);
+// what it works through is its Deps.
 type Config struct {
-	// Database is how the migrator connects: as the schema's owner, a user
-	// that may create roles (RDS's master user). ConfigFromEnv sets it; the
-	// caller opens it as Pool.
-	Database storage.PoolConfig
-	Pool     *pgxpool.Pool
 	// RolesAuth is how the function roles authenticate
 	// (MIGRATOR_ROLES_AUTH): the only source of it. A request whose Auth
 	// property disagrees, or any request while it is empty, fails.
@@ -171,6 +165,15 @@ type Config struct {
 	// LocalResponseURL lets Handle answer a loopback ResponseURL
 	// (MIGRATOR_LOCAL_RESPONSE_URL): local stacks and tests only.
 	LocalResponseURL bool
+}
+
+// Deps is what a Handler works through and reports to.
+type Deps struct {
+	// Pool is the database, connected as the schema's owner: a user that
+	// may create roles (RDS's master user). Required. The migration
+	// function opens it from storage.PoolConfigFromEnv's settings as
+	// Config.Pool tunes them.
+	Pool *pgxpool.Pool
 	// Schemas are the handler packages' tables to migrate and grant:
 	// handlers.Schemas, which the migration function passes.
 	Schemas []processor.HandlerSchema
@@ -184,6 +187,8 @@ type Config struct {
 // Handler answers the custom resource's requests in the direct mode.
 type Handler struct {
 	cfg     Config
+	pool    *pgxpool.Pool
+	schemas []processor.HandlerSchema
 	log     *slog.Logger
 	send    cfnresponse.Sender
 	initErr error // set by Failing
@@ -193,21 +198,21 @@ type Handler struct {
 	smErr  error
 }
 
-// New returns a Handler; Pool is required.
-func New(cfg Config) (*Handler, error) {
-	if cfg.Pool == nil {
-		return nil, errors.New("migrator: Pool is required")
+// New returns a Handler; deps.Pool is required.
+func New(cfg Config, deps Deps) (*Handler, error) {
+	if deps.Pool == nil {
+		return nil, errors.New("migrator: the handler needs its database (Deps.Pool)")
 	}
-	return newHandler(cfg), nil
+	return newHandler(cfg, deps), nil
 }
 
-func newHandler(cfg Config) *Handler {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+func newHandler(cfg Config, deps Deps) *Handler {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger, send: cfnresponse.Sender{}}
-	if cfg.Secrets != nil {
-		h.smOnce.Do(func() { h.sm = cfg.Secrets })
+	h := &Handler{cfg: cfg, pool: deps.Pool, schemas: deps.Schemas, log: deps.Logger, send: cfnresponse.Sender{}}
+	if deps.Secrets != nil {
+		h.smOnce.Do(func() { h.sm = deps.Secrets })
 	}
 	return h
 }
@@ -218,7 +223,7 @@ func newHandler(cfg Config) *Handler {
 // deleted), instead of leaving CloudFormation without an answer.
 // localResponseURL is Config.LocalResponseURL.
 func Failing(cause error, log *slog.Logger, localResponseURL bool) *Handler {
-	h := newHandler(Config{Logger: log, LocalResponseURL: localResponseURL})
+	h := newHandler(Config{LocalResponseURL: localResponseURL}, Deps{Logger: log})
 	h.initErr = cause
 	return h
 }
@@ -376,11 +381,11 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 	if h.initErr != nil {
 		return dbschema.Versions{}, nil, fmt.Errorf("the migration function did not start: %w", h.initErr)
 	}
+	// The admin's password, when DATABASE_URL holds it, may come back in a
+	// driver's error.
 	var values []string
-	if u, err := url.Parse(h.cfg.Database.URL); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			values = append(values, pw)
-		}
+	if pw := h.pool.Config().ConnConfig.Password; pw != "" {
+		values = append(values, pw)
 	}
 	if err := checkProps(props, h.cfg.RolesAuth); err != nil {
 		return dbschema.Versions{}, values, err
@@ -398,7 +403,7 @@ func (h *Handler) apply(ctx context.Context, props map[string]any) (dbschema.Ver
 			values = append(values, pw)
 		}
 	}
-	v, err := dbschema.Apply(ctx, h.cfg.Pool, h.cfg.Schemas, opts)
+	v, err := dbschema.Apply(ctx, h.pool, h.schemas, opts)
 	return v, values, err
 }
 

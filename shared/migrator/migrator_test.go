@@ -170,7 +170,7 @@ func setup(t *testing.T, statuses ...int) *fixture {
 // opens it: it connects at the first statement).
 func (f *fixture) handler(dbURL string) *migrator.Handler {
 	f.t.Helper()
-	cfg, err := migrator.ConfigFromEnv(func(k string) string {
+	getenv := func(k string) string {
 		switch k {
 		case storage.EnvDatabaseURL:
 			return dbURL
@@ -180,11 +180,13 @@ func (f *fixture) handler(dbURL string) *migrator.Handler {
 			return "true" // the responder is on the loopback interface
 		}
 		return ""
-	})
-	if err != nil {
+	}
+	cfg, err := migrator.ConfigFromEnv(getenv)
+	db, dbErr := storage.PoolConfigFromEnv(getenv)
+	if err := errors.Join(err, dbErr); err != nil {
 		f.t.Fatal(err)
 	}
-	pool, err := cfg.Database.Open(f.t.Context())
+	pool, err := cfg.Pool(db).Open(f.t.Context())
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -192,8 +194,7 @@ func (f *fixture) handler(dbURL string) *migrator.Handler {
 	if f.pool == nil {
 		f.pool = pool
 	}
-	cfg.Pool, cfg.Secrets, cfg.Logger, cfg.Schemas = pool, f.secrets, slog.New(slog.NewJSONHandler(f.logs, nil)), schemas
-	h, err := migrator.New(cfg)
+	h, err := migrator.New(cfg, migrator.Deps{Pool: pool, Schemas: schemas, Secrets: f.secrets, Logger: slog.New(slog.NewJSONHandler(f.logs, nil))})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -344,13 +344,15 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 		switch id {
 		case "MigrationFunction":
 			mode, modeErr := migrator.ModeFromEnv(getenv)
-			c, err := migrator.ConfigFromEnv(resolved)
-			if err := errors.Join(modeErr, err); err != nil || mode != migrator.ModeApply {
+			// What the apply mode reads: its settings and its pool.
+			_, err := migrator.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			if err := errors.Join(modeErr, err, dbErr); err != nil || mode != migrator.ModeApply {
 				t.Errorf("the migration function refuses its environment (mode %q): %v", mode, err)
 				continue
 			}
 			// Straight to the database, never through the proxy.
-			connects(id, c.Database.URL, direct, "webhook_admin")
+			connects(id, db.URL, direct, "webhook_admin")
 		case "ReceiverFunction":
 			// What functions/receiver reads: its settings, its pool, its
 			// sources and its wake-ups.
