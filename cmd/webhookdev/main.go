@@ -1,13 +1,16 @@
 // Command webhookdev is the developer's tool: the whole system on this
 // machine (`webhookdev dev`, what `make dev` runs), the real Lambda
 // binaries under the Runtime Interface Emulator (`webhookdev local`, what
-// `make local` runs), signed sample deliveries (`sample`, `send`), and
-// each deployment profile's monthly cost (`cost`, what `make cost` runs).
+// `make local` runs), signed sample deliveries (`sample`, `send`),
+// each deployment profile's monthly cost (`cost`, what `make cost` runs),
+// and a throwaway PostgreSQL server for a command (`postgres`, what `make
+// test-short` runs go test under).
 // Operators use webhookctl, which links none of this.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -27,6 +30,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		// A command run by `postgres` said its own errors: its status only.
+		var code exitCode
+		if errors.As(err, &code) {
+			stop()
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "webhookdev:", err)
 		os.Exit(1)
 	}
@@ -39,6 +48,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newSchemaCmd(), newNewCmd())
+	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newSchemaCmd(), newNewCmd(), newPostgresCmd())
 	return root
 }
