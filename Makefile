@@ -91,6 +91,10 @@ test: setup setup-browser build lint generate-check ## everything: install, buil
 	@# the handlers green; a step of its own so that the two runs do not compete.
 	WEBHOOK_INBOX_SUITE_IN_COPY=1 $(GO) test -count=1 -timeout 30m -run TestGeneratedHandlerLeavesTheSuiteGreen ./internal/scaffold
 
+.PHONY: test-short
+test-short: ## the inner loop: go test -short ./..., every package on one throwaway Postgres server (webhookdev postgres)
+	$(GO) run ./cmd/webhookdev postgres -- $(GO) test -short ./...
+
 .PHONY: cost
 cost: ## each deployment profile's monthly cost from the translated template and dated prices; fails when docs/deploy.md disagrees (go run ./cmd/webhookdev cost -w rewrites it)
 	$(GO) run ./cmd/webhookdev cost

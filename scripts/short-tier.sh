@@ -14,6 +14,11 @@
 # internal/testkit/tier quote that line; run this again after adding or
 # moving a test and update them if the figures moved.
 #
+# Both runs have every package on one throwaway PostgreSQL server, as
+# `make test-short` runs them (`webhookdev postgres`, which sets
+# DATABASE_URL): the script starts it once, outside the timed runs, rather
+# than each test binary starting a cluster of its own.
+#
 # Compilation is not measured: the script first runs the packages with
 # `-run '^$'` (compiles and links every test binary, runs no test). A
 # package's time is its binary's run, and packages run in parallel, so the
@@ -28,6 +33,15 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 [ $# -gt 0 ] || set -- ./...
 cpus=$(nproc)
+
+if [ -z "${SHORT_TIER_SHARED_SERVER:-}" ]; then
+	bin=$(mktemp -d)
+	status=0
+	"$GO" build -o "$bin/webhookdev" ./cmd/webhookdev || status=$?
+	[ "$status" -ne 0 ] || SHORT_TIER_SHARED_SERVER=1 "$bin/webhookdev" postgres -- ./scripts/short-tier.sh "$@" || status=$?
+	rm -rf "$bin"
+	exit "$status"
+fi
 module=$("$GO" list -m)
 
 now() { date +%s.%N; }
@@ -86,6 +100,6 @@ done <"$work/times"
 
 slowest=$(awk 'NR == FNR { path[$1] = $2; next } { print $3, path[$1] }' "$work/pkgs" "$work/times" |
 	sort -rn | head -5 | awk '{ printf "%s%s %.1fs", (NR > 1 ? ", " : ""), $2, $1 }')
-printf 'go test -short %s (warm, %d CPUs): %ss wall; prebuilt test binaries, %d at a time: %ss wall (linking them: %ss); slowest: %s\n' \
+printf 'go test -short %s (warm, %d CPUs, one shared Postgres server): %ss wall; prebuilt test binaries, %d at a time: %ss wall (linking them: %ss); slowest: %s\n' \
 	"$*" "$cpus" "$plain" "$cpus" "$prebuilt" "$link" "$slowest"
 exit "$status"

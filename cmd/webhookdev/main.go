@@ -1,8 +1,10 @@
 // Command webhookdev is the developer's tool: the whole system on this
 // machine (`webhookdev dev`, what `make dev` runs), the real Lambda
 // binaries under the Runtime Interface Emulator (`webhookdev local`, what
-// `make local` runs), signed sample deliveries (`sample`, `send`), and
-// each deployment profile's monthly cost (`cost`, what `make cost` runs).
+// `make local` runs), signed sample deliveries (`sample`, `send`),
+// each deployment profile's monthly cost (`cost`, what `make cost` runs),
+// and a throwaway PostgreSQL server for a command (`postgres`, what `make
+// test-short` runs go test under).
 // Operators use webhookctl, which links none of this.
 package main
 
@@ -31,6 +33,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newSchemaCmd(), newNewCmd())
+	root.AddCommand(newDevCmd(), newLocalCmd(), newSampleCmd(), newSendCmd(), newCostCmd(), newSchemaCmd(), newNewCmd(), newPostgresCmd())
 	return root
 }

@@ -19,6 +19,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(postgresChildEnv) != "" {
+		os.Exit(postgresChild())
+	}
 	// The commands default to dev/sources.json, relative to the repository.
 	if err := os.Chdir(filepath.Join("..", "..")); err != nil {
 		panic(err)

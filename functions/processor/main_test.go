@@ -17,6 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -119,6 +120,7 @@ func TestScheduledDrain(t *testing.T) {
 // PROCESSOR_RUN_FOR, as the processor's role: an event stored while it
 // runs is handled by it, and it ends with one metrics line.
 func TestInvocationInRealTime(t *testing.T) {
+	tier.Heavy(t, "an invocation polling for PROCESSOR_RUN_FOR in real time")
 	t.Parallel()
 	url := pgtest.URL(t)
 	env := map[string]string{

@@ -38,4 +38,17 @@ func TestRunEscapesTheErrorAndSaysTheStatus(t *testing.T) {
 	if code := command.Run(ok, &stderr); code != 0 || stderr.Len() != 0 {
 		t.Errorf("success: status %d, stderr %q", code, stderr.String())
 	}
+
+	// A command whose own program failed: its status, and nothing said.
+	passOn := &cobra.Command{Use: "tool", SilenceUsage: true, SilenceErrors: true, RunE: func(*cobra.Command, []string) error { return status(7) }}
+	passOn.SetArgs(nil)
+	stderr.Reset()
+	if code := command.Run(passOn, &stderr); code != 7 || stderr.Len() != 0 {
+		t.Errorf("a status passed on: %d, stderr %q; want 7 and nothing", code, stderr.String())
+	}
 }
+
+type status int
+
+func (s status) Error() string { return "exit status" }
+func (s status) ExitCode() int { return int(s) }

@@ -23,6 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
@@ -128,6 +129,7 @@ func TestServeProcessor(t *testing.T) {
 // TestArchiveEvery: make dev's archiver runs at once, then every interval,
 // archiving what is old enough, until its context is done.
 func TestArchiveEvery(t *testing.T) {
+	tier.Heavy(t, "the archiver's loop runs on a real ticker, and the archive needs its own S3 server")
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	store := storage.New(pool)

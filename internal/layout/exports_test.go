@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/go/types/typeutil"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 )
 
 // exportAllowlist names the exports of shared/ that tooling alone uses and
@@ -55,9 +57,7 @@ const applicationCode = "shared/handlers"
 // file, the bench module, webhookdev and the internal/ packages the product
 // does not link.
 func TestSharedExportsServeTheProduct(t *testing.T) {
-	// Not behind tier.Heavy: with a warm build cache it runs in seconds;
-	// after an edit, go list first compiles the export data of what
-	// changed, which go test compiles anyway.
+	tier.Heavy(t, "loads the whole module, bench and tests included, with types")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -642,17 +642,19 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 	f.checkAnswerContains("SUCCESS", "nothing deleted")
 
 	// S3 that accepts connections and never answers: the work is given up
-	// in time to answer.
+	// in time to answer. The answer is sent under the invocation's own
+	// context, so that it was delivered proves it went out before the
+	// deadline. The deadline is Lambda's, in real time: a short one keeps
+	// the wait short, and half of it is kept to answer a loopback server.
 	f.relay = f.newRelay(f.sched.Endpoint(), func(_ *relay.Config, conn *blobstore.Config) {
 		conn.Endpoint = blackhole(t)
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	raw, _ := json.Marshal(f.request("Delete"))
-	start := time.Now()
 	out, err := f.relay.Handle(ctx, raw)
-	if took := time.Since(start); err != nil || out.Status != "FAILED" || took >= 3*time.Second {
-		t.Fatalf("%+v %v after %v", out, err, took)
+	if err != nil || out.Status != "FAILED" {
+		t.Fatalf("%+v %v", out, err)
 	}
 	f.checkAnswerContains("FAILED", "Delete failed: 0 objects deleted", "the relay ran out of time")
 	f.noSecretLeaked(string(f.answers.all()))

@@ -56,15 +56,15 @@ func connect(ctx context.Context, t *testing.T, c *localpg.Cluster) *pgx.Conn {
 
 func TestLifecycle(t *testing.T) {
 	ctx := t.Context()
-	c := start(t, localpg.Options{})
+	c := start(t, localpg.Options{MaxConnections: 300})
 
 	conn := connect(ctx, t, c)
-	var user string
-	if err := conn.QueryRow(ctx, "SELECT current_user").Scan(&user); err != nil {
+	var user, maxConn string
+	if err := conn.QueryRow(ctx, "SELECT current_user, current_setting('max_connections')").Scan(&user, &maxConn); err != nil {
 		t.Fatal(err)
 	}
-	if user != "postgres" {
-		t.Errorf("current_user = %q, want postgres", user)
+	if user != "postgres" || maxConn != "300" {
+		t.Errorf("current_user = %q, max_connections = %s; want postgres, 300", user, maxConn)
 	}
 	if _, err := conn.Exec(ctx, "CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)"); err != nil {
 		t.Fatal(err)

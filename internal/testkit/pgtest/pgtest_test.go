@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -108,6 +111,42 @@ func TestDropped(t *testing.T) {
 	if conn, err := pgx.Connect(t.Context(), dbURL); err == nil {
 		conn.Close(t.Context())
 		t.Errorf("database %s still accepts connections after the test", dbURL)
+	}
+}
+
+// TestProcessesShareADatabaseURLServer: test processes running at once on
+// the server DATABASE_URL names (as under webhookdev postgres) each get
+// their own databases, and leave none behind when they end.
+func TestProcessesShareADatabaseURLServer(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own and runs this package's tests again, twice at once")
+	c := pgtest.Cluster(t)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			child := exec.Command(os.Args[0], "-test.run", "^TestPoolParallel$", "-test.count", "1")
+			child.Env = append(os.Environ(), "DATABASE_URL="+c.URL("postgres"))
+			if out, err := child.CombinedOutput(); err != nil {
+				t.Errorf("process %d: %v\n%s", i, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	conn, err := pgx.Connect(t.Context(), c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var left []string
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(array_agg(datname), '{}') FROM pg_database WHERE datname LIKE 'wi\_%'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("databases left on the shared server: %v", left)
+	}
+	// Roles stay (they belong to the server): the processes did use it.
+	var roles int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_roles WHERE rolname = $1`, migrate.RoleReceiver).Scan(&roles); err != nil || roles != 1 {
+		t.Errorf("role %s on the shared server: %d, %v; want 1", migrate.RoleReceiver, roles, err)
 	}
 }
 
