@@ -50,7 +50,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30000x; try FUZZTIME=2
 SQLC := $(GOTOOLS) sqlc -f shared/sqlc.yaml
 
 # shared/storage/schema.sql is the core tables as the migrations leave them
-# (pg_dump of a throwaway cluster, internal/schemasql); generated and
+# (pg_dump of a throwaway cluster, internal/schemadump); generated and
 # committed too, for a reader.
 SCHEMA := $(GO) run ./cmd/webhookdev schema
 
@@ -90,6 +90,10 @@ test: setup setup-browser build lint generate-check ## everything: install, buil
 	@# column), generated into a copy of the module, leaves every test that links
 	@# the handlers green; a step of its own so that the two runs do not compete.
 	WEBHOOK_INBOX_SUITE_IN_COPY=1 $(GO) test -count=1 -timeout 30m -run TestGeneratedHandlerLeavesTheSuiteGreen ./internal/scaffold
+
+.PHONY: test-short
+test-short: ## the inner loop: go test -short ./..., every package on one throwaway Postgres server (webhookdev postgres)
+	$(GO) run ./cmd/webhookdev postgres -- $(GO) test -short ./...
 
 .PHONY: cost
 cost: ## each deployment profile's monthly cost from the translated template and dated prices; fails when docs/deploy.md disagrees (go run ./cmd/webhookdev cost -w rewrites it)

@@ -105,7 +105,7 @@ func (b *bench) console(ctx context.Context) error {
 	const token = "bench-console-token-0123456789-0123456789"
 	// The console over the operations API on the database, as
 	// webhookctl console serves it with a direct path.
-	api, err := operations.New(operations.Config{Store: storage.New(pool), Access: operations.AccessAct})
+	api, err := operations.New(operations.Config{Access: operations.AccessAct}, operations.Deps{Store: storage.New(pool)})
 	if err != nil {
 		return err
 	}

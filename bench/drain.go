@@ -301,7 +301,7 @@ func (b *bench) processorDrain(ctx context.Context, t target, n int, tracer *sql
 		}
 		reg := processor.NewRegistry()
 		reg.Fallback(processor.HandlerFunc(noop))
-		if procs[i], err = processor.New(processor.Config{Pool: pool, Registry: reg, Name: "bench-" + strconv.Itoa(i)}); err != nil {
+		if procs[i], err = processor.New(processor.Config{}, processor.Deps{Pool: pool, Registry: reg}); err != nil {
 			return Run{}, err
 		}
 	}

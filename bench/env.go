@@ -19,10 +19,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -134,12 +133,7 @@ func startEnv(ctx context.Context, log *slog.Logger, opts envOptions) (*Env, err
 		e.Close()
 		return nil, err
 	}
-	blobs, err := blobstore.Open(ctx, e.S3.BlobConfig(archiveBucket))
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	if err := blobs.CreateBucket(ctx); err != nil {
+	if err := locals3.CreateBucket(ctx, e.S3.BlobConfig(archiveBucket), false); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("create bucket %s: %w", archiveBucket, err)
 	}
@@ -428,7 +422,7 @@ func describeMachine(ctx context.Context, e, durable *Env) (Machine, error) {
 	}
 	m.Versitygw = toolVersion(ctx, "versitygw", locals3.EnvBinary)
 	m.RIE = toolVersion(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
-	if root, err := devtools.RepoRoot(); err == nil {
+	if root, err := pinnedtools.RepoRoot(); err == nil {
 		if out, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
 			m.Commit = strings.TrimSpace(string(out))
 		}
@@ -518,7 +512,7 @@ func fileSystemOf(path string) string {
 
 // toolVersion reads the module version a pinned tool was built from.
 func toolVersion(ctx context.Context, name, env string) string {
-	p, err := devtools.Tool(ctx, name, env)
+	p, err := pinnedtools.Tool(ctx, name, env)
 	if err != nil {
 		return "unknown"
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/sqltext"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -50,8 +51,8 @@ type IngestFigure struct {
 	CPURatio float64 `json:"cpu_ratio"`
 }
 
-// insertScript returns the pgbench script of a workload: storage.EventInsertSQL
-// exactly, its parameters replaced by pgbench variables (sent as parameters
+// insertScript returns the pgbench script of a workload: the receiver's
+// EventInsert statement exactly as sqlc generated it (sqltext), its parameters replaced by pgbench variables (sent as parameters
 // of the prepared statement, as the receiver sends them) and, for the
 // metadata a Stripe event does not have, the NULL the receiver sends, and
 // the body guard, false for a Stripe source as the receiver sends it.
@@ -62,8 +63,12 @@ func insertScript(idFrom, idTo int64) (string, error) {
 		"1": ":provider", "2": ":id", "3": ":etype", "4": ":body", "5": ":body",
 		"6": ":sha", "7": ":size", "8": "NULL", "9": ":kind", "10": "false",
 	}
+	stmt, err := sqltext.Storage("EventInsert")
+	if err != nil {
+		return "", fmt.Errorf("pgbench script: %w", err)
+	}
 	var unknown []string
-	sql := regexp.MustCompile(`\$([0-9]+)`).ReplaceAllStringFunc(storage.EventInsertSQL, func(p string) string {
+	sql := regexp.MustCompile(`\$([0-9]+)`).ReplaceAllStringFunc(stmt, func(p string) string {
 		v, ok := vars[p[1:]]
 		if !ok {
 			unknown = append(unknown, p)
@@ -71,7 +76,7 @@ func insertScript(idFrom, idTo int64) (string, error) {
 		return v
 	})
 	if len(unknown) > 0 {
-		return "", fmt.Errorf("storage.EventInsertSQL has parameters the pgbench script does not map: %v", unknown)
+		return "", fmt.Errorf("EventInsert has parameters the pgbench script does not map: %v", unknown)
 	}
 	return fmt.Sprintf("\\set id random(%d, %d)\n%s;\n", idFrom, idTo, sql), nil
 }
@@ -322,11 +327,10 @@ func (b *bench) startReceiver(ctx context.Context, t target, conc int, set *sour
 		timing.EventStore = store
 		store = timing
 	}
-	h, err := receiver.New(receiver.Config{
+	h, err := receiver.New(receiver.Config{Metrics: metrics.Emitter{}}, receiver.Deps{
 		Sources: set,
 		Store:   store,
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		Metrics: metrics.Emitter{},
 		Wake:    waker,
 	})
 	if err != nil {

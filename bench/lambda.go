@@ -17,9 +17,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 )
 
@@ -51,7 +51,7 @@ type LambdaFigure struct {
 // under the Runtime Interface Emulator a few times, invoking it once each.
 // A function whose Makefile target does not exist yet is skipped.
 func (b *bench) lambda(ctx context.Context) error {
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (b *bench) lambda(ctx context.Context) error {
 			b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("%s skipped: the Makefile has no build-%s target.", id, id))
 		}
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		return err
 	}

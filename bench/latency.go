@@ -437,9 +437,7 @@ func (f *processorFunction) container(ctx context.Context) (*processor.Processor
 	f.mu.Lock()
 	f.pools = append(f.pools, pool)
 	f.mu.Unlock()
-	cfg := f.cfg
-	cfg.Pool, cfg.Registry, cfg.Logger, cfg.Name = pool, f.reg, f.log, name
-	p, err := processor.New(cfg)
+	p, err := processor.New(f.cfg, processor.Deps{Pool: pool, Registry: f.reg, Logger: f.log})
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", name, err)
 	}

@@ -11,7 +11,7 @@
 //
 //   - ingest: the real receiver http.Handler over net/http on loopback,
 //     driven by a Go load generator with signed ~1 KB Stripe-style events,
-//     beside pgbench running storage.EventInsertSQL, for new events and for
+//     beside pgbench running the receiver's EventInsert statement, for new events and for
 //     redeliveries;
 //   - drain: the processor with a no-op handler over 100 000 stored events,
 //     beside River working 100 000 no-op jobs and the bare limit, a pgbench

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 )
 
 // TestInsertScript checks that the pgbench script is the receiver's
@@ -147,10 +150,14 @@ func TestSmoke(t *testing.T) {
 	// means the receiver woke the processor's invocations through the
 	// Invoke stand-in, and that none was left behind.
 	for _, l := range rep.Latency {
-		if l.Stored == 0 || l.Processed != l.Stored || l.Invocations == 0 || l.PeakConcurrency == 0 ||
-			l.InvocationErrors != 0 || l.WakeErrors != 0 {
-			t.Errorf("latency figure: %+v", l)
-		}
+		field.Check(t, fmt.Sprintf("latency figure at %v/s", l.OfferedPerSec),
+			field.Is("Stored", l.Stored, l.Stored != 0, "some"),
+			field.Eq("Processed", l.Processed, l.Stored),
+			field.Is("Invocations", l.Invocations, l.Invocations != 0, "some"),
+			field.Is("PeakConcurrency", l.PeakConcurrency, l.PeakConcurrency != 0, "some"),
+			field.Eq("InvocationErrors", l.InvocationErrors, 0),
+			field.Eq("WakeErrors", l.WakeErrors, 0),
+		)
 	}
 	if l := rep.Latency[0]; l.OfferedPerSec != 2 || l.Seconds != 3 || l.Sent != 6 {
 		t.Errorf("the 2/s window is not stretched to 6 events: %+v", l)
@@ -187,8 +194,16 @@ func TestConsoleSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rep.Console
-	if c == nil || c.Events != 5000 || c.DeadLetters != 5 || c.Actions != 10000 || len(c.Pages) < 10 {
-		t.Fatalf("console figure: %+v", c)
+	if c == nil {
+		t.Fatal("no console figure")
+	}
+	if !field.Check(t, "console figure",
+		field.Eq("Events", c.Events, 5000),
+		field.Eq("DeadLetters", c.DeadLetters, 5),
+		field.Eq("Actions", c.Actions, 10000),
+		field.Is("Pages", len(c.Pages), len(c.Pages) >= 10, "at least 10"),
+	) {
+		t.FailNow()
 	}
 	for _, p := range c.Pages {
 		if p.P50Ms <= 0 || p.P99Ms < p.P50Ms || p.Bytes == 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
@@ -55,16 +56,27 @@ func TestOperatorActionsAreRecorded(t *testing.T) {
 		_ = json.Unmarshal(a.Filter, &m)
 		return m
 	}
-	if replay.Action != "replay" || replay.Actor != "alice" || replay.Reason == nil || *replay.Reason != "INC-7 bad handler" ||
-		replay.Events != replayed.Replayed || filter(replay)["type"] != nil || filter(replay)["event_type"] != "ok" || replay.DBUser == "" {
-		t.Errorf("replay = %+v", replay)
-	}
-	if requeue.Action != "requeue" || requeue.Actor != "ci-job-42" || requeue.Events != 2 || filter(requeue)["source"] != "stripe" {
-		t.Errorf("requeue = %+v", requeue)
-	}
-	if expunge.Action != "expunge" || expunge.Actor != me+"@"+host || expunge.Events != 1 || filter(expunge)["id"] != float64(ids["poison2"]) {
-		t.Errorf("expunge = %+v", expunge)
-	}
+	field.Check(t, "replay",
+		field.Eq("Action", replay.Action, "replay"),
+		field.Eq("Actor", replay.Actor, "alice"),
+		field.Is("Reason", replay.Reason, replay.Reason != nil && *replay.Reason == "INC-7 bad handler", `"INC-7 bad handler"`),
+		field.Eq("Events", replay.Events, replayed.Replayed),
+		field.Eq(`filter["type"]`, filter(replay)["type"], nil),
+		field.Eq(`filter["event_type"]`, filter(replay)["event_type"], "ok"),
+		field.Is("DBUser", replay.DBUser, replay.DBUser != "", "set"),
+	)
+	field.Check(t, "requeue",
+		field.Eq("Action", requeue.Action, "requeue"),
+		field.Eq("Actor", requeue.Actor, "ci-job-42"),
+		field.Eq("Events", requeue.Events, 2),
+		field.Eq(`filter["source"]`, filter(requeue)["source"], "stripe"),
+	)
+	field.Check(t, "expunge",
+		field.Eq("Action", expunge.Action, "expunge"),
+		field.Eq("Actor", expunge.Actor, me+"@"+host),
+		field.Eq("Events", expunge.Events, 1),
+		field.Eq(`filter["id"]`, filter(expunge)["id"], any(float64(ids["poison2"]))),
+	)
 
 	// Each event lists the actions that touched it: poison2 was requeued,
 	// then expunged.

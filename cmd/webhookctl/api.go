@@ -3,7 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 // openAPI returns the operations API every operator command calls (stats,
@@ -59,15 +61,28 @@ func openDirectOps(cmd *cobra.Command, access operations.Access) (*ops, *operati
 		return nil, nil, err
 	}
 	// The operator function's own configuration, read as it reads it:
-	// the archive's settings when ARCHIVE_BUCKET is set, ARCHIVE_MIN_AGE.
-	// Its pool is the command's (openOps).
+	// the archive's settings and bucket when ARCHIVE_BUCKET is set,
+	// ARCHIVE_MIN_AGE. Its pool is the command's (openOps).
 	cfg, err := operations.ConfigFromEnv(o.getenv)
+	var s3 blobstore.Config
+	if operations.ArchiveConfigured(o.getenv) {
+		var s3Err error
+		s3, s3Err = blobstore.ConfigFromEnv(o.getenv)
+		err = settings.JoinUnique(err, s3Err)
+	}
 	if err != nil {
 		o.close()
 		return nil, nil, err
 	}
-	cfg.Store, cfg.Access, cfg.Logger = o.store, access, o.logger()
-	svc, err := operations.New(cfg)
+	cfg.Access = access
+	deps := operations.Deps{Store: o.store, Logger: o.logger()}
+	if cfg.Archive != nil {
+		if deps.Blobs, err = blobstore.Open(cmd.Context(), s3); err != nil {
+			o.close()
+			return nil, nil, err
+		}
+	}
+	svc, err := operations.New(cfg, deps)
 	if err != nil {
 		o.close()
 		return nil, nil, err

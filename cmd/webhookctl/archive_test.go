@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
@@ -63,10 +64,22 @@ func TestArchiveRun(t *testing.T) {
 		t.Fatalf("archive run: %v\nstdout %s\nstderr %q", err, out, stderr)
 	}
 	got := changed(before, f.snapshot())
-	if none.Archivable != 0 || none.MinAgeSeconds != 7*24*3600 || !dry.DryRun || dry.Archivable != 7 ||
-		run.DryRun || run.Events != 7 || run.Archivable != 7 || run.Objects != 2 || len(run.Keys) != 2 ||
-		run.BodyBytes == 0 || run.ObjectBytes == 0 || run.Truncated || !sameSet(got, idSet(want...)) {
-		t.Fatalf("dry run %+v; run %+v; changed %v", dry, run, got)
+	if !field.Check(t, "archive run",
+		field.Eq("default Archivable", none.Archivable, 0),
+		field.Eq("default MinAgeSeconds", none.MinAgeSeconds, 7*24*3600),
+		field.Eq("dry run DryRun", dry.DryRun, true),
+		field.Eq("dry run Archivable", dry.Archivable, 7),
+		field.Eq("run DryRun", run.DryRun, false),
+		field.Eq("run Events", run.Events, 7),
+		field.Eq("run Archivable", run.Archivable, 7),
+		field.Eq("run Objects", run.Objects, 2),
+		field.Eq("run len(Keys)", len(run.Keys), 2),
+		field.Is("run BodyBytes", run.BodyBytes, run.BodyBytes != 0, "some"),
+		field.Is("run ObjectBytes", run.ObjectBytes, run.ObjectBytes != 0, "some"),
+		field.Eq("run Truncated", run.Truncated, false),
+		field.Is("events changed", got, sameSet(got, idSet(want...)), "the 7 archivable"),
+	) {
+		t.FailNow()
 	}
 	for _, k := range run.Keys {
 		if _, err := f.blobs().Head(f.ctx, k); err != nil || !strings.HasPrefix(k, "archive/provider=") {
@@ -137,15 +150,27 @@ func TestArchiveRunInSeveralCalls(t *testing.T) {
 	// Bounded past one call: per objects, then one more, then it stops.
 	var first operations.ArchiveRunResult
 	f.runJSON(&first, "archive", "run", "--min-age", "1ms", "--max-batches", strconv.Itoa(per+1))
-	if first.Archivable != int64(n) || first.Events != per+1 || first.Objects != per+1 || len(first.Keys) != per+1 || !first.Truncated {
-		t.Fatalf("--max-batches %d = %+v", per+1, first)
+	if !field.Check(t, "--max-batches "+strconv.Itoa(per+1),
+		field.Eq("Archivable", first.Archivable, int64(n)),
+		field.Eq("Events", first.Events, per+1),
+		field.Eq("Objects", first.Objects, per+1),
+		field.Eq("len(Keys)", len(first.Keys), per+1),
+		field.Eq("Truncated", first.Truncated, true),
+	) {
+		t.FailNow()
 	}
 	// A bound above what is left: call after call until nothing is.
 	var rest operations.ArchiveRunResult
 	f.runJSON(&rest, "archive", "run", "--min-age", "1ms", "--max-batches", strconv.Itoa(10*per))
 	left := n - (per + 1)
-	if rest.Archivable != int64(left) || rest.Events != left || rest.Objects != left || len(rest.Keys) != left || rest.Truncated {
-		t.Fatalf("--max-batches %d = %+v, want the %d left", 10*per, rest, left)
+	if !field.Check(t, "--max-batches "+strconv.Itoa(10*per)+", want the "+strconv.Itoa(left)+" left",
+		field.Eq("Archivable", rest.Archivable, int64(left)),
+		field.Eq("Events", rest.Events, left),
+		field.Eq("Objects", rest.Objects, left),
+		field.Eq("len(Keys)", len(rest.Keys), left),
+		field.Eq("Truncated", rest.Truncated, false),
+	) {
+		t.FailNow()
 	}
 	keys := map[string]bool{}
 	for _, k := range append(first.Keys, rest.Keys...) {

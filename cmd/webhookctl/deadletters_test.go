@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
@@ -28,9 +29,16 @@ func TestDeadLettersList(t *testing.T) {
 		t.Fatalf("dead letters = %+v; github = %+v", all, github)
 	}
 	d := all.DeadLetters[0]
-	if d.EventPK != ids["poison1"] || d.Source != "stripe" || d.Type != "poison" || d.Attempts != 1 || d.LastError == nil ||
-		len(d.Errors) != 1 || d.Errors[0].Cause != "permanent_error" || d.RequeuedAt != nil {
-		t.Fatalf("dead letter = %+v (errors %v)", d, d.Errors)
+	if !field.Check(t, "dead letter",
+		field.Eq("EventPK", d.EventPK, ids["poison1"]),
+		field.Eq("Source", d.Source, "stripe"),
+		field.Eq("Type", d.Type, "poison"),
+		field.Eq("Attempts", d.Attempts, 1),
+		field.Is("LastError", d.LastError, d.LastError != nil, "set"),
+		field.Is("Errors", d.Errors, len(d.Errors) == 1 && d.Errors[0].Cause == "permanent_error", "one, cause permanent_error"),
+		field.Eq("RequeuedAt", d.RequeuedAt, nil),
+	) {
+		t.FailNow()
 	}
 	var one deadLettersListOut
 	f.runJSON(&one, "dead-letters", "list", "--id", strconv.FormatInt(d.ID, 10))
@@ -66,15 +74,24 @@ func TestDeadLettersRequeue(t *testing.T) {
 	var noYes countOut
 	f.runJSON(&noYes, "dead-letters", "requeue", "--source", "stripe")
 	out := f.runOK("dead-letters", "requeue", "--source", "stripe")
-	if got := changed(before, f.snapshot()); len(got) != 0 || !noYes.DryRun || noYes.Events != 2 ||
-		!strings.Contains(out, "dry run: 2 events would be requeued; run it again with --yes") {
-		t.Fatalf("requeue without --yes: %+v %q, changed %v", noYes, out, got)
+	if got := changed(before, f.snapshot()); !field.Check(t, "requeue without --yes",
+		field.Is("events changed", got, len(got) == 0, "none"),
+		field.Eq("DryRun", noYes.DryRun, true),
+		field.Eq("Events", noYes.Events, 2),
+		field.Is("output", out, strings.Contains(out, "dry run: 2 events would be requeued; run it again with --yes"), "the dry run's line"),
+	) {
+		t.FailNow()
 	}
 	f.runJSON(&real, "dead-letters", "requeue", "--source", "stripe", "--yes")
 	got := changed(before, f.snapshot())
-	if !dry.DryRun || dry.Events != 2 || real.DryRun || real.Events != dry.Events ||
-		!sameSet(got, idSet(ids["poison1"], ids["poison2"])) {
-		t.Fatalf("dry run %+v, requeue %+v, changed %v", dry, real, got)
+	if !field.Check(t, "requeue",
+		field.Eq("dry run DryRun", dry.DryRun, true),
+		field.Eq("dry run Events", dry.Events, 2),
+		field.Eq("DryRun", real.DryRun, false),
+		field.Eq("Events", real.Events, dry.Events),
+		field.Is("events changed", got, sameSet(got, idSet(ids["poison1"], ids["poison2"])), "poison1 and poison2"),
+	) {
+		t.FailNow()
 	}
 	if n := f.count(`SELECT count(*) FROM webhook_events WHERE id = ANY($1) AND dead_at IS NULL AND attempts = 1 AND failed_attempts = 0 AND solo AND next_attempt_at <= now()`,
 		[]int64{ids["poison1"], ids["poison2"]}); n != 2 {

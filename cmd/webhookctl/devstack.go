@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -42,7 +42,7 @@ func useDevStack(cmd *cobra.Command) error {
 			return nil
 		}
 	}
-	st, path, ok, err := devenv.FindStack(dir)
+	st, path, ok, err := checkout.FindStack(dir)
 	if err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "webhookctl: ignoring the make dev stack file: %v\n", err)
 		return nil

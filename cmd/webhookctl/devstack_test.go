@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 )
@@ -31,10 +31,10 @@ func runIn(t *testing.T, dir string, env map[string]string, args ...string) (std
 
 // checkout returns a folder holding a stack file for pid and dbURL, and a
 // folder below it, where an operator would run the command.
-func checkout(t *testing.T, pid int, dbURL string) (sub string) {
+func fakeCheckout(t *testing.T, pid int, dbURL string) (sub string) {
 	t.Helper()
 	root := t.TempDir()
-	err := devenv.WriteStack(filepath.Join(root, devenv.StackFile), devenv.Stack{PID: pid, Env: map[string]string{"DATABASE_URL": dbURL}})
+	err := checkout.WriteStack(filepath.Join(root, checkout.StackFile), checkout.Stack{PID: pid, Env: map[string]string{"DATABASE_URL": dbURL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +57,13 @@ func withPassword(url string) string {
 func TestRunningDevStackIsUsed(t *testing.T) {
 	t.Parallel()
 	url := withPassword(pgtest.URL(t))
-	dir := checkout(t, os.Getpid(), url)
+	dir := fakeCheckout(t, os.Getpid(), url)
 	stdout, stderr, err := runIn(t, dir, nil, "migrate", "status")
 	if err != nil || !strings.Contains(stdout, "applied") {
 		t.Fatalf("migrate status on the dev stack: %v\n%s\n%s", err, stdout, stderr)
 	}
 	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "using database postgres://postgres:xxxxx@127.0.0.1:") ||
-		!strings.Contains(stderr, "of the running make dev") || !strings.Contains(stderr, devenv.StackFile) {
+		!strings.Contains(stderr, "of the running make dev") || !strings.Contains(stderr, checkout.StackFile) {
 		t.Errorf("stderr = %q", stderr)
 	}
 	if strings.Contains(stdout+stderr, "hunter2") {
@@ -79,7 +79,7 @@ func TestStaleDevStackIsIgnored(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dir := checkout(t, dead.Process.Pid, pgtest.URL(t))
+	dir := fakeCheckout(t, dead.Process.Pid, pgtest.URL(t))
 	_, stderr, err := runIn(t, dir, nil, "migrate", "status")
 	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL (or DATABASE_SECRET_ARN) is not set") ||
 		!strings.Contains(err.Error(), "no make dev is running") {
@@ -95,7 +95,7 @@ func TestStaleDevStackIsIgnored(t *testing.T) {
 // trust authentication takes the token as it would take any password).
 func TestExplicitDatabaseWins(t *testing.T) {
 	t.Parallel()
-	dir := checkout(t, os.Getpid(), "postgres://nobody@127.0.0.1:1/nothing")
+	dir := fakeCheckout(t, os.Getpid(), "postgres://nobody@127.0.0.1:1/nothing")
 	dbURL := pgtest.URL(t)
 	stdout, stderr, err := runIn(t, dir, map[string]string{"DATABASE_URL": dbURL}, "migrate", "status")
 	if err != nil || !strings.Contains(stdout, "applied") || stderr != "" {

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -85,7 +85,7 @@ func openOpsSession(cmd *cobra.Command, readOnly bool) (*ops, error) {
 	db, err := storage.PoolConfigFromEnv(getenv)
 	if err != nil {
 		if db.URL == "" {
-			err = fmt.Errorf("%w, and no make dev is running in this checkout (%s)", err, devenv.StackFile)
+			err = fmt.Errorf("%w, and no make dev is running in this checkout (%s)", err, checkout.StackFile)
 		}
 		return nil, err
 	}

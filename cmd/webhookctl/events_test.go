@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
@@ -83,11 +84,19 @@ func TestEventsList(t *testing.T) {
 
 	// Unhandled and handled are outcomes of processed events.
 	for _, e := range all.Events {
-		if e.ID == ids["unhandled"] && (e.Outcome == nil || *e.Outcome != string(inbox.OutcomeUnhandled) || e.ProcessedAt == nil || e.NextAttemptAt != nil) {
-			t.Errorf("unhandled event = %+v", e)
+		if e.ID == ids["unhandled"] {
+			field.Check(t, "unhandled event",
+				field.Is("Outcome", e.Outcome, e.Outcome != nil && *e.Outcome == string(inbox.OutcomeUnhandled), string(inbox.OutcomeUnhandled)),
+				field.Is("ProcessedAt", e.ProcessedAt, e.ProcessedAt != nil, "set"),
+				field.Eq("NextAttemptAt", e.NextAttemptAt, nil),
+			)
 		}
-		if e.ID == ids["flaky"] && (e.Attempts != 1 || e.LastError == nil || e.NextAttemptAt == nil) {
-			t.Errorf("retrying event = %+v", e)
+		if e.ID == ids["flaky"] {
+			field.Check(t, "retrying event",
+				field.Eq("Attempts", e.Attempts, 1),
+				field.Is("LastError", e.LastError, e.LastError != nil, "set"),
+				field.Is("NextAttemptAt", e.NextAttemptAt, e.NextAttemptAt != nil, "set"),
+			)
 		}
 	}
 
@@ -146,12 +155,25 @@ func TestEventsShow(t *testing.T) {
 
 	var dead eventShowOut
 	f.runJSON(&dead, "events", "show", strconv.FormatInt(ids["poison1"], 10))
-	if dead.ID != ids["poison1"] || dead.State != "dead" || dead.SourceKind != "stripe" || dead.Attempts != 1 ||
-		len(dead.History) != 1 || dead.History[0].Cause == nil || *dead.History[0].Cause != "permanent_error" || !dead.History[0].Dead ||
-		dead.History[0].Error == nil || !strings.Contains(*dead.History[0].Error, "cannot decode") ||
-		len(dead.DeadLetters) != 1 || dead.DeadLetters[0].RequeuedAt != nil || dead.DeadAt == nil ||
-		dead.Body == nil || *dead.Body != `{"id":"evt_poison_1","type":"poison"}` || dead.BodyFrom != "postgres" || len(dead.BodySHA256) != 64 {
-		t.Fatalf("dead event = %+v", dead)
+	if len(dead.History) != 1 || len(dead.DeadLetters) != 1 {
+		t.Fatalf("dead event: %d attempts, %d dead letters, want 1 each: %+v", len(dead.History), len(dead.DeadLetters), dead)
+	}
+	h := dead.History[0]
+	if !field.Check(t, "dead event",
+		field.Eq("ID", dead.ID, ids["poison1"]),
+		field.Eq("State", dead.State, "dead"),
+		field.Eq("SourceKind", dead.SourceKind, "stripe"),
+		field.Eq("Attempts", dead.Attempts, 1),
+		field.Is("History[0].Cause", h.Cause, h.Cause != nil && *h.Cause == "permanent_error", "permanent_error"),
+		field.Eq("History[0].Dead", h.Dead, true),
+		field.Is("History[0].Error", h.Error, h.Error != nil && strings.Contains(*h.Error, "cannot decode"), `"cannot decode" in it`),
+		field.Eq("DeadLetters[0].RequeuedAt", dead.DeadLetters[0].RequeuedAt, nil),
+		field.Is("DeadAt", dead.DeadAt, dead.DeadAt != nil, "set"),
+		field.Is("Body", dead.Body, dead.Body != nil && *dead.Body == `{"id":"evt_poison_1","type":"poison"}`, `{"id":"evt_poison_1","type":"poison"}`),
+		field.Eq("BodyFrom", dead.BodyFrom, "postgres"),
+		field.Is("BodySHA256", dead.BodySHA256, len(dead.BodySHA256) == 64, "64 hex digits"),
+	) {
+		t.FailNow()
 	}
 	// By source and event id: the same event.
 	var byKey eventShowOut
@@ -161,18 +183,37 @@ func TestEventsShow(t *testing.T) {
 	}
 	var retrying, mismatched eventShowOut
 	f.runJSON(&retrying, "events", "show", strconv.FormatInt(ids["flaky"], 10), "--no-body")
-	if retrying.State != "retrying" || len(retrying.History) != 1 || *retrying.History[0].Cause != "handler_failed" || retrying.FailedAttempts != 1 ||
-		retrying.NextAttemptAt == nil || retrying.Body != nil || retrying.BodyFrom != "" {
-		t.Fatalf("retrying event = %+v", retrying)
+	if len(retrying.History) != 1 {
+		t.Fatalf("retrying event: %d attempts, want 1: %+v", len(retrying.History), retrying)
+	}
+	if !field.Check(t, "retrying event",
+		field.Eq("State", retrying.State, "retrying"),
+		field.Eq("History[0].Cause", *retrying.History[0].Cause, "handler_failed"),
+		field.Eq("FailedAttempts", retrying.FailedAttempts, 1),
+		field.Is("NextAttemptAt", retrying.NextAttemptAt, retrying.NextAttemptAt != nil, "set"),
+		field.Eq("Body", retrying.Body, nil),
+		field.Eq("BodyFrom", retrying.BodyFrom, ""),
+	) {
+		t.FailNow()
 	}
 	f.runJSON(&mismatched, "events", "show", "stripe", "evt_ok_1")
-	if len(mismatched.Mismatches) != 1 || mismatched.Mismatches[0].ReceivedSize != 12 || mismatched.Outcome == nil || *mismatched.Outcome != "handled" {
-		t.Fatalf("mismatched event = %+v", mismatched)
+	if len(mismatched.Mismatches) != 1 {
+		t.Fatalf("mismatched event: %d mismatch records, want 1: %+v", len(mismatched.Mismatches), mismatched)
+	}
+	if !field.Check(t, "mismatched event",
+		field.Eq("Mismatches[0].ReceivedSize", mismatched.Mismatches[0].ReceivedSize, 12),
+		field.Is("Outcome", mismatched.Outcome, mismatched.Outcome != nil && *mismatched.Outcome == "handled", "handled"),
+	) {
+		t.FailNow()
 	}
 	var inflight eventShowOut
 	f.runJSON(&inflight, "events", "show", strconv.FormatInt(ids["inflight"], 10))
-	if inflight.State != "in_flight" || inflight.ClaimedBy == nil || *inflight.ClaimedBy != "test-processor/1" || inflight.ClaimedUntil == nil {
-		t.Fatalf("in-flight event = %+v", inflight)
+	if !field.Check(t, "in-flight event",
+		field.Eq("State", inflight.State, "in_flight"),
+		field.Is("ClaimedBy", inflight.ClaimedBy, inflight.ClaimedBy != nil && *inflight.ClaimedBy == "test-processor/1", "test-processor/1"),
+		field.Is("ClaimedUntil", inflight.ClaimedUntil, inflight.ClaimedUntil != nil, "set"),
+	) {
+		t.FailNow()
 	}
 
 	human := f.runOK("events", "show", strconv.FormatInt(ids["poison1"], 10))
@@ -235,9 +276,14 @@ func TestEventsShowArchivedBody(t *testing.T) {
 
 	var e eventShowOut
 	f.runJSON(&e, "events", "show", strconv.FormatInt(id, 10))
-	if e.State != "archived" || e.ArchiveKey == nil || !strings.HasPrefix(*e.ArchiveKey, "archive/provider=stripe/") ||
-		e.BodyFrom != "archive" || e.Body == nil || *e.Body != string(body) || e.BodyError != "" {
-		t.Fatalf("archived event = %+v", e)
+	if !field.Check(t, "archived event",
+		field.Eq("State", e.State, "archived"),
+		field.Is("ArchiveKey", e.ArchiveKey, e.ArchiveKey != nil && strings.HasPrefix(*e.ArchiveKey, "archive/provider=stripe/"), "under archive/provider=stripe/"),
+		field.Eq("BodyFrom", e.BodyFrom, "archive"),
+		field.Is("Body", e.Body, e.Body != nil && *e.Body == string(body), "the body sent"),
+		field.Eq("BodyError", e.BodyError, ""),
+	) {
+		t.FailNow()
 	}
 	if out := f.runOK("events", "show", "stripe", "evt_arch"); !strings.Contains(out, "from the archive, "+*e.ArchiveKey) || !strings.Contains(out, "archived and back") {
 		t.Fatalf("events show:\n%s", out)
@@ -269,9 +315,16 @@ func TestEventsShowSuspectedReplays(t *testing.T) {
 	}
 	var ev eventShowOut
 	f.runJSON(&ev, "events", "show", "stripe", "evt_ok_1")
-	if len(ev.Mismatches) != 2 || ev.Mismatches[1].Cause != "suspected_replay" || ev.Mismatches[1].ReceivedEventID != "evt_replayed_9" ||
-		ev.Mismatches[1].ReceivedEventType != "push" || ev.Mismatches[0].Cause != "payload_mismatch" {
-		t.Fatalf("records = %+v", ev.Mismatches)
+	if len(ev.Mismatches) != 2 {
+		t.Fatalf("records = %+v, want 2", ev.Mismatches)
+	}
+	if !field.Check(t, "records",
+		field.Eq("[1].Cause", ev.Mismatches[1].Cause, "suspected_replay"),
+		field.Eq("[1].ReceivedEventID", ev.Mismatches[1].ReceivedEventID, "evt_replayed_9"),
+		field.Eq("[1].ReceivedEventType", ev.Mismatches[1].ReceivedEventType, "push"),
+		field.Eq("[0].Cause", ev.Mismatches[0].Cause, "payload_mismatch"),
+	) {
+		t.FailNow()
 	}
 	human := f.runOK("events", "show", "stripe", "evt_ok_1")
 	for _, want := range []string{"REDELIVERIES WITH A DIFFERENT BODY", "SUSPECTED REPLAYS", "evt_replayed_9", "push"} {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
@@ -29,18 +30,35 @@ func TestExpunge(t *testing.T) {
 	if got := changed(before, f.snapshot()); len(got) != 0 {
 		t.Fatalf("refused and dry runs changed %v", got)
 	}
-	if !dry.DryRun || dry.ID != ids["poison1"] || !dry.BodyInPostgres || !dry.PayloadStored || dry.ArchiveKey != nil ||
-		dry.DeadLetterCopies != 1 || dry.AlreadyExpunged || dry.ExpungedAt != nil {
-		t.Fatalf("dry run = %+v", dry)
+	if !field.Check(t, "dry run",
+		field.Eq("DryRun", dry.DryRun, true),
+		field.Eq("ID", dry.ID, ids["poison1"]),
+		field.Eq("BodyInPostgres", dry.BodyInPostgres, true),
+		field.Eq("PayloadStored", dry.PayloadStored, true),
+		field.Eq("ArchiveKey", dry.ArchiveKey, nil),
+		field.Eq("DeadLetterCopies", dry.DeadLetterCopies, 1),
+		field.Eq("AlreadyExpunged", dry.AlreadyExpunged, false),
+		field.Eq("ExpungedAt", dry.ExpungedAt, nil),
+	) {
+		t.FailNow()
 	}
 	f.runJSON(&done, "expunge", dead, "--yes")
 	if got := changed(before, f.snapshot()); !sameSet(got, idSet(ids["poison1"])) {
 		t.Fatalf("expunge changed %v", got)
 	}
-	if done.DryRun || done.ExpungedAt == nil || done.DeadLetterCopies != dry.DeadLetterCopies || done.BodyInPostgres != dry.BodyInPostgres ||
-		dry.AttemptErrors == 0 || done.AttemptErrors != dry.AttemptErrors || !dry.LastErrorStored || !done.LastErrorStored ||
-		len(done.NotReached) == 0 || done.OrphanObjects == nil {
-		t.Fatalf("expunge = %+v, dry run said %+v", done, dry)
+	if !field.Check(t, "expunge (against its dry run)",
+		field.Eq("DryRun", done.DryRun, false),
+		field.Is("ExpungedAt", done.ExpungedAt, done.ExpungedAt != nil, "set"),
+		field.Eq("DeadLetterCopies", done.DeadLetterCopies, dry.DeadLetterCopies),
+		field.Eq("BodyInPostgres", done.BodyInPostgres, dry.BodyInPostgres),
+		field.Is("dry run AttemptErrors", dry.AttemptErrors, dry.AttemptErrors != 0, "some"),
+		field.Eq("AttemptErrors", done.AttemptErrors, dry.AttemptErrors),
+		field.Eq("dry run LastErrorStored", dry.LastErrorStored, true),
+		field.Eq("LastErrorStored", done.LastErrorStored, true),
+		field.Is("NotReached", done.NotReached, len(done.NotReached) != 0, "listed"),
+		field.Is("OrphanObjects", done.OrphanObjects, done.OrphanObjects != nil, "non-nil"),
+	) {
+		t.FailNow()
 	}
 	if n := f.count(`SELECT count(*) FROM webhook_attempts WHERE event_pk = $1 AND error NOT IN ('', '[expunged]')`, ids["poison1"]); n != 0 {
 		t.Fatalf("%d attempt error texts left", n)
@@ -53,8 +71,13 @@ func TestExpunge(t *testing.T) {
 	}
 	// Again: nothing left, harmless.
 	f.runJSON(&dry, "expunge", dead, "--dry-run")
-	if !dry.AlreadyExpunged || dry.DeadLetterCopies != 0 || dry.AttemptErrors != 0 || dry.LastErrorStored {
-		t.Fatalf("second dry run = %+v", dry)
+	if !field.Check(t, "second dry run",
+		field.Eq("AlreadyExpunged", dry.AlreadyExpunged, true),
+		field.Eq("DeadLetterCopies", dry.DeadLetterCopies, 0),
+		field.Eq("AttemptErrors", dry.AttemptErrors, 0),
+		field.Eq("LastErrorStored", dry.LastErrorStored, false),
+	) {
+		t.FailNow()
 	}
 	if out := f.runOK("expunge", "stripe", "evt_poison_1", "--yes"); !strings.Contains(out, "already expunged") {
 		t.Fatalf("second expunge: %s", out)
@@ -70,8 +93,12 @@ func TestExpunge(t *testing.T) {
 		t.Fatalf("not archived: %+v (run %+v)", e, run)
 	}
 	f.runJSON(&dry, "expunge", "stripe", "evt_ok_1", "--dry-run")
-	if dry.ArchiveKey == nil || *dry.ArchiveKey != *e.ArchiveKey || dry.BodyInPostgres || dry.DeadLetterCopies != 0 {
-		t.Fatalf("dry run of an archived event = %+v", dry)
+	if !field.Check(t, "dry run of an archived event",
+		field.Is("ArchiveKey", dry.ArchiveKey, dry.ArchiveKey != nil && *dry.ArchiveKey == *e.ArchiveKey, *e.ArchiveKey),
+		field.Eq("BodyInPostgres", dry.BodyInPostgres, false),
+		field.Eq("DeadLetterCopies", dry.DeadLetterCopies, 0),
+	) {
+		t.FailNow()
 	}
 	before = f.snapshot()
 	human := f.runOK("expunge", "stripe", "evt_ok_1", "--yes")
@@ -85,8 +112,12 @@ func TestExpunge(t *testing.T) {
 	if gone.State != "expunged" || gone.Body != nil || !strings.Contains(gone.BodyError, "expunged") {
 		t.Fatalf("expunged event = %+v", gone)
 	}
-	if neighbour.BodyFrom != "archive" || neighbour.Body == nil || *neighbour.Body != `{"id":"evt_ok_2","type":"ok"}` || *neighbour.ArchiveKey != *e.ArchiveKey {
-		t.Fatalf("neighbour = %+v", neighbour)
+	if !field.Check(t, "neighbour",
+		field.Eq("BodyFrom", neighbour.BodyFrom, "archive"),
+		field.Is("Body", neighbour.Body, neighbour.Body != nil && *neighbour.Body == `{"id":"evt_ok_2","type":"ok"}`, `{"id":"evt_ok_2","type":"ok"}`),
+		field.Eq("ArchiveKey", *neighbour.ArchiveKey, *e.ArchiveKey),
+	) {
+		t.FailNow()
 	}
 	// The object no longer holds the body.
 	data, err := f.blobs().Get(f.ctx, *e.ArchiveKey)

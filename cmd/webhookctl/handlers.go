@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
@@ -51,14 +51,14 @@ registered twice fails the command as it fails the processor's start-up.`,
 				return err
 			}
 			rep := routesReport(reg)
-			sources, where, err := devenv.LoadSources(cmd.Context(), envOf(cmd))
+			sources, where, err := checkout.LoadSources(cmd.Context(), envOf(cmd))
 			switch {
 			case err == nil:
 				rep.addSources(reg, sources, where)
-			case where == devenv.SourcesFile && errors.Is(err, fs.ErrNotExist):
+			case where == checkout.SourcesFile && errors.Is(err, fs.ErrNotExist):
 				// Outside a checkout, with no document configured: the
 				// routes alone still answer.
-				rep.SourcesNote = "no sources document (WEBHOOK_SOURCES, WEBHOOK_SOURCES_FILE or ./" + devenv.SourcesFile + "): routes by kind apply to every source of that kind"
+				rep.SourcesNote = "no sources document (WEBHOOK_SOURCES, WEBHOOK_SOURCES_FILE or ./" + checkout.SourcesFile + "): routes by kind apply to every source of that kind"
 			default:
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -103,9 +104,16 @@ shop     stripe  (any other type)        unhandled (PROCESSOR_UNHANDLED)
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(rep.Routes) != 4 || rep.Routes[0].Source != "billing" || rep.Routes[1].Kind != "square" || rep.Routes[1].Type != processor.AnyType ||
-		len(rep.Sources) != 3 || len(rep.Shadows) != 1 || rep.Shadows[0].Shadows.Route != "kind stripe, type invoice.paid" {
-		t.Errorf("JSON = %s", out)
+	if len(rep.Routes) != 4 || len(rep.Shadows) != 1 {
+		t.Errorf("JSON with %d routes, %d shadows, want 4 and 1: %s", len(rep.Routes), len(rep.Shadows), out)
+	} else {
+		field.Check(t, "JSON",
+			field.Eq("Routes[0].Source", rep.Routes[0].Source, "billing"),
+			field.Eq("Routes[1].Kind", rep.Routes[1].Kind, "square"),
+			field.Eq("Routes[1].Type", rep.Routes[1].Type, processor.AnyType),
+			field.Eq("len(Sources)", len(rep.Sources), 3),
+			field.Eq("Shadows[0].Shadows.Route", rep.Shadows[0].Shadows.Route, "kind stripe, type invoice.paid"),
+		)
 	}
 }
 

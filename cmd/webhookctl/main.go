@@ -5,17 +5,13 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/command"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -24,13 +20,7 @@ func main() {
 	// standard error, so a command's output stays its own; warn unless
 	// LOG_LEVEL says otherwise.
 	slog.SetDefault(settings.JSONLogger(os.Stderr, logLevel(os.Getenv)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		// An error can quote what the database holds: escaped too.
-		fmt.Fprintln(os.Stderr, "webhookctl:", inbox.EscapeControls(err.Error(), "\n\t"))
-		os.Exit(1)
-	}
+	command.Main(newRootCmd())
 }
 
 func newRootCmd() *cobra.Command {

@@ -32,7 +32,7 @@ a deploy.`,
 				return err
 			}
 			defer pool.Close()
-			v, err := dbschema.Migrate(cmd.Context(), pool, handlers.Tables)
+			v, err := dbschema.Migrate(cmd.Context(), pool, handlers.Schemas)
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -179,9 +180,11 @@ func registry() *processor.Registry {
 // drain runs the processor once on clock now (nil: the wall clock).
 func (f *opsFixture) drain(now func() time.Time) processor.Stats {
 	f.t.Helper()
-	p, err := processor.New(processor.Config{
-		Pool: f.pool, Registry: registry(), Now: now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	deps := processor.Deps{Pool: f.pool, Registry: registry(), Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	if now != nil {
+		deps.Clock = testclock.At(now())
+	}
+	p, err := processor.New(processor.Config{}, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
@@ -111,12 +111,12 @@ func devRemote(cmd *cobra.Command) (remote, bool, error) {
 			return remote{}, false, err
 		}
 	}
-	st, path, ok, err := devenv.FindStack(dir)
+	st, path, ok, err := checkout.FindStack(dir)
 	switch {
 	case err != nil:
 		return remote{}, false, err
 	case !ok:
-		return remote{}, false, fmt.Errorf("--via-api: no make dev is running in this checkout (%s)", devenv.StackFile)
+		return remote{}, false, fmt.Errorf("--via-api: no make dev is running in this checkout (%s)", checkout.StackFile)
 	case st.Operator == nil || st.Operator.Identities["operator"].AccessKeyID == "":
 		return remote{}, false, fmt.Errorf("--via-api: the make dev of %s serves no operator API: restart it", path)
 	}

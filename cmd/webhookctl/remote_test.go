@@ -13,8 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
@@ -30,7 +32,11 @@ func (f *opsFixture) remoteOf(as string) (*opsFixture, *operatortest.Remote) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	r := operatortest.Start(f.t, f.store, cfg.Archive)
+	var blobs *blobstore.Store
+	if f.s3 != nil {
+		blobs = s3test.Open(f.t, *f.s3)
+	}
+	r := operatortest.Start(f.t, f.store, cfg.Archive, blobs)
 	id := r.Operator
 	if as == "viewer" {
 		id = r.Viewer
@@ -218,12 +224,12 @@ func TestViaAPIUsesTheDevStacksOperatorAPI(t *testing.T) {
 	f.insert("stripe", "evt_1", "ok")
 	_, r := f.remoteOf("operator")
 	dir := t.TempDir()
-	st := devenv.Stack{PID: os.Getpid(), Env: map[string]string{"DATABASE_URL": f.env["DATABASE_URL"]}, Operator: &devenv.OperatorAPI{
+	st := checkout.Stack{PID: os.Getpid(), Env: map[string]string{"DATABASE_URL": f.env["DATABASE_URL"]}, Operator: &checkout.OperatorAPI{
 		URL: r.ActURL, ReadURL: r.ReadURL, Region: "us-east-1",
-		Identities: map[string]devenv.Credentials{"operator": {AccessKeyID: r.Operator.AccessKeyID, SecretAccessKey: r.Operator.SecretAccessKey,
+		Identities: map[string]checkout.Credentials{"operator": {AccessKeyID: r.Operator.AccessKeyID, SecretAccessKey: r.Operator.SecretAccessKey,
 			SessionToken: r.Operator.SessionToken, ARN: r.Operator.UserARN}},
 	}}
-	if err := devenv.WriteStack(filepath.Join(dir, devenv.StackFile), st); err != nil {
+	if err := checkout.WriteStack(filepath.Join(dir, checkout.StackFile), st); err != nil {
 		t.Fatal(err)
 	}
 	out, stderr, err := runIn(t, dir, nil, "--via-api", "whoami", "--json")
@@ -244,7 +250,7 @@ func TestViaAPIUsesTheDevStacksOperatorAPI(t *testing.T) {
 	}
 	// Without an operator API in the stack file, it says so.
 	st.Operator = nil
-	if err := devenv.WriteStack(filepath.Join(dir, devenv.StackFile), st); err != nil {
+	if err := checkout.WriteStack(filepath.Join(dir, checkout.StackFile), st); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := runIn(t, dir, nil, "--via-api", "stats"); err == nil || !strings.Contains(err.Error(), "serves no operator API") {

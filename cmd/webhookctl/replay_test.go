@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
@@ -62,8 +63,15 @@ func TestReplay(t *testing.T) {
 	before := f.snapshot()
 	f.runJSON(&real, "replay", "--source", "stripe", "--outcome", "handled", "--from", from, "--yes")
 	got := changed(before, f.snapshot())
-	if !dry.DryRun || dry.Matched != 2 || dry.Replayed != 0 || real.Matched != 2 || real.Replayed != 2 || !sameSet(got, idSet(b1, b2)) {
-		t.Fatalf("dry run %+v, replay %+v, changed %v", dry, real, got)
+	if !field.Check(t, "replay",
+		field.Eq("dry run DryRun", dry.DryRun, true),
+		field.Eq("dry run Matched", dry.Matched, 2),
+		field.Eq("dry run Replayed", dry.Replayed, 0),
+		field.Eq("Matched", real.Matched, 2),
+		field.Eq("Replayed", real.Replayed, 2),
+		field.Is("events changed", got, sameSet(got, idSet(b1, b2)), "b1 and b2"),
+	) {
+		t.FailNow()
 	}
 	if n := f.count(`SELECT count(*) FROM webhook_events WHERE id = ANY($1) AND processed_at IS NULL AND outcome IS NULL
 	   AND attempts = 1 AND failed_attempts = 0 AND last_error IS NULL AND next_attempt_at <= now()`, []int64{b1, b2}); n != 2 {
@@ -90,9 +98,14 @@ func TestReplay(t *testing.T) {
 	f.runJSON(&dry, "replay", "--source", "stripe", "--type", "ok", "--dry-run")
 	before = f.snapshot()
 	f.runJSON(&real, "replay", "--source", "stripe", "--type", "ok", "--yes")
-	if got := changed(before, f.snapshot()); dry.Matched != 4 || dry.Archived != 1 || real.Replayed != 4 ||
-		real.Archived != 1 || !sameSet(got, idSet(a1, a2, b1, b2)) {
-		t.Fatalf("with an archived event: dry %+v, real %+v, changed %v", dry, real, got)
+	if got := changed(before, f.snapshot()); !field.Check(t, "with an archived event",
+		field.Eq("dry run Matched", dry.Matched, 4),
+		field.Eq("dry run Archived", dry.Archived, 1),
+		field.Eq("Replayed", real.Replayed, 4),
+		field.Eq("Archived", real.Archived, 1),
+		field.Is("events changed", got, sameSet(got, idSet(a1, a2, b1, b2)), "a1, a2, b1 and b2"),
+	) {
+		t.FailNow()
 	}
 	// The replay is recorded with the events it reset, all of them.
 	var acts operations.ActionPage

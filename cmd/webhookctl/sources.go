@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 )
 
 func newSourcesCmd() *cobra.Command {
@@ -37,7 +37,7 @@ so that no byte can move between the id and the body under one signature.
 A template whose parts are not separated at all ("{id}{body}") is refused
 here, as at start-up, with the reason (docs/sources/hmac.md).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sources, where, err := devenv.LoadSources(cmd.Context(), envOf(cmd))
+			sources, where, err := checkout.LoadSources(cmd.Context(), envOf(cmd))
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
@@ -33,15 +34,24 @@ func (f *opsFixture) populate() map[string]int64 {
 	}
 	// Jitter fixed at half the ceiling: the flaky event is due again in
 	// 15s, after the test.
-	p, err := processor.New(processor.Config{
+	p, err := processor.New(processor.Config{}, processor.Deps{
 		Pool: f.pool, Registry: registry(), Rand: func() float64 { return 0.5 },
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if st, err := p.Drain(f.ctx); err != nil || st.Handled != 2 || st.Unhandled != 1 || st.DeadLettered != 3 || st.Retried != 1 {
-		f.t.Fatalf("drain = %+v, %v", st, err)
+	st, err := p.Drain(f.ctx)
+	if err != nil {
+		f.t.Fatalf("drain: %v", err)
+	}
+	if !field.Check(f.t, "drain",
+		field.Eq("Handled", st.Handled, 2),
+		field.Eq("Unhandled", st.Unhandled, 1),
+		field.Eq("DeadLettered", st.DeadLettered, 3),
+		field.Eq("Retried", st.Retried, 1),
+	) {
+		f.t.FailNow()
 	}
 	// One event claimed by a processor (in flight), one due.
 	ids["inflight"] = f.insert("github", "gh_claimed", "ok")
@@ -76,13 +86,23 @@ func TestStats(t *testing.T) {
 	var r operations.Stats
 	f.runJSON(&r, "stats")
 	b := r.Backlog
-	if b.Unprocessed != 3 || b.Due != 1 || b.InFlight != 1 || b.Retrying != 1 || b.OldestDueAt == nil || b.OldestReceivedAt == nil {
-		t.Errorf("backlog = %+v", b)
-	}
-	if r.DeadLettersOpen != 3 || len(r.DeadLetters) != 2 ||
-		r.DeadLetters[0] != (operations.DeadLetterCount{Source: "stripe", Type: "poison", Count: 2, OldestDeadAt: r.DeadLetters[0].OldestDeadAt}) ||
-		r.DeadLetters[1].Source != "github" || r.DeadLetters[1].Count != 1 {
-		t.Errorf("dead letters = %+v", r.DeadLetters)
+	field.Check(t, "backlog",
+		field.Eq("Unprocessed", b.Unprocessed, 3),
+		field.Eq("Due", b.Due, 1),
+		field.Eq("InFlight", b.InFlight, 1),
+		field.Eq("Retrying", b.Retrying, 1),
+		field.Is("OldestDueAt", b.OldestDueAt, b.OldestDueAt != nil, "set"),
+		field.Is("OldestReceivedAt", b.OldestReceivedAt, b.OldestReceivedAt != nil, "set"),
+	)
+	if len(r.DeadLetters) != 2 {
+		t.Errorf("dead letters = %+v (%d open), want 2 rows", r.DeadLetters, r.DeadLettersOpen)
+	} else {
+		field.Check(t, "dead letters",
+			field.Eq("DeadLettersOpen", r.DeadLettersOpen, 3),
+			field.Eq("[0]", r.DeadLetters[0], operations.DeadLetterCount{Source: "stripe", Type: "poison", Count: 2, OldestDeadAt: r.DeadLetters[0].OldestDeadAt}),
+			field.Eq("[1].Source", r.DeadLetters[1].Source, "github"),
+			field.Eq("[1].Count", r.DeadLetters[1].Count, 1),
+		)
 	}
 	if len(r.Rejections) != 2 || r.Rejections[0] != (operations.RejectionCount{Source: "stripe", Cause: "signature_mismatch", Count: 5}) ||
 		r.Rejections[1] != (operations.RejectionCount{Source: "nope", Cause: "unknown_source", Count: 1}) {
@@ -91,9 +111,14 @@ func TestStats(t *testing.T) {
 	if len(r.PayloadMismatches) != 1 || r.PayloadMismatches[0].Source != "stripe" || r.PayloadMismatches[0].Count != 1 {
 		t.Errorf("mismatches = %+v", r.PayloadMismatches)
 	}
-	if a := r.Archive; a.Waiting != 3 || a.Due != 3 || a.Objects != 0 || a.MinAgeSeconds != 0.001 || a.OldestProcessedAt == nil {
-		t.Errorf("archive = %+v", a)
-	}
+	a := r.Archive
+	field.Check(t, "archive",
+		field.Eq("Waiting", a.Waiting, 3),
+		field.Eq("Due", a.Due, 3),
+		field.Eq("Objects", a.Objects, 0),
+		field.Eq("MinAgeSeconds", a.MinAgeSeconds, 0.001),
+		field.Is("OldestProcessedAt", a.OldestProcessedAt, a.OldestProcessedAt != nil, "set"),
+	)
 	tables := map[string]operations.TableSize{}
 	for _, s := range r.Tables {
 		tables[s.Name] = s
@@ -131,9 +156,15 @@ func TestStatsEmptyDatabase(t *testing.T) {
 	f := newOpsFixture(t)
 	var r operations.Stats
 	f.runJSON(&r, "stats")
-	if r.Backlog.Unprocessed != 0 || r.Backlog.OldestDueAt != nil || r.DeadLetters == nil || r.Rejections == nil ||
-		r.PayloadMismatches == nil || r.Archive.MinAgeSeconds != (7*24*time.Hour).Seconds() {
-		t.Fatalf("empty report = %+v", r)
+	if !field.Check(t, "empty report",
+		field.Eq("Backlog.Unprocessed", r.Backlog.Unprocessed, 0),
+		field.Eq("Backlog.OldestDueAt", r.Backlog.OldestDueAt, nil),
+		field.Is("DeadLetters", r.DeadLetters, r.DeadLetters != nil, "an empty list, not null"),
+		field.Is("Rejections", r.Rejections, r.Rejections != nil, "an empty list, not null"),
+		field.Is("PayloadMismatches", r.PayloadMismatches, r.PayloadMismatches != nil, "an empty list, not null"),
+		field.Eq("Archive.MinAgeSeconds", r.Archive.MinAgeSeconds, (7*24*time.Hour).Seconds()),
+	) {
+		t.FailNow()
 	}
 	if out := f.runOK("stats"); !strings.Contains(out, "nothing is due") {
 		t.Fatalf("stats:\n%s", out)
@@ -213,19 +244,28 @@ func TestStatsBloat(t *testing.T) {
 	for _, b := range r.Bloat.Relations {
 		rel[b.Name] = b
 	}
-	if b := rel["webhook_events"]; b.Unknown != string(storage.BloatNotAnalyzed) || b.BloatRatio != nil || b.BloatBytes != nil || b.Over || b.SizeBytes == 0 {
-		t.Errorf("webhook_events, never analyzed: %+v", b)
-	}
+	ev := rel["webhook_events"]
+	field.Check(t, "webhook_events, never analyzed",
+		field.Eq("Unknown", ev.Unknown, string(storage.BloatNotAnalyzed)),
+		field.Eq("BloatRatio", ev.BloatRatio, nil),
+		field.Eq("BloatBytes", ev.BloatBytes, nil),
+		field.Eq("Over", ev.Over, false),
+		field.Is("SizeBytes", ev.SizeBytes, ev.SizeBytes != 0, "some"),
+	)
 	for _, n := range []string{"webhook_events_pkey", "webhook_events_provider_event_id_key", "webhook_events_due_idx", "webhook_events_archivable_idx", "webhook_dead_letters"} {
 		if _, ok := rel[n]; !ok {
 			t.Errorf("no estimate of %s", n)
 		}
 	}
 	tbl, idx, pkey := rel["webhook_bloat_probe"], rel["webhook_bloat_probe_open_idx"], rel["webhook_bloat_probe_pkey"]
-	if !tbl.Over || *tbl.BloatRatio < 0.5 || *tbl.BloatBytes < tbl.SizeBytes/2 || tbl.Kind != "table" ||
-		!strings.Contains(tbl.Remedy, "VACUUM FULL webhook_bloat_probe;") || !strings.Contains(tbl.Remedy, "pg_repack") {
-		t.Errorf("bloated table: %+v", tbl)
-	}
+	field.Check(t, "bloated table",
+		field.Eq("Over", tbl.Over, true),
+		field.Is("BloatRatio", tbl.BloatRatio, *tbl.BloatRatio >= 0.5, "at least 0.5"),
+		field.Is("BloatBytes", tbl.BloatBytes, *tbl.BloatBytes >= tbl.SizeBytes/2, "at least half the size"),
+		field.Eq("Kind", tbl.Kind, "table"),
+		field.Is("Remedy", tbl.Remedy, strings.Contains(tbl.Remedy, "VACUUM FULL webhook_bloat_probe;") && strings.Contains(tbl.Remedy, "pg_repack"),
+			"VACUUM FULL webhook_bloat_probe; and pg_repack"),
+	)
 	if !idx.Over || idx.Kind != "index" || idx.Remedy != "REINDEX INDEX CONCURRENTLY webhook_bloat_probe_open_idx;" {
 		t.Errorf("bloated index: %+v", idx)
 	}
@@ -234,9 +274,12 @@ func TestStatsBloat(t *testing.T) {
 		t.Errorf("invalid index: %+v", b)
 	}
 	// As bloated, but too small to flag.
-	if pkey.Over || pkey.Remedy != "" || *pkey.BloatRatio < 0.5 || pkey.SizeBytes >= storage.DefaultBloatThreshold.MinBytes {
-		t.Errorf("small bloated index: %+v", pkey)
-	}
+	field.Check(t, "small bloated index",
+		field.Eq("Over", pkey.Over, false),
+		field.Eq("Remedy", pkey.Remedy, ""),
+		field.Is("BloatRatio", pkey.BloatRatio, *pkey.BloatRatio >= 0.5, "at least 0.5"),
+		field.Is("SizeBytes", pkey.SizeBytes, pkey.SizeBytes < storage.DefaultBloatThreshold.MinBytes, "under the threshold's minimum"),
+	)
 	t.Logf("table %d bytes, %.0f%%; open_idx %d bytes, %.0f%%; pkey %d bytes, %.0f%%",
 		tbl.SizeBytes, 100**tbl.BloatRatio, idx.SizeBytes, 100**idx.BloatRatio, pkey.SizeBytes, 100**pkey.BloatRatio)
 
@@ -259,8 +302,12 @@ func TestStatsBloat(t *testing.T) {
 	var after operations.Stats
 	f.runJSON(&after, "stats")
 	for _, b := range after.Bloat.Relations {
-		if b.Name == "webhook_bloat_probe_open_idx" && (b.Over || b.Remedy != "" || *b.BloatRatio > 0.1) {
-			t.Errorf("index after REINDEX: %+v", b)
+		if b.Name == "webhook_bloat_probe_open_idx" {
+			field.Check(t, "index after REINDEX",
+				field.Eq("Over", b.Over, false),
+				field.Eq("Remedy", b.Remedy, ""),
+				field.Is("BloatRatio", b.BloatRatio, *b.BloatRatio <= 0.1, "at most 0.1"),
+			)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
@@ -24,8 +25,13 @@ func TestWhoami(t *testing.T) {
 	f.env[EnvActor] = "ci-job-42"
 	var id operations.Identity
 	f.runJSON(&id, "whoami")
-	if id.Operator != "ci-job-42" || id.Verified || id.Access != operations.AccessAct || id.DatabaseRole != role {
-		t.Fatalf("whoami = %+v, want ci-job-42, declared, act, %s", id, role)
+	if !field.Check(t, "whoami",
+		field.Eq("Operator", id.Operator, "ci-job-42"),
+		field.Eq("Verified", id.Verified, false),
+		field.Eq("Access", id.Access, operations.AccessAct),
+		field.Eq("DatabaseRole", id.DatabaseRole, role),
+	) {
+		t.FailNow()
 	}
 	human := f.runOK("whoami")
 	for _, want := range []string{"operator", "ci-job-42", "not verified", "access", "act", "database role", role} {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/watch"
 )
 
@@ -100,7 +100,7 @@ Ctrl-C stops everything.`,
 // checkout into .local/bin, with the same flags but --watch, and is
 // replaced by a new build whenever the code changes.
 func runWatching(cmd *cobra.Command) error {
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		return fmt.Errorf("--watch rebuilds the checkout: %w", err)
 	}

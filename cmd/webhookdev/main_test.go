@@ -12,13 +12,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(postgresChildEnv) != "" {
+		os.Exit(postgresChild())
+	}
 	// The commands default to dev/sources.json, relative to the repository.
 	if err := os.Chdir(filepath.Join("..", "..")); err != nil {
 		panic(err)
@@ -44,12 +47,12 @@ func run(t *testing.T, stdin io.Reader, args ...string) (string, error) {
 // devReceiver serves the dev sources on a fresh database, like make dev.
 func devReceiver(t *testing.T) (*httptest.Server, *storage.Store) {
 	t.Helper()
-	sources, _, err := devenv.Sources(os.Getenv)
+	sources, _, err := checkout.Sources(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := storage.New(pgtest.Pool(t))
-	h, err := receiver.New(receiver.Config{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	h, err := receiver.New(receiver.Config{}, receiver.Deps{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

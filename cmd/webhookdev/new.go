@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/scaffold"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -29,7 +29,7 @@ func newNewHandlerCmd() *cobra.Command {
 		Short: "Write a handler package, its table, its test and its registration",
 		Long: `handler writes shared/handlers/NAME/, following the example packages
 (CONTRIBUTING.md, "Adding a handler"): the handler (it decodes the event and
-records it, once, in the table NAME_events), its goose migration, its Tables,
+records it, once, in the table NAME_events), its goose migration, its Schema,
 its test (run as the processor's database role, on a copy of
 dev/samples/KIND.json) and its two lines in shared/handlers/local.go. It
 never overwrites: an existing package is refused.
@@ -47,7 +47,7 @@ the sources webhookdev uses: dev/sources.json by default).
 			case spec.Source != "" && spec.Kind != "":
 				return errors.New("--kind or --source, not both: --source routes to one source, whose kind is configured")
 			case spec.Source != "":
-				sources, where, err := devenv.LoadSources(cmd.Context(), os.Getenv)
+				sources, where, err := checkout.LoadSources(cmd.Context(), os.Getenv)
 				if err != nil {
 					return err
 				}

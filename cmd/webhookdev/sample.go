@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 )
@@ -30,7 +30,7 @@ other than the fake ones of dev/sources.json it is refused unless
 --replayable says to print it anyway.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, where, err := devenv.LoadSources(cmd.Context(), os.Getenv)
+			sources, where, err := checkout.LoadSources(cmd.Context(), os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -38,7 +38,7 @@ other than the fake ones of dev/sources.json it is refused unless
 			if !ok {
 				return fmt.Errorf("no source named %q (configured: %v)", args[0], sources.Names())
 			}
-			if src.Tolerance() == 0 && !devenv.FakeSecrets(where) && !replayable {
+			if src.Tolerance() == 0 && !checkout.FakeSecrets(where) && !replayable {
 				return fmt.Errorf("source %s (kind %s, from %s) signs no timestamp: a sample signed with its real secret stays valid for ever, "+
 					"so whoever reads it (a terminal's scroll-back, a CI log, a ticket) can post it once; "+
 					"pass --replayable to print it anyway (docs/security.md, Replays and duplicates)", src.Name, src.Kind, where)

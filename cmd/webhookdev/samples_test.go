@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/scaffold"
 )
 
@@ -36,7 +36,7 @@ func sendLines(t *testing.T) [][]string {
 // dev/sources.json has its line, with a sample of its kind.
 func TestEverySampleIsAccepted(t *testing.T) {
 	srv, _ := devReceiver(t)
-	sources, _, err := devenv.Sources(os.Getenv)
+	sources, _, err := checkout.Sources(os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/schemasql"
+	"github.com/webhook-inbox/webhook-inbox/internal/schemadump"
 )
 
 func newSchemaCmd() *cobra.Command {
@@ -19,14 +19,14 @@ shared/storage/schema.sql, failing when they differ (make generate-check);
 root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := schemasql.GenerateLocal(cmd.Context())
+			b, err := schemadump.GenerateLocal(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if write {
-				return schemasql.Write(".", b)
+				return schemadump.Write(".", b)
 			}
-			return schemasql.Check(".", b)
+			return schemadump.Check(".", b)
 		},
 	}
 	cmd.Flags().BoolVarP(&write, "write", "w", false, "rewrite shared/storage/schema.sql instead of comparing")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 )
 
@@ -31,7 +31,7 @@ dev/samples/ holds a sample event for each kind, and dev/samples/README.md
 the command that sends each.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := devenv.LookupSource(cmd.Context(), os.Getenv, args[0])
+			src, err := checkout.LookupSource(cmd.Context(), os.Getenv, args[0])
 			if err != nil {
 				return err
 			}

@@ -13,16 +13,15 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
-	lambdastart.Start("archiver", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	})
+	lambdastart.Start("archiver", setup)
 }
 
 // Summary is what an invocation returns (visible in the Lambda console and
@@ -41,34 +40,23 @@ type Handler func(context.Context, json.RawMessage) (Summary, error)
 
 // setup reads the configuration and builds the handler. The pool and the S3
 // client are made once per container, at init, and reused.
-func setup(ctx context.Context, getenv func(string) string) (Handler, func(), error) {
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+func setup(ctx context.Context, getenv func(string) string) (_ Handler, _ func(), err error) {
+	c, err := lambdadb.Connect(ctx, getenv, envFrom, func(e env, db storage.PoolConfig) storage.PoolConfig { return e.cfg.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, archive.ConfigFromEnv)
+	defer c.CloseOnError(&err)
+	env := c.Config
+	blobs, err := blobstore.Open(ctx, env.s3)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
+	waker, err := wake.Open(ctx, env.waking)
 	if err != nil {
 		return nil, nil, err
 	}
-	blobs, err := blobstore.Open(ctx, cfg.S3)
+	a, err := archive.New(env.cfg, archive.Deps{Store: storage.New(c.Pool), Blobs: blobs, Logger: c.Log, Wake: waker})
 	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	waker, err := wake.Open(ctx, cfg.Waking)
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	cfg.Store, cfg.Blobs, cfg.Logger, cfg.Wake = storage.New(pool), blobs, log, waker
-	a, err := archive.New(cfg)
-	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	h := func(ctx context.Context, _ json.RawMessage) (Summary, error) {
@@ -83,5 +71,20 @@ func setup(ctx context.Context, getenv func(string) string) (Handler, func(), er
 			BodyBytes: res.BodyBytes, Swept: res.Swept, Truncated: res.Truncated,
 		}, err
 	}
-	return h, pool.Close, nil
+	return h, c.Pool.Close, nil
+}
+
+// env is what the archiver reads from its environment beside the
+// database's settings: its own, and what its dependencies are opened from.
+type env struct {
+	cfg    archive.Config
+	s3     blobstore.Config
+	waking wake.Config
+}
+
+// envFrom reads env with getenv, every problem at once.
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, archive.ConfigFromEnv),
+		settings.Into(&e.s3, blobstore.ConfigFromEnv), settings.Into(&e.waking, wake.ConfigFromEnv))
+	return e, err
 }

@@ -5,7 +5,7 @@
 // migrations) and sets up the functions' database roles with exactly their
 // grants, then answers CloudFormation SUCCESS or FAILED (which rolls the
 // deploy back). It is the only code that changes the schema; it connects
-// as the database's admin (DATABASE_SECRET_ARN). See shared/schemaresource.
+// as the database's admin (DATABASE_SECRET_ARN). See shared/migrator.
 //
 // One binary, three modes (MIGRATOR_MODE): unset (direct), one function
 // does it all; front, outside the VPC, answers CloudFormation and invokes
@@ -17,13 +17,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -49,63 +54,63 @@ type handler func(context.Context, json.RawMessage) (any, error)
 // request (a rotation between deploys is seen), and the apply mode opens a
 // pool per request with the credentials the front sends.
 func setup(ctx context.Context, getenv func(string) string) (handler, func(), error) {
-	mode, modeErr := schemaresource.ModeFromEnv(getenv)
+	mode, modeErr := migrator.ModeFromEnv(getenv)
 	switch mode {
-	case schemaresource.ModeFront:
+	case migrator.ModeFront:
 		// modeErr is nil in the front and apply modes: an unknown mode
 		// reads as the direct one.
-		cfg, log, err := lambdastart.Configure(getenv, schemaresource.FrontConfigFromEnv)
+		cfg, log, err := lambdastart.Configure(getenv, migrator.FrontConfigFromEnv)
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.Logger = log
-		f, err := schemaresource.NewFront(cfg)
+		// Made here, not at the first request: a failure is answered
+		// FAILED (failing), as any start-up failure of this function is.
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("migration front: load AWS configuration: %w", err)
+		}
+		f, err := migrator.NewFront(cfg, migrator.FrontDeps{
+			Secrets: secretsmanager.NewFromConfig(awsCfg), Lambda: lambda.NewFromConfig(awsCfg), Logger: log,
+		})
 		if err != nil {
 			return nil, nil, err
 		}
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return f.HandleEvent(ctx, raw) }, func() {}, nil
-	case schemaresource.ModeApply:
+	case migrator.ModeApply:
 		log, err := settings.LoggerFromEnv(getenv)
 		if err != nil {
 			return nil, nil, err
 		}
 		slog.SetDefault(log)
-		a := schemaresource.NewApplier(getenv, handlers.Tables, log)
+		a := migrator.NewApplier(getenv, handlers.Schemas, log)
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }, func() {}, nil
 	}
 	if modeErr != nil {
 		return nil, nil, modeErr
 	}
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+	// As the other functions that connect start: the settings, the
+	// logger's and the database's read together, so that a start-up
+	// failure's FAILED answer names every problem at once.
+	c, err := lambdadb.Connect(ctx, getenv, migrator.ConfigFromEnv, migrator.Config.Pool)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, schemaresource.ConfigFromEnv)
+	h, err := migrator.New(c.Config, migrator.Deps{Pool: c.Pool, Schemas: handlers.Schemas, Logger: c.Log})
 	if err != nil {
+		c.Pool.Close()
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Pool, cfg.Logger, cfg.Tables = pool, log, handlers.Tables
-	h, err := schemaresource.New(cfg)
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }, pool.Close, nil
+	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }, c.Pool.Close, nil
 }
 
 // failing is the handler of a function whose start-up failed: in apply
 // mode it returns FAILED to the front; otherwise it answers CloudFormation
 // (Create and Update FAILED with the cause, Delete SUCCESS).
 func failing(getenv func(string) string, cause error, log *slog.Logger) handler {
-	if mode, err := schemaresource.ModeFromEnv(getenv); err == nil && mode == schemaresource.ModeApply {
-		a := schemaresource.FailingApplier(cause, log)
+	if mode, err := migrator.ModeFromEnv(getenv); err == nil && mode == migrator.ModeApply {
+		a := migrator.FailingApplier(cause, log)
 		return func(ctx context.Context, raw json.RawMessage) (any, error) { return a.HandleEvent(ctx, raw) }
 	}
-	h := schemaresource.Failing(cause, log, schemaresource.LocalResponseURLFromEnv(getenv))
+	h := migrator.Failing(cause, log, migrator.LocalResponseURLFromEnv(getenv))
 	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }
 }

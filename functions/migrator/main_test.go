@@ -16,8 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -25,7 +27,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // respond stands in for the pre-signed ResponseURL and returns the last
 // answer PUT to it.
-func respond(t *testing.T) (string, func() schemaresource.Response) {
+func respond(t *testing.T) (string, func() migrator.Response) {
 	var mu sync.Mutex
 	var last []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,10 +36,10 @@ func respond(t *testing.T) (string, func() schemaresource.Response) {
 		last, _ = io.ReadAll(r.Body)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL + "/answer?X-Amz-Signature=x", func() schemaresource.Response {
+	return srv.URL + "/answer?X-Amz-Signature=x", func() migrator.Response {
 		mu.Lock()
 		defer mu.Unlock()
-		var resp schemaresource.Response
+		var resp migrator.Response
 		if err := json.Unmarshal(last, &resp); err != nil {
 			t.Fatalf("answer %q: %v", last, err)
 		}
@@ -66,6 +68,7 @@ func create(url string) cfn.Event {
 // sets up the roles for IAM authentication (no secret to read), on a
 // server of its own (roles belong to the whole server).
 func TestCreateInIAMMode(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	dbURL := pgtest.EmptyURL(t, pgtest.Cluster(t))
 	env := map[string]string{"DATABASE_URL": dbURL, "LOG_LEVEL": "error", "MIGRATOR_ROLES_AUTH": "iam", "MIGRATOR_LOCAL_RESPONSE_URL": "true"}
@@ -97,8 +100,8 @@ func TestCreateInIAMMode(t *testing.T) {
 }
 
 // TestSetupReportsEveryProblemAtOnce: a configuration problem fails setup,
-// naming every variable, and main then answers with schemaresource.Failing
-// (shared/schemaresource tests what that answers).
+// naming every variable, and main then answers with migrator.Failing
+// (shared/migrator tests what that answers).
 func TestSetupReportsEveryProblemAtOnce(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"LOG_LEVEL": "loud", "DATABASE_QUERY_MODE": "fast"}
@@ -131,7 +134,7 @@ func TestDatabaseDownAtInitIsNotFatal(t *testing.T) {
 
 // TestModesAreCheckedAtSetup: an unknown MIGRATOR_MODE and a front without
 // its MIGRATOR_FUNCTION fail setup, naming the variables; main then
-// answers with schemaresource.Failing.
+// answers with migrator.Failing.
 func TestModesAreCheckedAtSetup(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -196,8 +199,14 @@ func TestApplyModeStartUpFailureReturnsFailed(t *testing.T) {
 	env := map[string]string{"MIGRATOR_MODE": "apply"}
 	h := failing(func(k string) string { return env[k] }, errors.New("LOG_LEVEL must be one of ..."), slog.New(slog.DiscardHandler))
 	out, err := call(t.Context(), h, map[string]any{"ApplyVersion": 1, "RequestType": "Update", "ResourceProperties": map[string]any{"Auth": "iam"}})
-	res, ok := out.(schemaresource.ApplyResult)
-	if err != nil || !ok || res.Status != "FAILED" || res.Reason != "Update failed: the migration function did not start: LOG_LEVEL must be one of ..." {
-		t.Fatalf("%+v %v", out, err)
+	res, ok := out.(migrator.ApplyResult)
+	if err != nil || !ok {
+		t.Fatalf("%+v %v, want an ApplyResult", out, err)
+	}
+	if !field.Check(t, "result",
+		field.Eq("Status", res.Status, "FAILED"),
+		field.Eq("Reason", res.Reason, "Update failed: the migration function did not start: LOG_LEVEL must be one of ..."),
+	) {
+		t.FailNow()
 	}
 }

@@ -12,67 +12,57 @@ package main
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
-	lambdastart.Start("operator", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	})
+	lambdastart.Start("operator", setup)
 }
 
 // setup reads the configuration and builds the Lambda handler. The pool is
-// made once per container, at init; the archive's client at its first use.
-func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+// made once per container, at init, and so is the archive's client (which
+// makes no request until an archive request needs it).
+func setup(ctx context.Context, getenv func(string) string) (_ func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), _ func(), err error) {
+	c, err := lambdadb.Connect(ctx, getenv, envFrom, func(e env, db storage.PoolConfig) storage.PoolConfig { return e.cfg.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, operations.ConfigFromEnv)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Connect at init so the first request does not pay for it; a
-	// database down now answers 503 until it is back.
-	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		log.Warn("operator: database not reachable at init; requests will answer 503 until it is", "err", err)
-	}
+	defer c.CloseOnError(&err)
+	c.Ping(ctx, "operator")
+	env, log, pool := c.Config, c.Log, c.Pool
+	cfg := env.cfg
+	deps := operations.Deps{Store: storage.New(pool), Logger: log}
 	if cfg.Access == operations.AccessAct {
 		// A requeue or replay wakes the processor, which runs only when
 		// woken.
-		waker, err := wake.Open(ctx, cfg.Waking)
-		if err != nil {
-			pool.Close()
+		if deps.Wake, err = wake.Open(ctx, env.waking); err != nil {
 			return nil, nil, err
 		}
-		cfg.Wake = waker
 	}
-	cfg.Store, cfg.Logger = storage.New(pool), log
-	svc, err := operations.New(cfg)
+	if cfg.Archive != nil {
+		// Opening the bucket makes no request: a cold start that serves
+		// no archive request pays only for the client.
+		if deps.Blobs, err = blobstore.Open(ctx, env.s3); err != nil {
+			return nil, nil, err
+		}
+	}
+	svc, err := operations.New(cfg, deps)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
-	h, err := operatorapi.New(operatorapi.Config{API: svc, Caller: caller, RequestID: lambdahttp.RequestID, Logger: log})
+	h, err := operatorapi.New(operatorapi.Deps{API: svc, Caller: caller, RequestID: lambdahttp.RequestID, Logger: log})
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	log.Info("operator: ready", "access", cfg.Access, "archive", cfg.Archive != nil)
@@ -87,4 +77,21 @@ func caller(r *http.Request) (operatorapi.Caller, bool) {
 		return operatorapi.Caller{}, false
 	}
 	return operatorapi.Caller{UserARN: iam.UserARN, UserID: iam.UserID, AccountID: iam.AccountID, AccessKey: iam.AccessKey}, true
+}
+
+// env is what the operator function reads from its environment: its
+// settings, and what its dependencies are opened from.
+type env struct {
+	cfg    operations.Config
+	s3     blobstore.Config
+	waking wake.Config
+}
+
+// envFrom reads env with getenv, every problem at once, each once (the
+// archive's and the operator's settings share ARCHIVE_MIN_AGE). The bucket
+// is read only where the archive is configured.
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, operations.ConfigFromEnv), settings.Into(&e.waking, wake.ConfigFromEnv),
+		settings.If(operations.ArchiveConfigured(getenv), settings.Into(&e.s3, blobstore.ConfigFromEnv)))
+	return e, err
 }

@@ -24,11 +24,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
@@ -54,7 +57,7 @@ func setup(ctx context.Context, getenv func(string) string) (handlerFunc, *pgxpo
 
 // setupWith is setup with the handlers register wires (tests give their
 // own).
-func setupWith(ctx context.Context, getenv func(string) string, register func(*processor.Registry)) (handlerFunc, *pgxpool.Pool, error) {
+func setupWith(ctx context.Context, getenv func(string) string, register func(*processor.Registry)) (_ handlerFunc, _ *pgxpool.Pool, err error) {
 	// The handlers first: a route registered twice fails start-up with one
 	// line naming both registrations, before any connection is made.
 	reg := processor.NewRegistry()
@@ -62,35 +65,23 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 	if err := reg.Err(); err != nil {
 		return nil, nil, err
 	}
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+	c, err := lambdadb.Connect(ctx, getenv, configFromEnv, func(c config, db storage.PoolConfig) storage.PoolConfig { return c.processor.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, processor.ConfigFromEnv)
-	if err != nil {
+	defer c.CloseOnError(&err)
+	cfg, log := c.Config, c.Log
+	deps := processor.Deps{Pool: c.Pool, Registry: reg, Logger: log}
+	if deps.Wake, err = wake.Open(ctx, cfg.waking); err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Pool, cfg.Registry, cfg.Logger = pool, reg, log
-	waker, err := wake.Open(ctx, cfg.Waking)
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	cfg.Wake = waker
-	if cfg.Archive.Bucket != "" {
-		if cfg.Bodies, err = archive.OpenBodies(ctx, cfg.Archive, pool); err != nil {
-			pool.Close()
+	if cfg.archive.Bucket != "" {
+		if deps.Bodies, err = archive.OpenBodies(ctx, cfg.archive, c.Pool); err != nil {
 			return nil, nil, err
 		}
 	}
-	p, err := processor.New(cfg)
+	p, err := processor.New(cfg.processor, deps)
 	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 
@@ -104,5 +95,25 @@ func setupWith(ctx context.Context, getenv func(string) string, register func(*p
 		// or "processor: drain metrics" with PROCESSOR_RUN_FOR=0).
 		return st, nil
 	}
-	return h, pool, nil
+	return h, c.Pool, nil
+}
+
+// config is what the function reads from its environment beside the
+// database's settings: the processor's settings and the connection
+// settings of what it runs on.
+type config struct {
+	processor processor.Config
+	// waking is how the wake-ups reach the control bucket or the function.
+	waking wake.Config
+	// archive is where archived bodies are, for replays; set only when
+	// ARCHIVE_BUCKET is.
+	archive blobstore.Config
+}
+
+// configFromEnv reads config with getenv, reporting every problem at once,
+// each once (S3's and the wake-ups' readers share variables).
+func configFromEnv(getenv func(string) string) (c config, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&c.processor, processor.ConfigFromEnv), settings.Into(&c.waking, wake.ConfigFromEnv),
+		settings.If(getenv(blobstore.EnvBucket) != "", settings.Into(&c.archive, blobstore.ConfigFromEnv)))
+	return c, err
 }

@@ -13,9 +13,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
@@ -85,8 +87,15 @@ func TestScheduledDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // the Lambda's deadline
 	defer cancel()
 	st, err := h(ctx, scheduled(t))
-	if err != nil || st.Handled != 2 || st.Unhandled != 1 || st.Stopped != processor.StopDrained {
-		t.Fatalf("invocation = %+v, %v", st, err)
+	if err != nil {
+		t.Fatalf("invocation: %v", err)
+	}
+	if !field.Check(t, "invocation",
+		field.Eq("Handled", st.Handled, 2),
+		field.Eq("Unhandled", st.Unhandled, 1),
+		field.Eq("Stopped", st.Stopped, processor.StopDrained),
+	) {
+		t.FailNow()
 	}
 	for src, id := range map[string]string{"stripe": "evt_fail_1", "square": "sq-evt-1"} {
 		if recs, err := testhandler.Records(t.Context(), owner, src); err != nil || len(recs) != 1 || recs[0].EventID != id {
@@ -111,6 +120,7 @@ func TestScheduledDrain(t *testing.T) {
 // PROCESSOR_RUN_FOR, as the processor's role: an event stored while it
 // runs is handled by it, and it ends with one metrics line.
 func TestInvocationInRealTime(t *testing.T) {
+	tier.Heavy(t, "an invocation polling for PROCESSOR_RUN_FOR in real time")
 	t.Parallel()
 	url := pgtest.URL(t)
 	env := map[string]string{
@@ -257,5 +267,41 @@ func TestSetupRefusesADuplicateRoute(t *testing.T) {
 		`by internal/testkit/testhandler\.Register \(testhandler\.go:\d+\) and by functions/processor\.paidInvoicesRegister \(main_test\.go:\d+\)$`)
 	if !want.MatchString(err.Error()) {
 		t.Fatalf("err = %q, want one line matching %s", err, want)
+	}
+}
+
+// TestConfigFromEnv: the function reads the processor's settings and, each
+// with its own package's reader, the wake-ups and the archive, reporting
+// every problem at once, each once (the database's settings are
+// lambdadb.Connect's, with the processor's session settings).
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL": "postgres://x@h/db", "PROCESSOR_HANDLER_TIMEOUT": "1m", "PROCESSOR_SAFETY_MARGIN": "90s",
+		"WAKE_MODE": "object", "WAKE_BUCKET": "control", "ARCHIVE_BUCKET": "archive",
+	}
+	c, err := configFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool := c.processor.Pool(storage.PoolConfig{URL: env["DATABASE_URL"]}); pool.RuntimeParams["statement_timeout"] != "65000" || !pool.CancelOnContext {
+		t.Errorf("pool = %+v, want the processor's session settings", pool)
+	}
+	if c.waking.Bucket != "control" {
+		t.Errorf("wake-ups' bucket = %q, want control", c.waking.Bucket)
+	}
+	if c.archive.Bucket != "archive" {
+		t.Errorf("archive's bucket = %q, want archive", c.archive.Bucket)
+	}
+
+	env = map[string]string{"DATABASE_QUERY_MODE": "fast", "PROCESSOR_BATCH_SIZE": "many", "WAKE_MODE": "shout", "ARCHIVE_BUCKET": "b", "ARCHIVE_SSE": "none"}
+	_, err = configFromEnv(func(k string) string { return env[k] })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, v := range []string{"PROCESSOR_BATCH_SIZE", "WAKE_MODE", "ARCHIVE_SSE"} {
+		if n := strings.Count(err.Error(), v); n != 1 {
+			t.Errorf("%s named %d times, want once:\n%v", v, n, err)
+		}
 	}
 }

@@ -8,52 +8,38 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 func main() {
-	lambdastart.Start("receiver", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	})
+	lambdastart.Start("receiver", setup)
 }
 
 // setup reads the configuration and builds the Lambda handler. The pool is
 // made once per container, at init, and reused by every invocation.
-func setup(ctx context.Context, getenv func(string) string) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), func(), error) {
-	getenv, creds, err := secrets.Environment(ctx, getenv)
+func setup(ctx context.Context, getenv func(string) string) (_ func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), _ func(), err error) {
+	c, err := lambdadb.Connect(ctx, getenv, envFrom, func(e env, db storage.PoolConfig) storage.PoolConfig { return e.cfg.Pool(db) })
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, log, err := lambdastart.Configure(getenv, receiver.ConfigFromEnv)
+	defer c.CloseOnError(&err)
+	c.Ping(ctx, "receiver")
+	env, log := c.Config, c.Log
+	waker, err := wake.Open(ctx, env.waking)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Database.Credentials = creds
-	pool, err := cfg.Database.Open(ctx)
+	h, err := receiver.New(env.cfg, receiver.Deps{
+		Sources: env.sources, Store: storage.New(c.Pool), Wake: waker, Logger: log, RequestID: lambdahttp.RequestID,
+	})
 	if err != nil {
-		return nil, nil, err
-	}
-	// Connect at init so the first webhook does not pay for it. A database
-	// that is down now is not fatal: requests answer 503 until it is back.
-	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		log.Warn("receiver: database not reachable at init; requests will answer 503 until it is", "cause", inbox.CauseDatabaseUnavailable, "err", err)
-	}
-	if cfg.Wake, err = wake.Open(ctx, cfg.Waking); err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	cfg.Store, cfg.Logger, cfg.RequestID = storage.New(pool), log, lambdahttp.RequestID
-	h, err := receiver.New(cfg)
-	if err != nil {
-		pool.Close()
 		return nil, nil, err
 	}
 	// At shutdown (SIGTERM), the rejection records still queued are
@@ -64,9 +50,24 @@ func setup(ctx context.Context, getenv func(string) string) (func(context.Contex
 		if err := h.Close(ctx); err != nil {
 			log.Warn("receiver: rejection records still queued at shutdown were dropped", "err", err)
 		}
-		pool.Close()
+		c.Pool.Close()
 	}
 	// The receiver answers what the adapter refuses and what panics, by its
 	// one status table.
 	return lambdahttp.Handler(h, h), shutdown, nil
+}
+
+// env is what the receiver reads from its environment beside the
+// database's settings: its own, and what its dependencies are opened from.
+type env struct {
+	cfg     receiver.Config
+	sources *source.Set
+	waking  wake.Config
+}
+
+// envFrom reads env with getenv, every problem at once.
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, receiver.ConfigFromEnv),
+		settings.Into(&e.sources, source.Load), settings.Into(&e.waking, wake.ConfigFromEnv))
+	return e, err
 }

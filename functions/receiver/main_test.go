@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -86,8 +87,15 @@ func TestLambdaEntry(t *testing.T) {
 				Status string `json:"status"`
 				ID     int64  `json:"id"`
 			}
-			if resp.StatusCode != 200 || json.Unmarshal([]byte(resp.Body), &out) != nil || out.Status != "accepted" || out.ID == 0 {
-				t.Fatalf("response = %d %s", resp.StatusCode, resp.Body)
+			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil {
+				t.Fatalf("response = %d %s: %v", resp.StatusCode, resp.Body, err)
+			}
+			if !field.Check(t, "response",
+				field.Eq("StatusCode", resp.StatusCode, 200),
+				field.Eq("status", out.Status, "accepted"),
+				field.Is("id", out.ID, out.ID != 0, "set"),
+			) {
+				t.FailNow()
 			}
 			if resp.Headers["Content-Type"] != "application/json" {
 				t.Fatalf("headers = %v", resp.Headers)
@@ -183,8 +191,15 @@ func TestAdapterRefusalIsTheReceivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out struct{ Status, Cause string }
-	if resp.StatusCode != 400 || json.Unmarshal([]byte(resp.Body), &out) != nil || out.Status != "rejected" || out.Cause != "unparsable_body" ||
-		resp.Headers["Cache-Control"] != "no-store" {
-		t.Fatalf("response = %d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+	if err := json.Unmarshal([]byte(resp.Body), &out); err != nil {
+		t.Fatalf("response = %d %v %s: %v", resp.StatusCode, resp.Headers, resp.Body, err)
+	}
+	if !field.Check(t, "response",
+		field.Eq("StatusCode", resp.StatusCode, 400),
+		field.Eq("status", out.Status, "rejected"),
+		field.Eq("cause", out.Cause, "unparsable_body"),
+		field.Eq("Cache-Control", resp.Headers["Cache-Control"], "no-store"),
+	) {
+		t.FailNow()
 	}
 }

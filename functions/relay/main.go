@@ -12,11 +12,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
+	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
 func main() {
@@ -37,16 +43,36 @@ type handler func(context.Context, json.RawMessage) (relay.Outcome, error)
 // setup reads the configuration and builds the handler; the AWS clients
 // are made once per container, at init, and make no request until used.
 func setup(ctx context.Context, getenv func(string) string) (handler, error) {
-	cfg, log, err := lambdastart.Configure(getenv, relay.ConfigFromEnv)
+	env, log, err := lambdastart.Configure(getenv, envFrom)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger = log
-	r, err := relay.Open(ctx, cfg)
+	// The AWS SDK's default configuration: the function's role and
+	// region.
+	aws, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("relay: load AWS configuration: %w", err)
+	}
+	r, err := relay.Open(ctx, env.cfg, env.conn, relay.Deps{
+		Secrets: secretsmanager.NewFromConfig(aws), Scheduler: scheduler.NewFromConfig(aws), Logger: log,
+	})
 	if err != nil {
 		return nil, err
 	}
 	return r.Handle, nil
+}
+
+// env is what the relay reads from its environment: its settings, and how
+// it reaches the control bucket.
+type env struct {
+	cfg  relay.Config
+	conn blobstore.Config
+}
+
+// envFrom reads env with getenv, every problem at once.
+func envFrom(getenv func(string) string) (e env, err error) {
+	err = settings.ReadAll(getenv, settings.Into(&e.cfg, relay.ConfigFromEnv), settings.Into(&e.conn, blobstore.ConnectionFromEnv))
+	return e, err
 }
 
 // failing is the handler of a relay whose start-up failed: every event

@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -85,9 +86,17 @@ func testReplayCountsThenConfirms(t *testing.T, b backend) {
 		t.Errorf("github's event outside the filter was replayed: %v", got.State(now))
 	}
 	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
-	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionReplay || acts[0].Actor != f.who || acts[0].Reason != "INC-9" ||
-		acts[0].Events != 4 || !strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`) {
-		t.Fatalf("operator actions = %+v, %v", acts, err)
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("operator actions = %+v, %v; want one", acts, err)
+	}
+	if !field.Check(t, "operator action",
+		field.Eq("Action", acts[0].Action, inbox.ActionReplay),
+		field.Eq("Actor", acts[0].Actor, f.who),
+		field.Eq("Reason", acts[0].Reason, "INC-9"),
+		field.Eq("Events", acts[0].Events, 4),
+		field.Is("Filter", string(acts[0].Filter), strings.Contains(strings.ReplaceAll(string(acts[0].Filter), " ", ""), `"source":"stripe"`), "source stripe"),
+	) {
+		t.FailNow()
 	}
 
 	// One event, from its page.
@@ -130,22 +139,21 @@ func testReplayCountsThenConfirms(t *testing.T, b backend) {
 // before.
 func expungeSetup(t *testing.T, b backend) (*fixture, *inbox.Event) {
 	t.Helper()
-	arch := &archive.Config{S3: s3test.Bucket(t, s3test.Server(t)), Prefix: "archive", MinAge: time.Minute}
+	arch := newTestArchive(t, s3test.Bucket, s3test.Server(t))
 	f := setupWith(t, b, arch, nil)
 	hourAgo := time.Now().Add(-time.Hour)
 	e := factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_private_1", Type: "customer.updated",
 		Body: []byte(`{"email":"jane@example.com"}`), Metadata: map[string]string{"ip": "192.0.2.7"},
 		State: inbox.StateProcessed, Now: hourAgo, CreatedAt: hourAgo.Add(-time.Minute), ProcessedAt: &hourAgo})
-	archiveNow(t, f.store, *arch, 1)
+	archiveNow(t, f.store, arch, 1)
 	return f, e
 }
 
-// archiveNow runs the archiver once with cfg, as the archiver function
+// archiveNow runs the archiver once on arch, as the archiver function
 // does, and checks it archived n events.
-func archiveNow(t *testing.T, store *storage.Store, cfg archive.Config, n int) {
+func archiveNow(t *testing.T, store *storage.Store, arch *testArchive, n int) {
 	t.Helper()
-	cfg.Store, cfg.Blobs = store, s3test.Open(t, cfg.S3)
-	a, err := archive.New(cfg)
+	a, err := archive.New(arch.cfg, archive.Deps{Store: store, Blobs: arch.blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,12 +206,25 @@ func testExpungeNeedsTheEventIDTyped(t *testing.T, b backend) {
 		t.Fatalf("confirmed expunge = %d, want its report\n%s", code, body)
 	}
 	got, err := f.store.EventGetByID(f.ctx, e.ID)
-	if err != nil || got.ExpungedAt == nil || got.Metadata != nil || got.Body != nil {
-		t.Fatalf("after the expunge: %+v, %v", got, err)
+	if err != nil {
+		t.Fatalf("after the expunge: %v", err)
+	}
+	if !field.Check(t, "after the expunge",
+		field.Is("ExpungedAt", got.ExpungedAt, got.ExpungedAt != nil, "set"),
+		field.Is("Metadata", got.Metadata, got.Metadata == nil, "nil"),
+		field.Is("Body", string(got.Body), got.Body == nil, "nil"),
+	) {
+		t.FailNow()
 	}
 	acts, err := f.store.OperatorActionListByEvent(f.ctx, e.ID)
-	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionExpunge || acts[0].Actor != f.who {
-		t.Fatalf("operator actions of the event = %+v, %v", acts, err)
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("operator actions of the event = %+v, %v; want one", acts, err)
+	}
+	if !field.Check(t, "operator action of the event",
+		field.Eq("Action", acts[0].Action, inbox.ActionExpunge),
+		field.Eq("Actor", acts[0].Actor, f.who),
+	) {
+		t.FailNow()
 	}
 	_, page = f.get("/events/" + itoa(e.ID))
 	if strings.Contains(page, `id="expunge"`) || !strings.Contains(page, "expunged") {
@@ -443,7 +464,13 @@ func testReplayLargerThanOneCall(t *testing.T, b backend) {
 		t.Errorf("%d events still processed after the replay (%v), want 0", left, err)
 	}
 	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 10)
-	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionReplay || acts[0].Events != n {
+	if err != nil || len(acts) != 1 {
 		t.Fatalf("operator actions = %+v, %v; want one replay of %d events", acts, err, n)
+	}
+	if !field.Check(t, "operator action",
+		field.Eq("Action", acts[0].Action, inbox.ActionReplay),
+		field.Eq("Events", acts[0].Events, n),
+	) {
+		t.FailNow()
 	}
 }

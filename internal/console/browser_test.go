@@ -21,7 +21,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -133,8 +132,8 @@ func browserSetup(t *testing.T, b backend) *browserFixture {
 	f.archBody = `{"id":"evt_archived_1","type":"invoice.paid","data":{"object":{"amount_paid":4200,"currency":"eur","customer":"cus_42"}}}`
 	old := factory.Event(ctx, t, store, &factory.EventOpts{EventID: "evt_archived_1", Type: "invoice.paid", Body: []byte(f.archBody),
 		State: inbox.StateProcessed, Now: hourAgo, CreatedAt: hourAgo.Add(-time.Minute), ProcessedAt: &hourAgo})
-	arch := &archive.Config{S3: s3test.Bucket(t, s3test.Server(t)), Prefix: "archive", MinAge: time.Minute}
-	archiveNow(t, store, *arch, 1)
+	arch := newTestArchive(t, s3test.Bucket, s3test.Server(t))
+	archiveNow(t, store, arch, 1)
 	var err error
 	if f.archived, err = store.EventGetByID(ctx, old.ID); err != nil || f.archived.ArchivedAt == nil || f.archived.Body != nil {
 		t.Fatalf("archived event = %+v, %v", f.archived, err)
@@ -161,7 +160,7 @@ func browserSetup(t *testing.T, b backend) *browserFixture {
 	// The fix is deployed: github's events are handled now.
 	reg := processor.NewRegistry()
 	reg.HandleFunc(processor.Source("github"), processor.AnyType, func(context.Context, pgx.Tx, *processor.Event) error { return nil })
-	if f.proc, err = processor.New(processor.Config{Pool: pool, Registry: reg, Name: "processor-1"}); err != nil {
+	if f.proc, err = processor.New(processor.Config{}, processor.Deps{Pool: pool, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 

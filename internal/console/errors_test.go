@@ -192,7 +192,7 @@ func TestRefusalsBeforeASessionShowNothing(t *testing.T) {
 func TestReadOnlyByIdentity(t *testing.T) {
 	t.Parallel()
 	store := storage.New(pgtest.Pool(t))
-	api, err := operations.New(operations.Config{Store: store, Access: operations.AccessRead})
+	api, err := operations.New(operations.Config{Access: operations.AccessRead}, operations.Deps{Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestOverviewArchiveProgress(t *testing.T) {
 	t.Parallel()
 	// The archive's settings say what is due; the overview never opens
 	// the bucket.
-	f := setupWith(t, backends[0], &archive.Config{MinAge: time.Hour}, nil)
+	f := setupWith(t, backends[0], &testArchive{cfg: archive.Config{MinAge: time.Hour}}, nil)
 	now := time.Now()
 	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateProcessed, ProcessedAt: new(now.Add(-3 * time.Hour))})
 	factory.Event(f.ctx, f.t, f.store, &factory.EventOpts{State: inbox.StateProcessed, ProcessedAt: new(now.Add(-time.Minute))})

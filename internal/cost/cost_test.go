@@ -10,6 +10,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/cost"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 )
 
 // estimate computes the estimate of a small template written in YAML,
@@ -405,9 +406,12 @@ func TestThePriceTableIsDatedAndSourced(t *testing.T) {
 			t.Errorf("price %s twice", p.Key)
 		}
 		seen[p.Key] = true
-		if p.Value <= 0 || p.Unit == "" || p.Item == "" || p.Source == "" {
-			t.Errorf("%s: value, unit, item and source are all needed: %+v", p.Key, p)
-		}
+		field.Check(t, p.Key+": value, unit, item and source are all needed",
+			field.Is("Value", p.Value, p.Value > 0, "positive"),
+			field.Is("Unit", p.Unit, p.Unit != "", "set"),
+			field.Is("Item", p.Item, p.Item != "", "set"),
+			field.Is("Source", p.Source, p.Source != "", "set"),
+		)
 		if (p.Free > 0) != (p.FreeText != "") {
 			t.Errorf("%s: a free tier needs its words, and only one: %+v", p.Key, p)
 		}

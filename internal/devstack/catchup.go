@@ -70,7 +70,7 @@ func CatchUp(ctx context.Context, out io.Writer, store *storage.Store, reg *proc
 		return nil
 	}
 
-	svc, err := operations.New(operations.Config{Store: store, Access: operations.AccessAct})
+	svc, err := operations.New(operations.Config{Access: operations.AccessAct}, operations.Deps{Store: store})
 	if err != nil {
 		return fmt.Errorf("catch up: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // What the dev stack uses for what only makes sense on this machine.
@@ -58,8 +59,9 @@ type Local struct {
 }
 
 // Configs is what the dev stack runs: each component's configuration as
-// its Lambda reads it (the same ConfigFromEnv), with the dev stack's
-// stand-ins for what is not set.
+// its Lambda reads it (the same ConfigFromEnv), and what the Lambdas open
+// their dependencies from, with the dev stack's stand-ins for what is not
+// set.
 type Configs struct {
 	Receiver  receiver.Config
 	Processor processor.Config
@@ -67,8 +69,19 @@ type Configs struct {
 	// serves its API twice, read-only and acting (operatorlocal), as the
 	// template deploys it.
 	Operator operations.Config
-	// Archive holds the blob store's configuration too (Archive.S3).
 	Archive  archive.Config
+	// Database is the database's settings, as every function reads them;
+	// each component's pool is its Config's Pool of it.
+	Database storage.PoolConfig
+	// Sources are the receiver's sources.
+	Sources *source.Set
+	// S3 is the archive's bucket and how to reach it (where the processor
+	// reads archived bodies for replays too).
+	S3 blobstore.Config
+	// Waking is how the functions wake each other, read as they read it
+	// so that make dev refuses what they refuse; the dev stack wakes
+	// nothing (its processor polls, its archiver runs every 30 s).
+	Waking   wake.Config
 	LogLevel slog.Level
 	EMF      bool
 	// LocalDatabase and LocalS3 say that the dev stack runs the database
@@ -90,8 +103,8 @@ type Configs struct {
 // Only what makes sense locally is overridden: local's stand-ins for unset
 // variables (above), and what keeps the terminal readable unless local.EMF
 // asks for the Lambdas' output (the metrics emitters are off and the
-// processor logs no metrics line per run) and, always, no line for an archiver
-// pass that did nothing, since one runs every 30 s.
+// processor logs no metrics line per run). The archiver's passes that did
+// nothing are kept off the terminal by its logger (quietIdle), not here.
 func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	c := Configs{EMF: local.EMF, StandIns: map[string]string{}}
 	standIn := func(name, value string) {
@@ -132,33 +145,31 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 		return getenv(k)
 	}
 
-	var errs []error
-	var err error
-	c.LogLevel, err = settings.LogLevel(env)
-	errs = append(errs, err)
-	c.Receiver, err = receiver.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Processor, err = processor.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Archive, err = archive.ConfigFromEnv(env)
-	errs = append(errs, err)
-	c.Operator, err = operations.ConfigFromEnv(env)
-	errs = append(errs, err)
+	err := settings.ReadAll(env,
+		settings.Into(&c.LogLevel, settings.LogLevel),
+		settings.Into(&c.Receiver, receiver.ConfigFromEnv),
+		settings.Into(&c.Processor, processor.ConfigFromEnv),
+		settings.Into(&c.Archive, archive.ConfigFromEnv),
+		settings.Into(&c.Operator, operations.ConfigFromEnv),
+		settings.Into(&c.Database, storage.PoolConfigFromEnv),
+		settings.Into(&c.Sources, source.Load),
+		settings.Into(&c.S3, blobstore.ConfigFromEnv),
+		settings.Into(&c.Waking, wake.ConfigFromEnv),
+	)
 
 	if !local.EMF {
 		c.Receiver.Metrics.Off = true
 		c.Archive.Metrics.Off = true
 		// A metrics line every run (one a PROCESSOR_RUN_FOR, back to back)
-		// buries the log; the processor still logs each drain that
-		// handled something.
-		c.Processor.Metrics = nil
+		// would bury the log: off, it is a debug line, and the processor
+		// logs each drain that handled something instead.
+		c.Processor.Metrics.Off = true
 	}
-	c.Archive.QuietIdle = true
-	return c, settings.JoinUnique(errs...)
+	return c, err
 }
 
 // StackEnv is the environment an operator command needs to reach this
-// stack (the stack file, internal/devenv): the operator's own variables
+// stack (the stack file, internal/checkout): the operator's own variables
 // where set, the dev stack's stand-ins otherwise. getenv is the
 // environment before secrets are resolved, so that a secret's ARN is
 // written, never its value. A relative sources file is made absolute, so

@@ -1,6 +1,7 @@
 package devstack_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,21 +12,43 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/lambdadb"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // lambdaConfigs are the calls the Lambda mains (functions/*/main.go) read
-// their configuration with. Every variable they read is one make dev must
-// honour; a variable a new version reads is picked up here by itself.
+// their configuration with: each component's settings and what its
+// dependencies are opened from. Every variable they read is one make dev
+// must honour; a variable a new version reads is picked up here by itself.
 var lambdaConfigs = []func(getenv func(string) string) error{
 	func(g func(string) string) error { _, err := settings.LogLevel(g); return err },
 	func(g func(string) string) error { _, err := receiver.ConfigFromEnv(g); return err },
-	func(g func(string) string) error { _, err := processor.ConfigFromEnv(g); return err },
+	// functions/processor: its settings, and what it runs on, each read by
+	// its own package.
+	func(g func(string) string) error {
+		_, err := processor.ConfigFromEnv(g)
+		_, dbErr := storage.PoolConfigFromEnv(g)
+		_, wakeErr := wake.ConfigFromEnv(g)
+		var s3Err error
+		if g(blobstore.EnvBucket) != "" {
+			_, s3Err = blobstore.ConfigFromEnv(g)
+		}
+		return errors.Join(err, dbErr, wakeErr, s3Err)
+	},
 	func(g func(string) string) error { _, err := archive.ConfigFromEnv(g); return err },
+	func(g func(string) string) error { _, err := storage.PoolConfigFromEnv(g); return err },
+	func(g func(string) string) error { _, err := source.Load(g); return err },
+	func(g func(string) string) error { _, err := blobstore.ConfigFromEnv(g); return err },
+	func(g func(string) string) error { _, err := wake.ConfigFromEnv(g); return err },
 }
 
 // lambdaVariables returns every variable the Lambdas' configuration reads
@@ -99,6 +122,7 @@ func samples(t *testing.T) map[string]sample {
 		"S3_PATH_STYLE":             {value: "false"},
 		"S3_ACCESS_KEY_ID":          {value: "AKIAEXAMPLE", with: map[string]string{"S3_SECRET_ACCESS_KEY": "secret"}},
 		"S3_SECRET_ACCESS_KEY":      {value: "other-secret", with: map[string]string{"S3_ACCESS_KEY_ID": "AKIAEXAMPLE"}},
+		"S3_MAX_ATTEMPTS":           {value: "5"},
 	}
 }
 
@@ -187,18 +211,26 @@ func TestConfigsAreTheLambdas(t *testing.T) {
 	rc, _ := receiver.ConfigFromEnv(getenv)
 	pc, _ := processor.ConfigFromEnv(getenv)
 	ac, _ := archive.ConfigFromEnv(getenv)
-	if fingerprint(c.Receiver) != fingerprint(rc) || fingerprint(c.Processor) != fingerprint(pc) {
-		t.Error("the dev stack's receiver or processor differs from the Lambda's")
-	}
-	c.Archive.QuietIdle = false // the one override that stays with --emf
-	if fingerprint(c.Archive) != fingerprint(ac) {
-		t.Error("the dev stack's archive differs from the Lambda's")
+	db, _ := storage.PoolConfigFromEnv(getenv)
+	sources, _ := source.Load(getenv)
+	s3, _ := blobstore.ConfigFromEnv(getenv)
+	waking, _ := wake.ConfigFromEnv(getenv)
+	for _, p := range []struct {
+		name      string
+		dev, want any
+	}{
+		{"receiver", c.Receiver, rc}, {"processor", c.Processor, pc}, {"archive", c.Archive, ac},
+		{"database", c.Database, db}, {"sources", c.Sources, sources}, {"bucket", c.S3, s3}, {"wake-ups", c.Waking, waking},
+	} {
+		if fingerprint(p.dev) != fingerprint(p.want) {
+			t.Errorf("the dev stack's %s differs from the Lambda's", p.name)
+		}
 	}
 }
 
-// TestConfigsForAPerson: without --emf, no EMF, no metrics line per run
-// and no line per idle archiver pass; the flag's archive age wins over
-// ARCHIVE_MIN_AGE, which wins over the dev default.
+// TestConfigsForAPerson: without --emf, no EMF and no metrics line per
+// run; the flag's archive age wins over ARCHIVE_MIN_AGE, which wins over
+// the dev default.
 func TestConfigsForAPerson(t *testing.T) {
 	t.Parallel()
 	l := local(t)
@@ -206,13 +238,27 @@ func TestConfigsForAPerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Receiver.Metrics.Off || !c.Archive.Metrics.Off || c.Processor.Metrics != nil || !c.Archive.QuietIdle {
-		t.Fatalf("EMF or per-drain lines under make dev: %+v %+v %+v", c.Receiver.Metrics, c.Archive.Metrics, c.Processor.Metrics)
+	if !c.Receiver.Metrics.Off {
+		t.Error("the receiver's EMF is on under make dev")
 	}
-	if c.Archive.MinAge != time.Minute || c.Archive.S3.Bucket != devstack.Bucket || c.Archive.Prefix != devstack.ArchivePrefix ||
-		c.Archive.S3.Endpoint != l.S3Endpoint || !c.Archive.S3.PathStyle || c.Receiver.Database.URL != l.DatabaseURL ||
-		!c.LocalDatabase || !c.LocalS3 || c.SourcesFrom != l.SourcesFile {
-		t.Fatalf("dev defaults: %+v", c)
+	if !c.Processor.Metrics.Off {
+		t.Error("the processor's EMF is on under make dev")
+	}
+	if !c.Archive.Metrics.Off {
+		t.Error("the archiver's EMF is on under make dev")
+	}
+	if !field.Check(t, "dev defaults",
+		field.Eq("Archive.MinAge", c.Archive.MinAge, time.Minute),
+		field.Eq("S3.Bucket", c.S3.Bucket, devstack.Bucket),
+		field.Eq("Archive.Prefix", c.Archive.Prefix, devstack.ArchivePrefix),
+		field.Eq("S3.Endpoint", c.S3.Endpoint, l.S3Endpoint),
+		field.Eq("S3.PathStyle", c.S3.PathStyle, true),
+		field.Eq("Database.URL", c.Database.URL, l.DatabaseURL),
+		field.Eq("LocalDatabase", c.LocalDatabase, true),
+		field.Eq("LocalS3", c.LocalS3, true),
+		field.Eq("SourcesFrom", c.SourcesFrom, l.SourcesFile),
+	) {
+		t.FailNow()
 	}
 	if c, _ := configs(t, map[string]string{"ARCHIVE_MIN_AGE": "2h"}, l); c.Archive.MinAge != 2*time.Hour {
 		t.Errorf("ARCHIVE_MIN_AGE: %s", c.Archive.MinAge)
@@ -253,10 +299,17 @@ func TestStackEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := c.StackEnv(func(k string) string { return raw[k] })
-	if env["DATABASE_URL"] != "" || env["DATABASE_SECRET_ARN"] == "" || !filepath.IsAbs(env["WEBHOOK_SOURCES_FILE"]) ||
-		env["S3_ENDPOINT"] != l.S3Endpoint || env["S3_ACCESS_KEY_ID"] == "" || env["ARCHIVE_BUCKET"] != devstack.Bucket ||
-		env["AWS_REGION"] == "" || env["ARCHIVE_MIN_AGE"] == "" {
-		t.Fatalf("stack env = %v", env)
+	if !field.Check(t, "stack env",
+		field.Eq("DATABASE_URL", env["DATABASE_URL"], ""),
+		field.Is("DATABASE_SECRET_ARN", env["DATABASE_SECRET_ARN"], env["DATABASE_SECRET_ARN"] != "", "set"),
+		field.Is("WEBHOOK_SOURCES_FILE", env["WEBHOOK_SOURCES_FILE"], filepath.IsAbs(env["WEBHOOK_SOURCES_FILE"]), "an absolute path"),
+		field.Eq("S3_ENDPOINT", env["S3_ENDPOINT"], l.S3Endpoint),
+		field.Is("S3_ACCESS_KEY_ID", env["S3_ACCESS_KEY_ID"], env["S3_ACCESS_KEY_ID"] != "", "set"),
+		field.Eq("ARCHIVE_BUCKET", env["ARCHIVE_BUCKET"], devstack.Bucket),
+		field.Is("AWS_REGION", env["AWS_REGION"], env["AWS_REGION"] != "", "set"),
+		field.Is("ARCHIVE_MIN_AGE", env["ARCHIVE_MIN_AGE"], env["ARCHIVE_MIN_AGE"] != "", "set"),
+	) {
+		t.FailNow()
 	}
 }
 
@@ -354,7 +407,29 @@ func TestEveryFunctionRefusesWeakTLS(t *testing.T) {
 		"MIGRATOR_ROLES_AUTH": "password",
 	}
 	getenv := func(k string) string { return env[k] }
-	configs := append(lambdaConfigs[1:], func(g func(string) string) error { _, err := schemaresource.ConfigFromEnv(g); return err })
+	// The four functions that connect, and the migration function in its
+	// direct mode, start with lambdadb.Connect, which reads the pool with
+	// storage.PoolConfigFromEnv; the apply mode reads it with that too.
+	nothing := func(func(string) string) (struct{}, error) { return struct{}{}, nil }
+	asIs := func(_ struct{}, db storage.PoolConfig) storage.PoolConfig { return db }
+	configs := []func(func(string) string) error{
+		func(g func(string) string) error { _, err := storage.PoolConfigFromEnv(g); return err },
+		func(g func(string) string) error {
+			c, err := lambdadb.Connect(t.Context(), g, nothing, asIs)
+			if err == nil {
+				c.Pool.Close() // a pool connects on first use: nothing was dialled
+			}
+			return err
+		},
+		func(g func(string) string) error {
+			// What functions/migrator's direct mode reads and opens.
+			c, err := lambdadb.Connect(t.Context(), g, migrator.ConfigFromEnv, migrator.Config.Pool)
+			if err == nil {
+				c.Pool.Close()
+			}
+			return err
+		},
+	}
 	for i, config := range configs {
 		err := config(getenv)
 		if err == nil || !strings.Contains(err.Error(), "sslmode=require") || !strings.Contains(err.Error(), "set DATABASE_SSLMODE=require") {

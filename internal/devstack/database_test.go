@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 )
 
 // TestStartDatabaseNeedsTheSuperusersPassword: make dev's own cluster
@@ -21,6 +22,7 @@ import (
 // URL it returns (the stack file's, which webhookctl reads) carries and
 // its start-up lines do not show.
 func TestStartDatabaseNeedsTheSuperusersPassword(t *testing.T) {
+	tier.Heavy(t, "starts the dev stack's cluster")
 	t.Parallel()
 	if _, err := localpg.BinDir(); err != nil {
 		t.Skip(err)

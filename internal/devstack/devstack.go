@@ -8,7 +8,7 @@
 // Lambdas read; it only fills in what makes sense locally and writes its
 // log for a person. The packages below it are its parts: localpg and
 // locals3 start the servers, lambdalocal and samtemplate run the Lambda
-// binaries, samlocal points `sam local` at the running stack, devtools
+// binaries, samlocal points `sam local` at the running stack, pinnedtools
 // finds the pinned tools.
 package devstack
 
@@ -31,12 +31,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/readable"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -81,7 +82,7 @@ type Options struct {
 	// EMF logs as the Lambdas do: JSON lines and EMF records.
 	EMF bool
 	// StackFile is where the running stack describes itself for the
-	// operator's commands; "" means devenv.StackFile under the repository
+	// operator's commands; "" means checkout.StackFile under the repository
 	// root. It is removed when the stack stops.
 	StackFile string
 	// SamEnvFile is where the stack writes env.json for `sam local`
@@ -98,9 +99,10 @@ type Options struct {
 	// are at start-up, printing the command that replays them; by default
 	// those whose route now has a handler are replayed (CatchUp).
 	KeepUnhandled bool
-	// OnArchiveRun, when set, is called after each archiver pass with its
-	// result (tests wait for passes with it instead of sleeping).
-	OnArchiveRun func(archive.Result, error)
+	// ArchiveLog, when set, also gets every line the archiver logs,
+	// before the quiet-idle filter drops its idle passes' (tests count
+	// passes with it instead of sleeping).
+	ArchiveLog slog.Handler
 	// AsOwner connects every component as the database's owner (the
 	// DATABASE_URL's user, or the local cluster's superuser), as make dev
 	// did before it ran each as its deployed role: for a server where
@@ -112,9 +114,9 @@ type Options struct {
 	// Register registers the processor's handlers; nil is
 	// handlers.Register, what the processor Lambda runs.
 	Register func(*processor.Registry)
-	// Tables are the handler packages' tables to migrate and grant; nil
-	// is handlers.Tables, what the migration function applies.
-	Tables []processor.Tables
+	// Schemas are the handler packages' tables to migrate and grant; nil
+	// is handlers.Schemas, what the migration function applies.
+	Schemas []processor.HandlerSchema
 	// Timeouts bound the receiver's and the local operator API's reads
 	// (--read-timeout, --idle-timeout); zero fields take the defaults.
 	Timeouts Timeouts
@@ -130,12 +132,12 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if o.ArchiveEvery <= 0 {
 		o.ArchiveEvery = DefaultArchiveEvery
 	}
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		root = "."
 	}
 	if o.StackFile == "" {
-		o.StackFile = filepath.Join(root, devenv.StackFile)
+		o.StackFile = filepath.Join(root, checkout.StackFile)
 	}
 	if o.SamEnvFile == "" {
 		o.SamEnvFile = filepath.Join(root, samlocal.EnvFile)
@@ -152,7 +154,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
-	local := Local{SourcesFile: filepath.Join(root, devenv.SourcesFile), ArchiveAge: o.ArchiveAge, EMF: o.EMF}
+	local := Local{SourcesFile: filepath.Join(root, checkout.SourcesFile), ArchiveAge: o.ArchiveAge, EMF: o.EMF}
 
 	// Check everything before starting anything, so a typo fails at once;
 	// the local servers' addresses are not known yet, so placeholders
@@ -163,7 +165,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
-	log := settings.ReadableLogger(out, cfgs.LogLevel)
+	log := slog.New(readable.NewHandler(out, &slog.HandlerOptions{Level: cfgs.LogLevel}))
 	if o.EMF {
 		log = settings.JSONLogger(out, cfgs.LogLevel)
 	}
@@ -182,8 +184,8 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 	if cfgs.LocalS3 {
 		fmt.Fprintf(out, "s3: starting versitygw in %s ...\n", o.S3Dir)
 		s3, err := locals3.Start(ctx, locals3.Options{
-			Dir: o.S3Dir, Region: cfgs.Archive.S3.Region,
-			AccessKeyID: cfgs.Archive.S3.AccessKeyID, SecretAccessKey: cfgs.Archive.S3.SecretAccessKey,
+			Dir: o.S3Dir, Region: cfgs.S3.Region,
+			AccessKeyID: cfgs.S3.AccessKeyID, SecretAccessKey: cfgs.S3.SecretAccessKey,
 		})
 		if err != nil {
 			return err
@@ -222,7 +224,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	// The schema, the handlers' tables and the functions' roles, as the
 	// database's owner, the one user that migrates: as the migration
 	// function applies them at each deploy.
-	ownerCfg := cfgs.Processor.Database
+	ownerCfg := cfgs.Database
 	ownerCfg.Credentials = creds
 	ownerPool, err := ownerCfg.Open(ctx)
 	if err != nil {
@@ -266,54 +268,55 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		pools = append(pools, pool)
 		return pool, nil
 	}
-	procPool, err := open(cfgs.Processor.Database, "processor", migrate.RoleProcessor)
+	procPool, err := open(cfgs.Processor.Pool(cfgs.Database), "processor", migrate.RoleProcessor)
 	if err != nil {
 		return err
 	}
 
 	// The archiver, as the Lambda builds it; the bucket is made if missing.
-	blobs, err := blobstore.Open(ctx, cfgs.Archive.S3)
+	blobs, err := blobstore.Open(ctx, cfgs.S3)
 	if err != nil {
 		return err
 	}
-	if err := blobs.CreateBucket(ctx); err != nil {
-		return err
-	}
-	archPool, err := open(cfgs.Archive.Database, "archiver", migrate.RoleArchiver)
-	if err != nil {
+	if err := locals3.CreateBucket(ctx, cfgs.S3, false); err != nil {
 		return err
 	}
 	ac := cfgs.Archive
-	ac.OnRun = o.OnArchiveRun
-	ac.Store, ac.Blobs, ac.Logger = storage.New(archPool), blobs, log
-	arch, err := archive.New(ac)
+	archPool, err := open(ac.Pool(cfgs.Database), "archiver", migrate.RoleArchiver)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", ac.S3.Endpoint, ac.S3.Bucket, ac.S3.AccessKeyID)
+	archLog := quietIdle(log.Handler())
+	if o.ArchiveLog != nil {
+		archLog = slog.NewMultiHandler(o.ArchiveLog, archLog)
+	}
+	arch, err := archive.New(ac, archive.Deps{Store: storage.New(archPool), Blobs: blobs, Logger: slog.New(archLog)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "s3: %s bucket %q (access key %s)\n", cfgs.S3.Endpoint, cfgs.S3.Bucket, cfgs.S3.AccessKeyID)
 
 	// The processor, as the Lambda builds it, reading archived bodies for
 	// replays from the same archive.
-	pc := cfgs.Processor
-	pc.Pool, pc.Registry, pc.Logger = procPool, reg, log
-	if pc.Archive.Bucket != "" {
-		if pc.Bodies, err = archive.OpenBodies(ctx, pc.Archive, procPool); err != nil {
-			return err
-		}
+	deps := processor.Deps{Pool: procPool, Registry: reg, Logger: log}
+	if deps.Bodies, err = archive.OpenBodies(ctx, cfgs.S3, procPool); err != nil {
+		return err
 	}
-	proc, err := processor.New(pc)
+	proc, err := processor.New(cfgs.Processor, deps)
 	if err != nil {
 		return err
 	}
+	// What runs, for the start-up line and the invocations' loop: the
+	// settings New applied.
+	procCfg := cfgs.Processor.WithDefaults()
 
 	// The receiver, as the Lambda builds it, behind the same recovery.
-	recvPool, err := open(cfgs.Receiver.Database, "receiver", migrate.RoleReceiver)
+	rc := cfgs.Receiver
+	recvPool, err := open(rc.Pool(cfgs.Database), "receiver", migrate.RoleReceiver)
 	if err != nil {
 		return err
 	}
-	rc := cfgs.Receiver
-	rc.Store, rc.Logger = storage.New(recvPool), log
-	h, err := receiver.New(rc)
+	h, err := receiver.New(rc, receiver.Deps{Sources: cfgs.Sources, Store: storage.New(recvPool), Logger: log, RequestID: lambdahttp.RequestID})
 	if err != nil {
 		return err
 	}
@@ -324,17 +327,18 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	}()
 	// The operator function, as the template deploys it: read-only and
 	// acting, each behind the stand-in for its URL's IAM check.
-	opPool, err := open(cfgs.Operator.Database, "operator API (acting)", migrate.RoleOperator)
+	opDB := cfgs.Operator.Pool(cfgs.Database)
+	opPool, err := open(opDB, "operator API (acting)", migrate.RoleOperator)
 	if err != nil {
 		return err
 	}
-	readDB := cfgs.Operator.Database
+	readDB := opDB
 	readDB.ApplicationName += "-read" // as pg_stat_activity tells the two apart
 	opReadPool, err := open(readDB, "operator API (read-only)", migrate.RoleOperatorRead)
 	if err != nil {
 		return err
 	}
-	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Logger: log})
+	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Blobs: blobs, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -372,35 +376,37 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	// A panic is answered as in Lambda: the receiver's 503, cause internal.
-	srv := NewServer(lambdahttp.Recover(h, h), o.Timeouts)
+	// The receiver's Lambda handler, fed the events API Gateway would
+	// send it: a panic is answered as deployed, the receiver's 503, cause
+	// internal.
+	srv := NewServer(asLambda(h, h), o.Timeouts)
 	readSrv := NewServer(ops.Read, o.Timeouts)
 	actSrv := NewServer(ops.Act, o.Timeouts)
 	base := "http://" + ln.Addr().String()
-	opAPI := &devenv.OperatorAPI{
+	opAPI := &checkout.OperatorAPI{
 		URL: "http://" + actLn.Addr().String(), ReadURL: "http://" + readLn.Addr().String(), Region: operatorlocal.Region,
-		Identities: map[string]devenv.Credentials{"operator": credentials(ops.Operator), "viewer": credentials(ops.Viewer)},
+		Identities: map[string]checkout.Credentials{"operator": credentials(ops.Operator), "viewer": credentials(ops.Viewer)},
 	}
 
 	// The operator's commands find this stack by its file.
 	pid := os.Getpid()
-	if err := devenv.WriteStack(o.StackFile, devenv.Stack{PID: pid, Env: cfgs.StackEnv(getenv), Operator: opAPI}); err != nil {
+	if err := checkout.WriteStack(o.StackFile, checkout.Stack{PID: pid, Env: cfgs.StackEnv(getenv), Operator: opAPI}); err != nil {
 		return err
 	}
 	defer func() {
-		if err := devenv.RemoveStack(o.StackFile, pid); err != nil {
+		if err := checkout.RemoveStack(o.StackFile, pid); err != nil {
 			fmt.Fprintln(out, "removing the stack file:", err)
 		}
 	}()
 
-	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, rc.Sources.Names())
-	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(proc.Config()), o.ArchiveEvery, ac.MinAge)
+	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, cfgs.Sources.Names())
+	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(procCfg), o.ArchiveEvery, ac.MinAge)
 	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
 	fmt.Fprintf(out, "operator API: %s (acting), %s (read-only), IAM stood in for: go run ./cmd/webhookctl --via-api stats\n", opAPI.URL, opAPI.ReadURL)
 	if !o.EMF {
 		fmt.Fprintf(out, "log: readable lines, no EMF records (--emf or %s=true logs as the Lambdas do)\n", EnvEMF)
 	}
-	PrintSamples(out, rc.Sources, base, o.Samples)
+	PrintSamples(out, cfgs.Sources, base, o.Samples)
 	defer samLocal(out, root, o.SamEnvFile, cfgs, resolved, passwords)()
 	fmt.Fprintln(out, "Ctrl-C stops the stack.")
 
@@ -414,15 +420,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	wg.Go(func() {
 		// The deployed function's invocations, back to back: runs of
 		// PROCESSOR_RUN_FOR, each polling every PROCESSOR_POLL_INTERVAL.
-		if err := proc.Serve(runCtx, ProcessorSchedule); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("processor: %w", err)
+		if err := serveProcessor(runCtx, proc, procCfg, ProcessorSchedule, log); err != nil {
+			errc <- err
 		}
 	})
-	wg.Go(func() {
-		if err := arch.RunEvery(runCtx, o.ArchiveEvery); err != nil && !errors.Is(err, context.Canceled) {
-			errc <- fmt.Errorf("archiver: %w", err)
-		}
-	})
+	wg.Go(func() { archiveEvery(runCtx, arch, o.ArchiveEvery) })
 	var runErr error
 	select {
 	case runErr = <-errc:
@@ -445,8 +447,8 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 }
 
 // credentials is what the stack file holds of a local identity.
-func credentials(id iamlocal.Identity) devenv.Credentials {
-	return devenv.Credentials{AccessKeyID: id.AccessKeyID, SecretAccessKey: id.SecretAccessKey, SessionToken: id.SessionToken, ARN: id.UserARN}
+func credentials(id iamlocal.Identity) checkout.Credentials {
+	return checkout.Credentials{AccessKeyID: id.AccessKeyID, SecretAccessKey: id.SecretAccessKey, SessionToken: id.SessionToken, ARN: id.UserARN}
 }
 
 // processorPlan says how the processor runs, for the start-up lines.
@@ -522,19 +524,19 @@ func psqlHint(dbURL, passwordFile string) string {
 // roles with their deployed grants and local passwords (dbschema.Apply, as
 // the migration function runs it), returning the passwords.
 func migrateAndRoles(ctx context.Context, pool *pgxpool.Pool, o Options) (map[string]string, dbschema.Versions, error) {
-	tables := o.Tables
-	if tables == nil {
-		tables = handlers.Tables
+	schemas := o.Schemas
+	if schemas == nil {
+		schemas = handlers.Schemas
 	}
 	if o.AsOwner {
-		v, err := dbschema.Migrate(ctx, pool, tables)
+		v, err := dbschema.Migrate(ctx, pool, schemas)
 		return nil, v, err
 	}
 	passwords, err := rolePasswords(o.RolesFile)
 	if err != nil {
 		return nil, dbschema.Versions{}, err
 	}
-	v, err := dbschema.Apply(ctx, pool, tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	v, err := dbschema.Apply(ctx, pool, schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	if err != nil {
 		return nil, v, fmt.Errorf("%w (make dev connects each component as its deployed database role, which the database's owner must be able to create and grant; --as-owner or %s=true connects all as the owner instead)", err, EnvAsOwner)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,19 +16,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
-	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
@@ -52,6 +53,27 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// idlePasses is a slog.Handler that counts the archiver's summary lines of
+// runs that archived nothing.
+type idlePasses struct{ n atomic.Int64 }
+
+func (p *idlePasses) Load() int64                              { return p.n.Load() }
+func (p *idlePasses) Enabled(context.Context, slog.Level) bool { return true }
+func (p *idlePasses) WithAttrs([]slog.Attr) slog.Handler       { return p }
+func (p *idlePasses) WithGroup(string) slog.Handler            { return p }
+func (p *idlePasses) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "archive: run done" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "events" && a.Value.Int64() == 0 {
+			p.n.Add(1)
+		}
+		return true
+	})
+	return nil
+}
+
 // TestDevStack runs the dev stack as make dev does (on DATABASE_URL, a
 // local S3, a short archive age): a sample is accepted, processed in real
 // time (within about the poll interval of its receipt) by the deployed
@@ -60,7 +82,7 @@ func (b *lockedBuffer) String() string {
 // stack file tells an operator's command where it is while it runs; and
 // Ctrl-C stops everything cleanly and removes the file. Each component
 // connects as its deployed role, with a password the stack keeps in its
-// roles file, and a handler writing to a table no Tables declares fails
+// roles file, and a handler writing to a table no Schema declares fails
 // as it would deployed, with the privilege and the entry to add.
 func TestDevStack(t *testing.T) {
 	tier.Heavy(t, "runs the whole dev stack")
@@ -72,7 +94,7 @@ func TestDevStack(t *testing.T) {
 	rolesFile := filepath.Join(t.TempDir(), "roles.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// A table of the user's that no Tables declares: the owner made it,
+	// A table of the user's that no Schema declares: the owner made it,
 	// the processor's role may not write it.
 	owner, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -92,17 +114,15 @@ func TestDevStack(t *testing.T) {
 		})
 	}
 	var out lockedBuffer
-	var passes atomic.Int64 // archiver passes that archived nothing
+	// The archiver's passes that archived nothing, counted from its own
+	// lines, before the dev stack's log drops them.
+	passes := &idlePasses{}
 	done := make(chan error, 1)
 	go func() {
 		done <- devstack.Run(ctx, &out, devstack.Options{
-			OnArchiveRun: func(res archive.Result, err error) {
-				if err == nil && res.Events == 0 {
-					passes.Add(1)
-				}
-			},
-			Addr: "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
-			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Tables: pgtest.Tables, Getenv: func(k string) string { return env[k] },
+			ArchiveLog: passes,
+			Addr:       "127.0.0.1:0", S3Dir: t.TempDir(), ArchiveAge: time.Millisecond, ArchiveEvery: 200 * time.Millisecond,
+			StackFile: stackFile, SamEnvFile: samEnvFile, RolesFile: rolesFile, Register: register, Schemas: pgtest.Schemas, Getenv: func(k string) string { return env[k] },
 		})
 	}()
 	base := regexp.MustCompile(`receiver: (http://[0-9.:]+)/webhooks`)
@@ -130,8 +150,18 @@ func TestDevStack(t *testing.T) {
 		t.Fatalf("roles file: %v %v", fi, err)
 	}
 	var rolePasswords map[string]string
-	if b, err := os.ReadFile(rolesFile); err != nil || json.Unmarshal(b, &rolePasswords) != nil || len(rolePasswords) != 5 || rolePasswords["webhook_processor"] == "" {
-		t.Fatalf("roles file holds %v (%v)", rolePasswords, err)
+	rolesJSON, err := os.ReadFile(rolesFile)
+	if err == nil {
+		err = json.Unmarshal(rolesJSON, &rolePasswords)
+	}
+	if err != nil {
+		t.Fatalf("roles file: %v", err)
+	}
+	if !field.Check(t, "roles file",
+		field.Eq("roles", len(rolePasswords), 5),
+		field.Eq("webhook_processor's password set", rolePasswords["webhook_processor"] != "", true),
+	) {
+		t.FailNow()
 	}
 
 	// The stack file: this process, this database, the local S3.
@@ -147,7 +177,7 @@ func TestDevStack(t *testing.T) {
 	// The operator API, as a stack serves it: the acting and the
 	// read-only URLs, each behind the stand-in for IAM, with the local
 	// identities' credentials in the stack file for webhookctl --via-api.
-	var st devenv.Stack
+	var st checkout.Stack
 	if err := json.Unmarshal(b, &st); err != nil || st.Operator == nil {
 		t.Fatalf("no operator API in the stack file (%v):\n%s", err, b)
 	}
@@ -162,8 +192,15 @@ func TestDevStack(t *testing.T) {
 			t.Fatal(err)
 		}
 		who, err := c.Whoami(ctx)
-		if err != nil || who.Access != want || who.Operator != id.ARN || !who.Verified {
-			t.Fatalf("whoami as %s = %+v, %v", name, who, err)
+		if err != nil {
+			t.Fatalf("whoami as %s: %v", name, err)
+		}
+		if !field.Check(t, "whoami as "+name,
+			field.Eq("Access", who.Access, want),
+			field.Eq("Operator", who.Operator, id.ARN),
+			field.Eq("Verified", who.Verified, true),
+		) {
+			t.FailNow()
 		}
 		// A read on the endpoint of the identity's access, so that its
 		// pool connects (checked below).
@@ -207,7 +244,7 @@ func TestDevStack(t *testing.T) {
 		t.Errorf("no sam local command in the start-up lines:\n%s", out.String())
 	}
 
-	sources, _, _ := devenv.Sources(func(k string) string {
+	sources, _, _ := checkout.Sources(func(k string) string {
 		if k == "WEBHOOK_SOURCES_FILE" {
 			return filepath.Join("..", "..", "dev", "sources.json")
 		}
@@ -244,7 +281,7 @@ func TestDevStack(t *testing.T) {
 		_ = conn.QueryRow(ctx, `SELECT archived_at IS NOT NULL FROM webhook_events WHERE event_id = $1`, req.EventID).Scan(&archived)
 		return archived, fmt.Sprintf("not archived\n%s", out.String())
 	})
-	// A handler writing to a table no Tables declares fails under the
+	// A handler writing to a table no Schema declares fails under the
 	// processor's role, as deployed, naming the privilege and the entry.
 	gh, _ := sources.Lookup("github")
 	ghReq, err := sender.Sample(gh, time.Now())
@@ -258,7 +295,7 @@ func TestDevStack(t *testing.T) {
 		var lastError string
 		_ = conn.QueryRow(ctx, `SELECT coalesce(last_error, '') FROM webhook_events WHERE provider = 'github' AND event_id = $1`, ghReq.EventID).Scan(&lastError)
 		return strings.Contains(lastError, "permission denied for table dev_undeclared (SQLSTATE 42501): the processor's database role lacks INSERT on it") &&
-			strings.Contains(lastError, `processor.Tables Grants ("dev_undeclared": {"INSERT", ...}) and deploy (make dev applies it at start)`), "last_error = " + lastError
+			strings.Contains(lastError, `processor.HandlerSchema Grants ("dev_undeclared": {"INSERT", ...}) and deploy (make dev applies it at start)`), "last_error = " + lastError
 	})
 
 	// Every component connected as its function's role.

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -55,7 +55,7 @@ type LocalOptions struct {
 // notifications) and EventBridge Scheduler, on the dev stack's Postgres
 // and S3 folder, until ctx is done. Nothing runs on a clock.
 func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	given := getenv
 	getenv = func(k string) string {
 		if k == source.EnvSourcesFile && given(k) == "" && given(source.EnvSources) == "" {
-			return filepath.Join(root, devenv.SourcesFile)
+			return filepath.Join(root, checkout.SourcesFile)
 		}
 		return given(k)
 	}
@@ -145,7 +145,7 @@ func RunLocal(ctx context.Context, out io.Writer, o LocalOptions) error {
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "api: %s/webhooks/{source} -> ReceiverFunction\n", base)
-	if sources, _, err := devenv.Sources(getenv); err == nil {
+	if sources, _, err := checkout.Sources(getenv); err == nil {
 		PrintSamples(out, sources, base, false)
 	}
 	// Each function URL on a loopback port of its own, as Lambda serves

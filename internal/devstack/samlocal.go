@@ -41,9 +41,9 @@ func samLocal(out io.Writer, root, path string, cfgs Configs, resolved func(stri
 		}
 		sources = string(b)
 	}
-	s3 := cfgs.Archive.S3
+	s3 := cfgs.S3
 	st := samlocal.Stack{
-		DatabaseURL: cfgs.Receiver.Database.URL,
+		DatabaseURL: cfgs.Database.URL,
 		S3Endpoint:  s3.Endpoint, S3AccessKeyID: s3.AccessKeyID, S3SecretAccessKey: s3.SecretAccessKey,
 		Bucket: s3.Bucket, MinAge: cfgs.Archive.MinAge.String(), Sources: sources,
 	}

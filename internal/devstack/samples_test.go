@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
 func devSources(t *testing.T) *source.Set {
 	t.Helper()
-	sources, _, err := devenv.Sources(func(k string) string {
+	sources, _, err := checkout.Sources(func(k string) string {
 		if k == "WEBHOOK_SOURCES_FILE" {
 			return filepath.Join("..", "..", "dev", "sources.json")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/operatortest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
@@ -39,7 +40,8 @@ func remoteSetup(t *testing.T) *remoteFixture {
 	t.Helper()
 	ctx := t.Context()
 	store := storage.New(pgtest.Pool(t))
-	arch := &archive.Config{S3: s3test.VersionedBucket(t, s3test.ServerWith(t, locals3.Options{Versioning: true})), Prefix: "archive", MinAge: time.Minute}
+	arch := &archive.Config{Prefix: "archive", MinAge: time.Minute}
+	blobs := s3test.Open(t, s3test.VersionedBucket(t, s3test.ServerWith(t, locals3.Options{Versioning: true})))
 	f := &remoteFixture{store: store}
 	old := time.Now().Add(-time.Hour)
 	f.archived = factory.Event(ctx, t, store, &factory.EventOpts{EventID: "evt_archived", Body: []byte(`{"id":"evt_archived","type":"invoice.paid"}`),
@@ -48,13 +50,13 @@ func remoteSetup(t *testing.T) *remoteFixture {
 	f.dead = factory.Event(ctx, t, store, &factory.EventOpts{Source: "github", EventID: "gh-1", State: inbox.StateDead, LastError: "tracker down"})
 	factory.Rejection(ctx, t, store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
 	var err error
-	if f.direct, err = operations.New(operations.Config{Store: store, Access: operations.AccessAct, Archive: arch}); err != nil {
+	if f.direct, err = operations.New(operations.Config{Access: operations.AccessAct, Archive: arch}, operations.Deps{Store: store, Blobs: blobs}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.direct.ArchiveRun(operations.WithOperator(ctx, operations.Operator{Name: "setup"}), operations.ArchiveRunRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	f.remote = operatortest.Start(t, store, arch)
+	f.remote = operatortest.Start(t, store, arch, blobs)
 	f.operator, f.viewer = f.remote.Client(t, f.remote.Operator), f.remote.Client(t, f.remote.Viewer)
 	return f
 }
@@ -124,8 +126,13 @@ func TestReadsAreTheSameThroughTheAPI(t *testing.T) {
 	// A body from the archive, whole and verified.
 	direct := must[*operations.Body](t)(f.direct.EventBody(ctx, f.archived.ID))
 	remote := must[*operations.Body](t)(f.viewer.EventBody(ctx, f.archived.ID))
-	if !bytes.Equal(direct.Bytes, remote.Bytes) || remote.From != operations.BodyFromArchive || remote.ArchiveKey != direct.ArchiveKey || remote.SHA256 != direct.SHA256 {
-		t.Fatalf("body: direct %+v, remote %+v", direct, remote)
+	if !field.Check(t, "body through the API",
+		field.Is("Bytes", string(remote.Bytes), bytes.Equal(direct.Bytes, remote.Bytes), "the direct read's bytes"),
+		field.Eq("From", remote.From, operations.BodyFromArchive),
+		field.Eq("ArchiveKey", remote.ArchiveKey, direct.ArchiveKey),
+		field.Eq("SHA256", remote.SHA256, direct.SHA256),
+	) {
+		t.FailNow()
 	}
 }
 
@@ -136,7 +143,7 @@ func TestALargeBodyComesInChunks(t *testing.T) {
 	store := storage.New(pgtest.Pool(t))
 	raw := bytes.Repeat([]byte("x"), operatorapi.BodyChunk*2+5)
 	e := factory.Event(t.Context(), t, store, &factory.EventOpts{Body: raw})
-	remote := operatortest.Start(t, store, nil)
+	remote := operatortest.Start(t, store, nil, nil)
 	b := must[*operations.Body](t)(remote.Client(t, remote.Viewer).EventBody(t.Context(), e.ID))
 	if !bytes.Equal(b.Bytes, raw) || b.From != operations.BodyFromPostgres {
 		t.Fatalf("body of %d bytes, from %s", len(b.Bytes), b.From)

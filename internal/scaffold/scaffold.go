@@ -1,5 +1,5 @@
 // Package scaffold writes a new handler package into the module, the way
-// `webhookdev new handler` does: the package (Register, Tables, a
+// `webhookdev new handler` does: the package (Register, Schema, a
 // handler that decodes the event and records it in its own table), its
 // goose migration, its test (run as the processor's database role, on a
 // copy of dev/samples/<kind>.json) and its two registration lines in
@@ -42,7 +42,7 @@ const Module = "github.com/webhook-inbox/webhook-inbox"
 const (
 	LocalFile          = "shared/handlers/local.go"
 	RegistrationMarker = "webhookdev new handler: registrations above this line."
-	TablesMarker       = "webhookdev new handler: tables above this line."
+	SchemasMarker      = "webhookdev new handler: schemas above this line."
 )
 
 //go:embed templates/*.tmpl
@@ -231,7 +231,7 @@ func render(name string, d data) ([]byte, error) {
 
 // Register returns the registration file src with handler package name
 // registered: its import, `name.Register(r, match)` above the
-// registrations marker and `name.Tables,` above the tables marker. Only
+// registrations marker and `name.Schema,` above the schemas marker. Only
 // those three lines are added; every other line stays as it was. A file
 // without a marker, or that already imports the package, is an error
 // saying what to add by hand.
@@ -242,7 +242,7 @@ func Register(src []byte, name, match string) ([]byte, error) {
 		return nil, fmt.Errorf("does not parse: %w", err)
 	}
 	importPath := Module + "/shared/handlers/" + name
-	byHand := fmt.Sprintf("add by hand: the import %q, %s.Register(r, %s) in register and %s.Tables in tables", importPath, name, match, name)
+	byHand := fmt.Sprintf("add by hand: the import %q, %s.Register(r, %s) in register and %s.Schema in schemas", importPath, name, match, name)
 	var importAt token.Pos
 	for _, imp := range f.Imports {
 		if imp.Path.Value == fmt.Sprintf("%q", importPath) {
@@ -277,7 +277,7 @@ func Register(src []byte, name, match string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tabAt, err := marker(TablesMarker)
+	tabAt, err := marker(SchemasMarker)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func Register(src []byte, name, match string) ([]byte, error) {
 	}{
 		{fset.Position(importAt).Offset, fmt.Sprintf("\t%q\n", importPath)},
 		{regAt, fmt.Sprintf("\t%s.Register(r, %s)\n", name, match)},
-		{tabAt, fmt.Sprintf("\t%s.Tables,\n", name)},
+		{tabAt, fmt.Sprintf("\t%s.Schema,\n", name)},
 	}
 	slices.SortFunc(inserts, func(a, b struct {
 		at   int

@@ -146,7 +146,7 @@ func TestWriteWritesThePackageAndItsTwoLines(t *testing.T) {
 	wantAdded := []string{
 		`	"github.com/webhook-inbox/webhook-inbox/shared/handlers/paidinvoices"`,
 		`	paidinvoices.Register(r, processor.Kind("stripe"))`,
-		`	paidinvoices.Tables,`,
+		`	paidinvoices.Schema,`,
 	}
 	if strings.Join(added, "\n") != strings.Join(wantAdded, "\n") {
 		t.Fatalf("local.go gained:\n%s", strings.Join(added, "\n"))
@@ -160,7 +160,7 @@ func TestWriteWritesThePackageAndItsTwoLines(t *testing.T) {
 	// Only the table is listed: no sequence in Grants.
 	code, _ := os.ReadFile(filepath.Join(root, want[0]))
 	if !bytes.Contains(code, []byte(`Grants: map[string][]string{"paidinvoices_events": {"SELECT", "INSERT"}}`)) || bytes.Contains(code, []byte("_seq")) {
-		t.Errorf("Tables:\n%s", code)
+		t.Errorf("Schema:\n%s", code)
 	}
 	// A second run refuses, and changes nothing.
 	if _, err := Write(root, paid); err == nil || !strings.Contains(err.Error(), "exists") {
@@ -207,9 +207,9 @@ func register(r *processor.Registry) {
 	r.HandleFunc(processor.Kind("github"), "push", nil) // after the marker: stays after it
 }
 
-var tables = []processor.Tables{
-	billing.Tables,
-	// webhookdev new handler: tables above this line.
+var schemas = []processor.HandlerSchema{
+	billing.Schema,
+	// webhookdev new handler: schemas above this line.
 }
 `
 	out, err := Register([]byte(src), "orders", `processor.Source("shop")`)
@@ -221,8 +221,8 @@ var tables = []processor.Tables{
 		"\t\"github.com/webhook-inbox/webhook-inbox/shared/handlers/orders\"\n\t\"github.com/webhook-inbox/webhook-inbox/shared/processor\"\n",
 		"\t// webhookdev new handler: registrations above this line.\n",
 		"\torders.Register(r, processor.Source(\"shop\"))\n\t// webhookdev new handler: registrations above this line.\n",
-		"\t// webhookdev new handler: tables above this line.\n",
-		"\torders.Tables,\n\t// webhookdev new handler: tables above this line.\n",
+		"\t// webhookdev new handler: schemas above this line.\n",
+		"\torders.Schema,\n\t// webhookdev new handler: schemas above this line.\n",
 	).Replace(src)
 	if string(out) != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", out, want)
@@ -230,8 +230,8 @@ var tables = []processor.Tables{
 
 	for _, tc := range []struct{ name, src, want string }{
 		{"no registrations marker", strings.Replace(src, "// webhookdev new handler: registrations above this line.", "", 1), "registrations above this line"},
-		{"no tables marker", strings.Replace(src, "// webhookdev new handler: tables above this line.", "// tables", 1), "tables above this line"},
-		{"marker twice", strings.Replace(src, "billing.Tables,", "billing.Tables,\n// webhookdev new handler: tables above this line.", 1), "not there once"},
+		{"no schemas marker", strings.Replace(src, "// webhookdev new handler: schemas above this line.", "// schemas", 1), "schemas above this line"},
+		{"marker twice", strings.Replace(src, "billing.Schema,", "billing.Schema,\n// webhookdev new handler: schemas above this line.", 1), "not there once"},
 		{"already imported", strings.Replace(src, "handlers/billing", "handlers/orders", 1), "already imports"},
 		{"does not parse", "package handlers\nfunc {", "does not parse"},
 	} {
@@ -290,7 +290,7 @@ func TestClashNamesTheRegisteredHandler(t *testing.T) {
 // --kind stripe --type invoice.paid`, README's first handler), then
 // builds what links the handlers, vets the package and runs its test:
 // the handler, run as the processor's role after the migration function's
-// roles and grants, records the sample event with no grant but its Tables.
+// roles and grants, records the sample event with no grant but its Schema's.
 func TestGeneratedHandlerBuildsAndPasses(t *testing.T) {
 	tier.Heavy(t, "copies the module, builds it and runs the generated package's test")
 	t.Parallel()

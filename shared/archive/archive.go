@@ -1,6 +1,6 @@
 // Package archive moves the bodies of processed events out of Postgres into
 // S3 and back: the archiver (RunOnce), the read back of any event's raw
-// body wherever it is (ReadBody), and the privacy erasure of one event
+// body wherever it is (Body), and the privacy erasure of one event
 // everywhere (Expunge).
 //
 // The event row stays in Postgres for ever (provider, event_id, type,
@@ -38,11 +38,11 @@ package archive
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -51,10 +51,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
-// ErrExpunged is returned (wrapped) by ReadBody for an expunged event.
+// ErrExpunged is returned (wrapped) by Body for an expunged event.
 var ErrExpunged = errors.New("event body expunged")
 
 // ErrCorrupt is returned (wrapped) when archived bytes fail verification.
@@ -65,16 +64,25 @@ const (
 	DefaultMinAge        = 7 * 24 * time.Hour
 	DefaultBatchSize     = 1000
 	DefaultMaxBatchBytes = 32 << 20
-	DefaultReserve       = 15 * time.Second
-	DefaultSweepLimit    = 100
-	DefaultIdleTimeout   = 5 * time.Minute
 )
 
-// Config configures an Archiver.
+// What no deployment has reason to change, fixed here.
+const (
+	// reserve: RunOnce starts no batch when the context's deadline is
+	// closer than this, so a Lambda ends its run instead of being killed
+	// mid-batch (which is safe, but wasted work).
+	reserve = 15 * time.Second
+	// sweepLimit bounds the orphan objects one sweep removes.
+	sweepLimit = 100
+	// idleTimeout bounds how long a batch's transaction may sit idle (it
+	// is idle while the object uploads). Past it Postgres ends the session
+	// and so releases the batch's locks.
+	idleTimeout = 5 * time.Minute
+)
+
+// Config configures an Archiver: settings only (ConfigFromEnv reads them);
+// what the archiver works on is its Deps.
 type Config struct {
-	// Store and Blobs are Postgres and the S3 bucket. Required.
-	Store *storage.Store
-	Blobs *blobstore.Store
 	// Prefix is prepended to every key ("archive" gives archive/provider=...).
 	Prefix string
 	// MinAge: events processed less than this long ago stay in Postgres,
@@ -88,73 +96,56 @@ type Config struct {
 	// holds in memory (compressed, plus one body at a time). Default
 	// DefaultMaxBatchBytes.
 	MaxBatchBytes int64
-	// Reserve: RunOnce starts no batch when the context's deadline is
-	// closer than this, so a Lambda ends its run instead of being killed
-	// mid-batch (which is safe, but wasted work). Default DefaultReserve.
-	Reserve time.Duration
 	// MaxBatches bounds the batches of one RunOnce; 0 means until no
 	// archivable event is left (or the deadline is near).
 	MaxBatches int
-	// SweepLimit bounds the orphan objects one sweep removes. Default
-	// DefaultSweepLimit.
-	SweepLimit int
 	// OrphanMinAge: the sweep of objects found by listing the bucket (not
 	// named by the manifest) deletes only those stored longer ago than
-	// this, by Now, so never an upload whose commit may still be pending.
-	// Default DefaultOrphanMinAge.
+	// this, by the clock, so never an upload whose commit may still be
+	// pending. Default DefaultOrphanMinAge.
 	OrphanMinAge time.Duration
-	// PendingGrace: the sweep of the manifest takes a pending row no
-	// transaction holds for an orphan only once it was recorded longer ago
-	// than this, by Now. A live batch records its row and then locks it;
-	// between the two (milliseconds, longer if the process stalls) the row
-	// is unlocked but not orphaned. Default DefaultPendingGrace.
-	PendingGrace time.Duration
-	// IdleTimeout bounds how long a batch's transaction may sit idle (it
-	// is idle while the object uploads). Past it Postgres ends the session
-	// and so releases the batch's locks. Default DefaultIdleTimeout.
-	IdleTimeout time.Duration
-	// Logger gets one line per batch and one per run, the latter also the
-	// run's metrics in CloudWatch embedded metric format. Default: discard.
-	Logger *slog.Logger
 	// Metrics makes the run's summary line an EMF record (see
-	// metrics.go); its zero value uses the default namespace.
+	// metrics.go); its zero value uses the default namespace, and Off
+	// leaves the line a plain log line. Its clock is Deps.Clock.
 	Metrics metrics.Emitter
-	// Now is the clock that the age cutoff is computed from. Default
-	// time.Now.
-	Now func() time.Time
-	// OnBatch, when set, is called after each batch commits with its
-	// object's key and number of events (`webhookctl archive run` draws
-	// its progress bar from it).
-	OnBatch func(key string, events int)
-	// OnRun, when set, is called at the end of each RunOnce with its
-	// result and error (the dev stack's test counts idle passes with it).
-	OnRun func(res Result, err error)
-	// QuietIdle drops the summary line of a run that archived, swept and
-	// failed nothing. The dev stack sets it: it runs every 30 s and a
-	// person reads its log. The Lambda does not: that line carries the
-	// run's metrics, zeros included, which the alarms rely on.
-	QuietIdle bool
+}
 
+// Clock is where the archiver reads the time: the age cutoff, the sweep's
+// guards and the next run's arming. A dependency rather than time.Now, so
+// that a caller (a test, the operator API with the database's clock) can
+// run the archiver at the time it chooses.
+type Clock interface {
+	Now() time.Time
+}
+
+// Deps is what an Archiver works on and reports to.
+type Deps struct {
+	// Store and Blobs are Postgres and the S3 bucket. Required.
+	Store *storage.Store
+	Blobs *blobstore.Store
+	// Logger gets one line per batch and one per run, the latter also the
+	// run's metrics in CloudWatch embedded metric format. Nil discards.
+	Logger *slog.Logger
+	// Clock is the time the age cutoff and the sweep's guards are
+	// computed from, and the metrics' timestamp. Nil is the system clock.
+	Clock Clock
 	// Wake, when set, arms the archiver's next run as an invocation ends
 	// (Invocation): the deployed archiver runs on no schedule. Nil arms
 	// nothing (the dev stack runs it every 30 s).
 	Wake Armer
-	// Waking is how Wake reaches the control bucket (ConfigFromEnv sets
-	// it); the caller opens it (wake.Open). New ignores it.
-	Waking wake.Config
-
-	// S3 is the bucket and how to reach it, and Database how the
-	// archiver's pool connects (ConfigFromEnv sets both); the caller opens
-	// them as Blobs and Store. New ignores them.
-	S3       blobstore.Config
-	Database storage.PoolConfig
 }
+
+// systemClock is the default Clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Archiver archives, reads back and expunges event bodies. It is safe for
 // concurrent use, and any number of archivers (processes or goroutines) may
 // run at once on the same database and bucket.
 type Archiver struct {
 	cfg   Config
+	deps  Deps
 	store *storage.Store
 	blobs *blobstore.Store
 	log   *slog.Logger
@@ -178,46 +169,28 @@ type Archiver struct {
 	bloatThreshold storage.BloatThreshold
 }
 
-// New checks cfg, fills in defaults and returns an Archiver.
-func New(cfg Config) (*Archiver, error) {
-	if cfg.Store == nil || cfg.Blobs == nil {
+// New checks cfg and deps, fills in defaults and returns an Archiver.
+func New(cfg Config, deps Deps) (*Archiver, error) {
+	if deps.Store == nil || deps.Blobs == nil {
 		return nil, errors.New("archive: Store and Blobs are required")
 	}
-	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.SweepLimit < 0 || cfg.Reserve < 0 || cfg.OrphanMinAge < 0 || cfg.PendingGrace < 0 {
+	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.OrphanMinAge < 0 {
 		return nil, errors.New("archive: negative setting")
 	}
-	if cfg.MinAge == 0 {
-		cfg.MinAge = DefaultMinAge
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = DefaultBatchSize
-	}
-	if cfg.MaxBatchBytes == 0 {
-		cfg.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if cfg.Reserve == 0 {
-		cfg.Reserve = DefaultReserve
-	}
-	if cfg.SweepLimit == 0 {
-		cfg.SweepLimit = DefaultSweepLimit
-	}
-	if cfg.OrphanMinAge == 0 {
-		cfg.OrphanMinAge = DefaultOrphanMinAge
-	}
-	if cfg.PendingGrace == 0 {
-		cfg.PendingGrace = DefaultPendingGrace
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
+	// Zero takes the default; negatives were refused above.
+	cfg.MinAge = cmp.Or(cfg.MinAge, DefaultMinAge)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.MaxBatchBytes = cmp.Or(cfg.MaxBatchBytes, DefaultMaxBatchBytes)
+	cfg.OrphanMinAge = cmp.Or(cfg.OrphanMinAge, DefaultOrphanMinAge)
 	cfg.Prefix = strings.Trim(cfg.Prefix, "/")
-	a := &Archiver{cfg: cfg, store: cfg.Store, blobs: cfg.Blobs, log: cfg.Logger, now: cfg.Now, bloatThreshold: storage.DefaultBloatThreshold}
-	if a.log == nil {
-		a.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if a.now == nil {
-		a.now = time.Now
+	if deps.Clock == nil {
+		deps.Clock = systemClock{}
 	}
+	cfg.Metrics.Now = deps.Clock.Now
+	a := &Archiver{cfg: cfg, deps: deps, store: deps.Store, blobs: deps.Blobs, log: deps.Logger, now: deps.Clock.Now, bloatThreshold: storage.DefaultBloatThreshold}
 	return a, nil
 }
 
@@ -268,7 +241,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 			res.Truncated = true
 			break
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < a.cfg.Reserve {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < reserve {
 			res.Truncated = true
 			break
 		}
@@ -305,13 +278,8 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		"swept", res.Swept, "truncated", res.Truncated, "cutoff", cutoff,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}
-	quiet := runErr == nil && a.cfg.QuietIdle && res.Events == 0 && res.Swept == 0
-	var gauges []metrics.Metric
-	if !quiet { // a line nobody writes needs no estimate
-		var bloatAttrs []any
-		gauges, bloatAttrs = a.bloatGauges(ctx)
-		attrs = append(attrs, bloatAttrs...)
-	}
+	gauges, bloatAttrs := a.bloatGauges(ctx)
+	attrs = append(attrs, bloatAttrs...)
 	attrs = append(attrs, a.metricAttrs(res, runErr, gauges...)...)
 	switch {
 	case runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled):
@@ -320,32 +288,10 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		a.log.Warn("archive: run canceled", append(attrs, "err", runErr)...)
 	case runErr != nil:
 		a.log.Error("archive: run failed", append(attrs, "cause", string(inbox.CauseOf(runErr)), "err", runErr)...)
-	case quiet:
 	default:
 		a.log.Info("archive: run done", attrs...)
 	}
-	if a.cfg.OnRun != nil {
-		a.cfg.OnRun(res, runErr)
-	}
 	return res, runErr
-}
-
-// RunEvery calls RunOnce every interval (and once at once) until ctx is
-// done, for a long-running process such as the dev stack; the deployed
-// archiver runs no loop, each invocation arming the next (Invocation). A
-// failed run is logged by RunOnce and retried at the next interval:
-// nothing it leaves behind needs more. It returns ctx's error.
-func (a *Archiver) RunEvery(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		_, _ = a.RunOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // archiveBatch archives one batch; zero events means nothing was left. It
@@ -397,9 +343,6 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	log.Info("archive: batch archived", "object_bytes", len(data), "body_bytes", bodyBytes)
 	if a.afterCommit != nil {
 		a.afterCommit(ctx, key)
-	}
-	if a.cfg.OnBatch != nil {
-		a.cfg.OnBatch(key, len(events))
 	}
 	return batch{key: key, events: len(events), objectBytes: int64(len(data)), bodyBytes: bodyBytes}, nil
 }
@@ -487,7 +430,7 @@ func (a *Archiver) beginBatch(ctx context.Context, key string, c storage.Archive
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, nil, fmt.Errorf("lock archive batch %s: %w", key, err)
 	}
-	if err := tx.PGSetIdleInTransactionTimeout(ctx, a.cfg.IdleTimeout); err != nil {
+	if err := tx.PGSetIdleInTransactionTimeout(ctx, idleTimeout); err != nil {
 		return fail(err)
 	}
 	ok, err := tx.ArchiveObjectLockPending(ctx, key)
@@ -546,11 +489,11 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 	return key
 }
 
-// SweepOrphans deletes objects whose batch never committed and returns
-// their keys, at most SweepLimit, in two passes:
+// sweepOrphans deletes objects whose batch never committed and returns
+// their keys, at most sweepLimit, in two passes:
 //
 //   - The manifest's: an orphan is a pending manifest row no transaction
-//     holds, recorded more than PendingGrace ago (a younger one may be a
+//     holds, recorded more than DefaultPendingGrace ago (a younger one may be a
 //     live batch's, between recording and locking it). It is locked (so two sweeps never take the same one, and no
 //     batch can lock it meanwhile), its object deleted, then its row, and
 //     the transaction committed; a delete that fails stops the sweep and
@@ -563,16 +506,11 @@ func (a *Archiver) objectKey(c storage.ArchiveCandidates) string {
 //
 // In a versioned bucket a delete leaves a delete marker, and the bytes
 // stay as a noncurrent version until the bucket's lifecycle expires them
-// (the archiver may not delete versions). RunOnce calls it; an operator
-// may too.
-func (a *Archiver) SweepOrphans(ctx context.Context) ([]string, error) {
-	return a.sweepOrphans(ctx, "")
-}
-
-// sweepOrphans is SweepOrphans that first removes the object of the batch
-// this archiver abandoned in its run (abandoned, "" for none): its own
-// orphan for sure, so at once, where another archiver's pending row waits
-// out PendingGrace.
+// (the archiver may not delete versions). RunOnce calls it.
+//
+// It first removes the object of the batch this archiver abandoned in its
+// run (abandoned, "" for none): its own orphan for sure, so at once, where
+// another archiver's pending row waits out DefaultPendingGrace.
 func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string, error) {
 	var swept []string
 	if abandoned != "" {
@@ -584,7 +522,7 @@ func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string
 			swept = append(swept, abandoned)
 		}
 	}
-	for len(swept) < a.cfg.SweepLimit {
+	for len(swept) < sweepLimit {
 		key, err := a.sweepOne(ctx)
 		if err != nil {
 			return swept, err
@@ -594,7 +532,7 @@ func (a *Archiver) sweepOrphans(ctx context.Context, abandoned string) ([]string
 		}
 		swept = append(swept, key)
 	}
-	listed, err := a.sweepListed(ctx, a.cfg.SweepLimit-len(swept))
+	listed, err := a.sweepListed(ctx, sweepLimit-len(swept))
 	return append(swept, listed...), err
 }
 
@@ -631,7 +569,7 @@ func (a *Archiver) sweepOne(ctx context.Context) (string, error) {
 		return "", dbError(err, "sweep orphan archive objects")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	key, ok, err := tx.ArchiveObjectLockOrphan(ctx, a.now().Add(-a.cfg.PendingGrace))
+	key, ok, err := tx.ArchiveObjectLockOrphan(ctx, a.now().Add(-DefaultPendingGrace))
 	if err != nil || !ok {
 		return "", dbErrorOrNil(err, "sweep orphan archive objects")
 	}

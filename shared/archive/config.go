@@ -4,11 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // The archiver's environment variables, besides the bucket's
@@ -47,20 +45,13 @@ const (
 	poolConnectTimeout  = 5 * time.Second
 )
 
-// ConfigFromEnv reads the archiver's configuration with getenv: the
-// archive's shape, the bucket and how to reach it (S3), the archiver's
-// pool (Database) and its EMF metrics. Every problem is reported at once,
-// each naming its variable. Store, Blobs and Logger are left for the
-// caller, who opens S3 and Database.
+// ConfigFromEnv reads the archiver's settings with getenv: the archive's
+// shape and its EMF metrics. Every problem is reported at once, each naming
+// its variable. The bucket (blobstore.ConfigFromEnv), the database
+// (storage.PoolConfigFromEnv, then Config.Pool) and the wake-ups
+// (wake.ConfigFromEnv) are read by the caller, who opens them as Deps.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
-	db, err := storage.PoolConfigFromEnv(getenv)
-	e.Add(err)
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
-	s3, err := blobstore.ConfigFromEnv(getenv)
-	e.Add(err)
-	waking, err := wake.ConfigFromEnv(getenv)
-	e.Add(err)
 	c := Config{
 		Prefix:        strings.Trim(getenv(EnvPrefix), "/"),
 		MinAge:        e.Age(EnvMinAge, DefaultMinAge),
@@ -68,9 +59,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MaxBatchBytes: e.Bytes(EnvMaxBatchBytes, DefaultMaxBatchBytes),
 		OrphanMinAge:  e.DurationIn(EnvOrphanMinAge, DefaultOrphanMinAge, MinOrphanMinAge, 30*24*time.Hour),
 		Metrics:       metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
-		S3:            s3,
-		Database:      db,
-		Waking:        waking,
 	}
 	return c, e.Err()
+}
+
+// Pool is the archiver's pool: db (storage.PoolConfigFromEnv's) with the
+// archiver's application name and size.
+func (Config) Pool(db storage.PoolConfig) storage.PoolConfig {
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
+	return db
 }

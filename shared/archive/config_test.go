@@ -6,62 +6,93 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 func getenvOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestConfigFromEnvDefaults(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": "postgres://x/y", "ARCHIVE_BUCKET": "b", "ARCHIVE_PREFIX": "/a/b/"}
+	env := map[string]string{"ARCHIVE_PREFIX": "/a/b/"}
 	cfg, err := archive.ConfigFromEnv(getenvOf(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MinAge != 7*24*time.Hour || cfg.BatchSize != 1000 || cfg.MaxBatchBytes != 32<<20 || cfg.Prefix != "a/b" {
-		t.Fatalf("defaults %+v", cfg)
+	if cfg.MinAge != 7*24*time.Hour {
+		t.Errorf("MinAge = %v, want 7 days", cfg.MinAge)
 	}
-	if cfg.S3.Endpoint != "" || cfg.S3.PathStyle || cfg.S3.AccessKeyID != "" || cfg.S3.Bucket != "b" {
-		t.Fatalf("AWS defaults %+v", cfg.S3)
+	if cfg.BatchSize != 1000 {
+		t.Errorf("BatchSize = %d, want 1000", cfg.BatchSize)
 	}
-	if cfg.Metrics.Namespace != "" || cfg.Metrics.Off || cfg.QuietIdle {
-		t.Fatalf("the Lambda's run line and metrics: %+v", cfg)
+	if cfg.MaxBatchBytes != 32<<20 {
+		t.Errorf("MaxBatchBytes = %d, want 32 MiB", cfg.MaxBatchBytes)
 	}
-	db := cfg.Database
-	if db.URL != "postgres://x/y" || db.ApplicationName != "webhook-inbox-archiver" || db.MaxConns != 2 || db.ConnectTimeout != 5*time.Second {
-		t.Fatalf("pool = %v", db)
+	if cfg.Prefix != "a/b" {
+		t.Errorf("Prefix = %q, want a/b", cfg.Prefix)
+	}
+	if cfg.Metrics.Namespace != "" || cfg.Metrics.Off {
+		t.Errorf("the Lambda's metrics: namespace %q, off %v; want the default namespace, on", cfg.Metrics.Namespace, cfg.Metrics.Off)
 	}
 }
 
-func TestConfigFromEnvLocalS3(t *testing.T) {
+// TestPoolIsTheArchiversOwn: the database's settings as every function
+// reads them, with the archiver's name and size.
+func TestPoolIsTheArchiversOwn(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{
-		"DATABASE_URL": "postgres://x/y", "ARCHIVE_BUCKET": "b", "ARCHIVE_MIN_AGE": "30d", "ARCHIVE_BATCH_SIZE": "250",
-		"ARCHIVE_MAX_BATCH_BYTES": "1048576", "METRICS_NAMESPACE": "Acme", "ARCHIVE_ORPHAN_MIN_AGE": "3h",
-		"S3_ENDPOINT": "http://127.0.0.1:7070", "S3_ACCESS_KEY_ID": "k", "S3_SECRET_ACCESS_KEY": "s",
-	}
-	get := getenvOf(env)
-	cfg, err := archive.ConfigFromEnv(get)
+	db, err := storage.PoolConfigFromEnv(getenvOf(map[string]string{"DATABASE_URL": "postgres://x/y"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.MinAge != 30*24*time.Hour || cfg.BatchSize != 250 || cfg.MaxBatchBytes != 1<<20 || cfg.Metrics.Namespace != "Acme" || cfg.OrphanMinAge != 3*time.Hour ||
-		!cfg.S3.PathStyle || cfg.S3.AccessKeyID != "k" {
-		t.Fatalf("config %+v", cfg)
+	db = archive.Config{}.Pool(db)
+	if db.URL != "postgres://x/y" {
+		t.Errorf("URL = %q", db.URL)
 	}
-	env["S3_PATH_STYLE"] = "false"
-	if cfg, _ := archive.ConfigFromEnv(get); cfg.S3.PathStyle {
-		t.Fatal("S3_PATH_STYLE=false ignored")
+	if db.ApplicationName != "webhook-inbox-archiver" {
+		t.Errorf("ApplicationName = %q", db.ApplicationName)
+	}
+	if db.MaxConns != 2 {
+		t.Errorf("MaxConns = %d, want 2", db.MaxConns)
+	}
+	if db.ConnectTimeout != 5*time.Second {
+		t.Errorf("ConnectTimeout = %v, want 5s", db.ConnectTimeout)
+	}
+}
+
+func TestConfigFromEnvReadsEverySetting(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"ARCHIVE_MIN_AGE": "30d", "ARCHIVE_BATCH_SIZE": "250",
+		"ARCHIVE_MAX_BATCH_BYTES": "1048576", "METRICS_NAMESPACE": "Acme", "ARCHIVE_ORPHAN_MIN_AGE": "3h",
+	}
+	cfg, err := archive.ConfigFromEnv(getenvOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinAge != 30*24*time.Hour {
+		t.Errorf("MinAge = %v, want 30 days", cfg.MinAge)
+	}
+	if cfg.BatchSize != 250 {
+		t.Errorf("BatchSize = %d, want 250", cfg.BatchSize)
+	}
+	if cfg.MaxBatchBytes != 1<<20 {
+		t.Errorf("MaxBatchBytes = %d, want 1 MiB", cfg.MaxBatchBytes)
+	}
+	if cfg.Metrics.Namespace != "Acme" {
+		t.Errorf("Metrics.Namespace = %q, want Acme", cfg.Metrics.Namespace)
+	}
+	if cfg.OrphanMinAge != 3*time.Hour {
+		t.Errorf("OrphanMinAge = %v, want 3h", cfg.OrphanMinAge)
 	}
 }
 
 func TestConfigFromEnvNamesEveryBadVariable(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"ARCHIVE_MIN_AGE": "soon", "ARCHIVE_BATCH_SIZE": "-3", "ARCHIVE_SSE": "rot13", "ARCHIVE_MAX_BATCH_BYTES": "lots", "ARCHIVE_ORPHAN_MIN_AGE": "1m"}
+	env := map[string]string{"ARCHIVE_MIN_AGE": "soon", "ARCHIVE_BATCH_SIZE": "-3", "ARCHIVE_MAX_BATCH_BYTES": "lots", "ARCHIVE_ORPHAN_MIN_AGE": "1m"}
 	_, err := archive.ConfigFromEnv(getenvOf(env))
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, name := range []string{"DATABASE_URL", "ARCHIVE_BUCKET", "ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "ARCHIVE_SSE", "ARCHIVE_MAX_BATCH_BYTES", "ARCHIVE_ORPHAN_MIN_AGE"} {
+	for _, name := range []string{"ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "ARCHIVE_MAX_BATCH_BYTES", "ARCHIVE_ORPHAN_MIN_AGE"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}

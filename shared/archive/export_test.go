@@ -38,6 +38,10 @@ func SetBloatMinBytes(a *Archiver, n int64) {
 	a.bloatThreshold = storage.BloatThreshold{Ratio: storage.DefaultBloatThreshold.Ratio, MinBytes: n}
 }
 
+// SweepOrphans runs a's orphan sweep alone, as RunOnce runs it after its
+// batches, and returns the keys it deleted.
+func SweepOrphans(ctx context.Context, a *Archiver) ([]string, error) { return a.sweepOrphans(ctx, "") }
+
 // DecodeMember decodes one gzip member holding one line.
 var DecodeMember = decodeMember
 

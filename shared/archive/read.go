@@ -22,28 +22,17 @@ func OpenBodies(ctx context.Context, s3 blobstore.Config, pool *pgxpool.Pool) (*
 	if err != nil {
 		return nil, fmt.Errorf("open the archive for replays: %w", err)
 	}
-	return New(Config{Store: storage.New(pool), Blobs: blobs})
+	return New(Config{}, Deps{Store: storage.New(pool), Blobs: blobs})
 }
 
-// ReadBody returns the raw body of (provider, eventID), byte for byte as
-// received, wherever it is: from Postgres while it is there, else from its
-// archive object with one ranged GET of its gzip member. Either way the
-// bytes are checked against the SHA-256 recorded at receipt, so what comes
-// back is what the sender signed.
+// Body returns the raw body of an event already read (storage's
+// EventGetBy*), byte for byte as received, wherever it is: from the row
+// while it is in Postgres, else from its archive object with one ranged GET
+// of its gzip member. Either way the bytes are checked against the SHA-256
+// recorded at receipt, so what comes back is what the sender signed.
 //
-// Errors carry a cause: event_not_found, event_expunged (ErrExpunged),
-// archive_corrupt (ErrCorrupt), archive_store_unavailable,
-// archive_store_failed, database_unavailable.
-func (a *Archiver) ReadBody(ctx context.Context, source, eventID string) ([]byte, error) {
-	ev, err := a.store.EventGetByKey(ctx, source, eventID)
-	if err != nil {
-		return nil, locateError(err)
-	}
-	return a.Body(ctx, ev)
-}
-
-// Body is ReadBody for an event already read (storage's EventGetBy*): its
-// body from the row, else from the archive.
+// Errors carry a cause: event_expunged (ErrExpunged), archive_corrupt
+// (ErrCorrupt), archive_store_unavailable, archive_store_failed.
 func (a *Archiver) Body(ctx context.Context, ev *inbox.Event) ([]byte, error) {
 	body, err := a.readLocated(ctx, ev)
 	if err != nil && errors.Is(err, ErrCorrupt) && ev.ArchiveKey != "" {
@@ -105,13 +94,6 @@ func verifyBody(loc *inbox.Event, body []byte) error {
 			loc.Source, loc.EventID, len(body), sum, loc.BodySize, loc.BodySHA256)
 	}
 	return nil
-}
-
-func locateError(err error) error {
-	if errors.Is(err, storage.ErrEventNotFound) {
-		return inbox.WrapError(inbox.CauseEventNotFound, err, "no such event")
-	}
-	return dbError(err, "locate event body")
 }
 
 func expungedError(source, eventID string) error {

@@ -18,9 +18,12 @@ import (
 // commit.
 const DefaultOrphanMinAge = time.Hour
 
-// DefaultPendingGrace is Config.PendingGrace: far longer than the
-// milliseconds between a batch's recording its pending row and locking
-// it, far shorter than the next run.
+// DefaultPendingGrace: the sweep of the manifest takes a pending row no
+// transaction holds for an orphan only once it was recorded longer ago
+// than this, by the clock. A live batch records its row and then locks it;
+// between the two (milliseconds, longer if the process stalls) the row is
+// unlocked but not orphaned. Far longer than those milliseconds, far
+// shorter than the next run.
 const DefaultPendingGrace = 30 * time.Second
 
 // keyRange parses a key the archiver writes (see objectKey): its source

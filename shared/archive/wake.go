@@ -10,9 +10,7 @@ import (
 )
 
 // Armer arranges for a function to be invoked later (wake.Waker).
-type Armer interface {
-	Arm(ctx context.Context, target wake.Target, at time.Time) error
-}
+type Armer = wake.Armer
 
 // FailedRunRetry is how long after a failed run (S3 or the database out)
 // the next one is armed, once Lambda's own retries of the invocation are
@@ -24,13 +22,13 @@ const FailedRunRetry = 15 * time.Minute
 const armTimeout = 10 * time.Second
 
 // Invocation is one invocation of the deployed archiver: RunOnce, then,
-// with Config.Wake, the next run armed for when there will be work (armNext).
+// with Deps.Wake, the next run armed for when there will be work (armNext).
 // The processor arms a run for the hour after what it processed becomes
 // archivable; this keeps the chain going for whatever one run left. An
 // arming that failed is returned, so that Lambda retries the invocation.
 func (a *Archiver) Invocation(ctx context.Context) (Result, error) {
 	res, err := a.RunOnce(ctx)
-	if a.cfg.Wake == nil || errors.Is(ctx.Err(), context.Canceled) {
+	if a.deps.Wake == nil || errors.Is(ctx.Err(), context.Canceled) {
 		return res, err
 	}
 	return res, errors.Join(err, a.armNext(context.WithoutCancel(ctx), res, err))
@@ -51,7 +49,7 @@ func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error 
 	case res.Truncated:
 		at = now
 	default:
-		p, err := a.cfg.Store.EventGetArchiveProgress(ctx, now.Add(-a.cfg.MinAge))
+		p, err := a.store.EventGetArchiveProgress(ctx, now.Add(-a.cfg.MinAge))
 		if err != nil {
 			return fmt.Errorf("archive: arm the next run: %w", err)
 		}
@@ -67,7 +65,7 @@ func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error 
 			return nil
 		}
 	}
-	if err := a.cfg.Wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
+	if err := a.deps.Wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
 		return fmt.Errorf("archive: arm the next run: %w", err)
 	}
 	return nil

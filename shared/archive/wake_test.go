@@ -39,9 +39,11 @@ func TestInvocationArmsTheNextRun(t *testing.T) {
 		return now.Add(-3 * time.Hour)
 	})
 	rec := &arms{}
-	clock := func() time.Time { return now }
+	clock := clockFunc(func() time.Time { return now })
 	// One batch of two: the run stops with work left, and arms one now.
-	a := f.archiver(func(c *archive.Config) { c.Wake, c.Now, c.BatchSize, c.MaxBatches = rec, clock, 2, 1 })
+	a := f.archiver(func(c *archive.Config, d *archive.Deps) {
+		d.Wake, d.Clock, c.BatchSize, c.MaxBatches = rec, clock, 2, 1
+	})
 	res, err := a.Invocation(context.Background())
 	if err != nil || res.Events != 2 || !res.Truncated {
 		t.Fatalf("first run: %+v, %v", res, err)
@@ -50,7 +52,7 @@ func TestInvocationArmsTheNextRun(t *testing.T) {
 		t.Fatalf("armed %v after a truncated run, want now (%s)", rec.at, now)
 	}
 	// The rest of the due ones; the last waits for its hour.
-	a = f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, clock })
+	a = f.archiver(func(c *archive.Config, d *archive.Deps) { d.Wake, d.Clock = rec, clock })
 	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 1 || res.Truncated {
 		t.Fatalf("second run: %+v, %v", res, err)
 	}
@@ -60,7 +62,9 @@ func TestInvocationArmsTheNextRun(t *testing.T) {
 	}
 	// At that time it is archived, and nothing is left to arm for.
 	later := want
-	a = f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, func() time.Time { return later } })
+	a = f.archiver(func(c *archive.Config, d *archive.Deps) {
+		d.Wake, d.Clock = rec, clockFunc(func() time.Time { return later })
+	})
 	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 1 {
 		t.Fatalf("third run: %+v, %v", res, err)
 	}
@@ -78,7 +82,9 @@ func TestFailedRunArmsARetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &arms{}
-	a := f.archiver(func(c *archive.Config) { c.Wake, c.Now = rec, func() time.Time { return now } })
+	a := f.archiver(func(c *archive.Config, d *archive.Deps) {
+		d.Wake, d.Clock = rec, clockFunc(func() time.Time { return now })
+	})
 	if _, err := a.Invocation(context.Background()); err == nil {
 		t.Fatal("a run without S3 succeeded")
 	}

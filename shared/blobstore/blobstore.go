@@ -67,11 +67,9 @@ type Config struct {
 	SSE string
 	// KMSKeyID is the KMS key for SSEKMS; "" means the aws/s3 key.
 	KMSKeyID string
-	// MaxAttempts bounds the SDK's tries per request (first try included);
-	// 0 keeps the SDK's default (3). Outage tests use 1 to fail fast.
+	// MaxAttempts bounds the SDK's tries per request, the first included
+	// (S3_MAX_ATTEMPTS); 0 keeps the SDK's default (3).
 	MaxAttempts int
-	// HTTPClient replaces the SDK's HTTP client (tests inspect requests).
-	HTTPClient aws.HTTPClient
 }
 
 // Store performs object operations on one bucket. It is safe for concurrent
@@ -121,18 +119,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		o.UsePathStyle = cfg.PathStyle
 		// Ranged GETs carry no whole-object checksum to validate, by
-		// design (ReadBody checks the event's SHA-256 instead); the SDK
+		// design (archive.Body checks the event's SHA-256 instead); the SDK
 		// would log that on every read.
 		o.DisableLogOutputChecksumValidationSkipped = true
-		if cfg.HTTPClient != nil {
-			o.HTTPClient = cfg.HTTPClient
-		}
 	})
 	return &Store{client: client, bucket: cfg.Bucket, sse: sse, kmsKey: cfg.KMSKeyID}, nil
 }
-
-// Bucket returns the bucket's name.
-func (s *Store) Bucket() string { return s.bucket }
 
 // Object describes a stored object.
 type Object struct {
@@ -145,7 +137,7 @@ type Object struct {
 	ETag   string
 	// VersionID is set when the bucket has versioning enabled.
 	VersionID string
-	// LastModified is when the object was stored (List, Versions).
+	// LastModified is when the object was stored (List, ListVersions).
 	LastModified time.Time
 	// ContentType and Metadata (the x-amz-meta-* headers, keys in lower
 	// case) are what Head reports.
@@ -295,16 +287,6 @@ func (s *Store) List(ctx context.Context, prefix string) ([]Object, error) {
 	return objs, nil
 }
 
-// Versions returns every version and delete marker of exactly key (not of
-// other keys it prefixes), newest first.
-func (s *Store) Versions(ctx context.Context, key string) ([]Version, error) {
-	all, err := s.ListVersions(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(all, func(v Version) bool { return v.Key != key }), nil
-}
-
 // ListVersions returns every version and delete marker of every key that
 // starts with prefix, by key, newest first within a key. An unversioned
 // bucket answers one version per object, with the id "null" (AWS) or none.
@@ -390,31 +372,6 @@ func (s *Store) DeleteAll(ctx context.Context, versions []Version) (int, error) 
 		return deleted, fmt.Errorf("s3 delete objects %s: %d of %d refused, among them %s", s.bucket, len(versions)-deleted, len(versions), strings.Join(refused, ", "))
 	}
 	return deleted, nil
-}
-
-// EnableVersioning turns the bucket's versioning on: for local servers
-// and tests (in AWS the deployment template does it).
-func (s *Store) EnableVersioning(ctx context.Context) error {
-	_, err := s.client.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
-		Bucket:                  aws.String(s.bucket),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled},
-	})
-	if err != nil {
-		return s.wrap("enable versioning", "", err)
-	}
-	return nil
-}
-
-// CreateBucket creates the bucket, or does nothing if this account owns it
-// already: for local servers and tests (buckets in AWS come from the
-// deployment template).
-func (s *Store) CreateBucket(ctx context.Context) error {
-	_, err := s.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.bucket)})
-	var owned *types.BucketAlreadyOwnedByYou
-	if err != nil && !errors.As(err, &owned) {
-		return s.wrap("create bucket", "", err)
-	}
-	return nil
 }
 
 func (s *Store) wrap(op, key string, err error) error {

@@ -21,6 +21,11 @@ const (
 	// role, AWS_* variables, profiles).
 	EnvAccessKeyID     = "S3_ACCESS_KEY_ID"
 	EnvSecretAccessKey = "S3_SECRET_ACCESS_KEY"
+	// EnvMaxAttempts bounds the SDK's tries of one S3 request, the first
+	// included, from 1 to 10; unset, the SDK's default (3). More rides
+	// out S3's throttling (503 Slow Down) at a high rate; 1 fails at once
+	// where a local S3 that is down should not hold a request.
+	EnvMaxAttempts = "S3_MAX_ATTEMPTS"
 	// EnvSSE is the server-side encryption of uploads: AES256 (the
 	// default) or aws:kms.
 	EnvSSE = "ARCHIVE_SSE"
@@ -28,6 +33,10 @@ const (
 	// key.
 	EnvKMSKeyID = "ARCHIVE_KMS_KEY_ID"
 )
+
+// maxAttempts is the most tries S3_MAX_ATTEMPTS allows: the SDK waits up
+// to 20 s before each retry, so more would outlast a function's timeout.
+const maxAttempts = 10
 
 // ConfigFromEnv reads the bucket and how to reach it with getenv, reporting
 // every problem at once, each naming its variable.
@@ -44,7 +53,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 }
 
 // ConnectionFromEnv reads only how to reach S3 (AWS_REGION, S3_ENDPOINT,
-// S3_PATH_STYLE and the static keys), for a component whose bucket is
+// S3_PATH_STYLE, the static keys and S3_MAX_ATTEMPTS), for a component whose bucket is
 // named by a variable of its own (the relay's control bucket): Bucket,
 // SSE and KMSKeyID are left for the caller.
 func ConnectionFromEnv(getenv func(string) string) (Config, error) {
@@ -59,6 +68,7 @@ func connectionFromEnv(e *settings.Env) Config {
 		Endpoint:        e.String(EnvEndpoint, ""),
 		AccessKeyID:     e.String(EnvAccessKeyID, ""),
 		SecretAccessKey: e.String(EnvSecretAccessKey, ""),
+		MaxAttempts:     e.IntIn(EnvMaxAttempts, 0, 1, maxAttempts, "tries"),
 	}
 	// Local servers want path-style addressing; AWS wants virtual hosts.
 	c.PathStyle = e.Bool(EnvPathStyle, c.Endpoint != "")

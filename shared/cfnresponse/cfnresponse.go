@@ -1,7 +1,7 @@
 // Package cfnresponse answers CloudFormation's custom resource requests:
 // the answer's document, its size bound, the deadline the work must keep
 // so that the answer goes out in time, and its delivery to the request's
-// pre-signed ResponseURL. The migration function (shared/schemaresource)
+// pre-signed ResponseURL. The migration function (shared/migrator)
 // and the relay (shared/relay) answer through it.
 //
 // The answer is an HTTP PUT of the JSON document CloudFormation documents
@@ -149,15 +149,15 @@ func Encode(resp Response) ([]byte, error) {
 
 // Sender delivers answers. Its zero value is ready to use.
 type Sender struct {
-	// Client PUTs the answers; nil means http.DefaultClient's settings in
-	// a client of the package's own.
-	Client *http.Client
-	// Backoff is the wait before the first retry of a refused PUT, doubled
-	// at each; 0 means 250ms.
-	Backoff time.Duration
+	// After waits between attempts (250ms before the first retry, doubled
+	// at each); nil is time.After. A component with a clock passes its
+	// clock's, so that a test's clock ends the waits.
+	After func(time.Duration) <-chan time.Time
 }
 
-var defaultClient = &http.Client{}
+// client PUTs the answers: http.DefaultClient's settings in a client of
+// the package's own.
+var client = &http.Client{}
 
 // Send encodes resp and PUTs it to responseURL, retrying until it is taken
 // or the attempts or ctx run out. It returns the body sent. Its errors
@@ -177,10 +177,11 @@ func (s Sender) Put(ctx context.Context, responseURL string, body []byte) error 
 	if responseURL == "" {
 		return errors.New("the request has no ResponseURL")
 	}
-	backoff := s.Backoff
-	if backoff <= 0 {
-		backoff = putFirstBackoff
+	after := s.After
+	if after == nil {
+		after = time.After
 	}
+	backoff := putFirstBackoff
 	var err error
 	for attempt := 1; attempt <= putAttempts; attempt++ {
 		if err = s.putOnce(ctx, responseURL, body); err == nil {
@@ -192,7 +193,7 @@ func (s Sender) Put(ctx context.Context, responseURL string, body []byte) error 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (then %w)", err, ctx.Err())
-		case <-time.After(backoff):
+		case <-after(backoff):
 		}
 		backoff *= 2
 	}
@@ -207,10 +208,6 @@ func (s Sender) putOnce(ctx context.Context, responseURL string, body []byte) er
 	// The URL is signed for a PUT without a content type: the header is
 	// sent, empty, as AWS's cfn-response module sends it.
 	req.Header["Content-Type"] = []string{""}
-	client := s.Client
-	if client == nil {
-		client = defaultClient
-	}
 	resp, err := client.Do(req)
 	if err != nil {
 		var uerr *url.Error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 )
 
@@ -18,9 +19,12 @@ func TestForKeepsThePhysicalID(t *testing.T) {
 	t.Parallel()
 	for typ, want := range map[cfn.RequestType]string{cfn.RequestCreate: "mine", cfn.RequestUpdate: "theirs", cfn.RequestDelete: "theirs"} {
 		r := cfnresponse.For(cfn.Event{RequestType: typ, PhysicalResourceID: "theirs", RequestID: "r", StackID: "s", LogicalResourceID: "l"}, "mine")
-		if r.PhysicalResourceID != want || r.RequestID != "r" || r.StackID != "s" || r.LogicalResourceID != "l" {
-			t.Errorf("%s: %+v", typ, r)
-		}
+		field.Check(t, string(typ),
+			field.Eq("PhysicalResourceID", r.PhysicalResourceID, want),
+			field.Eq("RequestID", r.RequestID, "r"),
+			field.Eq("StackID", r.StackID, "s"),
+			field.Eq("LogicalResourceID", r.LogicalResourceID, "l"),
+		)
 	}
 	if r := cfnresponse.For(cfn.Event{RequestType: cfn.RequestDelete}, "mine"); r.PhysicalResourceID != "mine" {
 		t.Errorf("Delete without an id: %+v", r)

@@ -1,7 +1,7 @@
 // Package dbschema brings a database to the schema this build of
 // webhook-inbox needs: the core tables' migrations (shared/storage/migrate),
-// the handler packages' own (the processor.Tables it is given: the
-// application's handlers.Tables in every entry point, those plus the tests'
+// the handler packages' own (the processor.HandlerSchema it is given: the
+// application's handlers.Schemas in every entry point, those plus the tests'
 // own handler in the tests), and, with Apply, the functions' database roles
 // holding exactly the privileges their statements use.
 //
@@ -29,7 +29,7 @@ import (
 // package's own.
 type Versions struct {
 	Core     int64
-	Handlers map[string]int64 // by processor.Tables.Name
+	Handlers map[string]int64 // by processor.HandlerSchema.Name
 }
 
 // String says it in one line: "5 (squareorders 1, stripedunning 1)".
@@ -49,16 +49,16 @@ func (v Versions) String() string {
 	return fmt.Sprintf("%d (%s)", v.Core, strings.Join(parts, ", "))
 }
 
-// Migrate applies every pending migration, the core's then each of tables'
-// (usually handlers.Tables), and returns the versions reached. It is
+// Migrate applies every pending migration, the core's then each of
+// schemas' (usually handlers.Schemas), and returns the versions reached. It is
 // idempotent, and concurrent runs take turns (goose's advisory lock).
-func Migrate(ctx context.Context, pool *pgxpool.Pool, tables []processor.Tables) (Versions, error) {
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schemas []processor.HandlerSchema) (Versions, error) {
 	core, err := migrate.Up(ctx, pool)
 	if err != nil {
 		return Versions{}, err
 	}
 	v := Versions{Core: core, Handlers: map[string]int64{}}
-	for _, t := range tables {
+	for _, t := range schemas {
 		hv, err := migrate.FS(ctx, pool, t.Migrations, t.Dir, t.VersionTable)
 		if err != nil {
 			return v, fmt.Errorf("handler package %s: %w", t.Name, err)
@@ -69,13 +69,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, tables []processor.Tables)
 }
 
 // Grants returns every privilege of the function roles: the core tables'
-// (migrate.CoreGrants) and, for the processor's role, what each of tables
-// declares, with USAGE on the sequences of the tables it may insert into
+// (migrate.CoreGrants) and, for the processor's role, what each of
+// schemas declares, with USAGE on the sequences of the tables it may insert into
 // (migrate.Grant.Sequences; migrate.OwnedSequences names them from the
 // catalogue).
-func Grants(tables []processor.Tables) []migrate.Grant {
+func Grants(schemas []processor.HandlerSchema) []migrate.Grant {
 	grants := migrate.CoreGrants()
-	for _, t := range tables {
+	for _, t := range schemas {
 		tables := make([]string, 0, len(t.Grants))
 		for table := range t.Grants {
 			tables = append(tables, table)
@@ -83,8 +83,8 @@ func Grants(tables []processor.Tables) []migrate.Grant {
 		slices.Sort(tables) // one order, so that every run issues the same statements
 		for _, table := range tables {
 			// Sequences: the sequences the table owns (serial and identity
-			// columns) get USAGE with its INSERT, so that Tables lists
-			// tables only.
+			// columns) get USAGE with its INSERT, so that a
+			// HandlerSchema lists tables only.
 			grants = append(grants, migrate.Grant{Role: migrate.RoleProcessor, On: table, Privileges: t.Grants[table], Sequences: true})
 		}
 	}
@@ -93,20 +93,20 @@ func Grants(tables []processor.Tables) []migrate.Grant {
 
 // RolesOptions are how the function roles authenticate (see
 // migrate.RolesOptions); their privileges are always the Grants of the
-// tables applied.
+// schemas applied.
 type RolesOptions struct {
 	Auth      migrate.Auth
 	Passwords map[string]string // by role, with migrate.AuthPassword
 }
 
-// Apply runs Migrate with tables, then sets up the function roles
-// (migrate.Roles) with Grants(tables). It needs a user that owns the
+// Apply runs Migrate with schemas, then sets up the function roles
+// (migrate.Roles) with Grants(schemas). It needs a user that owns the
 // schema's tables and may create roles.
-func Apply(ctx context.Context, pool *pgxpool.Pool, tables []processor.Tables, o RolesOptions) (Versions, error) {
-	v, err := Migrate(ctx, pool, tables)
+func Apply(ctx context.Context, pool *pgxpool.Pool, schemas []processor.HandlerSchema, o RolesOptions) (Versions, error) {
+	v, err := Migrate(ctx, pool, schemas)
 	if err != nil {
 		return v, err
 	}
-	err = migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: o.Auth, Passwords: o.Passwords, Grants: Grants(tables)})
+	err = migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: o.Auth, Passwords: o.Passwords, Grants: Grants(schemas)})
 	return v, err
 }

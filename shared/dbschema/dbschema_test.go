@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -31,7 +32,7 @@ func passwords() map[string]string {
 }
 
 func apply(ctx context.Context, pool *pgxpool.Pool) (dbschema.Versions, error) {
-	return dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords()})
+	return dbschema.Apply(ctx, pool, pgtest.Schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords()})
 }
 
 // TestApplyIsIdempotentAndKeepsVersionsApart: applied again (pgtest applied
@@ -56,10 +57,10 @@ func TestApplyIsIdempotentAndKeepsVersionsApart(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT max(version_id) FROM goose_db_version`).Scan(&core); err != nil || core != v.Core {
 		t.Fatalf("goose_db_version = %d, %v: the handlers' migrations leaked into it", core, err)
 	}
-	if len(v.Handlers) != len(pgtest.Tables) {
+	if len(v.Handlers) != len(pgtest.Schemas) {
 		t.Fatalf("handler versions = %v", v.Handlers)
 	}
-	for _, tb := range pgtest.Tables {
+	for _, tb := range pgtest.Schemas {
 		var hv int64
 		if err := pool.QueryRow(ctx, `SELECT max(version_id) FROM `+pgx.Identifier{tb.VersionTable}.Sanitize()).Scan(&hv); err != nil || hv != v.Handlers[tb.Name] || hv < 1 {
 			t.Errorf("%s: version table says %d (%v), Apply %d", tb.Name, hv, err, v.Handlers[tb.Name])
@@ -111,7 +112,7 @@ func held(t *testing.T, pool *pgxpool.Pool, role string) []privilege {
 // sequences the declared tables own (migrate.OwnedSequences).
 func expected(t *testing.T, pool *pgxpool.Pool, role string) []privilege {
 	t.Helper()
-	grants, err := migrate.OwnedSequences(t.Context(), pool, dbschema.Grants(pgtest.Tables))
+	grants, err := migrate.OwnedSequences(t.Context(), pool, dbschema.Grants(pgtest.Schemas))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestRolesHoldExactlyTheirGrants(t *testing.T) {
 		}
 	}
 	// The processor's grants include every handler package's declaration.
-	for _, tb := range pgtest.Tables {
+	for _, tb := range pgtest.Schemas {
 		for table, privs := range tb.Grants {
 			for _, p := range privs {
 				var ok bool
@@ -212,10 +213,12 @@ func TestPublicMayNotCreate(t *testing.T) {
 func TestApplyConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pools := []*pgxpool.Pool{pgtest.Pool(t), pgtest.Pool(t), pgtest.Pool(t)}
+	// Two on each of two databases: the fewest that race both ways. Each
+	// run takes the server's roles in turn, so more only take longer.
+	pools := []*pgxpool.Pool{pgtest.Pool(t), pgtest.Pool(t)}
 	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	for i := range 6 {
+	errs := make(chan error, 4)
+	for i := range 4 {
 		pool := pools[i%len(pools)]
 		wg.Go(func() {
 			if _, err := apply(ctx, pool); err != nil {
@@ -248,7 +251,7 @@ func TestApplyRefusesABadGrant(t *testing.T) {
 		{migrate.Grant{Role: migrate.RoleReceiver, On: "webhook_events_id_seq", Privileges: []string{"USAGE"}, Columns: []string{"x"}}, "names columns"},
 	} {
 		err := migrate.Roles(ctx, pool, migrate.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords(),
-			Grants: append(dbschema.Grants(pgtest.Tables), c.g)})
+			Grants: append(dbschema.Grants(pgtest.Schemas), c.g)})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err = %v, want %q", c.g, err, c.want)
 		}
@@ -277,6 +280,7 @@ func TestApplyRefusesABadGrant(t *testing.T) {
 // mode grants rds_iam where the server has it and clears the password, and
 // password mode takes rds_iam away again.
 func TestRolesAuthentication(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	ctx := t.Context()
 	c := pgtest.Cluster(t, pgtest.Passwords())
@@ -307,7 +311,7 @@ func TestRolesAuthentication(t *testing.T) {
 	}
 
 	// A first deploy, on an empty database.
-	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("one")}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("one")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -338,7 +342,7 @@ func TestRolesAuthentication(t *testing.T) {
 		}
 	}
 	// A rotation: the next deploy sets the secrets' new passwords.
-	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("two")}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("two")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -363,7 +367,7 @@ func TestRolesAuthentication(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE ROLE rds_iam`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Schemas, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -377,7 +381,7 @@ func TestRolesAuthentication(t *testing.T) {
 		}
 	}
 	// Back to passwords: rds_iam goes, or RDS would refuse them.
-	if _, err := dbschema.Apply(ctx, pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("three")}); err != nil {
+	if _, err := dbschema.Apply(ctx, pool, pgtest.Schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: pw("three")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range migrate.FunctionRoles() {
@@ -394,6 +398,7 @@ func TestRolesAuthentication(t *testing.T) {
 // TestIAMWithoutRDSIAM: a server without rds_iam (not RDS) still gets the
 // roles, without their passwords, and Apply does not fail.
 func TestIAMWithoutRDSIAM(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	c := pgtest.Cluster(t)
 	pool, err := pgxpool.New(t.Context(), pgtest.EmptyURL(t, c))
@@ -401,7 +406,7 @@ func TestIAMWithoutRDSIAM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := dbschema.Apply(t.Context(), pool, pgtest.Tables, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
+	if _, err := dbschema.Apply(t.Context(), pool, pgtest.Schemas, dbschema.RolesOptions{Auth: migrate.AuthIAM}); err != nil {
 		t.Fatal(err)
 	}
 	var n int

@@ -16,12 +16,14 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -45,6 +47,12 @@ const sourcesDoc = `{"sources": {
 // (the mismatch record), a body that is not JSON, a refusal (the rejection
 // ring buffer, twice, so the upsert updates), and a guarded source's body
 // under a second id (the suspected replay and its record).
+// clockFunc is a clock that reads the time from a function (archive.Clock,
+// receiver.Clock).
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time { return c() }
+
 func TestReceiverRunsAsItsRole(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -57,10 +65,10 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 	// A refused record (a mismatch, a rejection) only logs: no line may
 	// carry an error.
 	var logs bytes.Buffer
-	h, err := receiver.New(receiver.Config{
-		Sources: sources, Store: storage.New(pgtest.As(t, owner, migrate.RoleReceiver)),
-		Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		RejectionsCapacity: 2,
+	asReceiver := storage.New(pgtest.As(t, owner, migrate.RoleReceiver))
+	h, err := receiver.New(receiver.Config{}, receiver.Deps{
+		Sources: sources, Store: asReceiver,
+		Clock: clockFunc(func() time.Time { return now }), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +110,7 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 		{[]byte(`{"id":"evt_role_2","type":"x","created":1,"data":{"object":{"n":1e999999}}}`), "evt_role_2", false, 200}, // JSONB refuses it
 		{json("evt_role_3", "invoice.paid"), "evt_role_3", true, 401},
 		{json("evt_role_4", "invoice.paid"), "evt_role_4", true, 401},
-		{json("evt_role_5", "invoice.paid"), "evt_role_5", true, 401}, // the ring buffer wraps: an update
+		{json("evt_role_5", "invoice.paid"), "evt_role_5", true, 401},
 	} {
 		if got := post(c.body, c.id, c.forge); got != c.want {
 			t.Fatalf("%s: %d, want %d", c.id, got, c.want)
@@ -141,8 +149,16 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 	if ev, err := store.EventGetByKey(ctx, "stripe", "evt_role_2"); err != nil || ev.Payload != nil {
 		t.Fatalf("the non-JSONB body: %+v, %v", ev, err)
 	}
-	if rs, err := store.RejectionList(ctx, now.Add(-time.Hour), 10); err != nil || len(rs) != 2 {
+	if rs, err := store.RejectionList(ctx, now.Add(-time.Hour), 10); err != nil || len(rs) != 3 {
 		t.Fatalf("rejections = %+v, %v", rs, err)
+	}
+	// A full ring buffer overwrites its oldest slot, an update: with a
+	// capacity of one, the second record is one.
+	for i := range 2 {
+		r := inbox.Rejection{Source: "stripe", Cause: inbox.CauseSignatureMismatch, Message: "m", ReceivedAt: now}
+		if err := asReceiver.RejectionInsert(ctx, r, 1); err != nil {
+			t.Fatalf("rejection %d as the receiver's role: %v", i, err)
+		}
 	}
 }
 
@@ -155,7 +171,7 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	ctx := t.Context()
 	owner := pgtest.Pool(t)
 	store := storage.New(owner)
-	clock := time.Now().Add(time.Minute)
+	clock := testclock.At(time.Now().Add(time.Minute))
 	reg := processor.NewRegistry()
 	// The tests' own handler package, not the application's: its table has
 	// an identity column, whose sequence the role must be able to use.
@@ -165,7 +181,7 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		return processor.Permanent(errors.New("never"))
 	})
 	reg.HandleFunc(processor.Source("test"), "slow", func(context.Context, pgx.Tx, *processor.Event) error {
-		clock = clock.Add(55 * time.Second) // the rest of the batch no longer fits the lease
+		clock.Advance(55 * time.Second) // the rest of the batch no longer fits the lease
 		return nil
 	})
 	for _, o := range []factory.EventOpts{
@@ -184,9 +200,9 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	// The metrics' line carries the backlog and the open dead letters, read
 	// at the end of the drain.
 	var logs bytes.Buffer
-	p, err := processor.New(processor.Config{
-		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: &metrics.Emitter{},
+	p, err := processor.New(processor.Config{}, processor.Deps{
+		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Clock: clock,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -194,8 +210,17 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	st, err := p.Drain(dctx)
-	if err != nil || st.Handled != 2 || st.Unhandled != 2 || st.Retried != 1 || st.DeadLettered != 2 || st.Interrupted != 1 {
-		t.Fatalf("drain = %+v, %v", st, err)
+	if err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if !field.Check(t, "drain",
+		field.Eq("Handled", st.Handled, 2),
+		field.Eq("Unhandled", st.Unhandled, 2),
+		field.Eq("Retried", st.Retried, 1),
+		field.Eq("DeadLettered", st.DeadLettered, 2),
+		field.Eq("Interrupted", st.Interrupted, 1),
+	) {
+		t.FailNow()
 	}
 	if !bytes.Contains(logs.Bytes(), []byte(`"BacklogCount"`)) || bytes.Contains(logs.Bytes(), []byte("backlog_err")) {
 		t.Fatalf("the backlog was not read:\n%s", logs.String())
@@ -209,9 +234,8 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		factory.Event(ctx, t, store, &factory.EventOpts{Source: "test", SourceKind: "test", Type: "slow"})
 	}
 	p2, err := processor.New(processor.Config{
-		Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return clock },
 		Lease: time.Minute, HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, BatchSize: 3,
-	})
+	}, processor.Deps{Pool: pgtest.As(t, owner, migrate.RoleProcessor), Registry: reg, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +268,10 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	asArchiver := storage.New(pgtest.As(t, owner, migrate.RoleArchiver))
-	a, err := archive.New(archive.Config{
-		Store: asArchiver, Blobs: blobs, Prefix: "archive", MinAge: time.Hour,
-		Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
-		PendingGrace: time.Nanosecond, // the orphan is an earlier run's
+	a, err := archive.New(archive.Config{Prefix: "archive", MinAge: time.Hour}, archive.Deps{
+		Store: asArchiver, Blobs: blobs, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		// Past the pending grace: the orphan is an earlier run's.
+		Clock: testclock.At(time.Now().Add(archive.DefaultPendingGrace + time.Second)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -265,13 +289,16 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	if _, err := blobs.Put(ctx, late, []byte("late"), archive.ContentType); err != nil {
 		t.Fatal(err)
 	}
-	later, err := archive.New(archive.Config{Store: asArchiver, Blobs: blobs, Prefix: "archive",
-		Now: func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) }})
+	later, err := archive.New(archive.Config{Prefix: "archive"},
+		archive.Deps{Store: asArchiver, Blobs: blobs, Clock: clockFunc(func() time.Time { return time.Now().Add(archive.DefaultOrphanMinAge + time.Hour) })})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if swept, err := later.SweepOrphans(ctx); err != nil || len(swept) != 1 || swept[0] != late {
-		t.Fatalf("sweep of an unrecorded upload = %v, %v", swept, err)
+	if res, err := later.RunOnce(ctx); err != nil || res.Swept != 1 {
+		t.Fatalf("run sweeping an unrecorded upload = %+v, %v", res, err)
+	}
+	if _, err := blobs.Head(ctx, late); !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("the unrecorded upload after the sweep: %v", err)
 	}
 	// Analyzed, and more than a page (a single page has nothing to
 	// estimate), the tables the archiver gauges have an estimate as its

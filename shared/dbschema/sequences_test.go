@@ -16,11 +16,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-// seqtestInvoices is a handler package's Tables as a user writes it: one
+// seqtestInvoices is a handler package's Schema as a user writes it: one
 // table with an identity column and a serial one, declared with the
 // privileges of its statements and nothing about its sequences.
-func seqtestInvoices(privileges ...string) processor.Tables {
-	return processor.Tables{
+func seqtestInvoices(privileges ...string) processor.HandlerSchema {
+	return processor.HandlerSchema{
 		Name: "seqtest", Dir: "migrations", VersionTable: "seqtest_goose_db_version",
 		Migrations: fstest.MapFS{"migrations/00001_seqtest_invoices.sql": {Data: []byte(`-- +goose Up
 CREATE TABLE seqtest_invoices (
@@ -35,12 +35,12 @@ DROP TABLE seqtest_invoices;
 	}
 }
 
-// setRolesFor applies the roles with the test databases. Tables and
+// setRolesFor applies the roles with the test databases' Schemas and
 // extra, as the migration function would with extra registered.
-func setRolesFor(t *testing.T, pool *pgxpool.Pool, extra ...processor.Tables) {
+func setRolesFor(t *testing.T, pool *pgxpool.Pool, extra ...processor.HandlerSchema) {
 	t.Helper()
-	tables := append(slices.Clone(pgtest.Tables), extra...)
-	if err := migrate.Roles(t.Context(), pool, migrate.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords(), Grants: dbschema.Grants(tables)}); err != nil {
+	schemas := append(slices.Clone(pgtest.Schemas), extra...)
+	if err := migrate.Roles(t.Context(), pool, migrate.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords(), Grants: dbschema.Grants(schemas)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -54,13 +54,13 @@ func sequencePrivilege(t *testing.T, pool *pgxpool.Pool, seq string) bool {
 	return ok
 }
 
-// TestTablesSequencesAreGrantedWithTheirTable: a handler table with an
-// identity and a serial column, declared in Tables with INSERT and no
+// TestSchemaSequencesAreGrantedWithTheirTable: a handler table with an
+// identity and a serial column, declared in its Schema with INSERT and no
 // word of its sequences, takes inserts as the processor's role; the
 // catalogue holds exactly the declared grants plus USAGE on the two
 // sequences; a table declared without INSERT gets no sequence; and when
-// the table leaves Tables, its grants and its sequences' go with it.
-func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
+// the table leaves its Schema, its grants and its sequences' go with it.
+func TestSchemaSequencesAreGrantedWithTheirTable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
@@ -87,7 +87,7 @@ func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
 			t.Errorf("the processor lacks USAGE on %s", seq)
 		}
 	}
-	grants, err := migrate.OwnedSequences(ctx, pool, dbschema.Grants(append(slices.Clone(pgtest.Tables), tb)))
+	grants, err := migrate.OwnedSequences(ctx, pool, dbschema.Grants(append(slices.Clone(pgtest.Schemas), tb)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestTablesSequencesAreGrantedWithTheirTable(t *testing.T) {
 	// revoked, as every grant not listed is.
 	setRolesFor(t, pool)
 	if sequencePrivilege(t, pool, "seqtest_invoices_id_seq") || sequencePrivilege(t, pool, "seqtest_invoices_seq_seq") {
-		t.Error("the sequences kept USAGE after their table left Tables")
+		t.Error("the sequences kept USAGE after their table left its Schema")
 	}
 	if err := insert("in_3"); !denied(err, "seqtest_invoices") {
 		t.Errorf("insert into an undeclared table: %v", err)
@@ -159,7 +159,7 @@ func TestIdentityAndSerialNeeds(t *testing.T) {
 		}
 	}
 	// INSERT on both tables, no sequence: Sequences off, as a hand would.
-	grants := append(dbschema.Grants(pgtest.Tables),
+	grants := append(dbschema.Grants(pgtest.Schemas),
 		migrate.Grant{Role: migrate.RoleProcessor, On: "ident_only", Privileges: []string{"INSERT"}},
 		migrate.Grant{Role: migrate.RoleProcessor, On: "serial_only", Privileges: []string{"INSERT"}},
 		migrate.Grant{Role: migrate.RoleProcessor, On: "fk_child", Privileges: []string{"INSERT"}})

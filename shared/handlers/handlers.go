@@ -1,9 +1,9 @@
 // Package handlers is where the application's business logic is wired
-// into the processor: Register lists every handler, Tables their own
+// into the processor: Register lists every handler, Schemas their own
 // tables. The processor Lambda and `make dev` both call Register, so the
 // local drain runs exactly the deployed handlers; the migration function
 // (shared/dbschema) creates the tables and grants the processor's database
-// role what Tables says, and `make dev` applies the same migrations. The
+// role what Schemas says, and `make dev` applies the same migrations. The
 // packages below it (stripedunning, squareorders) are examples to copy.
 //
 // The lines themselves live in local.go, the application's file, which
@@ -37,9 +37,9 @@ func Register(r *processor.Registry) {
 	register(r)
 }
 
-// Tables are the handler packages' own tables (local.go's tables), each
+// Schemas are the handler packages' own tables (local.go's schemas), each
 // with its migrations (applied with their own goose version table) and
 // the privileges the processor's role needs on them: a handler package
-// with tables adds its Tables there. The processor never applies them;
+// with tables adds its Schema there. The processor never applies them;
 // the migration function does, at each deploy.
-var Tables = tables
+var Schemas = schemas

@@ -26,10 +26,10 @@ func register(r *processor.Registry) {
 	// webhookdev new handler: registrations above this line.
 }
 
-// tables are the application's handler packages' tables, one line per
-// package with tables. See Tables.
-var tables = []processor.Tables{
-	stripedunning.Tables,
-	squareorders.Tables,
-	// webhookdev new handler: tables above this line.
+// schemas are the application's handler packages' tables, one line per
+// package with tables. See Schemas.
+var schemas = []processor.HandlerSchema{
+	stripedunning.Schema,
+	squareorders.Schema,
+	// webhookdev new handler: schemas above this line.
 }

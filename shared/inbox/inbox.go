@@ -91,7 +91,7 @@ const (
 	CauseHandlerFailed Cause = "handler_failed"
 	// CauseHandlerPrivilege: the handler's statement was refused for a
 	// privilege the processor's role lacks (SQLSTATE 42501): a table
-	// missing from its package's processor.Tables Grants. Retried like a
+	// missing from its package's processor.HandlerSchema Grants. Retried like a
 	// failure, since the deploy that declares it fixes the events still
 	// in their retry window; the error names the table and the entry to
 	// add.

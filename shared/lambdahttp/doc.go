@@ -19,6 +19,6 @@
 // not a request) and what panics go to the application's ErrorWriter, the
 // receiver's, so every answer, log line and metric follows the receiver's
 // one status table (a panic is cause internal: 503 with Retry-After).
-// Recover offers the same recovery to a plain net/http server, so make dev
-// answers a panic as Lambda does.
+// make dev serves the receiver through Handler too, fed the events API
+// Gateway would send, so a panic is answered there as in Lambda.
 package lambdahttp

@@ -65,29 +65,6 @@ func Handler(h http.Handler, ew ErrorWriter) func(ctx context.Context, req event
 	}
 }
 
-// Recover is the same recovery for a plain net/http server (make dev), so
-// that a panic is answered there exactly as in Lambda: ew writes the
-// answer (the receiver's 503, cause internal, logged with the panic's
-// value and stack) instead of the server dropping the connection. The
-// response is buffered, as in Lambda, so that whatever h wrote before it
-// panicked is discarded rather than half sent. http.ErrAbortHandler keeps
-// its meaning: it is re-raised for the server.
-func Recover(h http.Handler, ew ErrorWriter) http.Handler {
-	if h == nil || ew == nil {
-		panic("lambdahttp: nil handler or error writer")
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bw := newResponseWriter()
-		if perr := serve(h, bw, r); perr != nil {
-			if errors.Is(perr, http.ErrAbortHandler) {
-				panic(http.ErrAbortHandler)
-			}
-			bw = writeError(ew, r, perr)
-		}
-		bw.copyTo(w)
-	})
-}
-
 // PanicError is a panic recovered from a handler: its value and the stack
 // where it happened, which the error writer's log line carries (LogAttrs)
 // and the answer never does.

@@ -52,7 +52,7 @@ func IAMCaller(r *http.Request) (events.APIGatewayV2HTTPRequestContextAuthorizer
 
 // RequestID returns the API Gateway request id (requestContext.requestId) of
 // the event r was built from, or "" for requests that did not come through
-// NewRequest (make dev, tests). It lives in the context rather than in a
+// NewRequest (tests). It lives in the context rather than in a
 // header so a client cannot forge it and the handler's view of the client's
 // headers stays untouched; it is the id API Gateway's access logs carry, so
 // logging it joins our logs with theirs.

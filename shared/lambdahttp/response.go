@@ -71,22 +71,6 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 // unchanged instead of failing their type assertion.
 func (w *responseWriter) Flush() {}
 
-// copyTo sends what the handler wrote to a net/http ResponseWriter, as
-// the handler would have (the server sniffs a missing Content-Type).
-func (w *responseWriter) copyTo(dst http.ResponseWriter) {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	h := dst.Header()
-	for k, v := range w.written {
-		h[k] = v
-	}
-	dst.WriteHeader(w.status)
-	if w.body.Len() > 0 {
-		_, _ = dst.Write(w.body.Bytes())
-	}
-}
-
 // result converts what the handler wrote into the Lambda response.
 func (w *responseWriter) result() events.APIGatewayV2HTTPResponse {
 	if w.status == 0 {

@@ -25,9 +25,10 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
-// Setup builds a function's Lambda handler (any shape lambda.Start takes)
-// from its environment, and the hook run at shutdown (SIGTERM).
-type Setup func(ctx context.Context, getenv func(string) string) (handler any, shutdown func(), err error)
+// Setup builds a function's Lambda handler (H: any shape lambda.Start
+// takes) from its environment, and the hook run at shutdown (SIGTERM;
+// nil for none).
+type Setup[H any] func(ctx context.Context, getenv func(string) string) (handler H, shutdown func(), err error)
 
 // Failing builds the handler a function serves when its setup failed,
 // instead of exiting: a function that answers CloudFormation must answer,
@@ -37,18 +38,25 @@ type Failing func(cause error, log *slog.Logger) any
 
 // Start runs the function called name: a start-up failure is logged and
 // the process exits with status 1.
-func Start(name string, setup Setup) {
-	start(name, setup, "", nil)
+func Start[H any](name string, setup Setup[H]) {
+	start(name, erase(setup), "", nil)
 }
 
 // StartAnswering is Start for a function that answers CloudFormation: a
 // start-up failure is logged, followed by consequence (what the failing
 // handler does), and failing's handler is served.
-func StartAnswering(name string, setup Setup, consequence string, failing Failing) {
-	start(name, setup, consequence, failing)
+func StartAnswering[H any](name string, setup Setup[H], consequence string, failing Failing) {
+	start(name, erase(setup), consequence, failing)
 }
 
-func start(name string, setup Setup, consequence string, failing Failing) {
+// erase is setup with its handler's type left to lambda.Start.
+func erase[H any](setup Setup[H]) Setup[any] {
+	return func(ctx context.Context, getenv func(string) string) (any, func(), error) {
+		return setup(ctx, getenv)
+	}
+}
+
+func start(name string, setup Setup[any], consequence string, failing Failing) {
 	// First, so that init already runs under the limit.
 	_, memErr := memlimit.Apply(os.Getenv)
 	h, shutdown, err := setup(context.Background(), os.Getenv)

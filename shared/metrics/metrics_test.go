@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 )
 
@@ -17,7 +18,7 @@ func validate(t *testing.T, line []byte) map[string]any {
 	if err := json.Unmarshal(line, &doc); err != nil {
 		t.Fatalf("not JSON: %s", line)
 	}
-	if err := metrics.Validate(line); err != nil {
+	if err := emftest.Validate(line); err != nil {
 		t.Fatalf("invalid EMF: %v\n%s", err, line)
 	}
 	return doc
@@ -45,23 +46,6 @@ func TestAttrsMakeValidEMF(t *testing.T) {
 	// Per source and cause, and the total the alarms watch.
 	if dims, _ := json.Marshal(d["Dimensions"]); string(dims) != `[["source","cause"],[]]` {
 		t.Fatalf("dimensions = %s", dims)
-	}
-}
-
-func TestValidateRefuses(t *testing.T) {
-	t.Parallel()
-	bad := map[string]string{
-		"no _aws":             `{"Rejected":1}`,
-		"missing dimension":   `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[["source"]],"Metrics":[{"Name":"Rejected"}]}]},"Rejected":1}`,
-		"metric not a number": `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[[]],"Metrics":[{"Name":"Rejected"}]}]},"Rejected":"1"}`,
-		"no namespace":        `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Dimensions":[[]],"Metrics":[{"Name":"R"}]}]},"R":1}`,
-		"bad unit":            `{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[[]],"Metrics":[{"Name":"R","Unit":"Parsecs"}]}]},"R":1}`,
-		"timestamp not int":   `{"_aws":{"Timestamp":"now","CloudWatchMetrics":[{"Namespace":"N","Dimensions":[[]],"Metrics":[{"Name":"R"}]}]},"R":1}`,
-	}
-	for name, line := range bad {
-		if err := metrics.Validate([]byte(line)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
 	}
 }
 

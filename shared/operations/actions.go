@@ -48,10 +48,7 @@ func (s *Service) Actions(ctx context.Context, q ActionQuery) (*ActionPage, erro
 		if err != nil {
 			return err
 		}
-		if len(acts) > n {
-			acts = acts[:n]
-			p.NextBefore = &acts[n-1].ID
-		}
+		acts, p.NextBefore = keyset(acts, n, func(a inbox.OperatorAction) int64 { return a.ID })
 		p.Actions = actionsOf(acts)
 		return nil
 	})
@@ -82,10 +79,7 @@ func (sel ReplaySelection) check() (ReplaySelection, error) {
 	if sel.ID < 0 {
 		return sel, invalid("not an event's id: %d", sel.ID)
 	}
-	if sel.Source, err = text("source", sel.Source); err != nil {
-		return sel, err
-	}
-	if sel.Type, err = text("type", sel.Type); err != nil {
+	if err = sourceAndType(&sel.Source, &sel.Type); err != nil {
 		return sel, err
 	}
 	switch sel.Outcome {
@@ -165,7 +159,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 	if err != nil {
 		return nil, err
 	}
-	now, err := s.cfg.Store.PGNow(ctx)
+	now, err := s.deps.Store.PGNow(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -175,7 +169,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 			return nil, err
 		}
 	} else if r.Expect != nil {
-		dry, err := s.cfg.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, DryRun: true})
+		dry, err := s.deps.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, DryRun: true})
 		if err != nil {
 			return nil, classify(err)
 		}
@@ -187,7 +181,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 	if max <= 0 || max > ReplayPerCall {
 		max = ReplayPerCall
 	}
-	out, err := s.cfg.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, By: by, Max: max, Continue: r.Continue})
+	out, err := s.deps.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, By: by, Max: max, Continue: r.Continue})
 	res.Matched, res.Replayed, res.Archived, res.ActionID, res.Next = out.Matched, out.Replayed, out.Archived, out.ActionID, out.Next
 	if err != nil {
 		return nil, classify(err)
@@ -203,7 +197,7 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 // checkContinuation lets a replay go on only under its own record: a
 // replay's, run by the same operator, with the same selection.
 func (s *Service) checkContinuation(ctx context.Context, c ReplayCursor, f storage.ReplayFilter, by inbox.Actor) error {
-	act, err := s.cfg.Store.OperatorActionGetByID(ctx, c.ActionID)
+	act, err := s.deps.Store.OperatorActionGetByID(ctx, c.ActionID)
 	if errors.Is(err, storage.ErrActionNotFound) {
 		return invalid("continue: no replay was recorded as action %d", c.ActionID)
 	}
@@ -303,7 +297,7 @@ func (s *Service) Expunge(ctx context.Context, r ExpungeRequest) (*ExpungeResult
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.archiver(cfg)
+	a, err := s.archiver(cfg, nil)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -314,7 +308,7 @@ func (s *Service) Expunge(ctx context.Context, r ExpungeRequest) (*ExpungeResult
 	plan.AttemptErrors, plan.DeadLetterCopies = rep.AttemptErrors, rep.DeadLetters
 	plan.MetadataStored, plan.LastErrorStored = rep.Metadata, rep.LastError
 	plan.OrphanObjects, plan.ObjectVersions = append([]string{}, rep.Orphans...), rep.Versions
-	after, err := s.cfg.Store.EventGetByID(ctx, plan.ID)
+	after, err := s.deps.Store.EventGetByID(ctx, plan.ID)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -425,8 +419,7 @@ func (s *Service) ArchiveRun(ctx context.Context, r ArchiveRunRequest) (*Archive
 		cfg.MaxBatches = ArchiveBatchesPerCall
 	}
 	// Its clock is the database's, as the count above.
-	cfg.Now = func() time.Time { return now }
-	a, err := s.archiver(cfg)
+	a, err := s.archiver(cfg, stoppedClock(now))
 	if err != nil {
 		return nil, classify(err)
 	}

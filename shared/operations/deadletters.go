@@ -50,10 +50,7 @@ func (s *Service) DeadLetters(ctx context.Context, q DeadLetterQuery) (*DeadLett
 		if err != nil {
 			return err
 		}
-		if len(dls) > n {
-			dls = dls[:n]
-			p.NextAfter = &dls[n-1].ID
-		}
+		dls, p.NextAfter = keyset(dls, n, func(d *inbox.DeadLetter) int64 { return d.ID })
 		p.DeadLetters = deadLettersOf(dls)
 		return nil
 	})
@@ -78,10 +75,7 @@ func (sel DeadLetterSelection) check() (DeadLetterSelection, error) {
 	if sel.ID < 0 {
 		return sel, invalid("not a dead letter's id: %d", sel.ID)
 	}
-	if sel.Source, err = text("source", sel.Source); err != nil {
-		return sel, err
-	}
-	if sel.Type, err = text("type", sel.Type); err != nil {
+	if err = sourceAndType(&sel.Source, &sel.Type); err != nil {
 		return sel, err
 	}
 	return sel, sel.Window.check()
@@ -147,7 +141,7 @@ func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult
 	}
 	// The count the operator confirmed and the requeue are one
 	// transaction, so a confirmed count is the one that runs.
-	tx, err := s.cfg.Store.Begin(ctx)
+	tx, err := s.deps.Store.Begin(ctx)
 	if err != nil {
 		return nil, classify(err)
 	}

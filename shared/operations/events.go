@@ -70,10 +70,7 @@ func (s *Service) Events(ctx context.Context, q EventQuery) (*EventPage, error) 
 		if err != nil {
 			return err
 		}
-		if len(evs) > n {
-			evs = evs[:n]
-			p.NextBefore = &evs[n-1].ID
-		}
+		evs, p.NextBefore = keyset(evs, n, func(e *inbox.Event) int64 { return e.ID })
 		p.Events = eventsOf(now, evs)
 		return nil
 	})
@@ -340,7 +337,7 @@ func (s *Service) EventBody(ctx context.Context, id int64) (*Body, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.archiver(cfg)
+	a, err := s.archiver(cfg, nil)
 	if err != nil {
 		return nil, classify(err)
 	}

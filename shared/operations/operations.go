@@ -163,6 +163,28 @@ func text(what, s string) (string, error) {
 	return s, nil
 }
 
+// sourceAndType checks a selection's source and type filters (text), in
+// place.
+func sourceAndType(source, typ *string) (err error) {
+	if *source, err = text("source", *source); err != nil {
+		return err
+	}
+	*typ, err = text("type", *typ)
+	return err
+}
+
+// keyset cuts rows, read one more than the page's n (the one more says
+// whether another page follows), to n, and returns the next page's cursor:
+// the last row's id, nil on the last page.
+func keyset[T any](rows []T, n int, id func(T) int64) ([]T, *int64) {
+	if len(rows) <= n {
+		return rows, nil
+	}
+	rows = rows[:n]
+	next := id(rows[n-1])
+	return rows, &next
+}
+
 // reason checks an action's reason.
 func reason(s string) (string, error) {
 	s = strings.TrimSpace(s)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,7 +15,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // EnvAccess is Config.Access: "read" (the default: a deployment that says
@@ -32,24 +29,32 @@ const (
 	poolMaxConns        = 2
 )
 
-// Config configures a Service.
+// Config configures a Service: settings only; what it works on is its
+// Deps.
 type Config struct {
-	// Store is the database. Required.
-	Store *storage.Store
 	// Access is what the Service may do: AccessRead refuses every
 	// action (cause read_only) but its dry run. Required.
 	Access Access
-	// Archive is the archiver's configuration (archive.ConfigFromEnv,
-	// without Store and Blobs: the Service opens the bucket at its first
-	// use): archived bodies are read, expunges and archive runs done with
-	// it. Nil when the archive's settings are not given; those requests
-	// then fail with cause archive_not_configured.
+	// Archive is the archiver's settings (archive.ConfigFromEnv):
+	// archived bodies are read, expunges and archive runs done with it,
+	// on Deps.Blobs. Nil when the archive's settings are not given; those
+	// requests then fail with cause archive_not_configured.
 	Archive *archive.Config
 	// ArchiveMinAge is the archiver's ARCHIVE_MIN_AGE, for what Stats
 	// counts as due for archiving even where the archive itself is not
 	// configured; 0 is Archive's, else archive.DefaultMinAge.
 	ArchiveMinAge time.Duration
-	// Logger gets one line per action (never a body). Default: discard.
+}
+
+// Deps is what a Service works on and reports to.
+type Deps struct {
+	// Store is the database. Required.
+	Store *storage.Store
+	// Blobs is the archive's bucket (blobstore.Open makes no request),
+	// used only with Config.Archive; without it the requests that need
+	// the bucket fail with cause archive_store_failed.
+	Blobs *blobstore.Store
+	// Logger gets one line per action (never a body). Nil discards.
 	Logger *slog.Logger
 	// Wake, when set, starts the processor after a requeue or replay made
 	// events due (wake.Waker): the deployed processor runs only when woken.
@@ -57,39 +62,42 @@ type Config struct {
 	// sweep. Nil (webhookctl on the database, the dev stack, whose
 	// processor polls) wakes nothing.
 	Wake Waker
-	// Waking is how Wake is opened (ConfigFromEnv sets it; wake.Open).
-	// New ignores it.
-	Waking wake.Config
-
-	// Database is how ConfigFromEnv says to open Store; New ignores it.
-	Database storage.PoolConfig
 }
 
-// ConfigFromEnv reads the operator function's configuration with getenv:
-// its access (OPERATOR_ACCESS), its pool (the DATABASE_* settings every
-// function reads) and, when ARCHIVE_BUCKET is set, the archiver's settings
-// (ARCHIVE_*, S3_*). Every problem is reported at once.
+// ConfigFromEnv reads the operator function's settings with getenv: its
+// access (OPERATOR_ACCESS) and, when ARCHIVE_BUCKET is set, the
+// archiver's (ARCHIVE_*). Every problem is reported at once. The caller
+// reads the database (storage.PoolConfigFromEnv, then Pool), the bucket
+// (blobstore.ConfigFromEnv, when ArchiveConfigured) and the wake-ups
+// (wake.ConfigFromEnv), and opens them as Deps.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
 	c := Config{
 		Access:        Access(e.OneOf(EnvAccess, string(AccessRead), string(AccessRead), string(AccessAct))),
 		ArchiveMinAge: e.Age(archive.EnvMinAge, archive.DefaultMinAge),
 	}
-	db, dbErr := storage.PoolConfigFromEnv(getenv)
-	db.ApplicationName, db.MaxConns = poolApplicationName, poolMaxConns
-	c.Database = db
-	waking, wakeErr := wake.ConfigFromEnv(getenv)
-	c.Waking = waking
-	errs := []error{e.Err(), dbErr, wakeErr}
-	if getenv(blobstore.EnvBucket) != "" {
-		// The archiver reads the same database settings: their problems
-		// are said once (JoinUnique, below).
+	errs := []error{e.Err()}
+	if ArchiveConfigured(getenv) {
 		a, err := archive.ConfigFromEnv(getenv)
-		a.Database = storage.PoolConfig{}
 		c.Archive = &a
 		errs = append(errs, err)
 	}
+	// ARCHIVE_MIN_AGE is read twice: its problem is said once.
 	return c, settings.JoinUnique(errs...)
+}
+
+// ArchiveConfigured says whether getenv names the archive's bucket: the
+// operator then reads and acts on the archive, and its caller opens the
+// bucket as Deps.Blobs.
+func ArchiveConfigured(getenv func(string) string) bool {
+	return getenv(blobstore.EnvBucket) != ""
+}
+
+// Pool is the operator's pool: db (storage.PoolConfigFromEnv's) with the
+// operator's application name and size.
+func (Config) Pool(db storage.PoolConfig) storage.PoolConfig {
+	db.ApplicationName, db.MaxConns = poolApplicationName, poolMaxConns
+	return db
 }
 
 // Waker starts the processor (wake.Waker).
@@ -99,10 +107,10 @@ type Waker interface {
 
 // wake starts the processor after an action made events due.
 func (s *Service) wake(ctx context.Context) {
-	if s.cfg.Wake == nil {
+	if s.deps.Wake == nil {
 		return
 	}
-	if err := s.cfg.Wake.Wake(ctx); err != nil {
+	if err := s.deps.Wake.Wake(ctx); err != nil {
 		s.log.Warn("operations: the processor's wake-up failed; the events wait for the sweep", "cause", inbox.CauseWakeFailed, "err", err)
 	}
 }
@@ -110,46 +118,35 @@ func (s *Service) wake(ctx context.Context) {
 // Service implements API on the database (and the archive, for bodies,
 // expunges and archive runs). It is safe for concurrent use.
 type Service struct {
-	cfg   Config
-	log   *slog.Logger
-	blobs func() (*blobstore.Store, error)
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
 }
 
 var _ API = (*Service)(nil)
 
-// New checks cfg and returns a Service.
-func New(cfg Config) (*Service, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("operations: Store is required")
+// New checks cfg and deps and returns a Service.
+func New(cfg Config, deps Deps) (*Service, error) {
+	if deps.Store == nil {
+		return nil, errors.New("operations: no store")
 	}
 	if cfg.Access != AccessRead && cfg.Access != AccessAct {
 		return nil, fmt.Errorf("operations: Access must be %q or %q, got %q", AccessRead, AccessAct, cfg.Access)
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger}
-	if s.log == nil {
-		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Archive != nil {
-		// The bucket's client is made at its first use: most requests
-		// never touch the archive, and a cold start does not pay for it.
-		s3 := cfg.Archive.S3
-		s.blobs = sync.OnceValues(func() (*blobstore.Store, error) {
-			return blobstore.Open(context.Background(), s3)
-		})
-	}
-	return s, nil
+	return &Service{cfg: cfg, deps: deps, log: deps.Logger}, nil
 }
 
 // archiver returns an Archiver on the Service's database and bucket, with
 // cfg (the Service's archive configuration, which a request may have
-// adjusted).
-func (s *Service) archiver(cfg archive.Config) (*archive.Archiver, error) {
-	blobs, err := s.blobs()
-	if err != nil {
-		return nil, inbox.WrapError(inbox.CauseArchiveStoreFailed, err, "the archive's bucket cannot be opened")
+// adjusted) and clock (nil: the system's).
+func (s *Service) archiver(cfg archive.Config, clock archive.Clock) (*archive.Archiver, error) {
+	if s.deps.Blobs == nil {
+		return nil, inbox.Errorf(inbox.CauseArchiveStoreFailed, "the archive's bucket is not open here")
 	}
-	cfg.Store, cfg.Blobs, cfg.Logger = s.cfg.Store, blobs, s.log
-	return archive.New(cfg)
+	return archive.New(cfg, archive.Deps{Store: s.deps.Store, Blobs: s.deps.Blobs, Logger: s.log, Clock: clock})
 }
 
 // archiveConfig is the Service's archive configuration, or the refusal of
@@ -166,7 +163,7 @@ func (s *Service) archiveConfig(what string) (archive.Config, error) {
 // read runs f in one read-only transaction (one snapshot), with the
 // database's clock at its start.
 func (s *Service) read(ctx context.Context, f func(tx *storage.Tx, now time.Time) error) error {
-	tx, err := s.cfg.Store.BeginReadOnly(ctx)
+	tx, err := s.deps.Store.BeginReadOnly(ctx)
 	if err != nil {
 		return classify(err)
 	}
@@ -259,3 +256,10 @@ func classify(err error) error {
 	}
 	return inbox.WrapError(inbox.CauseInternal, err, "the request failed")
 }
+
+// stoppedClock is an archive.Clock that always reads one time: the
+// database's, read with a request's count, so that its run archives
+// exactly what the count saw as due.
+type stoppedClock time.Time
+
+func (c stoppedClock) Now() time.Time { return time.Time(c) }

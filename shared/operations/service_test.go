@@ -2,6 +2,7 @@ package operations_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -28,6 +30,7 @@ type fixture struct {
 	act   *operations.Service
 	read  *operations.Service
 	arch  *archive.Config
+	blobs *blobstore.Store
 }
 
 // setup makes the fixture; withArchive adds a real S3 bucket (versioned,
@@ -38,13 +41,15 @@ func setup(t *testing.T, withArchive bool) *fixture {
 	f := &fixture{t: t, store: store, ctx: operations.WithOperator(t.Context(), operations.Operator{Name: "alice@ops"})}
 	if withArchive {
 		srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
-		f.arch = &archive.Config{S3: s3test.VersionedBucket(t, srv), Prefix: "archive", MinAge: time.Minute, BatchSize: 2}
+		f.arch = &archive.Config{Prefix: "archive", MinAge: time.Minute, BatchSize: 2}
+		f.blobs = s3test.Open(t, s3test.VersionedBucket(t, srv))
 	}
+	deps := operations.Deps{Store: store, Blobs: f.blobs}
 	var err error
-	if f.act, err = operations.New(operations.Config{Store: store, Access: operations.AccessAct, Archive: f.arch}); err != nil {
+	if f.act, err = operations.New(operations.Config{Access: operations.AccessAct, Archive: f.arch}, deps); err != nil {
 		t.Fatal(err)
 	}
-	if f.read, err = operations.New(operations.Config{Store: store, Access: operations.AccessRead, Archive: f.arch}); err != nil {
+	if f.read, err = operations.New(operations.Config{Access: operations.AccessRead, Archive: f.arch}, deps); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -55,6 +60,30 @@ func cause(t *testing.T, err error, want inbox.Cause) {
 	t.Helper()
 	if got := inbox.CauseOf(err); err == nil || got != want {
 		t.Fatalf("error %v has cause %s, want %s", err, got, want)
+	}
+}
+
+// field is one field a test checks: its name, its value and the value it
+// should have.
+type field struct {
+	name      string
+	got, want any
+}
+
+// fields fails the test, naming each field of what whose value differs
+// from the one it should have. Values are compared as printed, so that an
+// untyped 2 is an int64's 2.
+func fields(t testing.TB, what string, fs ...field) {
+	t.Helper()
+	failed := false
+	for _, f := range fs {
+		if fmt.Sprint(f.got) != fmt.Sprint(f.want) {
+			t.Errorf("%s: %s = %v, want %v", what, f.name, f.got, f.want)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
 	}
 }
 
@@ -71,41 +100,62 @@ func must[T any](t *testing.T) func(T, error) T {
 func TestNewRefusesAnAccessItDoesNotKnow(t *testing.T) {
 	t.Parallel()
 	store := storage.New(pgtest.Pool(t))
-	if _, err := operations.New(operations.Config{Store: store}); err == nil {
+	if _, err := operations.New(operations.Config{}, operations.Deps{Store: store}); err == nil {
 		t.Fatal("a Service without an access was made")
 	}
-	if _, err := operations.New(operations.Config{Store: store, Access: "admin"}); err == nil {
+	if _, err := operations.New(operations.Config{Access: "admin"}, operations.Deps{Store: store}); err == nil {
 		t.Fatal("a Service with access admin was made")
+	}
+	if _, err := operations.New(operations.Config{Access: operations.AccessRead}, operations.Deps{}); err == nil {
+		t.Fatal("a Service without a store was made")
 	}
 }
 
 // ConfigFromEnv fails closed: without OPERATOR_ACCESS the Service may only
 // read; with ARCHIVE_BUCKET it reads the archive's settings, whose
-// problems and the database's are each said once.
+// problems are each said once (ARCHIVE_MIN_AGE is read twice).
 func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	cfg, err := operations.ConfigFromEnv(env(map[string]string{"DATABASE_URL": "postgres://u@127.0.0.1/db?sslmode=disable"}))
-	if err != nil || cfg.Access != operations.AccessRead || cfg.Archive != nil {
-		t.Fatalf("default = %+v, %v", cfg, err)
+	cfg, err := operations.ConfigFromEnv(env(map[string]string{}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	cfg, err = operations.ConfigFromEnv(env(map[string]string{"DATABASE_URL": "postgres://u@127.0.0.1/db?sslmode=disable", operations.EnvAccess: "act",
-		"ARCHIVE_BUCKET": "b", "ARCHIVE_PREFIX": "archive", "ARCHIVE_MIN_AGE": "3d"}))
-	if err != nil || cfg.Access != operations.AccessAct || cfg.Archive == nil || cfg.Archive.MinAge != 72*time.Hour || cfg.Archive.S3.Bucket != "b" {
-		t.Fatalf("acting with an archive = %+v, %v", cfg, err)
+	if cfg.Access != operations.AccessRead {
+		t.Errorf("default Access = %q, want %q", cfg.Access, operations.AccessRead)
+	}
+	if cfg.Archive != nil {
+		t.Errorf("an archive is configured without ARCHIVE_BUCKET: %+v", *cfg.Archive)
+	}
+	get := env(map[string]string{operations.EnvAccess: "act", "ARCHIVE_BUCKET": "b", "ARCHIVE_PREFIX": "archive", "ARCHIVE_MIN_AGE": "3d"})
+	cfg, err = operations.ConfigFromEnv(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Access != operations.AccessAct {
+		t.Errorf("Access = %q, want %q", cfg.Access, operations.AccessAct)
+	}
+	if !operations.ArchiveConfigured(get) {
+		t.Error("ARCHIVE_BUCKET is set, but the archive is not configured")
+	}
+	if cfg.Archive == nil {
+		t.Fatal("ARCHIVE_BUCKET is set, but Archive is nil")
+	}
+	if cfg.Archive.MinAge != 72*time.Hour {
+		t.Errorf("Archive.MinAge = %v, want 72h", cfg.Archive.MinAge)
 	}
 	_, err = operations.ConfigFromEnv(env(map[string]string{operations.EnvAccess: "admin", "ARCHIVE_BUCKET": "b", "ARCHIVE_MIN_AGE": "soon"}))
 	if err == nil {
 		t.Fatal("bad settings accepted")
 	}
 	msg := err.Error()
-	for _, want := range []string{operations.EnvAccess, "DATABASE_URL", "ARCHIVE_MIN_AGE"} {
+	for _, want := range []string{operations.EnvAccess, "ARCHIVE_MIN_AGE"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error does not name %s:\n%s", want, msg)
 		}
 	}
-	if strings.Count(msg, "DATABASE_URL") != 1 {
-		t.Errorf("the database's problem is said more than once:\n%s", msg)
+	if strings.Count(msg, "ARCHIVE_MIN_AGE") != 1 {
+		t.Errorf("ARCHIVE_MIN_AGE's problem is said more than once:\n%s", msg)
 	}
 }
 
@@ -113,9 +163,8 @@ func TestWhoami(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false)
 	id := must[*operations.Identity](t)(f.read.Whoami(f.ctx))
-	if id.Operator != "alice@ops" || id.Verified || id.Access != operations.AccessRead || id.DatabaseRole == "" {
-		t.Fatalf("whoami = %+v", id)
-	}
+	fields(t, "whoami", field{"Operator", id.Operator, "alice@ops"}, field{"Verified", id.Verified, false},
+		field{"Access", id.Access, operations.AccessRead}, field{"DatabaseRole given", id.DatabaseRole != "", true})
 	ctx := operations.WithOperator(t.Context(), operations.Operator{Name: "arn:aws:sts::1:assumed-role/Ops/bob", Verified: true})
 	if id := must[*operations.Identity](t)(f.act.Whoami(ctx)); !id.Verified || id.Access != operations.AccessAct {
 		t.Fatalf("whoami = %+v", id)
@@ -141,9 +190,11 @@ func TestStats(t *testing.T) {
 	if st.Backlog.Unprocessed != 4 || st.Backlog.Retrying != 1 || st.Backlog.OldestReceivedAt == nil {
 		t.Errorf("backlog = %+v", st.Backlog)
 	}
-	if st.DeadLettersOpen != 2 || len(st.DeadLetters) != 1 || st.DeadLetters[0].Source != "github" || st.OldestDeadAt == nil {
-		t.Errorf("dead letters = %d %+v", st.DeadLettersOpen, st.DeadLetters)
+	if len(st.DeadLetters) != 1 {
+		t.Fatalf("dead letters by source = %+v, want github's alone", st.DeadLetters)
 	}
+	fields(t, "dead letters", field{"DeadLettersOpen", st.DeadLettersOpen, 2}, field{"DeadLetters[0].Source", st.DeadLetters[0].Source, "github"},
+		field{"OldestDeadAt given", st.OldestDeadAt != nil, true})
 	if st.RejectionsTotal != 3 || len(st.Rejections) != 1 || st.Rejections[0].Cause != inbox.CauseSignatureMismatch {
 		t.Errorf("rejections = %d %+v", st.RejectionsTotal, st.Rejections)
 	}
@@ -156,9 +207,11 @@ func TestStats(t *testing.T) {
 		t.Errorf("window = %s %v", st.Window, st.WindowSeconds)
 	}
 	c := st.Charts
-	if c == nil || c.Width() != 2*time.Minute || len(c.Accepted) != 30 || len(c.Processed) != 30 || len(c.Refused) != 1 {
-		t.Fatalf("charts = %+v", c)
+	if c == nil {
+		t.Fatal("no charts")
 	}
+	fields(t, "charts", field{"Width()", c.Width(), 2 * time.Minute}, field{"len(Accepted)", len(c.Accepted), 30},
+		field{"len(Processed)", len(c.Processed), 30}, field{"len(Refused)", len(c.Refused), 1})
 	var accepted, refused int64
 	for i := range c.Accepted {
 		accepted += c.Accepted[i]
@@ -186,9 +239,8 @@ func TestRefusals(t *testing.T) {
 	}
 	factory.Rejection(f.ctx, t, f.store, &factory.RejectionOpts{Source: "nope", Cause: inbox.CauseUnknownSource})
 	r := must[*operations.Refusals](t)(f.read.Refusals(f.ctx, operations.RefusalsQuery{Limit: 2}))
-	if r.Total != 3 || len(r.Counts) != 2 || len(r.Recent) != 2 || r.Recent[0].Cause != inbox.CauseUnknownSource {
-		t.Fatalf("refusals = %+v", r)
-	}
+	fields(t, "refusals", field{"Total", r.Total, 3}, field{"len(Counts)", len(r.Counts), 2}, field{"len(Recent)", len(r.Recent), 2})
+	fields(t, "refusals", field{"Recent[0].Cause", r.Recent[0].Cause, inbox.CauseUnknownSource})
 	_, err := f.read.Refusals(f.ctx, operations.RefusalsQuery{Limit: operations.MaxLimit + 1})
 	cause(t, err, inbox.CauseInvalidArgument)
 }
@@ -276,10 +328,10 @@ func TestEventDetail(t *testing.T) {
 	dead := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "github", EventID: "d1", State: inbox.StateDead, LastError: "nope",
 		Metadata: map[string]string{"z": "1", "a": "2"}})
 	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: dead.ID}))
-	if d.Event.State != inbox.StateDead || len(d.History) != 3 || len(d.DeadLetters) != 1 || d.OpenDeadLetter != d.DeadLetters[0].ID ||
-		d.Event.NextAttemptAt != nil || d.Event.BodySHA256 == "" || !d.Event.BodyInPostgres {
-		t.Fatalf("detail = %+v", d)
-	}
+	fields(t, "detail", field{"Event.State", d.Event.State, inbox.StateDead}, field{"len(History)", len(d.History), 3},
+		field{"len(DeadLetters)", len(d.DeadLetters), 1}, field{"Event.NextAttemptAt set", d.Event.NextAttemptAt != nil, false},
+		field{"Event.BodySHA256 given", d.Event.BodySHA256 != "", true}, field{"Event.BodyInPostgres", d.Event.BodyInPostgres, true})
+	fields(t, "detail", field{"OpenDeadLetter", d.OpenDeadLetter, d.DeadLetters[0].ID})
 	if keys := d.Event.MetadataKeys(); len(keys) != 2 || keys[0] != "a" {
 		t.Errorf("metadata keys = %v", keys)
 	}
@@ -318,7 +370,7 @@ func TestEventBody(t *testing.T) {
 	if string(b.Bytes) != string(body) || b.From != operations.BodyFromArchive || b.ArchiveKey == "" {
 		t.Fatalf("body from the archive = %+v", b)
 	}
-	noArchive := must[*operations.Service](t)(operations.New(operations.Config{Store: f.store, Access: operations.AccessRead}))
+	noArchive := must[*operations.Service](t)(operations.New(operations.Config{Access: operations.AccessRead}, operations.Deps{Store: f.store}))
 	_, err := noArchive.EventBody(f.ctx, e.ID)
 	cause(t, err, inbox.CauseArchiveNotConfigured)
 
@@ -360,9 +412,12 @@ func TestRequeue(t *testing.T) {
 		t.Fatalf("requeue = %+v", res)
 	}
 	acts := must[*operations.ActionPage](t)(f.read.Actions(f.ctx, operations.ActionQuery{}))
-	if len(acts.Actions) != 1 || acts.Actions[0].Actor != "alice@ops" || *acts.Actions[0].Reason != "INC-1" || acts.Actions[0].Events != 2 {
-		t.Fatalf("actions = %+v", acts.Actions)
+	fields(t, "actions", field{"len(Actions)", len(acts.Actions), 1})
+	act := acts.Actions[0]
+	if act.Reason == nil {
+		t.Fatal("the action has no reason")
 	}
+	fields(t, "action", field{"Actor", act.Actor, "alice@ops"}, field{"Reason", *act.Reason, "INC-1"}, field{"Events", act.Events, 2})
 	if p := must[*operations.DeadLetterPage](t)(f.read.DeadLetters(f.ctx, operations.DeadLetterQuery{})); len(p.DeadLetters) != 0 {
 		t.Fatalf("open dead letters after the requeue = %+v", p.DeadLetters)
 	}
@@ -436,9 +491,8 @@ func TestReplayInCalls(t *testing.T) {
 		t.Fatalf("replayed %d, want 5", total)
 	}
 	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: evs[4].ID}))
-	if len(d.Actions) != 1 || d.Actions[0].ID != first.ActionID || d.Actions[0].Events != 5 || d.Actions[0].Actor != "alice@ops" {
-		t.Fatalf("the record = %+v", d.Actions)
-	}
+	fields(t, "the record", field{"len(Actions)", len(d.Actions), 1})
+	fields(t, "the record", field{"ID", d.Actions[0].ID, first.ActionID}, field{"Events", d.Actions[0].Events, 5}, field{"Actor", d.Actions[0].Actor, "alice@ops"})
 }
 
 // An expunge says first what it would erase (a read-only API may ask);
@@ -449,12 +503,12 @@ func TestExpunge(t *testing.T) {
 	e := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "s", EventID: "evt_x", State: inbox.StateDead, LastError: "quoted body"})
 	ref := operations.EventRef{Source: "s", EventID: "evt_x"}
 	plan := must[*operations.ExpungeResult](t)(f.read.Expunge(f.ctx, operations.ExpungeRequest{Event: ref, DryRun: true}))
-	if !plan.DryRun || plan.ID != e.ID || !plan.BodyInPostgres || !plan.LastErrorStored || plan.AttemptErrors != 3 || plan.DeadLetterCopies != 1 || len(plan.NotReached) == 0 {
-		t.Fatalf("plan = %+v", plan)
-	}
+	fields(t, "plan", field{"DryRun", plan.DryRun, true}, field{"ID", plan.ID, e.ID}, field{"BodyInPostgres", plan.BodyInPostgres, true},
+		field{"LastErrorStored", plan.LastErrorStored, true}, field{"AttemptErrors", plan.AttemptErrors, 3}, field{"DeadLetterCopies", plan.DeadLetterCopies, 1},
+		field{"NotReached given", len(plan.NotReached) != 0, true})
 	_, err := f.read.Expunge(f.ctx, operations.ExpungeRequest{Event: ref})
 	cause(t, err, inbox.CauseReadOnly)
-	noArchive := must[*operations.Service](t)(operations.New(operations.Config{Store: f.store, Access: operations.AccessAct}))
+	noArchive := must[*operations.Service](t)(operations.New(operations.Config{Access: operations.AccessAct}, operations.Deps{Store: f.store}))
 	_, err = noArchive.Expunge(f.ctx, operations.ExpungeRequest{Event: ref})
 	cause(t, err, inbox.CauseArchiveNotConfigured)
 
@@ -465,9 +519,8 @@ func TestExpunge(t *testing.T) {
 	_, err = f.read.EventBody(f.ctx, e.ID)
 	cause(t, err, inbox.CauseEventExpunged)
 	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: e.ID}))
-	if d.Event.State != inbox.StateExpunged || len(d.Actions) != 1 || d.Actions[0].Action != inbox.ActionExpunge || d.Actions[0].Actor != "alice@ops" {
-		t.Fatalf("after = %+v %+v", d.Event, d.Actions)
-	}
+	fields(t, "after", field{"Event.State", d.Event.State, inbox.StateExpunged}, field{"len(Actions)", len(d.Actions), 1})
+	fields(t, "after", field{"Actions[0].Action", d.Actions[0].Action, inbox.ActionExpunge}, field{"Actions[0].Actor", d.Actions[0].Actor, "alice@ops"})
 }
 
 // An archive run is bounded per call; the calls go on while it says it
@@ -530,7 +583,7 @@ func TestDatabaseDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	svc := must[*operations.Service](t)(operations.New(operations.Config{Store: storage.New(pool), Access: operations.AccessRead}))
+	svc := must[*operations.Service](t)(operations.New(operations.Config{Access: operations.AccessRead}, operations.Deps{Store: storage.New(pool)}))
 	_, err = svc.Stats(t.Context(), operations.StatsQuery{})
 	cause(t, err, inbox.CauseDatabaseUnavailable)
 }

@@ -33,7 +33,7 @@ func TestActionsWakeTheProcessor(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false)
 	w := &wakes{}
-	act := must[*operations.Service](t)(operations.New(operations.Config{Store: f.store, Access: operations.AccessAct, Wake: w}))
+	act := must[*operations.Service](t)(operations.New(operations.Config{Access: operations.AccessAct}, operations.Deps{Store: f.store, Wake: w}))
 	factory.Events(f.ctx, t, f.store, 2, &factory.EventOpts{Source: "shop", State: inbox.StateDead})
 	factory.Events(f.ctx, t, f.store, 2, &factory.EventOpts{Source: "shop", State: inbox.StateProcessed})
 

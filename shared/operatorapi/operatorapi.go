@@ -97,8 +97,10 @@ func (c Caller) Name() string {
 // maxOperatorBytes is the record's bound on an operator's name.
 const maxOperatorBytes = 200
 
-// Config configures a Handler.
-type Config struct {
+// Deps is what a Handler serves and reports to. The Handler has no
+// settings of its own, so no Config: its routes and bounds are the API's
+// version.
+type Deps struct {
 	// API serves the requests: an operations.Service. Required.
 	API operations.API
 	// Caller returns the request's verified principal; false when it
@@ -115,37 +117,37 @@ type Config struct {
 
 // Handler serves the operator API.
 type Handler struct {
-	cfg    Config
+	deps   Deps
 	log    *slog.Logger
 	routes map[string]route
 }
 
-// New checks cfg and returns the Handler.
-func New(cfg Config) (*Handler, error) {
-	if cfg.API == nil || cfg.Caller == nil {
+// New checks deps and returns the Handler.
+func New(deps Deps) (*Handler, error) {
+	if deps.API == nil || deps.Caller == nil {
 		return nil, errors.New("operatorapi: API and Caller are required")
 	}
-	if cfg.RequestID == nil {
-		cfg.RequestID = func(*http.Request) string { return "" }
+	if deps.RequestID == nil {
+		deps.RequestID = func(*http.Request) string { return "" }
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger}
+	h := &Handler{deps: deps, log: deps.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.routes = map[string]route{
 		"/v1/whoami":       {http.MethodGet, h.whoami},
-		"/v1/stats":        {http.MethodGet, read(h, statsKeys, ParseStats, cfg.API.Stats)},
-		"/v1/refusals":     {http.MethodGet, read(h, refusalsKeys, ParseRefusals, cfg.API.Refusals)},
-		"/v1/events":       {http.MethodGet, read(h, eventsKeys, ParseEvents, cfg.API.Events)},
-		"/v1/events/find":  {http.MethodGet, read(h, findKeys, ParseFind, cfg.API.Find)},
-		"/v1/event":        {http.MethodGet, read(h, eventKeys, ParseEvent, cfg.API.Event)},
+		"/v1/stats":        {http.MethodGet, read(h, statsKeys, ParseStats, deps.API.Stats)},
+		"/v1/refusals":     {http.MethodGet, read(h, refusalsKeys, ParseRefusals, deps.API.Refusals)},
+		"/v1/events":       {http.MethodGet, read(h, eventsKeys, ParseEvents, deps.API.Events)},
+		"/v1/events/find":  {http.MethodGet, read(h, findKeys, ParseFind, deps.API.Find)},
+		"/v1/event":        {http.MethodGet, read(h, eventKeys, ParseEvent, deps.API.Event)},
 		"/v1/event/body":   {http.MethodGet, h.body},
-		"/v1/dead-letters": {http.MethodGet, read(h, deadLetterKeys, ParseDeadLetters, cfg.API.DeadLetters)},
-		"/v1/actions":      {http.MethodGet, read(h, actionKeys, ParseActions, cfg.API.Actions)},
-		"/v1/requeue":      {http.MethodPost, act(h, cfg.API.Requeue)},
-		"/v1/replay":       {http.MethodPost, act(h, cfg.API.Replay)},
-		"/v1/expunge":      {http.MethodPost, act(h, cfg.API.Expunge)},
-		"/v1/archive-run":  {http.MethodPost, act(h, cfg.API.ArchiveRun)},
+		"/v1/dead-letters": {http.MethodGet, read(h, deadLetterKeys, ParseDeadLetters, deps.API.DeadLetters)},
+		"/v1/actions":      {http.MethodGet, read(h, actionKeys, ParseActions, deps.API.Actions)},
+		"/v1/requeue":      {http.MethodPost, act(h, deps.API.Requeue)},
+		"/v1/replay":       {http.MethodPost, act(h, deps.API.Replay)},
+		"/v1/expunge":      {http.MethodPost, act(h, deps.API.Expunge)},
+		"/v1/archive-run":  {http.MethodPost, act(h, deps.API.ArchiveRun)},
 	}
 	return h, nil
 }
@@ -160,7 +162,7 @@ type route struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
-	caller, ok := h.cfg.Caller(r)
+	caller, ok := h.deps.Caller(r)
 	switch {
 	case !ok || caller.UserARN == "":
 		// Before anything is read or routed: an unauthenticated request
@@ -173,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.route(rec, r.WithContext(operations.WithOperator(r.Context(), op)))
 	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "operator", caller.UserARN,
-		"access_key", caller.AccessKey, "request_id", h.cfg.RequestID(r), "duration_ms", time.Since(start).Milliseconds()}
+		"access_key", caller.AccessKey, "request_id", h.deps.RequestID(r), "duration_ms", time.Since(start).Milliseconds()}
 	switch {
 	case rec.err != nil && rec.status >= 500:
 		h.log.Error("operator API: request failed", append(attrs, "cause", inbox.CauseOf(rec.err), "err", rec.err)...)
@@ -213,12 +215,7 @@ func read[Q, R any](h *Handler, keys []string, parse func(url.Values) (Q, error)
 			h.writeError(w, err)
 			return
 		}
-		res, err := call(r.Context(), q)
-		if err != nil {
-			h.writeError(w, err)
-			return
-		}
-		h.writeJSON(w, http.StatusOK, res)
+		answer(h, w, r, q, call)
 	}
 }
 
@@ -230,13 +227,19 @@ func act[Q, R any](h *Handler, call func(context.Context, Q) (R, error)) http.Ha
 			h.writeError(w, err)
 			return
 		}
-		res, err := call(r.Context(), q)
-		if err != nil {
-			h.writeError(w, err)
-			return
-		}
-		h.writeJSON(w, http.StatusOK, res)
+		answer(h, w, r, q, call)
 	}
+}
+
+// answer calls the API with q and writes its result, or its error through
+// the one cause → status table.
+func answer[Q, R any](h *Handler, w http.ResponseWriter, r *http.Request, q Q, call func(context.Context, Q) (R, error)) {
+	res, err := call(r.Context(), q)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	h.writeJSON(w, http.StatusOK, res)
 }
 
 func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +247,7 @@ func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	id, err := h.cfg.API.Whoami(r.Context())
+	id, err := h.deps.API.Whoami(r.Context())
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -273,7 +276,7 @@ func (h *Handler) body(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	b, err := h.cfg.API.EventBody(r.Context(), id)
+	b, err := h.deps.API.EventBody(r.Context(), id)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -422,7 +425,7 @@ type ErrorDetail struct {
 // it: Handler is the lambdahttp.ErrorWriter of the operator function.
 func (h *Handler) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	h.log.Error("operator API: request failed", "method", r.Method, "path", r.URL.Path,
-		"request_id", h.cfg.RequestID(r), "cause", inbox.CauseOf(err), "err", err)
+		"request_id", h.deps.RequestID(r), "cause", inbox.CauseOf(err), "err", err)
 	h.writeError(w, err)
 }
 

@@ -3,6 +3,7 @@ package operatorapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,11 +40,11 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, store: storage.New(pgtest.Pool(t))}
 	serve := func(access operations.Access) *httptest.Server {
-		svc, err := operations.New(operations.Config{Store: f.store, Access: access})
+		svc, err := operations.New(operations.Config{Access: access}, operations.Deps{Store: f.store})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := operatorapi.New(operatorapi.Config{API: svc, Caller: func(r *http.Request) (operatorapi.Caller, bool) {
+		h, err := operatorapi.New(operatorapi.Deps{API: svc, Caller: func(r *http.Request) (operatorapi.Caller, bool) {
 			arn := r.Header.Get(principalHeader)
 			return operatorapi.Caller{UserARN: arn, UserID: "AROAEXAMPLE:alice", AccountID: "123456789012"}, arn != ""
 		}})
@@ -92,14 +93,39 @@ func (f *fixture) post(srv *httptest.Server, path string, v any) (int, []byte) {
 	return status, out
 }
 
+// field is one field a test checks: its name, its value and the value it
+// should have.
+type field struct {
+	name      string
+	got, want any
+}
+
+// fields fails the test, naming each field of what whose value differs
+// from the one it should have. Values are compared as printed, so that an
+// untyped 2 is an int64's 2.
+func fields(t testing.TB, what string, fs ...field) {
+	t.Helper()
+	failed := false
+	for _, f := range fs {
+		if fmt.Sprint(f.got) != fmt.Sprint(f.want) {
+			t.Errorf("%s: %s = %v, want %v", what, f.name, f.got, f.want)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
+}
+
 // refused checks an answer is the error table's: the status, the cause,
 // a message, JSON.
 func refused(t *testing.T, status int, body []byte, wantStatus int, wantCause inbox.Cause) {
 	t.Helper()
 	var e operatorapi.ErrorBody
-	if err := json.Unmarshal(body, &e); err != nil || status != wantStatus || e.Error.Cause != wantCause || e.Error.Message == "" {
-		t.Fatalf("answer %d %s, want %d with cause %s", status, body, wantStatus, wantCause)
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("answer %d is not the error's JSON (%v): %s", status, err, body)
 	}
+	fields(t, "refusal", field{"status", status, wantStatus}, field{"cause", e.Error.Cause, wantCause}, field{"message given", e.Error.Message != "", true})
 }
 
 // Nothing is served without a verified principal: not a read, not an
@@ -163,9 +189,8 @@ func TestReads(t *testing.T) {
 	}
 	var st operations.Stats
 	check("/v1/stats?"+operatorapi.StatsValues(operations.StatsQuery{Window: operations.Span(3600e9), Charts: true, Storage: true}).Encode(), &st)
-	if st.DeadLettersOpen != 1 || st.Charts == nil || st.Bloat == nil || st.Window.String() != "1h" {
-		t.Errorf("stats = %+v", st)
-	}
+	fields(t, "stats", field{"DeadLettersOpen", st.DeadLettersOpen, 1}, field{"Charts given", st.Charts != nil, true},
+		field{"Bloat given", st.Bloat != nil, true}, field{"Window", st.Window, "1h"})
 	var ref operations.Refusals
 	check("/v1/refusals?window=1d&limit=5", &ref)
 	if ref.Total != 1 {
@@ -269,9 +294,14 @@ func TestReadOnlyRefusesAndActingRecordsThePrincipal(t *testing.T) {
 	}
 	_, acts := f.get(f.read, "/v1/actions")
 	var page operations.ActionPage
-	if err := json.Unmarshal(acts, &page); err != nil || len(page.Actions) != 1 || page.Actions[0].Actor != alice || *page.Actions[0].Reason != "INC-9" {
-		t.Fatalf("actions = %s", acts)
+	if err := json.Unmarshal(acts, &page); err != nil {
+		t.Fatalf("actions: %v: %s", err, acts)
 	}
+	fields(t, "actions", field{"len(Actions)", len(page.Actions), 1})
+	if page.Actions[0].Reason == nil {
+		t.Fatal("the action has no reason")
+	}
+	fields(t, "action", field{"Actor", page.Actions[0].Actor, alice}, field{"Reason", *page.Actions[0].Reason, "INC-9"})
 }
 
 // A principal whose ARN is longer than a record holds is recorded by its
@@ -297,10 +327,11 @@ func TestBodyInChunks(t *testing.T) {
 	var got []byte
 	for offset := 0; ; {
 		status, h, chunk := f.do(f.read, http.MethodGet, "/v1/event/body?id="+strconv.FormatInt(e.ID, 10)+"&offset="+strconv.Itoa(offset), alice, "", nil)
-		if status != 200 || h.Get("Content-Type") != "application/octet-stream" || h.Get(operatorapi.HeaderBodySize) != strconv.Itoa(len(raw)) ||
-			h.Get(operatorapi.HeaderBodyFrom) != "postgres" || h.Get(operatorapi.HeaderBodySHA256) == "" || len(chunk) > operatorapi.BodyChunk {
-			t.Fatalf("chunk at %d: %d %v (%d bytes)", offset, status, h, len(chunk))
-		}
+		fields(t, fmt.Sprintf("chunk at %d", offset), field{"status", status, 200}, field{"Content-Type", h.Get("Content-Type"), "application/octet-stream"},
+			field{operatorapi.HeaderBodySize, h.Get(operatorapi.HeaderBodySize), strconv.Itoa(len(raw))},
+			field{operatorapi.HeaderBodyFrom, h.Get(operatorapi.HeaderBodyFrom), "postgres"},
+			field{operatorapi.HeaderBodySHA256 + " given", h.Get(operatorapi.HeaderBodySHA256) != "", true},
+			field{"within BodyChunk", len(chunk) <= operatorapi.BodyChunk, true})
 		got = append(got, chunk...)
 		offset += len(chunk)
 		if offset == len(raw) {

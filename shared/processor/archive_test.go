@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -39,8 +40,8 @@ func TestReplayFromTheArchive(t *testing.T) {
 	f.drain(f.processor(processor.Config{}))
 
 	blobs := s3test.Open(t, s3test.Bucket(t, s3test.Server(t)))
-	arch, err := archive.New(archive.Config{Store: f.store, Blobs: blobs, Prefix: "archive", MinAge: time.Minute,
-		Now: func() time.Time { return f.clock.Now().Add(time.Hour) }})
+	arch, err := archive.New(archive.Config{Prefix: "archive", MinAge: time.Minute},
+		archive.Deps{Store: f.store, Blobs: blobs, Clock: testclock.At(f.clock.Now().Add(time.Hour))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +64,22 @@ func TestReplayFromTheArchive(t *testing.T) {
 		t.Fatalf("history = %+v", h)
 	}
 	f.clock.Advance(time.Hour)
-	if st := f.drain(f.processor(processor.Config{Bodies: arch})); st.Handled != 1 {
+	if st := f.drain(f.processorOn(processor.Config{}, processor.Deps{Bodies: arch})); st.Handled != 1 {
 		t.Fatalf("drain with the archive = %+v", st)
 	}
-	if len(got) != 2 || got[1].body != string(body) || got[1].payload != got[0].payload || got[0].body != string(body) || got[1].attempt != 3 {
-		t.Fatalf("the handler saw %+v", got)
+	if len(got) != 2 {
+		t.Fatalf("the handler ran %d times, want 2", len(got))
+	}
+	for i, g := range got {
+		if g.body != string(body) {
+			t.Errorf("run %d: the handler saw body %q, want %q", i+1, g.body, body)
+		}
+	}
+	if got[1].payload != got[0].payload {
+		t.Errorf("the replay's payload %q, want the first run's %q", got[1].payload, got[0].payload)
+	}
+	if got[1].attempt != 3 {
+		t.Errorf("the replay ran as attempt %d, want 3", got[1].attempt)
 	}
 	// Still archived: the body stays in S3 alone.
 	if r := f.row(id); r.ProcessedAt == nil || r.ArchivedAt == nil || r.Body != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // BodyReader reads the body of an archived event from the archive, byte
-// for byte as received (Config.Bodies; archive.Archiver implements it).
+// for byte as received (Deps.Bodies; archive.OpenBodies gives one).
 type BodyReader interface {
 	Body(ctx context.Context, ev *inbox.Event) ([]byte, error)
 }
@@ -45,7 +45,7 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 	// in the claim's fallback.
 	recorded := ev.Attempts
 	ev.Attempts = recorded + 1
-	a := attempt{ev: ev, number: recorded + 1, AttemptResult: storage.AttemptResult{ID: ev.ID, StartedAt: p.cfg.Now()}}
+	a := attempt{ev: ev, number: recorded + 1, AttemptResult: storage.AttemptResult{ID: ev.ID, StartedAt: p.clock.Now()}}
 	// The body is only this attempt's to hold: the claim's budget counts
 	// on it being dropped once the event is done.
 	defer func() { ev.Attempts, ce.Body, ce.Payload, ce.BodyLoaded = recorded, nil, nil, false }()
@@ -57,7 +57,7 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 			fmt.Errorf("%d attempts already failed; the maximum is now %d", ev.FailedAttempts, p.cfg.MaxAttempts), true)
 		return a, nil
 	}
-	h, found := p.cfg.Registry.Lookup(ev.Source, ev.SourceKind, ev.Type)
+	h, found := p.reg.Lookup(ev.Source, ev.SourceKind, ev.Type)
 	if !found {
 		switch p.cfg.Unhandled {
 		case UnhandledDeadLetter:
@@ -66,7 +66,7 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 			p.fail(&a, ce, inbox.CauseNoHandler, errNoHandler, false)
 		default:
 			// Nothing runs, so nothing needs a savepoint.
-			a.Outcome, a.FinishedAt = inbox.AttemptUnhandled, p.cfg.Now()
+			a.Outcome, a.FinishedAt = inbox.AttemptUnhandled, p.clock.Now()
 		}
 		return a, nil
 	}
@@ -94,7 +94,7 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 			p.fail(&a, ce, inbox.CauseCommitFailed, err, false)
 			return a, fmt.Errorf("release the savepoint of event %d: %w", ev.ID, err)
 		}
-		a.Outcome, a.FinishedAt = inbox.AttemptHandled, p.cfg.Now()
+		a.Outcome, a.FinishedAt = inbox.AttemptHandled, p.clock.Now()
 		return a, nil
 	}
 	if perr := privilegeError(herr, htx.last); perr != nil {
@@ -117,7 +117,7 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 // dead letters when dead says so, or when this failure spends the run's
 // MaxAttempts, else it is due again after the backoff.
 func (p *Processor) fail(a *attempt, ce *storage.ClaimedEvent, cause inbox.Cause, err error, dead bool) {
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	failures := ce.FailedAttempts + 1
 	a.Outcome, a.Cause, a.Error, a.FinishedAt = inbox.AttemptFailed, cause, errorText(err), now
 	a.Dead = dead || failures >= p.cfg.MaxAttempts
@@ -148,10 +148,10 @@ func (p *Processor) body(ctx context.Context, ce *storage.ClaimedEvent) error {
 		return inbox.Errorf(inbox.CauseBodyOverBudget, "the body (%d bytes) is larger than the processor's body budget (%d bytes)",
 			ce.BodySize, p.cfg.BodyBudget)
 	case ce.ArchivedAt != nil:
-		if p.cfg.Bodies == nil {
+		if p.bodies == nil {
 			return inbox.Errorf(inbox.CauseArchiveStoreUnavailable, "the event's body is archived and the processor has no archive to read it from (ARCHIVE_BUCKET)")
 		}
-		b, err := p.cfg.Bodies.Body(ctx, ce.Event)
+		b, err := p.bodies.Body(ctx, ce.Event)
 		if err != nil {
 			return fmt.Errorf("read the archived body: %w", err)
 		}

@@ -43,16 +43,3 @@ func (b Backoff) Delay(attempt int) time.Duration {
 	}
 	return time.Duration(r() * float64(b.Ceiling(attempt)))
 }
-
-// RetryWindow returns the longest time from an event's first attempt to its
-// last when every attempt fails: the sum of the delay ceilings between
-// maxAttempts attempts (handler run times aside). Full jitter makes the
-// expected window half of it. With the defaults (30s, 6h, 12 attempts) it
-// is 14h31m30s, about 7h16m expected.
-func (b Backoff) RetryWindow(maxAttempts int) time.Duration {
-	var total time.Duration
-	for n := 1; n < maxAttempts; n++ {
-		total += b.Ceiling(n)
-	}
-	return total
-}

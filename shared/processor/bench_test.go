@@ -1,7 +1,6 @@
 package processor_test
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +31,7 @@ func BenchmarkDrain(b *testing.B) {
 		f, url := benchSetup(b)
 		procs := make([]*processor.Processor, 4)
 		for i := range procs {
-			procs[i] = f.processor(processor.Config{Pool: newPool(b, url), Name: fmt.Sprint("p", i)})
+			procs[i] = f.processorOn(processor.Config{}, processor.Deps{Pool: newPool(b, url)})
 		}
 		var wg sync.WaitGroup
 		var handled atomic.Int64

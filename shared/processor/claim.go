@@ -41,7 +41,7 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 	if err != nil {
 		return 0, p.bookkeepingFailed(err, p.log)
 	}
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	var evs []storage.ClaimedEvent
 	if solo {
 		evs, err = tx.EventClaimSolo(ctx, now, p.cfg.BodyBudget)
@@ -139,7 +139,7 @@ func (p *Processor) commit(ctx context.Context, tx *storage.Tx, c *claim, attemp
 	if err := p.record(bctx, tx, c, attempts); err != nil {
 		return err
 	}
-	ok, err := tx.ClaimRelease(bctx, c.Processor, c.Token, p.cfg.Now())
+	ok, err := tx.ClaimRelease(bctx, c.Processor, c.Token, p.clock.Now())
 	switch {
 	case err != nil:
 		return err
@@ -238,7 +238,7 @@ func (p *Processor) fallback(ctx context.Context, c *claim, attempts []attempt, 
 	}
 	bctx, cancel := p.bookkeepingContext(ctx)
 	defer cancel()
-	if _, err := p.store.ClaimRelease(bctx, c.Processor, c.Token, p.cfg.Now()); err != nil {
+	if _, err := p.store.ClaimRelease(bctx, c.Processor, c.Token, p.clock.Now()); err != nil {
 		// Its lease passing frees it: the next processor to look finds
 		// every event processed or recorded.
 		p.log.Warn("processor: could not empty a claim after its fallback; it ends with its lease",

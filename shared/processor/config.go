@@ -3,7 +3,6 @@ package processor
 import (
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
@@ -50,20 +49,24 @@ const (
 	poolConnectTimeout  = 3 * time.Second
 )
 
-// ConfigFromEnv reads the processor's configuration with getenv, with the
+// ConfigFromEnv reads the processor's settings with getenv, with the
 // defaults applied (so the relations between settings are checked on the
-// values that will run), the processor's pool, its EMF metrics and, when a
-// sources document is set (WEBHOOK_SOURCES or WEBHOOK_SOURCES_FILE), the
-// source kinds. Every problem is reported at once, each naming its
-// variable. Pool, Registry and Logger are left for the caller.
+// values that will run), its EMF metrics' namespace and, when a sources
+// document is set (WEBHOOK_SOURCES or WEBHOOK_SOURCES_FILE), the source
+// kinds. Every problem is reported at once, each naming its variable.
+//
+// What the processor runs on is the caller's to read and open: the
+// database (storage.PoolConfigFromEnv, then Config.PoolConfig), the
+// wake-ups (wake.ConfigFromEnv) and, for replays of archived events, the
+// archive (blobstore.ConfigFromEnv when ARCHIVE_BUCKET is set). The
+// wake-ups' debounce is read here too, only to check PROCESSOR_RUN_FOR
+// against it; its own problems are the caller's to report.
 //
 // SourceKinds is only needed for events stored before the receiver
 // recorded each event's source_kind: the deployed processor gets no
 // sources document, so it cannot read the signing secrets.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
-	db, err := storage.PoolConfigFromEnv(getenv)
-	e.Add(err)
 	c := Config{
 		// Zero means "the default" to WithDefaults, which derives some
 		// defaults from others (the margin from the handler timeout, the
@@ -80,7 +83,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		RunFor:         e.DurationIn(EnvRunFor, DefaultRunFor, 0, lambdaMaxTimeout),
 		ArchiveAfter:   e.Age(EnvArchiveAfter, 0),
 		// Each run (or drain) ends with an EMF line: its counts and the gauges.
-		Metrics: &metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
+		Metrics: metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 	}
 	if v := getenv(EnvUnhandled); v != "" {
 		pol, err := ParseUnhandledPolicy(v)
@@ -88,11 +91,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			e.Errorf("%s: %w", EnvUnhandled, err)
 		}
 		c.Unhandled = pol
-	}
-	if getenv(blobstore.EnvBucket) != "" {
-		// Replays of archived events read their bodies from the archive.
-		c.Archive, err = blobstore.ConfigFromEnv(getenv)
-		e.Add(err)
 	}
 	if getenv(source.EnvSources) != "" || getenv(source.EnvSourcesFile) != "" {
 		set, err := source.Load(getenv)
@@ -105,9 +103,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-
-	c.Waking, err = wake.ConfigFromEnv(getenv)
-	e.Add(err)
+	// The debounce alone, for the check below; the rest of the wake-up
+	// settings, and their errors, are the caller's.
+	waking, wakeErr := wake.ConfigFromEnv(getenv)
 
 	// The relations between settings, on the values that will run.
 	c = c.WithDefaults()
@@ -129,18 +127,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.RunFor > 0 && c.RunFor+c.SafetyMargin > lambdaMaxTimeout {
 		e.Errorf("%s (%s) plus %s (%s) must fit in Lambda's longest timeout (%s): a run's last event needs the margin after it", EnvRunFor, c.RunFor, EnvSafetyMargin, c.SafetyMargin, lambdaMaxTimeout)
 	}
-	if c.RunFor > 0 && c.RunFor <= c.Waking.Debounce {
-		e.Errorf("%s (%s) must exceed %s (%s): an invocation must outlast the wake-ups debounced after the one that started it", EnvRunFor, c.RunFor, wake.EnvDebounce, c.Waking.Debounce)
+	if wakeErr == nil && c.RunFor > 0 && c.RunFor <= waking.Debounce {
+		e.Errorf("%s (%s) must exceed %s (%s): an invocation must outlast the wake-ups debounced after the one that started it", EnvRunFor, c.RunFor, wake.EnvDebounce, waking.Debounce)
 	}
 	if c.RunFor > 0 && c.PollInterval >= c.RunFor {
 		e.Errorf("%s (%s) must be shorter than %s (%s), or a run would never poll", EnvPollInterval, c.PollInterval, EnvRunFor, c.RunFor)
 	}
-	// WithDefaults also fills in the run-time parts; they are the caller's.
-	c.Now, c.Logger, c.Registry, c.Wake = nil, nil, nil, nil
-
-	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
-	db.RuntimeParams = SessionParams(c.HandlerTimeout)
-	db.CancelOnContext = true // a handler's timeout fails its event, not its claim's transaction
-	c.Database = db
 	return c, e.Err()
+}
+
+// PoolConfig returns db, the database's connection settings
+// (storage.PoolConfigFromEnv), as the processor's pool needs them: its
+// application name, two connections, a short connect timeout, the session
+// timeouts of SessionParams(HandlerTimeout), and CancelOnContext, so that
+// a handler's timeout fails its event, not its claim's transaction.
+func (c Config) Pool(db storage.PoolConfig) storage.PoolConfig {
+	db.ApplicationName, db.MaxConns, db.ConnectTimeout = poolApplicationName, poolMaxConns, poolConnectTimeout
+	db.RuntimeParams = SessionParams(c.WithDefaults().HandlerTimeout)
+	db.CancelOnContext = true
+	return db
 }

@@ -86,14 +86,14 @@ func runChild(mode string) int {
 		return nil
 	})
 	p, err := processor.New(processor.Config{
-		Pool: pool, Registry: reg,
-		Now:   func() time.Time { return time.Now().Add(offset) },
 		Lease: childLease, HandlerTimeout: 2 * time.Second, SafetyMargin: 4 * time.Second,
 		// Random kills charge an attempt to an event they interrupt while it
 		// runs alone; with two dozen kills, no event may run out of attempts
 		// in the drain test. The poison test wants its poison dead soon.
 		MaxAttempts: map[string]int{"drain": 1000, "poison": 3}[mode],
-		Logger:      slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, processor.Deps{
+		Pool: pool, Registry: reg, Clock: offsetClock(offset),
+		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -291,11 +291,19 @@ func TestPoisonThatKillsItsProcessorInABatch(t *testing.T) {
 		t.Fatalf("%d neighbours dragged to the dead letters", n)
 	}
 	r, h := f.row(poison), f.history(poison)
-	if r.DeadAt == nil || len(h) != 4 || h[0].BatchSize != 41 || h[3].BatchSize != 1 || !h[3].Dead {
-		t.Fatalf("poison: %+v, history %+v", r, h)
-	}
+	check(t, "poison", r, map[string]any{"DeadAt": set})
+	attempts(t, h, 4)
+	check(t, "poison's attempt 1", h[0], map[string]any{"BatchSize": 41})
+	check(t, "poison's attempt 4", h[3], map[string]any{"BatchSize": 1, "Dead": true})
 	if n := f.count(`SELECT count(*) FROM webhook_attempts WHERE event_pk <> $1 AND outcome = 'interrupted'`, poison); n != 40 {
 		t.Fatalf("%d neighbours' interrupted attempts, want 40 (the batch's)", n)
 	}
 	f.noOpenClaims()
 }
+
+// offsetClock is the wall clock moved by a fixed offset: a child's time
+// as the parent test has moved it, so that its leases pass at once.
+type offsetClock time.Duration
+
+func (c offsetClock) Now() time.Time                       { return time.Now().Add(time.Duration(c)) }
+func (offsetClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

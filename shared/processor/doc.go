@@ -40,7 +40,7 @@
 // are never what prevents a second application.
 //
 // Every time the processor writes or compares (lease ends, due times,
-// processed_at) comes from its clock (Config.Now), passed to SQL as a
+// processed_at) comes from its clock (Deps.Clock), passed to SQL as a
 // parameter: tests move the clock instead of sleeping. In production it is
 // the wall clock of each processor, so clocks should be NTP-synchronised, as
 // Lambda's are; skew only shifts when a row is seen as due, never whether it
@@ -54,8 +54,8 @@
 // is handled within about that interval, and a receiver that debounces its
 // wake-ups leaves nothing behind. [Processor.Invocation] is what one
 // invocation runs (Run for Config.RunFor, or one Drain, then the arming of
-// what its work left for later); [Processor.Serve] runs invocations back
-// to back for make dev, which has no Lambda to wake.
+// what its work left for later); make dev, which has no Lambda to wake,
+// calls it back to back itself (internal/devstack).
 //
 // See docs/processor.md, and the example handlers in shared/handlers.
 package processor

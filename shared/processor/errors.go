@@ -101,7 +101,7 @@ func (e *privilegeErr) Unwrap() error { return e.err }
 var deniedRe = regexp.MustCompile(`^permission denied for (table|sequence|view|materialized view|relation) "?([^"\s]+)"?`)
 
 // privilegeError returns err wrapped with what the processor's role lacks
-// and the Tables entry that grants it, when err is a statement refused
+// and the HandlerSchema entry that grants it, when err is a statement refused
 // with SQLSTATE 42501; else nil. stmt is the handler's latest statement
 // ("" when unknown), whose verb names the privilege: a deployed processor
 // would retry the event until its retry window ends, so the error must say
@@ -113,11 +113,11 @@ func privilegeError(err error, stmt string) error {
 	}
 	m := deniedRe.FindStringSubmatch(pgErr.Message)
 	if m == nil {
-		return &privilegeErr{err: err, hint: "the processor's database role lacks a privilege; declare what your handler's statements use in your handler package's processor.Tables Grants and deploy (make dev applies it at start)"}
+		return &privilegeErr{err: err, hint: "the processor's database role lacks a privilege; declare what your handler's statements use in your handler package's processor.HandlerSchema Grants and deploy (make dev applies it at start)"}
 	}
 	kind, name := m[1], m[2]
 	if kind == "sequence" {
-		return &privilegeErr{err: err, hint: "the processor's database role lacks USAGE on it; declare the table that owns it in your handler package's processor.Tables Grants, with INSERT (the sequences a table owns are granted with it), and deploy (make dev applies it at start)"}
+		return &privilegeErr{err: err, hint: "the processor's database role lacks USAGE on it; declare the table that owns it in your handler package's processor.HandlerSchema Grants, with INSERT (the sequences a table owns are granted with it), and deploy (make dev applies it at start)"}
 	}
 	privs := statementPrivileges(stmt)
 	lacks, entry := "a privilege on it", fmt.Sprintf("%q: {\"SELECT\", \"INSERT\", ...}", name)
@@ -129,7 +129,7 @@ func privilegeError(err error, stmt string) error {
 		lacks = fmt.Sprintf("%s on it, which its failing %s statement needs", strings.Join(privs, " or "), privs[0])
 		entry = fmt.Sprintf("%q: {%s, ...}", name, strings.Join(quoted, ", "))
 	}
-	return &privilegeErr{err: err, hint: fmt.Sprintf("the processor's database role lacks %s; declare it in your handler package's processor.Tables Grants (%s) and deploy (make dev applies it at start)", lacks, entry)}
+	return &privilegeErr{err: err, hint: fmt.Sprintf("the processor's database role lacks %s; declare it in your handler package's processor.HandlerSchema Grants (%s) and deploy (make dev applies it at start)", lacks, entry)}
 }
 
 // statementPrivileges are the privileges a statement on its table takes,
@@ -140,26 +140,20 @@ func privilegeError(err error, stmt string) error {
 // WITH, a MERGE, an unknown statement), whose needs the verb does not
 // tell.
 func statementPrivileges(stmt string) []string {
+	// Leading comments (a line's, a block's) go first.
 	s := stmt
-	for {
-		s = strings.TrimSpace(s)
-		if strings.HasPrefix(s, "--") {
-			_, rest, ok := strings.Cut(s, "\n")
-			if !ok {
-				return nil
+	for skipped := true; skipped; {
+		s, skipped = strings.TrimSpace(s), false
+		for _, c := range [...]struct{ open, close string }{{"--", "\n"}, {"/*", "*/"}} {
+			if strings.HasPrefix(s, c.open) {
+				_, rest, ok := strings.Cut(s, c.close)
+				if !ok {
+					return nil
+				}
+				s, skipped = rest, true
+				break
 			}
-			s = rest
-			continue
 		}
-		if strings.HasPrefix(s, "/*") {
-			_, rest, ok := strings.Cut(s, "*/")
-			if !ok {
-				return nil
-			}
-			s = rest
-			continue
-		}
-		break
 	}
 	words := strings.FieldsFunc(strings.ToUpper(s), func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '(' || r == ')' || r == ',' || r == ';'

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -30,31 +34,66 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// clock is the injected clock: tests move it instead of sleeping.
+// clock is the processor's clock in tests (processor.Deps.Clock): tests
+// move it instead of sleeping. Its waits (After) pass at once, moving the
+// clock by their length, unless the test takes them over (waits).
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	*testclock.Clock
+	mu    sync.Mutex
+	waits waits
 }
 
 // newClock starts a minute ahead of the wall clock: events get their
 // next_attempt_at from the server's now() on insert, and must be due.
 // Postgres keeps microseconds, so the clock has no finer digits.
 func newClock() *clock {
-	return &clock{t: time.Now().Add(time.Minute).Truncate(time.Millisecond)}
+	return &clock{Clock: testclock.At(time.Now().Add(time.Minute).Truncate(time.Millisecond))}
 }
 
-func (c *clock) Now() time.Time {
+// After is the processor's wait: handed to the test when it took the
+// waits over, else over at once, the clock moved by d.
+func (c *clock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
+	w := c.waits
+	c.mu.Unlock()
+	if w != nil {
+		return w.after(d)
+	}
+	return c.Clock.After(d)
 }
 
-func (c *clock) Advance(d time.Duration) time.Time {
+// takeWaits hands every later wait of the clock to the test, which ends
+// each (wait.done) when it chooses.
+func (c *clock) takeWaits() waits {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
+	c.waits = make(waits)
+	return c.waits
 }
+
+// waits are the waits a processor asks its clock for, one at a time.
+type waits chan wait
+
+type wait struct {
+	d   time.Duration
+	end chan time.Time
+}
+
+func (w waits) after(d time.Duration) <-chan time.Time {
+	end := make(chan time.Time, 1)
+	w <- wait{d: d, end: end}
+	return end
+}
+
+// done ends the wait: the processor goes on.
+func (w wait) done() { w.end <- time.Time{} }
+
+// wallClock is the real time, for the tests that need the wall clock
+// (a database outage, the real-time test).
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                         { return time.Now() }
+func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // logBuffer collects JSON log lines safely from concurrent processors.
 type logBuffer struct {
@@ -127,29 +166,36 @@ func setupOn(t testing.TB, pool *pgxpool.Pool) *fixture {
 // sourceKinds is the name→kind map of the tests' sources document.
 var sourceKinds = map[string]string{"stripe": "stripe", "billing": "standard", "ledger": "test"}
 
-// processor builds a processor on the fixture; zero fields of cfg take the
-// fixture's (pool, registry, clock, logs) or the package's defaults.
+// processor builds a processor of cfg on the fixture's pool, registry,
+// clock and logs; zero fields of cfg take the package's defaults.
 func (f *fixture) processor(cfg processor.Config) *processor.Processor {
 	f.t.Helper()
-	if cfg.Pool == nil {
-		cfg.Pool = f.pool
+	return f.processorOn(cfg, processor.Deps{})
+}
+
+// processorOn is processor with deps: their zero fields take the
+// fixture's.
+func (f *fixture) processorOn(cfg processor.Config, deps processor.Deps) *processor.Processor {
+	f.t.Helper()
+	if deps.Pool == nil {
+		deps.Pool = f.pool
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = f.reg
+	if deps.Registry == nil {
+		deps.Registry = f.reg
 	}
-	if cfg.Now == nil {
-		cfg.Now = f.clock.Now
+	if deps.Clock == nil {
+		deps.Clock = f.clock
 	}
-	if cfg.Rand == nil {
-		cfg.Rand = func() float64 { return 0.5 }
+	if deps.Rand == nil {
+		deps.Rand = func() float64 { return 0.5 }
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if cfg.SourceKinds == nil {
 		cfg.SourceKinds = sourceKinds
 	}
-	p, err := processor.New(cfg)
+	p, err := processor.New(cfg, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -284,3 +330,103 @@ func (sqlTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData
 
 // operator is who the tests' replays and requeues are recorded as.
 var operator = inbox.Actor{Name: "ops@test", Reason: "a test"}
+
+// presence is a want of check for a pointer field: set (not nil) or unset.
+type presence bool
+
+const (
+	set   presence = true
+	unset presence = false
+)
+
+func (p presence) String() string {
+	if p {
+		return "set"
+	}
+	return "unset"
+}
+
+// check compares the named fields of got (a struct, or a pointer to one,
+// or a decoded log line) with want, reports each that differs by its
+// name, both values shown, and then stops the test if any did. A want is
+// the field's value (a pointer field is compared by what it points to;
+// times with Equal; numbers and strings are converted to the field's
+// type), or set or unset for a pointer's presence (a line's key's).
+func check(t testing.TB, what string, got any, want map[string]any) {
+	t.Helper()
+	v := reflect.Indirect(reflect.ValueOf(got))
+	failed := false
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		var f reflect.Value
+		if v.Kind() == reflect.Map {
+			f = v.MapIndex(reflect.ValueOf(name))
+			if f.IsValid() && f.Kind() == reflect.Interface {
+				f = f.Elem() // invalid for a JSON null
+			}
+			if p, ok := want[name].(presence); ok {
+				if f.IsValid() != bool(p) {
+					t.Errorf("%s[%q] = %v, want it %s", what, name, v.MapIndex(reflect.ValueOf(name)), p)
+					failed = true
+				}
+				continue
+			}
+			if !f.IsValid() {
+				t.Errorf("%s[%q] missing, want %v", what, name, want[name])
+				failed = true
+				continue
+			}
+		} else if f = v.FieldByName(name); !f.IsValid() {
+			t.Fatalf("%s has no field %s", what, name)
+		}
+		if p, ok := want[name].(presence); ok {
+			if f.IsNil() == bool(p) {
+				t.Errorf("%s.%s = %v, want it %s", what, name, show(f), p)
+				failed = true
+			}
+			continue
+		}
+		w := reflect.ValueOf(want[name])
+		if f.Kind() == reflect.Pointer && w.Kind() != reflect.Pointer {
+			if f.IsNil() {
+				t.Errorf("%s.%s = nil, want %v", what, name, want[name])
+				failed = true
+				continue
+			}
+			f = f.Elem()
+		}
+		if w.Type() != f.Type() && w.Kind() != reflect.Struct && w.Type().ConvertibleTo(f.Type()) {
+			w = w.Convert(f.Type())
+		}
+		if !same(f.Interface(), w.Interface()) {
+			t.Errorf("%s.%s = %v, want %v", what, name, show(f), w)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
+}
+
+func same(a, b any) bool {
+	if at, ok := a.(time.Time); ok {
+		bt, ok := b.(time.Time)
+		return ok && at.Equal(bt)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// show is a field's value for a failure message: what a pointer points to.
+func show(f reflect.Value) any {
+	if f.Kind() == reflect.Pointer && !f.IsNil() {
+		return f.Elem().Interface()
+	}
+	return f.Interface()
+}
+
+// attempts stops the test unless the history h has n attempts.
+func attempts(t testing.TB, h []inbox.Attempt, n int) {
+	t.Helper()
+	if len(h) != n {
+		t.Fatalf("%d attempts in the history, want %d: %+v", len(h), n, h)
+	}
+}

@@ -11,7 +11,7 @@ import (
 
 // Metrics of a drain or a run, on its summary log line ("processor: drain
 // metrics" for a Drain, "processor: run metrics" for a Run) in CloudWatch
-// embedded metric format when Config.Metrics is set: the Logs service
+// embedded metric format unless Config.Metrics.Off: the Logs service
 // turns the line into metrics, with no API call. No dimension (one
 // processor function per deployment; every dimension value is a billed
 // metric), and every metric is on every line, zeros included, so alarms
@@ -98,6 +98,10 @@ func (p *Processor) emitMetrics(ctx context.Context, st Stats, drainErr error, t
 // letters (DeadLetterGetOpenStats); when one fails (the database is
 // gone) the line carries the rest.
 func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr error, took time.Duration, rep runReport) {
+	level := p.metricsLevel()
+	if !p.log.Enabled(ctx, level) {
+		return // nor the gauges' queries
+	}
 	batch := 0.0
 	if st.Batches > 0 {
 		batch = float64(st.Claimed) / float64(st.Batches)
@@ -125,7 +129,7 @@ func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr e
 	}
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gaugeTimeout)
 	defer cancel()
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	gaugeFailed := false
 	if b, err := p.store.EventGetBacklog(bctx, now); err != nil {
 		attrs = append(attrs, "backlog_err", err.Error())
@@ -152,7 +156,7 @@ func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr e
 	if runErr != nil {
 		attrs = append(attrs, "err", runErr.Error())
 	}
-	p.log.Info(msg, append(attrs, p.cfg.Metrics.Attrs(nil, ms...)...)...)
+	p.log.Log(ctx, level, msg, append(attrs, p.cfg.Metrics.Attrs(nil, ms...)...)...)
 }
 
 // latencyPercentiles returns the median and the 99th percentile of ds by

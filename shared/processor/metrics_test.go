@@ -11,13 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 // metricLines returns the "processor: drain metrics" lines, each checked
-// with metrics.Validate, and decoded.
+// with emftest.Validate, and decoded.
 func (f *fixture) metricLines(t *testing.T) []map[string]any {
 	t.Helper()
 	return f.metricLinesOf(t, "processor: drain metrics")
@@ -39,7 +40,7 @@ func (f *fixture) metricLinesOf(t *testing.T, msg string) []map[string]any {
 		if !bytes.Contains(l, []byte(`"msg":"`+msg+`"`)) {
 			continue
 		}
-		if err := metrics.Validate(l); err != nil {
+		if err := emftest.Validate(l); err != nil {
 			t.Fatalf("invalid EMF: %v\n%s", err, l)
 		}
 		var m map[string]any
@@ -79,7 +80,7 @@ func TestDrainMetricsLine(t *testing.T) {
 	f.insert("ledger", "fail", "fail_", 2)
 	f.insert("ledger", "poison", "poison_", 1)
 	f.insert("ledger", "other", "other_", 1)
-	p := f.processor(processor.Config{BatchSize: 4, Metrics: &metrics.Emitter{Namespace: "TestInbox"}})
+	p := f.processor(processor.Config{BatchSize: 4, Metrics: metrics.Emitter{Namespace: "TestInbox"}})
 	st := f.drain(p)
 	if st.Claimed != 7 || st.Batches != 2 {
 		t.Fatalf("stats = %+v", st)
@@ -115,12 +116,14 @@ func TestDrainMetricsLine(t *testing.T) {
 		}
 	}
 	units := declared(l)
-	if len(units) != len(want)+3 || units[processor.MetricDrainDuration] != "Milliseconds" ||
-		units[processor.MetricBacklogOldestAge] != "Seconds" || units[processor.MetricProcessed] != "Count" ||
-		units[processor.MetricLatencyP50] != "Milliseconds" || units[processor.MetricLatencyP99] != "Milliseconds" ||
-		units[processor.MetricDeadLettersOpen] != "Count" || units[processor.MetricDeadLetterOldestAge] != "Seconds" {
-		t.Fatalf("declared metrics = %v", units)
+	if len(units) != len(want)+3 {
+		t.Fatalf("%d declared metrics, want %d: %v", len(units), len(want)+3, units)
 	}
+	check(t, "declared units", units, map[string]any{
+		processor.MetricDrainDuration: "Milliseconds", processor.MetricBacklogOldestAge: "Seconds", processor.MetricProcessed: "Count",
+		processor.MetricLatencyP50: "Milliseconds", processor.MetricLatencyP99: "Milliseconds",
+		processor.MetricDeadLettersOpen: "Count", processor.MetricDeadLetterOldestAge: "Seconds",
+	})
 	d := l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
 	if d["Namespace"] != "TestInbox" || len(d["Dimensions"].([]any)[0].([]any)) != 0 {
 		t.Fatalf("directive = %v", d)
@@ -134,7 +137,7 @@ func TestBacklogGaugeAtTheDeadline(t *testing.T) {
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	f.insert("ledger", "t", "evt_", 5)
-	p := f.processor(processor.Config{HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, Metrics: &metrics.Emitter{}})
+	p := f.processor(processor.Config{HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(f.ctx, 9*time.Second)
 	defer cancel()
 	if st, err := p.Drain(ctx); err != nil || st.Stopped != processor.StopDeadline {
@@ -162,14 +165,12 @@ func TestDrainFailureMetrics(t *testing.T) {
 	f := setup(t)
 	pool := newPool(t, pgtest.URL(t))
 	pool.Close()
-	if _, err := f.processor(processor.Config{Pool: pool, Metrics: &metrics.Emitter{}}).Drain(f.ctx); err == nil {
+	if _, err := f.processorOn(processor.Config{}, processor.Deps{Pool: pool}).Drain(f.ctx); err == nil {
 		t.Fatal("drain on a closed pool succeeded")
 	}
 	l := f.metricLines(t)[0]
-	if l[processor.MetricDrainFailed] != 1.0 || l["backlog_err"] == nil || l["dead_letters_err"] == nil || l["err"] == nil ||
-		l["cause"] != "database_unavailable" {
-		t.Fatalf("line = %v", l)
-	}
+	check(t, "line", l, map[string]any{processor.MetricDrainFailed: 1, "backlog_err": set, "dead_letters_err": set, "err": set,
+		"cause": "database_unavailable"})
 	for _, m := range []string{processor.MetricBacklogCount, processor.MetricDeadLettersOpen, processor.MetricLatencyP50} {
 		if _, ok := l[m]; ok {
 			t.Fatalf("%s reported without a database: %v", m, l)
@@ -177,19 +178,30 @@ func TestDrainFailureMetrics(t *testing.T) {
 	}
 }
 
-// TestNoMetricsLineWithoutEmitter: the dev stack's processor (no
-// Config.Metrics) logs no metrics line.
-func TestNoMetricsLineWithoutEmitter(t *testing.T) {
+// TestMetricsOff: with Metrics.Off (the dev stack) no line carries an
+// EMF record; the run's line is a plain one at debug level, and each
+// drain that claimed events says so at info.
+func TestMetricsOff(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.insert("ledger", "t", "evt_", 1)
-	f.drain(f.processor(processor.Config{}))
-	if got := f.metricLines(t); len(got) != 0 {
-		t.Fatalf("metrics lines: %v", got)
+	if _, err := f.processor(processor.Config{Metrics: metrics.Emitter{Off: true}}).Run(f.ctx, time.Time{}); err != nil {
+		t.Fatal(err)
 	}
 	f.logs.mu.Lock()
-	defer f.logs.mu.Unlock()
-	if strings.Contains(f.logs.buf.String(), `"_aws"`) {
-		t.Fatal("an EMF record was logged")
+	emf := strings.Contains(f.logs.buf.String(), `"_aws"`)
+	f.logs.mu.Unlock()
+	if emf {
+		t.Error("an EMF record was logged")
+	}
+	if l := f.logs.lines(t, "processor: run metrics"); len(l) != 1 {
+		t.Errorf("%d run metrics lines, want 1", len(l))
+	} else if l[0]["level"] != "DEBUG" {
+		t.Errorf("run metrics line at %v, want DEBUG", l[0]["level"])
+	}
+	if l := f.logs.lines(t, "processor: drained"); len(l) != 1 {
+		t.Errorf("%d drained lines, want 1", len(l))
+	} else if l[0]["level"] != "INFO" || l[0]["unhandled"] != 1.0 {
+		t.Errorf("drained line = %v, want INFO with unhandled 1", l[0])
 	}
 }

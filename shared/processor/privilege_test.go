@@ -16,13 +16,13 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-// TestMissingPrivilegeNamesTheTablesEntry: a handler writing to a table
-// its package's Tables does not declare, run as the processor's role,
+// TestMissingPrivilegeNamesTheSchemaEntry: a handler writing to a table
+// its package's Schema does not declare, run as the processor's role,
 // fails its attempt with cause handler_privilege, an error that keeps the
-// handler's own text and names the privilege and the Tables entry to add,
+// handler's own text and names the privilege and the Schema entry to add,
 // in the history, the event's last_error and the log line; the event is
 // retried (a deploy fixes it), and its dead letter says the same.
-func TestMissingPrivilegeNamesTheTablesEntry(t *testing.T) {
+func TestMissingPrivilegeNamesTheSchemaEntry(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	if _, err := f.pool.Exec(f.ctx, `CREATE TABLE paid_invoices (id bigint GENERATED ALWAYS AS IDENTITY, invoice_id text NOT NULL)`); err != nil {
@@ -36,10 +36,10 @@ func TestMissingPrivilegeNamesTheTablesEntry(t *testing.T) {
 		return nil
 	})
 	id := f.insert("stripe", "invoice.paid", "in_", 1)[0]
-	p := f.processor(processor.Config{Pool: pgtest.As(t, f.pool, migrate.RoleProcessor), MaxAttempts: 2})
+	p := f.processorOn(processor.Config{MaxAttempts: 2}, processor.Deps{Pool: pgtest.As(t, f.pool, migrate.RoleProcessor)})
 
 	want := `permission denied for table paid_invoices (SQLSTATE 42501): the processor's database role lacks INSERT on it, which its failing INSERT statement needs; ` +
-		`declare it in your handler package's processor.Tables Grants ("paid_invoices": {"INSERT", ...}) and deploy (make dev applies it at start)`
+		`declare it in your handler package's processor.HandlerSchema Grants ("paid_invoices": {"INSERT", ...}) and deploy (make dev applies it at start)`
 	if st := f.drain(p); st.Retried != 1 {
 		t.Fatalf("drain = %+v", st)
 	}
@@ -79,15 +79,15 @@ func TestPrivilegeErrorNamesWhatTheStatementNeeds(t *testing.T) {
 		stmt string
 		want string // "" when not wrapped
 	}{
-		{denied("table t"), "INSERT INTO t (a) VALUES ($1)", `lacks INSERT on it, which its failing INSERT statement needs; declare it in your handler package's processor.Tables Grants ("t": {"INSERT", ...})`},
-		{denied("table t"), "-- name: TUpsert :one\n/* c */ insert into t (a) values ($1) on conflict (a) do update set a = excluded.a returning a", `lacks INSERT or SELECT or UPDATE on it, which its failing INSERT statement needs; declare it in your handler package's processor.Tables Grants ("t": {"INSERT", "SELECT", "UPDATE", ...})`},
-		{denied("table t"), "UPDATE t SET a = 1 WHERE b = $1", `lacks UPDATE or SELECT on it, which its failing UPDATE statement needs; declare it in your handler package's processor.Tables Grants ("t": {"UPDATE", "SELECT", ...})`},
+		{denied("table t"), "INSERT INTO t (a) VALUES ($1)", `lacks INSERT on it, which its failing INSERT statement needs; declare it in your handler package's processor.HandlerSchema Grants ("t": {"INSERT", ...})`},
+		{denied("table t"), "-- name: TUpsert :one\n/* c */ insert into t (a) values ($1) on conflict (a) do update set a = excluded.a returning a", `lacks INSERT or SELECT or UPDATE on it, which its failing INSERT statement needs; declare it in your handler package's processor.HandlerSchema Grants ("t": {"INSERT", "SELECT", "UPDATE", ...})`},
+		{denied("table t"), "UPDATE t SET a = 1 WHERE b = $1", `lacks UPDATE or SELECT on it, which its failing UPDATE statement needs; declare it in your handler package's processor.HandlerSchema Grants ("t": {"UPDATE", "SELECT", ...})`},
 		{denied("table t"), "DELETE FROM t", `("t": {"DELETE", ...})`},
 		{denied("table t"), "SELECT a FROM t WHERE b = $1 FOR UPDATE", `("t": {"SELECT", "UPDATE", ...})`},
-		{denied("table t"), "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", `lacks a privilege on it; declare it in your handler package's processor.Tables Grants ("t": {"SELECT", "INSERT", ...})`},
+		{denied("table t"), "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", `lacks a privilege on it; declare it in your handler package's processor.HandlerSchema Grants ("t": {"SELECT", "INSERT", ...})`},
 		{denied("table t"), "", `lacks a privilege on it;`},
-		{denied("sequence t_id_seq"), "INSERT INTO t (a) VALUES (1)", `lacks USAGE on it; declare the table that owns it in your handler package's processor.Tables Grants, with INSERT`},
-		{denied("schema other"), "SELECT 1", `declare what your handler's statements use in your handler package's processor.Tables Grants`},
+		{denied("sequence t_id_seq"), "INSERT INTO t (a) VALUES (1)", `lacks USAGE on it; declare the table that owns it in your handler package's processor.HandlerSchema Grants, with INSERT`},
+		{denied("schema other"), "SELECT 1", `declare what your handler's statements use in your handler package's processor.HandlerSchema Grants`},
 		{fmt.Errorf("x: %w", &pgconn.PgError{Code: "23505", Message: "duplicate key"}), "INSERT INTO t VALUES (1)", ""},
 		{errors.New("plain"), "INSERT INTO t VALUES (1)", ""},
 	} {
@@ -98,8 +98,19 @@ func TestPrivilegeErrorNamesWhatTheStatementNeeds(t *testing.T) {
 			}
 			continue
 		}
-		if got == nil || !strings.HasPrefix(got.Error(), c.err.Error()+": ") || !strings.Contains(got.Error(), c.want) || !strings.HasSuffix(got.Error(), "and deploy (make dev applies it at start)") {
-			t.Errorf("%q on %v:\n%v\nwant it to contain\n%s", c.stmt, c.err, got, c.want)
+		if got == nil {
+			t.Errorf("%q on %v: not wrapped", c.stmt, c.err)
+			continue
+		}
+		msg := got.Error()
+		if !strings.HasPrefix(msg, c.err.Error()+": ") {
+			t.Errorf("%q on %v:\n%s\nwant it to start with the error", c.stmt, c.err, msg)
+		}
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("%q on %v:\n%s\nwant it to contain\n%s", c.stmt, c.err, msg, c.want)
+		}
+		if !strings.HasSuffix(msg, "and deploy (make dev applies it at start)") {
+			t.Errorf("%q on %v:\n%s\nwant it to end with the deploy", c.stmt, c.err, msg)
 		}
 		var pgErr *pgconn.PgError
 		if !errors.As(got, &pgErr) {

@@ -15,14 +15,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
-	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
-// Defaults of Config. The retry window they give is in Backoff.RetryWindow.
+// Defaults of Config. The retry window they give (the sum of the delay
+// ceilings between the attempts) is 14h31m30s: docs/processor.md.
 const (
 	// DefaultBatchSize is MaxBatchSize: the more events a transaction
 	// runs, the fewer commits and round trips each costs (docs/processor.md
@@ -74,25 +72,15 @@ func ParseUnhandledPolicy(s string) (UnhandledPolicy, error) {
 	return "", fmt.Errorf("unknown unhandled policy %q (want mark, retry or dead_letter)", s)
 }
 
-// Config configures a Processor. Zero durations and sizes take the defaults.
+// Config is a Processor's settings: plain values, read from the
+// environment by ConfigFromEnv or set by hand. Zero durations and sizes
+// take the defaults. What it runs on (the pool, the handlers, the logger,
+// the clock...) is in Deps, given to New beside it.
 type Config struct {
-	// Pool is the database, with at least 2 connections (a claim's
-	// transaction holds one while the claim is recorded on the other).
-	// Give it SessionParams(HandlerTimeout) as runtime parameters, so the
-	// server ends what a frozen or dead processor left open, and open it
-	// with storage.PoolConfig.CancelOnContext, so that a handler's timeout
-	// cancels its statement rather than its connection (ConfigFromEnv's
-	// Database does both).
-	Pool *pgxpool.Pool
-	// Registry routes events to handlers.
-	Registry *Registry
 	// SourceKinds maps source names to kinds, for routes by Kind of events
 	// stored before the receiver recorded each event's source_kind; newer
 	// events carry their kind and need no map. Optional.
 	SourceKinds map[string]string
-	// Logger receives one line per failure, dead letter and lost lease;
-	// nil discards.
-	Logger *slog.Logger
 
 	// BatchSize is how many events one claim takes and runs in one
 	// transaction (1..MaxBatchSize).
@@ -104,16 +92,6 @@ type Config struct {
 	// body_over_budget); it must therefore be at least the receiver's
 	// largest body (WEBHOOK_MAX_BODY_BYTES).
 	BodyBudget int64
-	// Bodies reads the bodies of archived events, which a replay sends
-	// through the processor again (archive.Archiver does: a ranged read of
-	// the event's gzip member, verified against its SHA-256). Nil: such an
-	// event fails its attempt (cause archive_store_unavailable) and is
-	// retried.
-	Bodies BodyReader
-	// Archive is where archived bodies are (ARCHIVE_BUCKET and the S3
-	// variables; ConfigFromEnv sets it when the bucket is set): the caller
-	// opens Bodies on it (archive.OpenBodies). New ignores it.
-	Archive blobstore.Config
 	// MaxAttempts is how many attempts an event gets before it is
 	// dead-lettered (1 means no retry).
 	MaxAttempts int
@@ -136,26 +114,14 @@ type Config struct {
 	// Unhandled is the policy for events no handler matches.
 	Unhandled UnhandledPolicy
 
-	// Now is the clock; nil means time.Now. Every time the processor
-	// writes or compares comes from it.
-	Now func() time.Time
-	// Rand is the jitter source, in [0, 1); nil means math/rand/v2.
-	Rand func() float64
-	// Name identifies the processor in its claims (webhook_claims) and its
-	// attempts' history, for operators; "" means host:pid. A random suffix
-	// makes every processor distinct even when Lambda sandboxes share host
-	// names and pids.
-	Name string
-	// Metrics, when set, makes each Drain and each Run end with one log
-	// line that is a CloudWatch EMF record of its counts, duration and the
-	// backlog it leaves (see metrics.go); nil logs no such line (the dev
-	// stack).
-	Metrics *metrics.Emitter
+	// Metrics makes each Drain and each Run end with one log line that is
+	// a CloudWatch EMF record of its counts, duration and the backlog it
+	// leaves (see metrics.go). With Metrics.Off the line is a plain log
+	// line at debug level, and each drain that claimed events logs its
+	// counts at info instead (the dev stack, read by a person). Its clock
+	// is the processor's (Deps.Clock).
+	Metrics metrics.Emitter
 
-	// Database is how the processor's pool connects, SessionParams
-	// included (ConfigFromEnv sets it); the caller opens it as Pool. New
-	// ignores it.
-	Database storage.PoolConfig
 	// PollInterval is how long Run waits, after a drain that found nothing
 	// due, before it claims again: it bounds how long an event committed
 	// while an invocation lingers waits for it, and sets what the linger
@@ -168,23 +134,59 @@ type Config struct {
 	// it; 0 makes each invocation one drain. ConfigFromEnv defaults it to
 	// DefaultRunFor.
 	RunFor time.Duration
-	// Wake, when set, arms the wake-ups an invocation leaves behind
-	// (Invocation, see wake.go): the processor's own at its next retry or
-	// lease end, and the archiver's once what it processed is old enough
-	// to archive. Nil arms nothing (the dev stack polls instead).
-	Wake Armer
-	// Waking is how Wake reaches the control bucket (ConfigFromEnv sets
-	// it); the caller opens it (wake.Open) and passes Wake. New ignores
-	// it.
-	Waking wake.Config
 	// ArchiveAfter is how long after processing an event becomes
 	// archivable (the archiver's ARCHIVE_MIN_AGE); 0 arms no archiver.
 	ArchiveAfter time.Duration
-	// After, when set, stands in for time.After in Run's waits between
-	// drains, so that a test decides when a wait ends; nil means
-	// time.After.
-	After func(time.Duration) <-chan time.Time
 }
+
+// Deps is what a Processor runs on, given to New with its Config.
+type Deps struct {
+	// Pool is the database, with at least 2 connections (a claim's
+	// transaction holds one while the claim is recorded on the other).
+	// Open it from Config.PoolConfig, which gives it
+	// SessionParams(HandlerTimeout), so the server ends what a frozen or
+	// dead processor left open, and storage.PoolConfig.CancelOnContext, so
+	// that a handler's timeout cancels its statement rather than its
+	// connection. Required.
+	Pool *pgxpool.Pool
+	// Registry routes events to handlers; nil routes none.
+	Registry *Registry
+	// Logger receives one line per failure, dead letter and lost lease,
+	// and the metrics lines; nil discards.
+	Logger *slog.Logger
+	// Bodies reads the bodies of archived events, which a replay sends
+	// through the processor again (archive.OpenBodies: a ranged read of
+	// the event's gzip member, verified against its SHA-256). Nil: such an
+	// event fails its attempt (cause archive_store_unavailable) and is
+	// retried.
+	Bodies BodyReader
+	// Wake, when set, arms the wake-ups an invocation leaves behind
+	// (Invocation, see wake.go): the processor's own at its next retry or
+	// lease end, and the archiver's once what it processed is old enough
+	// to archive (wake.Open). Nil arms nothing (the dev stack polls
+	// instead).
+	Wake Armer
+	// Clock is the processor's time; nil means the system clock.
+	Clock Clock
+	// Rand is the retries' jitter source, in [0, 1); nil means
+	// math/rand/v2.
+	Rand func() float64
+}
+
+// Clock is where a Processor reads the time and waits. Every time it
+// writes or compares (lease ends, due times, processed_at) is Now, and
+// Run's waits between drains are After; the deadline of the context it
+// is given (Lambda's) is on the wall clock, whatever the Clock.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// systemClock is the wall clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // WithDefaults returns c with its zero fields set to the defaults, as New
 // applies them: a configuration reader can check the values that will run.
@@ -221,23 +223,11 @@ func (c *Config) defaults() {
 	if c.Unhandled == "" {
 		c.Unhandled = UnhandledMark
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Registry == nil {
-		c.Registry = NewRegistry()
-	}
 }
 
 // validate reports every invalid setting at once, after defaults.
 func (c Config) validate() error {
 	var errs []error
-	if c.Pool == nil {
-		errs = append(errs, errors.New("processor: Pool is required"))
-	}
 	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
 		errs = append(errs, fmt.Errorf("processor: BatchSize must be 1 to %d, got %d", MaxBatchSize, c.BatchSize))
 	}
@@ -255,11 +245,6 @@ func (c Config) validate() error {
 	}
 	if _, err := ParseUnhandledPolicy(string(c.Unhandled)); err != nil {
 		errs = append(errs, fmt.Errorf("processor: Unhandled: %w", err))
-	}
-	// A route registered twice (or not at all, for an empty match) is the
-	// handlers' mistake: refuse to start rather than guess which one runs.
-	if c.Registry != nil {
-		errs = append(errs, c.Registry.Err())
 	}
 	return errors.Join(errs...)
 }
@@ -292,8 +277,13 @@ func SessionParams(handlerTimeout time.Duration) map[string]string {
 // at once, in one process or many, and to call Drain concurrently.
 type Processor struct {
 	cfg     Config
+	pool    *pgxpool.Pool
 	store   *storage.Store
+	reg     *Registry
 	log     *slog.Logger
+	bodies  BodyReader
+	wake    Armer
+	clock   Clock
 	backoff Backoff
 	name    string
 	seq     atomic.Uint64
@@ -309,25 +299,49 @@ type Processor struct {
 	lastSweep, lateSince time.Time
 }
 
-// New validates cfg, applies its defaults and returns a Processor.
-func New(cfg Config) (*Processor, error) {
+// New validates cfg, applies its defaults and returns a Processor running
+// on deps.
+func New(cfg Config, deps Deps) (*Processor, error) {
 	cfg.defaults()
-	if err := cfg.validate(); err != nil {
+	errs := []error{cfg.validate()}
+	if deps.Pool == nil {
+		errs = append(errs, errors.New("processor: no pool (Deps.Pool)"))
+	}
+	if deps.Registry == nil {
+		deps.Registry = NewRegistry()
+	}
+	// A route registered twice (or not at all, for an empty match) is the
+	// handlers' mistake: refuse to start rather than guess which one runs.
+	errs = append(errs, deps.Registry.Err())
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	logShadows(cfg.Logger, cfg.Registry, cfg.SourceKinds)
-	name := cfg.Name
-	if name == "" {
-		host, _ := os.Hostname()
-		name = host + ":" + strconv.Itoa(os.Getpid())
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
+	if deps.Clock == nil {
+		deps.Clock = systemClock{}
+	}
+	cfg.Metrics.Now = deps.Clock.Now
+	logShadows(deps.Logger, deps.Registry, cfg.SourceKinds)
+	// The processor's name, in its claims (webhook_claims) and its
+	// attempts' history, for operators: host:pid, with a random suffix
+	// that keeps every processor distinct even when Lambda sandboxes
+	// share host names and pids.
+	host, _ := os.Hostname()
+	name := host + ":" + strconv.Itoa(os.Getpid())
 	suffix := make([]byte, 6)
 	rand.Read(suffix) // never fails; see crypto/rand.Read
 	return &Processor{
 		cfg:     cfg,
-		store:   storage.New(cfg.Pool),
-		log:     cfg.Logger,
-		backoff: Backoff{Base: cfg.BackoffBase, Cap: cfg.BackoffCap, Rand: cfg.Rand},
+		pool:    deps.Pool,
+		store:   storage.New(deps.Pool),
+		reg:     deps.Registry,
+		log:     deps.Logger,
+		bodies:  deps.Bodies,
+		wake:    deps.Wake,
+		clock:   deps.Clock,
+		backoff: Backoff{Base: cfg.BackoffBase, Cap: cfg.BackoffCap, Rand: deps.Rand},
 		name:    name + "/" + hex.EncodeToString(suffix),
 	}, nil
 }
@@ -343,9 +357,6 @@ func logShadows(log *slog.Logger, reg *Registry, sourceKinds map[string]string) 
 			"shadows", s.Kind.String(), "shadows_site", s.Kind.Site)
 	}
 }
-
-// Config returns the processor's configuration, defaults applied.
-func (p *Processor) Config() Config { return p.cfg }
 
 // worker takes a name for one drain; done gives it back.
 func (p *Processor) worker() (name string, done func()) {
@@ -433,12 +444,9 @@ func (s *Stats) add(o Stats) {
 // when the processor's own bookkeeping failed (the database is unreachable)
 // or ctx was cancelled; handler failures are recorded on their events and
 // counted in Stats. Whatever the way it ends, it leaves no claim open but
-// one its lease will end. With Config.Metrics set it logs the drain's
-// metrics line, whatever the way it ends.
+// one its lease will end. It logs the drain's metrics line (Config.Metrics),
+// whatever the way it ends.
 func (p *Processor) Drain(ctx context.Context) (Stats, error) {
-	if p.cfg.Metrics == nil {
-		return p.drain(ctx)
-	}
 	start := time.Now()
 	st, err := p.drain(ctx)
 	p.emitMetrics(ctx, st, err, time.Since(start))
@@ -460,7 +468,7 @@ const lookEvery = time.Second
 
 func (p *Processor) drain(ctx context.Context) (Stats, error) {
 	var st Stats
-	if n := p.cfg.Pool.Config().MaxConns; n < 2 {
+	if n := p.pool.Config().MaxConns; n < 2 {
 		// A claim's transaction holds one connection while the claim is
 		// recorded on another: with one, the drain would wait for itself.
 		st.Stopped = StopError
@@ -486,7 +494,7 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 		// without looking: an empty claim ends the run of batches, and
 		// solo events and claims past their lease wait at most lookEvery.
 		due := storage.Due{Batch: true}
-		if now := p.cfg.Now(); !full || now.Sub(looked) >= lookEvery || now.Before(looked) {
+		if now := p.clock.Now(); !full || now.Sub(looked) >= lookEvery || now.Before(looked) {
 			// One statement says whether there is anything to claim or to
 			// recover: an idle poll costs that alone, no transaction.
 			looked = now
@@ -499,12 +507,12 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 					return p.stopped(ctx, st, err)
 				}
 				// Recovered events are due now, to run alone.
-				if due, err = p.store.EventGetDue(ctx, p.cfg.Now()); err != nil {
+				if due, err = p.store.EventGetDue(ctx, p.clock.Now()); err != nil {
 					return p.stopped(ctx, st, p.bookkeepingFailed(err, p.log))
 				}
 			}
 			if !due.Solo && !due.Batch {
-				p.sweepClaims(ctx, p.cfg.Now()) // at most hourly: housekeeping while idle
+				p.sweepClaims(ctx, p.clock.Now()) // at most hourly: housekeeping while idle
 				st.Stopped = StopDrained
 				return st, nil
 			}
@@ -533,7 +541,7 @@ func (p *Processor) drain(ctx context.Context) (Stats, error) {
 // recoverEvery before trying again rather than wait for those locks at
 // every poll.
 func (p *Processor) recoveryDue() bool {
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lateSince.IsZero() || now.Sub(p.lateSince) >= recoverEvery || now.Before(p.lateSince)
@@ -544,7 +552,7 @@ func (p *Processor) recoveryDue() bool {
 func (p *Processor) recoveryBlocked() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lateSince = p.cfg.Now()
+	p.lateSince = p.clock.Now()
 }
 
 // stopped ends a drain on an error of the processor's own.
@@ -564,7 +572,7 @@ func (p *Processor) timeLeft(ctx context.Context, leaseEnd time.Time) bool {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < p.cfg.SafetyMargin {
 		return false
 	}
-	return leaseEnd.IsZero() || !p.cfg.Now().Add(p.cfg.SafetyMargin).After(leaseEnd)
+	return leaseEnd.IsZero() || !p.clock.Now().Add(p.cfg.SafetyMargin).After(leaseEnd)
 }
 
 // bookkeepingContext gives the writes after a handler their own time,
@@ -573,16 +581,4 @@ func (p *Processor) timeLeft(ctx context.Context, leaseEnd time.Time) bool {
 // SafetyMargin - HandlerTimeout is exactly the time kept for it.
 func (p *Processor) bookkeepingContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), p.cfg.SafetyMargin-p.cfg.HandlerTimeout)
-}
-
-// Requeue sends the open dead letters matching f back to the drain, due
-// at once, a new run whose failures are reset (their attempts and history
-// stay), recorded as by's action, and returns how many. It is
-// storage.Store.DeadLetterRequeue on the processor's clock.
-func (p *Processor) Requeue(ctx context.Context, f storage.DeadLetterFilter, by inbox.Actor) (int, error) {
-	n, err := p.store.DeadLetterRequeue(ctx, f, p.cfg.Now(), by)
-	if err == nil && n > 0 {
-		p.log.Info("processor: dead letters requeued", "events", n, "actor", by.Name)
-	}
-	return n, err
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,30 +29,28 @@ func TestDrainAppliesEachEventOnce(t *testing.T) {
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	ids := f.insert("ledger", "ledger.write", "evt_", 60)
-	p := f.processor(processor.Config{BatchSize: 25, Name: "proc"})
+	p := f.processor(processor.Config{BatchSize: 25})
 
 	st := f.drain(p)
-	if st.Claimed != 60 || st.Handled != 60 || st.Batches != 3 || st.Solo != 0 || st.Fallbacks != 0 || st.Stopped != processor.StopDrained {
-		t.Fatalf("stats = %+v", st)
-	}
+	check(t, "stats", st, map[string]any{"Claimed": 60, "Handled": 60, "Batches": 3, "Solo": 0, "Fallbacks": 0, "Stopped": processor.StopDrained})
 	if rows, events := f.ledger(); rows != 60 || events != 60 {
 		t.Fatalf("ledger rows = %d for %d events, want 60 and 60", rows, events)
 	}
 	r := f.row(ids[0])
-	if r.ProcessedAt == nil || !r.ProcessedAt.Equal(f.clock.Now()) || r.Outcome != inbox.OutcomeHandled ||
-		r.Attempts != 1 || r.FailedAttempts != 0 || r.Solo || r.ClaimedUntil != nil || r.LastAttemptAt == nil {
-		t.Fatalf("processed row = %+v", r)
-	}
+	check(t, "processed row", r, map[string]any{"ProcessedAt": f.clock.Now(), "Outcome": inbox.OutcomeHandled,
+		"Attempts": 1, "FailedAttempts": 0, "Solo": false, "ClaimedUntil": unset, "LastAttemptAt": set})
 	// One row per attempt: this one, handled in a batch of 25.
 	h := f.history(ids[0])
-	if len(h) != 1 || h[0].Number != 1 || h[0].Outcome != inbox.AttemptHandled || h[0].BatchSize != 25 ||
-		!strings.HasPrefix(h[0].Processor, "proc/") || h[0].FinishedAt == nil || h[0].Dead {
-		t.Fatalf("history = %+v", h)
+	attempts(t, h, 1)
+	check(t, "attempt", h[0], map[string]any{"Number": 1, "Outcome": inbox.AttemptHandled, "BatchSize": 25, "FinishedAt": set, "Dead": false})
+	// The processor names itself for operators: this host and process,
+	// then a random suffix and the drain's worker.
+	host, _ := os.Hostname()
+	if want := host + ":" + strconv.Itoa(os.Getpid()) + "/"; !strings.HasPrefix(h[0].Processor, want) {
+		t.Fatalf("attempt's processor = %q, want %s...", h[0].Processor, want)
 	}
 	// Nothing is due any more, and no claim holds anything.
-	if st := f.drain(p); st.Claimed != 0 || st.Stopped != processor.StopDrained {
-		t.Fatalf("second drain = %+v", st)
-	}
+	check(t, "second drain", f.drain(p), map[string]any{"Claimed": 0, "Stopped": processor.StopDrained})
 	f.noOpenClaims()
 }
 
@@ -91,7 +91,7 @@ func TestConcurrentProcessorsApplyEachEventOnce(t *testing.T) {
 	stats := make([]processor.Stats, processors)
 	errs := make([]error, processors)
 	for i := range processors {
-		p := f.processor(processor.Config{Pool: newPool(t, url), BatchSize: 20, Name: fmt.Sprint("p", i)})
+		p := f.processorOn(processor.Config{BatchSize: 20}, processor.Deps{Pool: newPool(t, url)})
 		wg.Go(func() { stats[i], errs[i] = p.Drain(f.ctx) })
 	}
 	wg.Wait()
@@ -169,10 +169,11 @@ func TestPoisonEventInABatchOf25(t *testing.T) {
 			})
 			ids := f.insert("ledger", "t", "evt_", 25)
 			// Rand 0: each retry is due at once, so one drain runs them all.
-			p := f.processor(processor.Config{BatchSize: 25, MaxAttempts: 3, Rand: func() float64 { return 0 }})
+			p := f.processorOn(processor.Config{BatchSize: 25, MaxAttempts: 3}, processor.Deps{Rand: func() float64 { return 0 }})
 			st := f.drain(p)
-			if st.Handled != 24 || st.DeadLettered != 1 || st.Retried != 2 || (st.Fallbacks > 0) != tc.fallback {
-				t.Fatalf("stats = %+v", st)
+			check(t, "stats", st, map[string]any{"Handled": 24, "DeadLettered": 1, "Retried": 2})
+			if (st.Fallbacks > 0) != tc.fallback {
+				t.Fatalf("%d fallbacks, want some: %t", st.Fallbacks, tc.fallback)
 			}
 			batch := 25
 			if tc.fallback {
@@ -184,16 +185,17 @@ func TestPoisonEventInABatchOf25(t *testing.T) {
 			for i, id := range ids {
 				r, h := f.row(id), f.history(id)
 				if i == 12 {
-					if r.DeadAt == nil || r.Attempts != 3 || r.FailedAttempts != 3 || !r.Solo || len(h) != 3 ||
-						h[0].BatchSize != batch || h[1].BatchSize != 1 || !h[2].Dead || h[2].Cause != tc.cause {
-						t.Fatalf("poison: %+v, history %+v", r, h)
-					}
+					check(t, "poison", r, map[string]any{"DeadAt": set, "Attempts": 3, "FailedAttempts": 3, "Solo": true})
+					attempts(t, h, 3)
+					check(t, "poison's attempt 1", h[0], map[string]any{"BatchSize": batch})
+					check(t, "poison's attempt 2", h[1], map[string]any{"BatchSize": 1})
+					check(t, "poison's attempt 3", h[2], map[string]any{"Dead": true, "Cause": tc.cause})
 					continue
 				}
-				if r.ProcessedAt == nil || r.Attempts != 1 || r.FailedAttempts != 0 || r.Solo || len(h) != 1 || h[0].Outcome != inbox.AttemptHandled ||
-					h[0].BatchSize != batch {
-					t.Fatalf("neighbour %d: %+v, history %+v", i+1, r, h)
-				}
+				what := fmt.Sprintf("neighbour %d", i+1)
+				check(t, what, r, map[string]any{"ProcessedAt": set, "Attempts": 1, "FailedAttempts": 0, "Solo": false})
+				attempts(t, h, 1)
+				check(t, what+"'s attempt", h[0], map[string]any{"Outcome": inbox.AttemptHandled, "BatchSize": batch})
 			}
 			if n := f.count(`SELECT count(*) FROM webhook_dead_letters`); n != 1 {
 				t.Fatalf("%d dead letters, want the poison's alone", n)
@@ -228,9 +230,10 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 		t.Fatalf("first drain = %+v", st)
 	}
 	r := f.row(id)
-	if r.Attempts != 1 || r.FailedAttempts != 1 || !r.Solo || !r.NextAttemptAt.Equal(t0.Add(5*time.Second)) || r.ProcessedAt != nil ||
-		!strings.Contains(r.LastError, "downstream unavailable (attempt 1)") || !r.LastAttemptAt.Equal(t0) {
-		t.Fatalf("after attempt 1: %+v", r)
+	check(t, "after attempt 1", r, map[string]any{"Attempts": 1, "FailedAttempts": 1, "Solo": true, "NextAttemptAt": t0.Add(5 * time.Second),
+		"ProcessedAt": unset, "LastAttemptAt": t0})
+	if !strings.Contains(r.LastError, "downstream unavailable (attempt 1)") {
+		t.Fatalf("after attempt 1, last error %q", r.LastError)
 	}
 	if h := f.history(id); len(h) != 1 || h[0].Outcome != inbox.AttemptFailed || h[0].Cause != inbox.CauseHandlerFailed {
 		t.Fatalf("history after attempt 1 = %+v", h)
@@ -260,10 +263,10 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 	}
 	r = f.row(id)
 	h := f.history(id)
-	if r.Attempts != 3 || r.ProcessedAt == nil || len(h) != 3 || h[1].Outcome != inbox.AttemptFailed || h[2].Outcome != inbox.AttemptHandled ||
-		h[2].BatchSize != 1 {
-		t.Fatalf("after success: %+v, history %+v", r, h)
-	}
+	check(t, "after success", r, map[string]any{"Attempts": 3, "ProcessedAt": set})
+	attempts(t, h, 3)
+	check(t, "attempt 2", h[1], map[string]any{"Outcome": inbox.AttemptFailed})
+	check(t, "attempt 3", h[2], map[string]any{"Outcome": inbox.AttemptHandled, "BatchSize": 1})
 	var rows, attempt int
 	if err := f.pool.QueryRow(f.ctx, `SELECT count(*), max(attempt) FROM ledger WHERE event_pk = $1`, id).Scan(&rows, &attempt); err != nil {
 		t.Fatal(err)
@@ -273,10 +276,11 @@ func TestRetryBackoffThenSuccess(t *testing.T) {
 	}
 	// The log lines carry the stable keys.
 	warn := f.logs.lines(t, "will retry")
-	if len(warn) != 2 || warn[0]["source"] != "ledger" || warn[0]["event_id"] != "evt_00001" ||
-		warn[0]["cause"] != "handler_failed" || warn[0]["attempt"] != float64(1) || warn[0]["retry_in"] != "5s" {
-		t.Fatalf("retry log lines = %v", warn)
+	if len(warn) != 2 {
+		t.Fatalf("%d retry log lines, want 2: %v", len(warn), warn)
 	}
+	check(t, "first retry line", warn[0], map[string]any{"source": "ledger", "event_id": "evt_00001", "cause": "handler_failed",
+		"attempt": 1, "retry_in": "5s"})
 }
 
 // TestAlwaysFailingEventIsDeadLetteredThenRequeued: after MaxAttempts the
@@ -299,28 +303,30 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 	body := []byte(`{"type":"invoice.created","data":{"customer":"cus_1"}}`)
 	id := f.insertOne("billing", "msg_poison", "invoice.created", body)
 	// Rand 0: every retry is due at once, so one drain runs all attempts.
-	p := f.processor(processor.Config{MaxAttempts: 4, Rand: func() float64 { return 0 }})
+	p := f.processorOn(processor.Config{MaxAttempts: 4}, processor.Deps{Rand: func() float64 { return 0 }})
 
 	st := f.drain(p)
 	if st.Retried != 3 || st.DeadLettered != 1 || st.Handled != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
 	r := f.row(id)
-	if r.DeadAt == nil || r.ProcessedAt != nil || r.Attempts != 4 || r.FailedAttempts != 4 {
-		t.Fatalf("dead event = %+v", r)
-	}
+	check(t, "dead event", r, map[string]any{"DeadAt": set, "ProcessedAt": unset, "Attempts": 4, "FailedAttempts": 4})
 	dls, err := f.store.DeadLetterList(f.ctx, storage.DeadLetterFilter{Source: "billing"}, 10)
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("dead letters = %+v, %v", dls, err)
 	}
 	dl := dls[0]
 	hist := dl.Errors
-	if dl.EventPK != id || dl.EventID != "msg_poison" || dl.Type != "invoice.created" || dl.Attempts != 4 ||
-		string(dl.Body) != string(body) || !strings.Contains(string(dl.Payload), `"cus_1"`) ||
-		len(hist) != 4 || hist[3].Attempt != 4 || hist[0].Cause != "handler_failed" ||
-		!strings.Contains(dl.LastError, "no account") || !dl.DeadAt.Equal(f.clock.Now()) {
-		t.Fatalf("dead letter = %+v, history %+v", dl, hist)
+	check(t, "dead letter", dl, map[string]any{"EventPK": id, "EventID": "msg_poison", "Type": "invoice.created", "Attempts": 4,
+		"Body": body, "DeadAt": f.clock.Now()})
+	if !strings.Contains(string(dl.Payload), `"cus_1"`) || !strings.Contains(dl.LastError, "no account") {
+		t.Fatalf("dead letter's payload %s, last error %q; want the customer, and the handler's error", dl.Payload, dl.LastError)
 	}
+	if len(hist) != 4 {
+		t.Fatalf("the dead letter's history has %d attempts, want 4: %+v", len(hist), hist)
+	}
+	check(t, "dead letter's attempt 1", hist[0], map[string]any{"Cause": "handler_failed"})
+	check(t, "dead letter's attempt 4", hist[3], map[string]any{"Attempt": 4})
 	// A dead event is out of the drain.
 	if st := f.drain(p); st.Claimed != 0 {
 		t.Fatalf("dead event claimed again: %+v", st)
@@ -333,14 +339,13 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 	mu.Lock()
 	fixed = true
 	mu.Unlock()
-	if n, err := p.Requeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, operator); err != nil || n != 1 {
+	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, f.clock.Now(), operator); err != nil || n != 1 {
 		t.Fatalf("requeue = %d, %v", n, err)
 	}
 	r = f.row(id)
-	if r.DeadAt != nil || r.Attempts != 4 || r.FailedAttempts != 0 || !r.Solo || r.LastError != "" || !r.NextAttemptAt.Equal(f.clock.Now()) {
-		t.Fatalf("requeued event = %+v", r)
-	}
-	if n, _ := p.Requeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, operator); n != 0 {
+	check(t, "requeued event", r, map[string]any{"DeadAt": unset, "Attempts": 4, "FailedAttempts": 0, "Solo": true, "LastError": "",
+		"NextAttemptAt": f.clock.Now()})
+	if n, _ := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, f.clock.Now(), operator); n != 0 {
 		t.Fatal("a dead letter was requeued twice")
 	}
 	if st := f.drain(p); st.Handled != 1 || st.Solo != 1 {
@@ -350,9 +355,10 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 		t.Fatalf("ledger rows = %d", rows)
 	}
 	r, h := f.row(id), f.history(id)
-	if r.Attempts != 5 || r.ProcessedAt == nil || len(h) != 5 || !h[3].Dead || h[4].Outcome != inbox.AttemptHandled {
-		t.Fatalf("processed after requeue: %+v, history %+v", r, h)
-	}
+	check(t, "processed after requeue", r, map[string]any{"Attempts": 5, "ProcessedAt": set})
+	attempts(t, h, 5)
+	check(t, "attempt 4", h[3], map[string]any{"Dead": true})
+	check(t, "attempt 5", h[4], map[string]any{"Outcome": inbox.AttemptHandled})
 	// The dead letter is kept, marked requeued, with its history.
 	var requeued *time.Time
 	if err := f.pool.QueryRow(f.ctx, `SELECT requeued_at FROM webhook_dead_letters WHERE id = $1`, dl.ID).Scan(&requeued); err != nil || requeued == nil {
@@ -382,9 +388,11 @@ func TestPermanentErrorDeadLettersAtOnce(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	r, h := f.row(id), f.history(id)
-	if r.DeadAt == nil || r.Attempts != 1 || len(h) != 1 || h[0].Cause != "permanent_error" || !h[0].Dead ||
-		!strings.Contains(h[0].Error, "bad payload") {
-		t.Fatalf("row = %+v, history %+v", r, h)
+	check(t, "row", r, map[string]any{"DeadAt": set, "Attempts": 1})
+	attempts(t, h, 1)
+	check(t, "attempt", h[0], map[string]any{"Cause": "permanent_error", "Dead": true})
+	if !strings.Contains(h[0].Error, "bad payload") {
+		t.Fatalf("attempt's error %q, want the handler's", h[0].Error)
 	}
 	if rows, _ := f.ledger(); rows != 0 {
 		t.Fatal("the permanent failure's write was committed")
@@ -408,21 +416,24 @@ func TestPanicFailsThatEventOnly(t *testing.T) {
 	})
 	ids := f.insert("ledger", "t", "evt_", 3)
 	st := f.drain(f.processor(processor.Config{}))
-	if st.Batches != 1 || st.Handled != 2 || st.Retried != 1 || st.Fallbacks != 0 {
-		t.Fatalf("stats = %+v", st)
-	}
+	check(t, "stats", st, map[string]any{"Batches": 1, "Handled": 2, "Retried": 1, "Fallbacks": 0})
 	if rows, events := f.ledger(); rows != 2 || events != 2 {
 		t.Fatalf("ledger = %d rows / %d events, want the two neighbours", rows, events)
 	}
 	r, h := f.row(ids[1]), f.history(ids[1])
-	if r.ProcessedAt != nil || r.DeadAt != nil || r.Attempts != 1 || len(h) != 1 ||
-		h[0].Cause != "handler_panic" || !strings.Contains(r.LastError, "assignment to entry in nil map") ||
-		!r.NextAttemptAt.After(f.clock.Now()) {
-		t.Fatalf("panicked event = %+v, history %+v", r, h)
+	check(t, "panicked event", r, map[string]any{"ProcessedAt": unset, "DeadAt": unset, "Attempts": 1})
+	if !strings.Contains(r.LastError, "assignment to entry in nil map") || !r.NextAttemptAt.After(f.clock.Now()) {
+		t.Fatalf("panicked event: last error %q, next attempt %s; want the panic, later than %s", r.LastError, r.NextAttemptAt, f.clock.Now())
 	}
+	attempts(t, h, 1)
+	check(t, "attempt", h[0], map[string]any{"Cause": "handler_panic"})
 	l := f.logs.lines(t, "panicked")
-	if len(l) != 1 || l[0]["event_id"] != "evt_00002" || !strings.Contains(fmt.Sprint(l[0]["stack"]), "processor_test.go") {
-		t.Fatalf("panic log = %v", l)
+	if len(l) != 1 {
+		t.Fatalf("%d panic log lines, want 1: %v", len(l), l)
+	}
+	check(t, "panic log", l[0], map[string]any{"event_id": "evt_00002"})
+	if !strings.Contains(fmt.Sprint(l[0]["stack"]), "processor_test.go") {
+		t.Fatalf("panic log's stack does not reach the handler: %v", l[0]["stack"])
 	}
 }
 
@@ -447,15 +458,16 @@ func TestUnhandledPolicies(t *testing.T) {
 			id := f.insert("ledger", "unknown", "evt_", 1)[0]
 			st := f.drain(f.processor(processor.Config{Unhandled: tc.policy}))
 			r, h := f.row(id), f.history(id)
-			if (r.ProcessedAt != nil) != tc.processed || (r.DeadAt != nil) != tc.dead || (st.Retried == 1) != tc.retried || r.Attempts != 1 {
-				t.Fatalf("stats %+v, row %+v", st, r)
+			check(t, "row", r, map[string]any{"ProcessedAt": presence(tc.processed), "DeadAt": presence(tc.dead), "Attempts": 1})
+			if (st.Retried == 1) != tc.retried {
+				t.Fatalf("%d retried, want one: %t", st.Retried, tc.retried)
 			}
-			if tc.outcome != "" && (r.Outcome != tc.outcome || st.Unhandled != 1) {
-				t.Fatalf("outcome = %v, stats %+v", r.Outcome, st)
+			if tc.outcome != "" {
+				check(t, "row", r, map[string]any{"Outcome": tc.outcome})
+				check(t, "stats", st, map[string]any{"Unhandled": 1})
 			}
-			if len(h) != 1 || h[0].Outcome != tc.attempt || h[0].Cause != tc.historyCause || h[0].Dead != tc.dead {
-				t.Fatalf("history = %+v", h)
-			}
+			attempts(t, h, 1)
+			check(t, "attempt", h[0], map[string]any{"Outcome": tc.attempt, "Cause": tc.historyCause, "Dead": tc.dead})
 			if rows, _ := f.ledger(); rows != 0 {
 				t.Fatal("a handler ran for an unhandled event")
 			}
@@ -518,7 +530,7 @@ func TestHandlerWithoutStatementsCostsNoSavepoint(t *testing.T) {
 	traced, savepoints := countingPool(t, url, func(sql string) bool {
 		return strings.HasPrefix(strings.ToLower(sql), "savepoint")
 	})
-	if st := f.drain(f.processor(processor.Config{Pool: traced})); st.Handled != 3 {
+	if st := f.drain(f.processorOn(processor.Config{}, processor.Deps{Pool: traced})); st.Handled != 3 {
 		t.Fatalf("stats = %+v", st)
 	}
 	if n := savepoints.Load(); n != 1 {
@@ -581,25 +593,26 @@ func TestDeadProcessorsClaimIsRecovered(t *testing.T) {
 	}
 	f.clock.Advance(time.Millisecond)
 	st := f.drain(p)
-	if st.Interrupted != 3 || st.Handled != 3 || st.Solo != 3 || st.DeadLettered != 0 {
-		t.Fatalf("stats = %+v", st)
-	}
+	check(t, "stats", st, map[string]any{"Interrupted": 3, "Handled": 3, "Solo": 3, "DeadLettered": 0})
 	for _, id := range ids {
 		r, h := f.row(id), f.history(id)
-		if r.Attempts != 2 || r.ProcessedAt == nil || !r.Solo || len(h) != 2 ||
-			h[0].Outcome != inbox.AttemptInterrupted || h[0].Cause != inbox.CauseLeaseExpired || h[0].FinishedAt != nil ||
-			!h[0].StartedAt.Equal(t0) || h[0].Processor != "dead/1" || h[0].BatchSize != 3 || h[1].Outcome != inbox.AttemptHandled {
-			t.Fatalf("event %d: %+v, history %+v", id, r, h)
-		}
+		what := fmt.Sprint("event ", id)
+		check(t, what, r, map[string]any{"Attempts": 2, "ProcessedAt": set, "Solo": true})
+		attempts(t, h, 2)
+		check(t, what+"'s attempt 1", h[0], map[string]any{"Outcome": inbox.AttemptInterrupted, "Cause": inbox.CauseLeaseExpired,
+			"FinishedAt": unset, "StartedAt": t0, "Processor": "dead/1", "BatchSize": 3})
+		check(t, what+"'s attempt 2", h[1], map[string]any{"Outcome": inbox.AttemptHandled})
 	}
 	if rows, events := f.ledger(); rows != 3 || events != 3 {
 		t.Fatalf("ledger = %d/%d", rows, events)
 	}
 	f.noOpenClaims()
 	// The operator sees that a processor died mid-claim, event by event.
-	if l := f.logs.lines(t, "never finished"); len(l) != 3 || l[0]["cause"] != "lease_expired" || l[0]["source"] != "ledger" || l[0]["event_id"] == nil {
-		t.Fatalf("interrupted attempt logs = %v", l)
+	l := f.logs.lines(t, "never finished")
+	if len(l) != 3 {
+		t.Fatalf("%d interrupted attempt log lines, want 3: %v", len(l), l)
 	}
+	check(t, "interrupted attempt log", l[0], map[string]any{"cause": "lease_expired", "source": "ledger", "event_id": set})
 }
 
 // TestPoisonThatKillsItsProcessorAloneIsDeadLettered: an event whose
@@ -632,9 +645,11 @@ func TestPoisonThatKillsItsProcessorAloneIsDeadLettered(t *testing.T) {
 	}
 	st := f.drain(p)
 	r := f.row(id)
-	if st.Claimed != 0 || ran != 0 || r.DeadAt == nil || r.FailedAttempts != maxAttempts {
-		t.Fatalf("stats = %+v, handler ran %d times, row %+v", st, ran, r)
+	if ran != 0 {
+		t.Fatalf("the handler ran %d times", ran)
 	}
+	check(t, "stats", st, map[string]any{"Claimed": 0})
+	check(t, "row", r, map[string]any{"DeadAt": set, "FailedAttempts": maxAttempts})
 	if n := f.count(`SELECT count(*) FROM webhook_dead_letters WHERE event_pk = $1`, id); n != 1 {
 		t.Fatalf("%d dead letters", n)
 	}
@@ -661,7 +676,7 @@ func TestBacklogClaimsWithoutLookingEachTime(t *testing.T) {
 	traced, looks := countingPool(t, url, func(sql string) bool {
 		return strings.Contains(sql, "name: EventGetDue")
 	})
-	st := f.drain(f.processor(processor.Config{Pool: traced, BatchSize: 5}))
+	st := f.drain(f.processorOn(processor.Config{BatchSize: 5}, processor.Deps{Pool: traced}))
 	if st.Handled != 50 || st.Batches != 10 {
 		t.Fatalf("stats = %+v, want 50 events handled in 10 batches", st)
 	}

@@ -54,7 +54,7 @@ func (p *Processor) recoverOne(ctx context.Context, st *Stats) (done bool, err e
 		return true, p.bookkeepingFailed(err, p.log)
 	}
 	defer p.rollback(ctx, tx)
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	claims, err := tx.ClaimLockExpired(ctx, now, 1, recoverLockTimeout)
 	if err != nil {
 		return true, p.bookkeepingFailed(err, p.log)

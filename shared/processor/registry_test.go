@@ -225,7 +225,7 @@ func TestNewRefusesDuplicatesAndLogsShadows(t *testing.T) {
 	dup := processor.NewRegistry()
 	paidByExample(dup)
 	paidByUser(dup)
-	if _, err := processor.New(processor.Config{Pool: f.pool, Registry: dup}); err == nil ||
+	if _, err := processor.New(processor.Config{}, processor.Deps{Pool: f.pool, Registry: dup}); err == nil ||
 		!strings.Contains(err.Error(), "route kind stripe, type invoice.paid registered twice: by shared/processor_test.paidByExample") {
 		t.Fatalf("New with a duplicate route: %v", err)
 	}
@@ -238,10 +238,10 @@ func TestNewRefusesDuplicatesAndLogsShadows(t *testing.T) {
 		t.Fatalf("shadow log lines = %v", lines)
 	}
 	l := lines[0]
-	if l["level"] != "WARN" || l["source"] != "stripe" || l["route"] != "source stripe, type invoice.paid" ||
-		l["shadows"] != "kind stripe, type invoice.paid" ||
-		!strings.HasPrefix(fmt.Sprint(l["route_site"]), "shared/processor_test.TestNewRefusesDuplicatesAndLogsShadows (registry_test.go:") {
-		t.Errorf("shadow line = %v", l)
+	check(t, "shadow line", l, map[string]any{"level": "WARN", "source": "stripe", "route": "source stripe, type invoice.paid",
+		"shadows": "kind stripe, type invoice.paid"})
+	if site := fmt.Sprint(l["route_site"]); !strings.HasPrefix(site, "shared/processor_test.TestNewRefusesDuplicatesAndLogsShadows (registry_test.go:") {
+		t.Errorf("shadow line's route_site = %q, want this test's registration", site)
 	}
 }
 
@@ -288,11 +288,13 @@ func TestBackoff(t *testing.T) {
 	}
 	// The retry window docs/processor.md states for the defaults.
 	def := processor.Backoff{Base: processor.DefaultBackoffBase, Cap: processor.DefaultBackoffCap}
-	if got, want := def.RetryWindow(processor.DefaultMaxAttempts), 14*time.Hour+31*time.Minute+30*time.Second; got != want {
-		t.Errorf("default retry window = %s, want %s", got, want)
+	// The window is the sum of the delay ceilings between the attempts.
+	var window time.Duration
+	for n := 1; n < processor.DefaultMaxAttempts; n++ {
+		window += def.Ceiling(n)
 	}
-	if got := def.RetryWindow(1); got != 0 {
-		t.Errorf("RetryWindow(1) = %s", got)
+	if want := 14*time.Hour + 31*time.Minute + 30*time.Second; window != want {
+		t.Errorf("default retry window = %s, want %s", window, want)
 	}
 }
 

@@ -43,7 +43,7 @@ const (
 
 // Run drains (Drain's loop, without its metrics line) and, whenever a
 // drain finds nothing due, waits PollInterval and drains again. It stops
-// when until passes (on the processor's clock, Config.Now), when less than
+// when until passes (on the processor's clock, Deps.Clock), when less than
 // SafetyMargin is left before ctx's deadline, or when ctx is cancelled; it
 // drains at least once, so a past until makes it one drain. until ends the
 // polling, not the work: a drain that still finds events due goes on until
@@ -54,21 +54,19 @@ const (
 // after a wait that doubles with each consecutive failure up to a few
 // seconds; Run returns the error only when the last drain before it
 // stopped failed (Stats.Stopped is then StopError). Cancelled, it returns
-// ctx's error, as Drain does. Its Stats add up its drains'. With
-// Config.Metrics set it logs one metrics line when it returns ("processor:
-// run metrics"), however long it ran: one line per poll would be millions
-// of lines a month.
+// ctx's error, as Drain does. Its Stats add up its drains'. It logs one
+// metrics line when it returns ("processor: run metrics", Config.Metrics),
+// however long it ran: one line per poll would be millions of lines a
+// month.
 func (p *Processor) Run(ctx context.Context, until time.Time) (Stats, error) {
 	start := time.Now()
 	st, rep, err := p.run(ctx, until)
-	if p.cfg.Metrics != nil {
-		p.emitLine(ctx, runMetricsMsg, st, err, time.Since(start), rep)
-	}
+	p.emitLine(ctx, runMetricsMsg, st, err, time.Since(start), rep)
 	return st, err
 }
 
 // Invocation is what one invocation of the processor runs: Run until
-// RunFor from now, or, with RunFor 0, one Drain; then, with Config.Wake,
+// RunFor from now, or, with RunFor 0, one Drain; then, with Deps.Wake,
 // it arms the wake-ups the work left behind (armNext). An arming that
 // failed is returned, so that Lambda retries the invocation, which drains
 // (finding nothing new) and arms again.
@@ -80,45 +78,12 @@ func (p *Processor) Invocation(ctx context.Context) (Stats, error) {
 	if p.cfg.RunFor <= 0 {
 		st, err = p.Drain(ctx)
 	} else {
-		st, err = p.Run(ctx, p.cfg.Now().Add(p.cfg.RunFor))
+		st, err = p.Run(ctx, p.clock.Now().Add(p.cfg.RunFor))
 	}
-	if p.cfg.Wake == nil || st.Stopped == StopCancelled {
+	if p.wake == nil || st.Stopped == StopCancelled {
 		return st, err
 	}
 	return st, errors.Join(err, p.armNext(context.WithoutCancel(ctx), st))
-}
-
-// Serve runs invocations back to back until ctx is done, each a Run of
-// RunFor with its own metrics line, as the deployed function's woken
-// invocations do; with RunFor 0 each invocation is one drain, and Serve
-// waits out the rest of each schedule period before the next. It is the
-// long-running processor of make dev, which has no Lambda to wake. A failed invocation is logged and
-// the next one runs; it returns nil when ctx is done or its deadline's
-// margin is reached.
-func (p *Processor) Serve(ctx context.Context, schedule time.Duration) error {
-	if p.cfg.RunFor <= 0 && schedule <= 0 {
-		return errors.New("processor: Serve: without RunFor, the schedule period must be positive")
-	}
-	for {
-		next := time.Now().Add(schedule)
-		st, err := p.Invocation(ctx)
-		switch {
-		case ctx.Err() != nil, st.Stopped == StopDeadline:
-			// The caller's time is up.
-			return nil
-		case err != nil:
-			p.log.Error("processor: invocation failed; the next one retries", "cause", inbox.CauseDatabaseUnavailable,
-				"err", err, "handled", st.Handled)
-		}
-		if p.cfg.RunFor > 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.after(time.Until(next)):
-		}
-	}
 }
 
 // runReport is what a run's metrics line says besides its Stats.
@@ -165,7 +130,7 @@ func (p *Processor) run(ctx context.Context, until time.Time) (Stats, runReport,
 			wait = retryWait(interval, failures)
 		}
 		// No wait past until, nor into the deadline's margin.
-		left := until.Sub(p.cfg.Now())
+		left := until.Sub(p.clock.Now())
 		if left <= 0 {
 			return total, rep, err
 		}
@@ -188,7 +153,7 @@ func (p *Processor) run(ctx context.Context, until time.Time) (Stats, runReport,
 		case <-ctx.Done():
 			total.Stopped = StopCancelled
 			return total, rep, ctx.Err()
-		case <-p.after(wait):
+		case <-p.clock.After(wait):
 		}
 	}
 }
@@ -200,22 +165,24 @@ func (p *Processor) pollInterval() time.Duration {
 	return p.cfg.PollInterval
 }
 
-func (p *Processor) after(d time.Duration) <-chan time.Time {
-	if p.cfg.After != nil {
-		return p.cfg.After(d)
-	}
-	return time.After(d)
-}
-
 // drainedLevel is the level of the line each drain that claimed events
-// logs: info without a metrics line to sum the run up (the dev stack,
-// whose reader wants to see events handled), debug with one (the Lambda,
-// whose metrics line already counts them).
+// logs: info with metrics off (the dev stack, whose reader wants to see
+// events handled, not a summary per run), debug with them on (the Lambda,
+// whose metrics line already counts them). The run's or drain's metrics
+// line takes the other level.
 func (p *Processor) drainedLevel() slog.Level {
-	if p.cfg.Metrics == nil {
+	if p.cfg.Metrics.Off {
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug
+}
+
+// metricsLevel is the level of the metrics line: see drainedLevel.
+func (p *Processor) metricsLevel() slog.Level {
+	if p.cfg.Metrics.Off {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 // retryWait is the wait after the nth consecutive failed drain: interval

@@ -15,28 +15,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
-
-// waits stands in for the timer of Run's waits (Config.After): each wait
-// Run asks for comes out of the channel, and lasts until the test ends it.
-type waits chan wait
-
-type wait struct {
-	d   time.Duration
-	end chan time.Time
-}
-
-func (w waits) after(d time.Duration) <-chan time.Time {
-	end := make(chan time.Time, 1)
-	w <- wait{d: d, end: end}
-	return end
-}
-
-// done ends the wait: Run goes on.
-func (w wait) done() { w.end <- time.Time{} }
 
 type runResult struct {
 	st  processor.Stats
@@ -98,8 +79,8 @@ func TestRunHandlesAnEventStoredWhileItWaits(t *testing.T) {
 		started <- ev.ID
 		return writeLedger(ctx, tx, ev)
 	})
-	w := make(waits)
-	p := f.processor(processor.Config{PollInterval: 150 * time.Millisecond, After: w.after, Metrics: &metrics.Emitter{}})
+	w := f.clock.takeWaits()
+	p := f.processor(processor.Config{PollInterval: 150 * time.Millisecond})
 	done := start(f.ctx, p, f.clock.Now().Add(time.Minute))
 
 	first := w.next(t, done) // the first drain found nothing
@@ -126,18 +107,20 @@ func TestRunHandlesAnEventStoredWhileItWaits(t *testing.T) {
 	f.clock.Advance(time.Minute)
 	second.done()
 	res := result(t, w, done)
-	if res.err != nil || res.st.Handled != 1 || res.st.Stopped != processor.StopDrained || len(res.st.Latencies) != 1 {
-		t.Fatalf("Run = %+v, %v", res.st, res.err)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	check(t, "Run's stats", res.st, map[string]any{"Handled": 1, "Stopped": processor.StopDrained})
+	if len(res.st.Latencies) != 1 {
+		t.Fatalf("%d latencies, want the event's", len(res.st.Latencies))
 	}
 	lines := f.runMetricLines(t)
 	if len(lines) != 1 || len(f.metricLines(t)) != 0 {
 		t.Fatalf("%d run metrics lines and %d drain metrics lines, want one run line", len(lines), len(f.metricLines(t)))
 	}
 	l := lines[0]
-	if l["drains"] != 3.0 || l[processor.MetricProcessed] != 1.0 || l[processor.MetricDrainFailed] != 0.0 ||
-		l[processor.MetricDeadLettersOpen] != 0.0 || l[processor.MetricBacklogCount] != 0.0 {
-		t.Fatalf("line = %v", l)
-	}
+	check(t, "line", l, map[string]any{"drains": 3, processor.MetricProcessed: 1, processor.MetricDrainFailed: 0,
+		processor.MetricDeadLettersOpen: 0, processor.MetricBacklogCount: 0})
 	// The fixture's clock runs a minute ahead of the server's now(), which
 	// stored the event.
 	if ms, ok := l[processor.MetricLatencyP99].(float64); !ok || ms < 55_000 || ms > 120_000 || l[processor.MetricLatencyP50] != ms {
@@ -150,8 +133,8 @@ func TestRunHandlesAnEventStoredWhileItWaits(t *testing.T) {
 func TestRunNeverWaitsPastUntil(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	w := make(waits)
-	p := f.processor(processor.Config{PollInterval: 10 * time.Second, After: w.after})
+	w := f.clock.takeWaits()
+	p := f.processor(processor.Config{PollInterval: 10 * time.Second})
 	done := start(f.ctx, p, f.clock.Now().Add(25*time.Second))
 	for _, want := range []time.Duration{10 * time.Second, 10 * time.Second, 5 * time.Second} {
 		got := w.next(t, done)
@@ -173,13 +156,14 @@ func TestRunWithUntilPassedDrainsOnce(t *testing.T) {
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	f.insert("ledger", "t", "evt_", 30)
-	p := f.processor(processor.Config{BatchSize: 7, After: func(d time.Duration) <-chan time.Time {
-		t.Errorf("Run waited %s after until", d)
-		return time.After(0)
-	}})
-	st, err := p.Run(f.ctx, time.Time{})
-	if err != nil || st.Handled != 30 || st.Batches != 5 || st.Stopped != processor.StopDrained {
-		t.Fatalf("Run = %+v, %v", st, err)
+	w := f.clock.takeWaits()
+	p := f.processor(processor.Config{BatchSize: 7})
+	res := result(t, w, start(f.ctx, p, time.Time{}))
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if res.st.Handled != 30 || res.st.Batches != 5 || res.st.Stopped != processor.StopDrained {
+		t.Fatalf("Run: handled %d in %d batches, stopped %q; want 30 in 5, %q", res.st.Handled, res.st.Batches, res.st.Stopped, processor.StopDrained)
 	}
 }
 
@@ -207,8 +191,10 @@ func TestRunGoesOnWithABacklogPastUntil(t *testing.T) {
 func TestRunStopsAtTheDeadlineMargin(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	p := f.processor(processor.Config{HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, PollInterval: 50 * time.Millisecond, Metrics: &metrics.Emitter{}})
-	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second+500*time.Millisecond)
+	// The deadline is on the wall clock, and so are the waits it cuts.
+	p := f.processorOn(processor.Config{HandlerTimeout: 5 * time.Second, SafetyMargin: 10 * time.Second, PollInterval: 50 * time.Millisecond},
+		processor.Deps{Clock: wallClock{}})
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second+200*time.Millisecond)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	st, err := p.Run(ctx, f.clock.Now().Add(time.Hour))
@@ -230,8 +216,8 @@ func TestRunStopsAtTheDeadlineMargin(t *testing.T) {
 func TestRunStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	w := make(waits)
-	p := f.processor(processor.Config{After: w.after, Metrics: &metrics.Emitter{}})
+	w := f.clock.takeWaits()
+	p := f.processor(processor.Config{})
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := start(ctx, p, f.clock.Now().Add(time.Hour))
 	w.next(t, done) // never ended: the cancellation must end it
@@ -260,8 +246,8 @@ func TestRunPollsOnWhileTheDatabaseFails(t *testing.T) {
 	f := setup(t)
 	pool := newPool(t, pgtest.URL(t))
 	pool.Close() // every query fails
-	w := make(waits)
-	p := f.processor(processor.Config{Pool: pool, PollInterval: 200 * time.Millisecond, After: w.after, Metrics: &metrics.Emitter{}})
+	w := f.clock.takeWaits()
+	p := f.processorOn(processor.Config{PollInterval: 200 * time.Millisecond}, processor.Deps{Pool: pool})
 	done := start(f.ctx, p, f.clock.Now().Add(time.Minute))
 	var got []time.Duration
 	for range 7 {
@@ -285,9 +271,10 @@ func TestRunPollsOnWhileTheDatabaseFails(t *testing.T) {
 		t.Errorf("%d lines saying the run polls again, want 7 (one per wait)", n)
 	}
 	l := f.runMetricLines(t)
-	if len(l) != 1 || l[0][processor.MetricDrainFailed] != 8.0 || l[0]["drains"] != 8.0 || l[0]["err"] == nil {
-		t.Fatalf("metrics lines = %v", l)
+	if len(l) != 1 {
+		t.Fatalf("%d run metrics lines, want 1: %v", len(l), l)
 	}
+	check(t, "run metrics line", l[0], map[string]any{processor.MetricDrainFailed: 8, "drains": 8, "err": set})
 }
 
 // TestRunSurvivesADatabaseOutage kills the database under a running Run:
@@ -301,7 +288,7 @@ func TestRunSurvivesADatabaseOutage(t *testing.T) {
 	pool := newPool(t, url)
 	f := setupOn(t, pool)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	p := f.processor(processor.Config{Now: time.Now, PollInterval: 50 * time.Millisecond, Metrics: &metrics.Emitter{}})
+	p := f.processorOn(processor.Config{PollInterval: 50 * time.Millisecond}, processor.Deps{Clock: wallClock{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := start(ctx, p, time.Now().Add(10*time.Minute))
@@ -354,6 +341,7 @@ func TestRunSurvivesADatabaseOutage(t *testing.T) {
 // within a second of their storing (the processor's promise of real time), by the same run.
 // The figures are logged; make bench measures them properly.
 func TestRunInRealTime(t *testing.T) {
+	tier.Heavy(t, "real time: ten events stored one after another, each waiting for a poll on the wall clock")
 	t.Parallel()
 	f := setup(t)
 	var mu sync.Mutex
@@ -364,7 +352,7 @@ func TestRunInRealTime(t *testing.T) {
 		mu.Unlock()
 		return writeLedger(ctx, tx, ev)
 	})
-	p := f.processor(processor.Config{Now: time.Now})
+	p := f.processorOn(processor.Config{}, processor.Deps{Clock: wallClock{}})
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	done := start(ctx, p, time.Now().Add(10*time.Minute))
@@ -404,7 +392,7 @@ func TestLatencyPercentiles(t *testing.T) {
 		at := now.Add(-time.Duration(i) * time.Second)
 		factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "ledger", Type: "nobody.handles", Now: at, CreatedAt: at})
 	}
-	p := f.processor(processor.Config{Metrics: &metrics.Emitter{}})
+	p := f.processor(processor.Config{})
 	if st, err := p.Run(f.ctx, time.Time{}); err != nil || st.Unhandled != 100 {
 		t.Fatalf("Run = %+v, %v", st, err)
 	}
@@ -428,13 +416,16 @@ func TestInvocation(t *testing.T) {
 	f := setup(t)
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	f.insert("ledger", "t", "evt_", 2)
-	st, err := f.processor(processor.Config{Metrics: &metrics.Emitter{}}).Invocation(f.ctx)
-	if err != nil || st.Handled != 2 || len(f.metricLines(t)) != 1 || len(f.runMetricLines(t)) != 0 {
-		t.Fatalf("RunFor 0: %+v, %v", st, err)
+	st, err := f.processor(processor.Config{}).Invocation(f.ctx)
+	if err != nil || st.Handled != 2 {
+		t.Fatalf("RunFor 0: handled %d, %v; want 2", st.Handled, err)
+	}
+	if d, r := len(f.metricLines(t)), len(f.runMetricLines(t)); d != 1 || r != 0 {
+		t.Fatalf("RunFor 0: %d drain and %d run metrics lines, want one drain line", d, r)
 	}
 
-	w := make(waits)
-	p := f.processor(processor.Config{RunFor: 70 * time.Second, After: w.after, Metrics: &metrics.Emitter{}})
+	w := f.clock.takeWaits()
+	p := f.processor(processor.Config{RunFor: 70 * time.Second})
 	f.insert("ledger", "t", "late_", 1)
 	done := make(chan runResult, 1)
 	go func() {
@@ -447,46 +438,10 @@ func TestInvocation(t *testing.T) {
 	}
 	f.clock.Advance(70 * time.Second)
 	next.done()
-	if res := result(t, w, done); res.err != nil || res.st.Handled != 1 || len(f.runMetricLines(t)) != 1 || len(f.metricLines(t)) != 1 {
-		t.Fatalf("RunFor 70s: %+v, %v", res.st, res.err)
+	if res := result(t, w, done); res.err != nil || res.st.Handled != 1 {
+		t.Fatalf("RunFor 70s: handled %d, %v; want 1", res.st.Handled, res.err)
 	}
-}
-
-// TestServe: make dev's processor runs back-to-back runs, each with its own
-// line, handling events as they come; with RunFor 0 it drains once a
-// schedule period; either way it stops with ctx.
-func TestServe(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
-	for name, cfg := range map[string]processor.Config{
-		"runs of RunFor": {Now: time.Now, RunFor: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond, Metrics: &metrics.Emitter{}},
-		"one drain each": {Now: time.Now, Metrics: &metrics.Emitter{}},
-	} {
-		p := f.processor(cfg)
-		ctx, cancel := context.WithCancel(f.ctx)
-		done := make(chan error, 1)
-		go func() { done <- p.Serve(ctx, 50*time.Millisecond) }()
-		before, _ := f.ledger()
-		f.insert("ledger", "t", name+"_", 3)
-		poll.Until(t, runBound, func() (bool, string) {
-			rows, _ := f.ledger()
-			return rows == before+3, fmt.Sprintf("%s: %d of 3 events handled", name, rows-before)
-		})
-		// A few invocations, each summed up by its own line.
-		lines := f.runMetricLines
-		if cfg.RunFor == 0 {
-			lines = f.metricLines
-		}
-		poll.Until(t, runBound, func() (bool, string) {
-			return len(lines(t)) >= 3, fmt.Sprintf("%s: %d invocations ended", name, len(lines(t)))
-		})
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("%s: Serve returned %v", name, err)
-		}
-	}
-	if err := f.processor(processor.Config{}).Serve(f.ctx, 0); err == nil {
-		t.Fatal("Serve without RunFor nor a schedule period accepted")
+	if d, r := len(f.metricLines(t)), len(f.runMetricLines(t)); d != 1 || r != 1 {
+		t.Fatalf("RunFor 70s: %d drain and %d run metrics lines in all, want one each", d, r)
 	}
 }

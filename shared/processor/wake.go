@@ -9,9 +9,7 @@ import (
 )
 
 // Armer arranges for a function to be invoked later (wake.Waker).
-type Armer interface {
-	Arm(ctx context.Context, target wake.Target, at time.Time) error
-}
+type Armer = wake.Armer
 
 // armTimeout bounds the arming at an invocation's end: one query and at
 // most two small S3 PUTs.
@@ -30,19 +28,19 @@ func (p *Processor) armNext(ctx context.Context, st Stats) error {
 	if err != nil {
 		return fmt.Errorf("processor: arm the next wake-up: %w", err)
 	}
-	now := p.cfg.Now()
+	now := p.clock.Now()
 	if next != nil {
 		at := *next
 		if at.Before(now) {
 			at = now
 		}
-		if err := p.cfg.Wake.Arm(ctx, wake.TargetProcessor, at); err != nil {
+		if err := p.wake.Arm(ctx, wake.TargetProcessor, at); err != nil {
 			return fmt.Errorf("processor: arm the next wake-up: %w", err)
 		}
 	}
 	if p.cfg.ArchiveAfter > 0 && st.Handled+st.Unhandled > 0 {
 		at := now.Add(p.cfg.ArchiveAfter).Truncate(time.Hour).Add(time.Hour)
-		if err := p.cfg.Wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
+		if err := p.wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
 			return fmt.Errorf("processor: arm the archiver: %w", err)
 		}
 	}

@@ -53,7 +53,7 @@ func TestInvocationArmsWhatItLeaves(t *testing.T) {
 	failing := f.insert("ledger", "fails", "bad_", 1)[0]
 	rec := &armed{}
 	week := 7 * 24 * time.Hour
-	p := f.processor(processor.Config{RunFor: 0, Wake: rec, ArchiveAfter: week})
+	p := f.processorOn(processor.Config{RunFor: 0, ArchiveAfter: week}, processor.Deps{Wake: rec})
 	now := f.clock.Now()
 
 	st, err := p.Invocation(f.ctx)
@@ -91,7 +91,7 @@ func TestIdleInvocationArmsNothing(t *testing.T) {
 	f.reg.HandleFunc(processor.Source("ledger"), processor.AnyType, writeLedger)
 	f.insert("ledger", "t", "evt_", 3)
 	rec := &armed{}
-	p := f.processor(processor.Config{RunFor: 0, Wake: rec})
+	p := f.processorOn(processor.Config{RunFor: 0}, processor.Deps{Wake: rec})
 	if st, err := p.Invocation(f.ctx); err != nil || st.Handled != 3 {
 		t.Fatalf("invocation: %+v, %v", st, err)
 	}
@@ -112,7 +112,7 @@ func TestFailedArmingFailsTheInvocation(t *testing.T) {
 	})
 	f.insert("ledger", "t", "evt_", 1)
 	rec := &armed{fail: errors.New("s3 unreachable")}
-	p := f.processor(processor.Config{RunFor: 0, Wake: rec})
+	p := f.processorOn(processor.Config{RunFor: 0}, processor.Deps{Wake: rec})
 	st, err := p.Invocation(f.ctx)
 	// The event's failure is recorded; the invocation fails so that Lambda
 	// retries it, and the retry arms again.

@@ -21,9 +21,6 @@ import (
 //go:embed bundle.pem
 var bundlePEM []byte
 
-// PEM returns the embedded bundle as written.
-func PEM() []byte { return append([]byte(nil), bundlePEM...) }
-
 // Certificates parses the embedded bundle.
 func Certificates() ([]*x509.Certificate, error) {
 	var certs []*x509.Certificate

@@ -5,14 +5,12 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
-	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
-// The receiver's environment variables, besides the sources document
-// (source.EnvSources, source.EnvSourcesFile), the database's
-// (storage.PoolConfigFromEnv) and METRICS_NAMESPACE.
+// The receiver's environment variables, besides METRICS_NAMESPACE; the
+// caller reads the sources document (source.EnvSources,
+// source.EnvSourcesFile) and the database's (storage.PoolConfigFromEnv).
 const (
 	// EnvMaxBodyBytes is Config.MaxBodyBytes: larger bodies get 413.
 	EnvMaxBodyBytes = "WEBHOOK_MAX_BODY_BYTES"
@@ -40,28 +38,30 @@ const (
 // waits at most 30 s for its integration, and the answer needs the rest.
 const MaxStoreTimeout = 28 * time.Second
 
-// ConfigFromEnv reads the receiver's configuration with getenv: the sources,
-// the limits, the metrics' namespace and the receiver's pool. Every problem
-// is reported at once, each naming its variable. Store, Logger and the
-// other run-time fields are left for the caller.
+// ConfigFromEnv reads the receiver's settings with getenv: the limits and
+// the metrics' namespace. Every problem is reported at once, each naming
+// its variable. The sources (source.Load), the database
+// (storage.PoolConfigFromEnv, then Config.Pool) and the wake-ups
+// (wake.ConfigFromEnv) are read by the caller, who opens them as Deps.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
-	db, err := storage.PoolConfigFromEnv(getenv)
-	e.Add(err)
-	sources, err := source.Load(getenv)
-	e.Add(err)
-	waking, err := wake.ConfigFromEnv(getenv)
-	e.Add(err)
 	c := Config{
-		Sources:      sources,
 		MaxBodyBytes: e.Bytes(EnvMaxBodyBytes, DefaultMaxBodyBytes),
 		StoreTimeout: e.DurationIn(EnvStoreTimeout, DefaultStoreTimeout, time.Second, MaxStoreTimeout),
 		Metrics:      metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
-		Database:     db,
-		Waking:       waking,
+	}
+	return c, e.Err()
+}
+
+// Pool is the receiver's pool: db (storage.PoolConfigFromEnv's) with the
+// receiver's application name and size, and a dial that leaves time to
+// answer 503 within StoreTimeout (StoreTimeout 0 is the default's).
+func (c Config) Pool(db storage.PoolConfig) storage.PoolConfig {
+	timeout := c.StoreTimeout
+	if timeout <= 0 {
+		timeout = DefaultStoreTimeout
 	}
 	db.ApplicationName, db.MaxConns = poolApplicationName, poolMaxConns
-	db.ConnectTimeout = max(poolMinConnectTimeout, c.StoreTimeout-poolAnswerReserve)
-	c.Database = db
-	return c, e.Err()
+	db.ConnectTimeout = max(poolMinConnectTimeout, timeout-poolAnswerReserve)
+	return db
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -58,7 +59,7 @@ func (f *fixture) raw(r *http.Request) *httptest.ResponseRecorder {
 func TestUnauthenticatedIsOneAnswer(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Sources: tokenSources(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{}, receiver.Deps{Sources: tokenSources(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	body := stripeEvent(t, "evt_one_answer")
 	signedAt := func(name, path string) *http.Request {
 		r := f.signed(name, body, "")
@@ -164,7 +165,7 @@ func TestRefusalDoesNotWaitForTheDatabase(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	clk := &clock{t: now}
-	f := setupOn(t, pool, receiver.Config{Now: clk.Now})
+	f := setupOn(t, pool, receiver.Config{}, receiver.Deps{Clock: clk})
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -203,8 +204,8 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 	pool := pgtest.Pool(t)
 	clk := &clock{t: now}
 	var logs syncBuffer
-	f := setupOn(t, pool, receiver.Config{Now: clk.Now, RejectionQueue: 1, Metrics: metrics.Emitter{Namespace: "Test"},
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := setupOn(t, pool, receiver.Config{Metrics: metrics.Emitter{Namespace: "Test"}},
+		receiver.Deps{Clock: clk, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx := context.Background()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -226,7 +227,9 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
 		return err == nil && n == 1, fmt.Sprintf("%d sessions waiting for a lock, %v", n, err)
 	})
-	refuse() // queued
+	for range receiver.RejectionQueue {
+		refuse() // queued
+	}
 	for range 5 {
 		refuse() // dropped
 	}
@@ -238,16 +241,16 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 	if err := f.handler.Close(closeCtx); err != nil {
 		t.Fatal(err)
 	}
-	list, err := f.store.RejectionList(ctx, time.Time{}, 100)
-	if err != nil || len(list) != 2 {
-		t.Fatalf("records after Close = %d, %v; want the 2 queued", len(list), err)
+	list, err := f.store.RejectionList(ctx, time.Time{}, 2*receiver.RejectionQueue)
+	if want := 1 + receiver.RejectionQueue; err != nil || len(list) != want {
+		t.Fatalf("records after Close = %d, %v; want the %d taken or queued", len(list), err, want)
 	}
 	var dropped float64
 	for _, line := range logs.lines() {
 		var doc map[string]any
 		_ = json.Unmarshal(line, &doc)
 		if doc["msg"] == "rejection records dropped: the queue was full" {
-			if err := metrics.Validate(line); err != nil {
+			if err := emftest.Validate(line); err != nil {
 				t.Fatalf("not EMF: %v", err)
 			}
 			dropped += doc["RejectionRecordsDropped"].(float64)
@@ -266,7 +269,7 @@ func TestRejectionQueueDropsAndCountsWhenFull(t *testing.T) {
 func TestUnknownNamesShareOneBucket(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.Emitter{Namespace: "Test"}})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{Metrics: metrics.Emitter{Namespace: "Test"}}, receiver.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	for i := range 40 {
 		name := fmt.Sprintf("%%1B]52;c;aGk=%%07%%C2%%9B31mname-%d", i)
 		method := "POST"
@@ -307,7 +310,7 @@ func TestUnknownNamesShareOneBucket(t *testing.T) {
 // values, the body), and every answer carries nosniff.
 func TestNoAnswerEchoesTheRequest(t *testing.T) {
 	t.Parallel()
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Sources: tokenSources(t), MaxBodyBytes: 4096})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{MaxBodyBytes: 4096}, receiver.Deps{Sources: tokenSources(t)})
 	signedBody := func(body string) *http.Request { return f.signed("standard", []byte(body), "msg_zqxIDvalue") }
 	type hostile struct {
 		name                string

@@ -28,7 +28,7 @@ func setupTwilioHubSpot(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return setupOn(t, pgtest.Pool(t), receiver.Config{Sources: set, MaxBodyBytes: 64 << 10})
+	return setupOn(t, pgtest.Pool(t), receiver.Config{MaxBodyBytes: 64 << 10}, receiver.Deps{Sources: set})
 }
 
 // raw is a request for srcName with body and the given header, unsigned.
@@ -59,9 +59,8 @@ func TestTwilioDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(ev.Body, body) || ev.Payload != nil || ev.Type != "message.delivered" || len(ev.EventID) != 32 || ev.Metadata["twilio_sid"] != "SM1" {
-		t.Fatalf("stored %+v", ev)
-	}
+	fields(t, "stored", field{"Body", string(ev.Body), string(body)}, field{"Payload stored", ev.Payload != nil, false},
+		field{"Type", ev.Type, "message.delivered"}, field{"len(EventID)", len(ev.EventID), 32}, field{"Metadata[twilio_sid]", ev.Metadata["twilio_sid"], "SM1"})
 	for _, again := range []string{
 		string(body),
 		"To=%2b15005550001&MessageStatus=delivered&MessageSid=SM1&AccountSid=AC0",
@@ -144,9 +143,8 @@ func TestHubSpotDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Type != "deal.creation" || !strings.HasPrefix(ev.EventID, "11-2-") || !bytes.Equal(ev.Body, batch(0)) || ev.Payload == nil {
-		t.Fatalf("stored %+v", ev)
-	}
+	fields(t, "stored", field{"Type", ev.Type, "deal.creation"}, field{"EventID starts 11-2-", strings.HasPrefix(ev.EventID, "11-2-"), true},
+		field{"Body", string(ev.Body), string(batch(0))}, field{"Payload stored", ev.Payload != nil, true})
 	if d := f.do(signedAt(batch(1), now.Add(-time.Minute))); d.Code != 200 || d.Status != "duplicate" {
 		t.Fatalf("retry: %+v", d)
 	}

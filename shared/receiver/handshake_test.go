@@ -42,7 +42,7 @@ func handshakeFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return setupOn(t, pgtest.Pool(t), receiver.Config{Sources: set, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	return setupOn(t, pgtest.Pool(t), receiver.Config{}, receiver.Deps{Sources: set, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 }
 
 // signedRaw is a POST of body to srcName signed by its sender at now.
@@ -108,9 +108,8 @@ func TestHandshakesAreAnsweredNotStored(t *testing.T) {
 	adapter := lambdahttp.Handler(f.handler, f.handler)
 	for _, tt := range tests {
 		w := f.raw(tt.req())
-		if w.Code != 200 || w.Header().Get("Content-Type") != tt.contentType || w.Header().Get("X-Content-Type-Options") != "nosniff" || w.Header().Get("Cache-Control") != "no-store" {
-			t.Fatalf("%s: %d %v %s", tt.name, w.Code, w.Header(), w.Body)
-		}
+		fields(t, tt.name, field{"status", w.Code, 200}, field{"Content-Type", w.Header().Get("Content-Type"), tt.contentType},
+			field{"X-Content-Type-Options", w.Header().Get("X-Content-Type-Options"), "nosniff"}, field{"Cache-Control", w.Header().Get("Cache-Control"), "no-store"})
 		tt.want(t, w.Body.Bytes())
 		// Through API Gateway's event, as the Lambda sees it.
 		r := tt.req()

@@ -31,7 +31,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
 // EventStore is what the receiver needs of storage; *storage.Store is it.
@@ -57,67 +56,84 @@ type Waker interface {
 	Wake(ctx context.Context) error
 }
 
-// Config configures a Handler. Sources and Store are required.
+// Config configures a Handler: settings only (ConfigFromEnv reads them);
+// what it works on is its Deps.
 type Config struct {
+	// MaxBodyBytes is the largest body accepted; larger ones get 413.
+	MaxBodyBytes int64
+	// StoreTimeout bounds the database work of one request.
+	StoreTimeout time.Duration
+	// Metrics makes each outcome's log line a CloudWatch EMF record; Off
+	// leaves plain log lines. Its clock is Deps.Clock.
+	Metrics metrics.Emitter
+}
+
+// rejectionSampleInterval is the least time between two rejection records
+// of one source and cause in webhook_rejections; the ones in between are
+// counted in the next record. One second, so that a flood of forged
+// requests cannot become a flood of database writes.
+const rejectionSampleInterval = time.Second
+
+// Clock is where the receiver reads the time: signature timestamps are
+// checked against it, and rejection records sampled by it. A dependency,
+// so that a test checks a signature's window without waiting.
+type Clock interface {
+	Now() time.Time
+}
+
+// Deps is what a Handler works on and reports to.
+type Deps struct {
+	// Sources are the configured senders (source.Load). Required.
 	Sources *source.Set
-	Store   EventStore
+	// Store is where events are stored (*storage.Store). Required.
+	Store EventStore
 	// Wake, when set, is called after each stored event and each
 	// duplicate (whose first delivery's wake-up may have been lost), so
 	// that the processor runs without polling. A failure is logged; the
 	// answer stays what the commit made it.
 	Wake Waker
-	// Logger receives one JSON line per request outcome; default slog.Default().
+	// Logger receives one JSON line per request outcome; nil is
+	// slog.Default().
 	Logger *slog.Logger
-	// MaxBodyBytes is the largest body accepted; larger ones get 413.
-	MaxBodyBytes int64
-	// StoreTimeout bounds the database work of one request.
-	StoreTimeout time.Duration
-	// Now is the clock for signature timestamps; default time.Now. Tests
-	// inject a fixed clock instead of sleeping.
-	Now func() time.Time
+	// Clock is the time signatures are checked at; nil is the system
+	// clock.
+	Clock Clock
 	// RequestID returns the id to log for a request (the Lambda adapter's
-	// API Gateway request id); default the X-Request-Id header.
+	// API Gateway request id); nil is the X-Request-Id header.
 	RequestID func(*http.Request) string
-	// Metrics makes each outcome's log line a CloudWatch EMF record.
-	Metrics metrics.Emitter
-	// RejectionSampleInterval is the least time between two rejection
-	// records of one source and cause in webhook_rejections; the ones in
-	// between are counted in the next record. Default 1 s, so a flood of
-	// forged requests cannot become a flood of database writes.
-	RejectionSampleInterval time.Duration
-	// RejectionsCapacity sizes the webhook_rejections ring buffer.
-	RejectionsCapacity int
-	// RejectionQueue is how many sampled rejection records may wait for
-	// the background writer; more are dropped and counted. Default
-	// DefaultRejectionQueue.
-	RejectionQueue int
-	// Database is how the receiver's pool connects (ConfigFromEnv sets
-	// it); the caller opens it and passes the Store. New ignores it.
-	Database storage.PoolConfig
-	// Waking is how it wakes the processor (ConfigFromEnv sets it); the
-	// caller opens it (wake.Open) and passes Wake. New ignores it.
-	Waking wake.Config
 }
+
+// systemClock is the default Clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Handler serves POST /webhooks/{source} and /webhooks/{source}/{token}.
 // Close it to write the rejection records still queued.
 type Handler struct {
 	cfg        Config
+	deps       Deps
 	mux        *http.ServeMux
 	sampler    *sampler
 	rejections *rejectionWriter
 }
 
-// New returns a Handler for cfg.
-func New(cfg Config) (*Handler, error) {
-	if cfg.Sources == nil {
+// New returns a Handler for cfg over deps.
+func New(cfg Config, deps Deps) (*Handler, error) {
+	if deps.Sources == nil {
 		return nil, errors.New("receiver: no sources configured")
 	}
-	if cfg.Store == nil {
+	if deps.Store == nil {
 		return nil, errors.New("receiver: no store configured")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Clock == nil {
+		deps.Clock = systemClock{}
+	}
+	if deps.RequestID == nil {
+		deps.RequestID = func(r *http.Request) string { return r.Header.Get("X-Request-Id") }
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -125,22 +141,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.RequestID == nil {
-		cfg.RequestID = func(r *http.Request) string { return r.Header.Get("X-Request-Id") }
-	}
-	if cfg.RejectionSampleInterval <= 0 {
-		cfg.RejectionSampleInterval = time.Second
-	}
-	for _, name := range cfg.Sources.Names() {
-		if src, _ := cfg.Sources.Lookup(name); src.Warning != "" {
-			cfg.Logger.Warn("source accepts a risk", "source", name, "warning", src.Warning)
+	cfg.Metrics.Now = deps.Clock.Now
+	for _, name := range deps.Sources.Names() {
+		if src, _ := deps.Sources.Lookup(name); src.Warning != "" {
+			deps.Logger.Warn("source accepts a risk", "source", name, "warning", src.Warning)
 		}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), sampler: newSampler(cfg.RejectionSampleInterval),
-		rejections: newRejectionWriter(cfg.Store, cfg.RejectionsCapacity, cfg.RejectionQueue, cfg.Logger, cfg.Metrics)}
+	h := &Handler{cfg: cfg, deps: deps, mux: http.NewServeMux(), sampler: newSampler(rejectionSampleInterval),
+		rejections: newRejectionWriter(deps.Store, deps.Logger, cfg.Metrics)}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
 	h.mux.HandleFunc("/webhooks/{source}/{token}", h.serveWebhook)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -255,7 +263,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, name, err)
 		return
 	}
-	src, ok := h.cfg.Sources.Lookup(name)
+	src, ok := h.deps.Sources.Lookup(name)
 	if !ok {
 		hashLikeAVerifier(body)
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no such source is configured"))
@@ -279,7 +287,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnauthenticated, "a GET is answered only as an authenticated handshake of the source's kind"))
 		return
 	}
-	ident, err := src.Verifier.Verify(r.Header, body, h.cfg.Now())
+	ident, err := src.Verifier.Verify(r.Header, body, h.deps.Clock.Now())
 	if err != nil {
 		if refusedBeforeTheMAC(inbox.CauseOf(err)) {
 			hashLikeAVerifier(body)
@@ -302,7 +310,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, name, err)
 		return
 	}
-	log := h.cfg.Logger.With("source", name, "event_id", ident.EventID, "event_type", ident.EventType, "request_id", h.cfg.RequestID(r))
+	log := h.deps.Logger.With("source", name, "event_id", ident.EventID, "event_type", ident.EventType, "request_id", h.deps.RequestID(r))
 	bySource := []string{"source"}
 	if !res.SuspectedReplay {
 		h.wake(ctx, log, bySource)
@@ -390,7 +398,7 @@ func (h *Handler) handshake(w http.ResponseWriter, r *http.Request, src *source.
 	if !src.Handshakes() {
 		return false
 	}
-	ans, ok, err := src.Handshake(source.HandshakeRequest{Method: r.Method, Query: r.URL.Query(), Header: r.Header, Body: body, Now: h.cfg.Now()})
+	ans, ok, err := src.Handshake(source.HandshakeRequest{Method: r.Method, Query: r.URL.Query(), Header: r.Header, Body: body, Now: h.deps.Clock.Now()})
 	if err != nil {
 		h.refuse(w, r, src.Name, err)
 		return true
@@ -398,8 +406,8 @@ func (h *Handler) handshake(w http.ResponseWriter, r *http.Request, src *source.
 	if !ok {
 		return false
 	}
-	requestID := cleanText(h.cfg.RequestID(r), 128)
-	h.cfg.Logger.Info("webhook handshake answered", append([]any{"source", src.Name, "cause", inbox.CauseHandshake, "request_id", requestID, "method", r.Method},
+	requestID := cleanText(h.deps.RequestID(r), 128)
+	h.deps.Logger.Info("webhook handshake answered", append([]any{"source", src.Name, "cause", inbox.CauseHandshake, "request_id", requestID, "method", r.Method},
 		h.cfg.Metrics.Attrs([]string{"source"}, metrics.C("Handshake", 1))...)...)
 	h.recordRejection(r, src.Name, "", inbox.CauseHandshake, "answered the "+src.Kind+" sender's endpoint verification ("+r.Method+"); nothing stored", requestID)
 	w.Header().Set("Content-Type", ans.ContentType)
@@ -434,7 +442,7 @@ func beforeTheDatabase(err error) bool {
 func (h *Handler) store(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error) {
 	wait := storeRetryFirst
 	for {
-		res, err := h.cfg.Store.EventInsert(ctx, p)
+		res, err := h.deps.Store.EventInsert(ctx, p)
 		if err == nil || !beforeTheDatabase(err) {
 			return res, err
 		}
@@ -450,10 +458,10 @@ func (h *Handler) store(ctx context.Context, p storage.EventInsertParams) (stora
 // wake starts the processor for a stored event. The event is durable
 // whatever happens here: a failed wake-up leaves it to the sweep.
 func (h *Handler) wake(ctx context.Context, log *slog.Logger, bySource []string) {
-	if h.cfg.Wake == nil {
+	if h.deps.Wake == nil {
 		return
 	}
-	if err := h.cfg.Wake.Wake(ctx); err != nil {
+	if err := h.deps.Wake.Wake(ctx); err != nil {
 		log.Warn("webhook stored; the processor's wake-up failed", append([]any{"cause", inbox.CauseWakeFailed, "err", err},
 			h.cfg.Metrics.Attrs(bySource, metrics.C("WakeFailed", 1))...)...)
 	}
@@ -463,7 +471,7 @@ func (h *Handler) wake(ctx context.Context, log *slog.Logger, bySource []string)
 // stored event, within the store's cap per event. It never changes the
 // answer: a failure is logged.
 func (h *Handler) recordAnomaly(ctx context.Context, log *slog.Logger, m inbox.PayloadMismatch) {
-	recorded, err := h.cfg.Store.PayloadMismatchInsert(ctx, m)
+	recorded, err := h.deps.Store.PayloadMismatchInsert(ctx, m)
 	switch {
 	case err != nil:
 		log.Error("recording "+string(m.Cause)+" failed", "cause", inbox.CauseDatabaseUnavailable, "err", err)
@@ -523,14 +531,14 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 	cause := inbox.CauseOf(err)
 	msg := inbox.MessageOf(err)
 	status, resp := answerOf(cause, msg)
-	requestID := cleanText(h.cfg.RequestID(r), 128)
+	requestID := cleanText(h.deps.RequestID(r), 128)
 	// The source dimension must come from a bounded set (each value is a
 	// billed metric): a name that is not configured is the sender's text
 	// (an unknown source, or a GET refused before the lookup), so it goes
 	// in requested_source, escaped, instead.
 	source, requested := sourceName, ""
 	attrs := []any{"cause", cause, "request_id", requestID, "status", status, "message", msg}
-	if _, configured := h.cfg.Sources.Lookup(sourceName); !configured || cause == inbox.CauseUnknownSource {
+	if _, configured := h.deps.Sources.Lookup(sourceName); !configured || cause == inbox.CauseUnknownSource {
 		requested = cleanText(sourceName, inbox.MaxSourceNameLen)
 		attrs = append(attrs, "requested_source", requested)
 		source = unknownSource
@@ -545,11 +553,11 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 				attrs = append(attrs, a)
 			}
 		}
-		h.cfg.Logger.Error("webhook not stored", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Unavailable", 1))...)...)
+		h.deps.Logger.Error("webhook not stored", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Unavailable", 1))...)...)
 		resp.Status = StatusUnavailable
 		w.Header().Set("Retry-After", strconv.Itoa(5))
 	} else {
-		h.cfg.Logger.Warn("webhook rejected", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Rejected", 1))...)...)
+		h.deps.Logger.Warn("webhook rejected", append(attrs, h.cfg.Metrics.Attrs(dims, metrics.C("Rejected", 1))...)...)
 		if cause != inbox.CauseNotFound {
 			h.recordRejection(r, source, requested, cause, msg, requestID)
 		}
@@ -562,7 +570,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 // An unknown name is recorded under unknownSource, the name it asked for
 // (escaped) in the message.
 func (h *Handler) recordRejection(r *http.Request, source, requested string, cause inbox.Cause, msg, requestID string) {
-	ok, suppressed := h.sampler.allow(source+"\x00"+string(cause), h.cfg.Now())
+	ok, suppressed := h.sampler.allow(source+"\x00"+string(cause), h.deps.Clock.Now())
 	if !ok {
 		return
 	}

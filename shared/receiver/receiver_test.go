@@ -54,31 +54,63 @@ type fixture struct {
 // setup gives each test its own migrated database and a receiver over it.
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	return setupOn(t, pgtest.Pool(t), receiver.Config{})
+	return setupOn(t, pgtest.Pool(t), receiver.Config{}, receiver.Deps{})
 }
 
-func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config) *fixture {
+// fixedClock is a Clock stopped at one time.
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// setupOn makes a fixture on pool: deps' store is the pool's, and its
+// sources, clock and logger default to the tests' sources, now and
+// silence.
+func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config, deps receiver.Deps) *fixture {
 	t.Helper()
-	if cfg.Sources == nil {
+	if deps.Sources == nil {
 		var err error
-		if cfg.Sources, err = source.Parse([]byte(sourcesDoc)); err != nil {
+		if deps.Sources, err = source.Parse([]byte(sourcesDoc)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sources, store := cfg.Sources, storage.New(pool)
-	cfg.Store = store
-	if cfg.Now == nil {
-		cfg.Now = func() time.Time { return now }
+	sources, store := deps.Sources, storage.New(pool)
+	deps.Store = store
+	if deps.Clock == nil {
+		deps.Clock = fixedClock(now)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	h, err := receiver.New(cfg)
+	h, err := receiver.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	return &fixture{t: t, pool: pool, store: store, sources: sources, handler: h}
+}
+
+// field is one field a test checks: its name, its value and the value it
+// should have.
+type field struct {
+	name      string
+	got, want any
+}
+
+// fields fails the test, naming each field of what whose value differs
+// from the one it should have. Values are compared as printed, so that an
+// untyped 2 is an int64's 2.
+func fields(t testing.TB, what string, fs ...field) {
+	t.Helper()
+	failed := false
+	for _, f := range fs {
+		if fmt.Sprint(f.got) != fmt.Sprint(f.want) {
+			t.Errorf("%s: %s = %v, want %v", what, f.name, f.got, f.want)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
 }
 
 // stripeEvent returns the source package's recorded Stripe event (the one
@@ -160,9 +192,8 @@ func TestAcceptThenDuplicate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.ID != a.ID || ev.Type != "invoice.paid" || !bytes.Equal(ev.Body, body) || ev.Payload == nil || ev.BodySize != len(body) {
-		t.Fatalf("stored event = %+v", ev)
-	}
+	fields(t, "stored event", field{"ID", ev.ID, a.ID}, field{"Type", ev.Type, "invoice.paid"}, field{"Body", string(ev.Body), string(body)},
+		field{"Payload stored", ev.Payload != nil, true}, field{"BodySize", ev.BodySize, len(body)})
 	if n := f.count(); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
@@ -321,9 +352,8 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := f.do(tt.req())
-			if a.Code != tt.status || a.Cause != tt.cause || a.Status != "rejected" || a.Message == "" {
-				t.Fatalf("got %d %+v, want %d %s", a.Code, a, tt.status, tt.cause)
-			}
+			fields(t, "answer", field{"Code", a.Code, tt.status}, field{"Cause", a.Cause, tt.cause}, field{"Status", a.Status, "rejected"},
+				field{"Message given", a.Message != "", true})
 			if tt.status == 405 && a.Header.Get("Allow") != "GET, POST" {
 				t.Fatalf("Allow = %q", a.Header.Get("Allow"))
 			}
@@ -339,7 +369,7 @@ func TestRefusals(t *testing.T) {
 // is accepted must read back byte for byte.
 func TestHostileInput(t *testing.T) {
 	t.Parallel()
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{MaxBodyBytes: 64 << 10})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{MaxBodyBytes: 64 << 10}, receiver.Deps{})
 	nested := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
 	tests := []struct {
 		name   string
@@ -433,7 +463,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	f := setupOn(t, pool, receiver.Config{StoreTimeout: 2 * time.Second})
+	f := setupOn(t, pool, receiver.Config{StoreTimeout: 2 * time.Second}, receiver.Deps{})
 
 	type result struct {
 		id     string
@@ -567,7 +597,7 @@ func TestStoreWaitsForTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	f := setupOn(t, pool, receiver.Config{StoreTimeout: 20 * time.Second})
+	f := setupOn(t, pool, receiver.Config{StoreTimeout: 20 * time.Second}, receiver.Deps{})
 	if err := cluster.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +621,7 @@ func TestStoreWaitsForTheDatabase(t *testing.T) {
 	}
 
 	// Down for longer than the store timeout: 503, within about it.
-	short := setupOn(t, pool, receiver.Config{StoreTimeout: 2 * time.Second})
+	short := setupOn(t, pool, receiver.Config{StoreTimeout: 2 * time.Second}, receiver.Deps{})
 	if err := cluster.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}

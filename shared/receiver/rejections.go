@@ -11,11 +11,12 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 )
 
-// DefaultRejectionQueue is how many rejection records may wait for the
+// rejectionQueue is how many rejection records may wait for the
 // background writer. Records are sampled (one per source and cause per
-// RejectionSampleInterval) before they are queued, so a full queue means
-// the database is slow or down: more records would only wait longer.
-const DefaultRejectionQueue = 256
+// rejectionSampleInterval) before they are queued, so a full queue means
+// the database is slow or down: more records would only wait longer, which
+// is why no setting changes it.
+const rejectionQueue = 256
 
 // rejectionTimeout bounds one record's write.
 const rejectionTimeout = 2 * time.Second
@@ -26,10 +27,9 @@ const rejectionTimeout = 2 * time.Second
 // count is logged (and is an EMF metric, RejectionRecordsDropped) with
 // the next record written, and at Close.
 type rejectionWriter struct {
-	store    EventStore
-	capacity int
-	logger   *slog.Logger
-	metrics  metrics.Emitter
+	store   EventStore
+	logger  *slog.Logger
+	metrics metrics.Emitter
 
 	queue   chan inbox.Rejection
 	dropped atomic.Int64
@@ -39,12 +39,9 @@ type rejectionWriter struct {
 	done   chan struct{}
 }
 
-func newRejectionWriter(store EventStore, capacity, queue int, logger *slog.Logger, m metrics.Emitter) *rejectionWriter {
-	if queue <= 0 {
-		queue = DefaultRejectionQueue
-	}
-	w := &rejectionWriter{store: store, capacity: capacity, logger: logger, metrics: m,
-		queue: make(chan inbox.Rejection, queue), done: make(chan struct{})}
+func newRejectionWriter(store EventStore, logger *slog.Logger, m metrics.Emitter) *rejectionWriter {
+	w := &rejectionWriter{store: store, logger: logger, metrics: m,
+		queue: make(chan inbox.Rejection, rejectionQueue), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -68,7 +65,11 @@ func (w *rejectionWriter) run() {
 	defer close(w.done)
 	for r := range w.queue {
 		ctx, cancel := context.WithTimeout(context.Background(), rejectionTimeout)
-		err := w.store.RejectionInsert(ctx, r, w.capacity)
+		// 0 is the table's one capacity (storage.DefaultRejectionsCapacity):
+		// a slot is the sequence modulo the capacity, so every writer, a
+		// receiver of the last deploy's included, must wrap at the same
+		// one, and no setting changes it.
+		err := w.store.RejectionInsert(ctx, r, 0)
 		cancel()
 		if err != nil {
 			w.logger.Warn("recording a rejection failed", "source", r.Source, "cause", r.Cause, "err", err)

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -47,8 +46,8 @@ func setupReplay(t *testing.T) *replayFixture {
 	pool := pgtest.Pool(t)
 	store := storage.New(pool)
 	logs := &syncBuffer{}
-	h, err := receiver.New(receiver.Config{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-		Now: func() time.Time { return now }, Metrics: metrics.Emitter{Now: func() time.Time { return now }}})
+	h, err := receiver.New(receiver.Config{},
+		receiver.Deps{Sources: sources, Store: store, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Clock: fixedClock(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +111,13 @@ func TestSuspectedReplayIsNeverStored(t *testing.T) {
 			continue
 		}
 		replays++
-		if err := metrics.Validate(line); err != nil {
+		if err := emftest.Validate(line); err != nil {
 			t.Fatalf("replay line is not EMF: %v\n%s", err, line)
 		}
 		var doc map[string]any
 		_ = json.Unmarshal(line, &doc)
-		if doc["SuspectedReplay"] != 1.0 || doc["source"] != "gh" || doc["stored_event_id"] != "d-original" || bytes.Contains(line, []byte("1347")) {
-			t.Fatalf("replay line: %s", line)
-		}
+		fields(t, "replay line", field{"SuspectedReplay", doc["SuspectedReplay"], 1.0}, field{"source", doc["source"], "gh"},
+			field{"stored_event_id", doc["stored_event_id"], "d-original"}, field{"carries the body's 1347", bytes.Contains(line, []byte("1347")), false})
 	}
 	if replays != 3 {
 		t.Fatalf("%d suspected_replay lines, want 3", replays)

@@ -51,7 +51,7 @@ func TestStandardV1aThroughTheReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Sources: sources})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{}, receiver.Deps{Sources: sources})
 	body := []byte(`{"type":"invoice.paid","data":{"invoice":"in_1"}}`)
 	ts := now.Unix()
 
@@ -63,9 +63,8 @@ func TestStandardV1aThroughTheReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.EventID != "msg_v1a_1" || ev.Type != "invoice.paid" || ev.SourceKind != source.KindStandard || !bytes.Equal(ev.Body, body) {
-		t.Fatalf("stored %+v", ev)
-	}
+	fields(t, "stored", field{"EventID", ev.EventID, "msg_v1a_1"}, field{"Type", ev.Type, "invoice.paid"},
+		field{"SourceKind", ev.SourceKind, source.KindStandard}, field{"Body", string(ev.Body), string(body)})
 	// A retry (same id, new timestamp, new signature) is a duplicate.
 	if d := f.do(v1aRequest(sender, "asym", "msg_v1a_1", ts+60, body)); d.Code != 200 || d.Status != "duplicate" {
 		t.Fatalf("retry: %+v", d)

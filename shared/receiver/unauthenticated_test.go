@@ -33,7 +33,7 @@ func TestHMACIDBodyShiftIsNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := setupOn(t, pgtest.Pool(t), receiver.Config{Sources: set})
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{}, receiver.Deps{Sources: set})
 	body := []byte(`one.two.{"amount":100}`)
 	captured := f.signed("acme", body, "evt_1")
 	captured.Header.Set("X-Acme-Type", "invoice.paid")
@@ -143,8 +143,8 @@ func setupBench(b testing.TB) *receiver.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := receiver.New(receiver.Config{Sources: set, Store: storage.New(pgtest.Pool(b)), Now: func() time.Time { return now },
-		MaxBodyBytes: 8 << 20, RejectionSampleInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	h, err := receiver.New(receiver.Config{MaxBodyBytes: 8 << 20},
+		receiver.Deps{Sources: set, Store: storage.New(pgtest.Pool(b)), Clock: fixedClock(now), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

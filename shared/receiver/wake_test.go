@@ -12,7 +12,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/invoketest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
@@ -40,14 +39,13 @@ func setupWake(t *testing.T, function string, sources ...string) *wakeFixture {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	cfg := receiver.Config{Wake: w, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-		Metrics: metrics.Emitter{Now: func() time.Time { return now }}}
+	deps := receiver.Deps{Wake: w, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
 	if len(sources) > 0 {
-		if cfg.Sources, err = source.Parse([]byte(sources[0])); err != nil {
+		if deps.Sources, err = source.Parse([]byte(sources[0])); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f := setupOn(t, pgtest.Pool(t), cfg)
+	f := setupOn(t, pgtest.Pool(t), receiver.Config{}, deps)
 	return &wakeFixture{fixture: f, logs: logs, calls: calls}
 }
 

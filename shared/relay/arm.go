@@ -113,7 +113,7 @@ func (r *Relay) schedule(ctx context.Context, target string, at time.Time) (stri
 	name := ScheduleName(target, at)
 	now := r.now()
 	when := Clamp(at, now)
-	_, err := r.cfg.Scheduler.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
+	_, err := r.deps.Scheduler.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
 		Name:                       aws.String(name),
 		GroupName:                  aws.String(r.cfg.ScheduleGroup),
 		ScheduleExpression:         aws.String("at(" + when.Format(atExpression) + ")"),

@@ -3,7 +3,6 @@ package relay
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -55,8 +54,8 @@ const (
 	TargetArchiver  = string(wake.TargetArchiver)
 )
 
-// Config configures a Relay: what ConfigFromEnv reads, and the clients,
-// which Open makes when they are nil.
+// Config configures a Relay: settings only (ConfigFromEnv reads them);
+// the clients it works through are its Deps.
 type Config struct {
 	ControlBucket    string
 	SourcesSecretARN string
@@ -66,25 +65,36 @@ type Config struct {
 	// Targets maps each target name (TargetProcessor, TargetArchiver) to
 	// its function's ARN.
 	Targets map[string]string
-	// S3 is how the control bucket is reached (Bucket is ControlBucket,
-	// uploads encrypted with SSE-S3).
-	S3 blobstore.Config
 	// LocalResponseURL lets the custom resource answer a loopback
 	// ResponseURL (RELAY_LOCAL_RESPONSE_URL): local stacks and tests only.
 	LocalResponseURL bool
+}
 
-	// Secrets reads the sources secret, Scheduler creates the schedules,
-	// Objects is the control bucket.
+// bucket is how the control bucket is reached: conn
+// (blobstore.ConnectionFromEnv's) on ControlBucket, uploads encrypted
+// with SSE-S3.
+func (c Config) bucket(conn blobstore.Config) blobstore.Config {
+	conn.Bucket, conn.SSE = c.ControlBucket, blobstore.SSES3
+	return conn
+}
+
+// Clock is where the relay reads the time and waits: the schedules' times
+// are checked against Now, and a refused custom resource answer is PUT
+// again after After.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// Deps is what a Relay works through and reports to.
+type Deps struct {
+	// Secrets reads the sources secret, Scheduler creates the schedules.
+	// Required.
 	Secrets   SecretReader
 	Scheduler Scheduler
-	Objects   *blobstore.Store
-	// Client PUTs the custom resource's answers; nil means a client of the
-	// package's own. PutBackoff is the wait before its first retry.
-	Client     *http.Client
-	PutBackoff time.Duration
-	// Now is the clock the schedules' times are checked against; nil is
-	// time.Now.
-	Now func() time.Time
+	// Clock is the time the schedules are checked against and the waits
+	// between an answer's attempts; nil is the system clock.
+	Clock Clock
 	// Logger gets a line per event and one per failure; nil discards.
 	Logger *slog.Logger
 }
@@ -93,13 +103,12 @@ type Config struct {
 // reference, GroupName).
 var groupPattern = regexp.MustCompile(`^[0-9a-zA-Z\-_.]{1,64}$`)
 
-// ConfigFromEnv reads the relay's configuration with getenv, reporting
-// every problem at once, each naming its variable. The clients and the
-// logger are left for the caller.
+// ConfigFromEnv reads the relay's settings with getenv, reporting every
+// problem at once, each naming its variable. How the control bucket is
+// reached (blobstore.ConnectionFromEnv, for Open) is read by the caller;
+// the AWS clients are Deps.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
-	s3, err := blobstore.ConnectionFromEnv(getenv)
-	e.Add(err)
 	c := Config{
 		ControlBucket:    e.Required(EnvControlBucket),
 		SourcesSecretARN: arn(e, EnvSourcesSecretARN),
@@ -110,10 +119,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			TargetProcessor: arn(e, EnvProcessorARN),
 			TargetArchiver:  arn(e, EnvArchiverARN),
 		},
-		S3:               s3,
 		LocalResponseURL: e.Bool(EnvLocalResponseURL, false),
 	}
-	c.S3.Bucket, c.S3.SSE = c.ControlBucket, blobstore.SSES3
 	if rest, ok := strings.CutPrefix(c.SourcesKey, ConfigPrefix); !ok || rest == "" {
 		e.Errorf("%s must be a key under %s (the prefix the relay empties when the stack is deleted), got %q", EnvSourcesKey, ConfigPrefix, c.SourcesKey)
 	}

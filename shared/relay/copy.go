@@ -66,7 +66,7 @@ func (r *Relay) isSourcesSecret(resources []string) bool {
 // version twice writes the same object: a retry is harmless.
 func (r *Relay) Copy(ctx context.Context) (string, error) {
 	arn := r.cfg.SourcesSecretARN
-	out, err := r.cfg.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String(CurrentLabel)})
+	out, err := r.deps.Secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn), VersionStage: aws.String(CurrentLabel)})
 	if err != nil {
 		r.log.Error("relay: the sources secret could not be read", "cause", CauseSecretRead, "secret", arn, "err", err)
 		return "", fmt.Errorf("read the sources secret %s: %w", arn, err)
@@ -84,7 +84,7 @@ func (r *Relay) Copy(ctx context.Context) (string, error) {
 			"cause", CauseInvalidSources, "secret", arn, "version", version, "err", err)
 		return version, fmt.Errorf("the sources secret %s, version %s, is %w (%w); the previous copy is kept", arn, version, errInvalidSources, err)
 	}
-	if _, err := r.cfg.Objects.PutWithMetadata(ctx, r.cfg.SourcesKey, doc, ContentType, map[string]string{MetaSecretVersion: version}); err != nil {
+	if _, err := r.objects.PutWithMetadata(ctx, r.cfg.SourcesKey, doc, ContentType, map[string]string{MetaSecretVersion: version}); err != nil {
 		r.log.Error("relay: the sources document could not be copied", "cause", CauseCopyFailed, "secret", arn, "version", version, "err", err)
 		return version, fmt.Errorf("copy the sources secret %s, version %s: %w", arn, version, err)
 	}
@@ -98,14 +98,14 @@ func (r *Relay) Copy(ctx context.Context) (string, error) {
 func (r *Relay) empty(ctx context.Context) (int, error) {
 	deleted := 0
 	for _, prefix := range []string{WakePrefix, ConfigPrefix} {
-		versions, err := r.cfg.Objects.ListVersions(ctx, prefix)
+		versions, err := r.objects.ListVersions(ctx, prefix)
 		if errors.Is(err, blobstore.ErrNotFound) {
 			return deleted, nil
 		}
 		if err != nil {
 			return deleted, err
 		}
-		n, err := r.cfg.Objects.DeleteAll(ctx, versions)
+		n, err := r.objects.DeleteAll(ctx, versions)
 		deleted += n
 		if err != nil {
 			return deleted, err

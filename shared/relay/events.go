@@ -43,17 +43,21 @@ type secretLabel struct {
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html
 type s3Notification struct {
 	Records []struct {
-		EventSource string `json:"eventSource"`
-		EventName   string `json:"eventName"`
-		S3          struct {
-			Bucket struct {
-				Name string `json:"name"`
-			} `json:"bucket"`
-			Object struct {
-				Key string `json:"key"`
-			} `json:"object"`
-		} `json:"s3"`
+		EventSource string   `json:"eventSource"`
+		EventName   string   `json:"eventName"`
+		S3          s3Object `json:"s3"`
 	} `json:"Records"`
+}
+
+// s3Object names an object as both of S3's shapes do: a notification
+// record's "s3", an EventBridge event's "detail".
+type s3Object struct {
+	Bucket struct {
+		Name string `json:"name"`
+	} `json:"bucket"`
+	Object struct {
+		Key string `json:"key"`
+	} `json:"object"`
 }
 
 // eventBridgeEvent is EventBridge's envelope, with the detail of S3's
@@ -65,13 +69,7 @@ type eventBridgeEvent struct {
 	DetailType string   `json:"detail-type"`
 	Resources  []string `json:"resources"`
 	Detail     struct {
-		// S3
-		Bucket struct {
-			Name string `json:"name"`
-		} `json:"bucket"`
-		Object struct {
-			Key string `json:"key"`
-		} `json:"object"`
+		s3Object // S3's
 		// Secrets Manager
 		Name         string `json:"name"`
 		LabelUpdated string `json:"labelUpdated"`

@@ -45,7 +45,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -93,62 +92,46 @@ type Scheduler interface {
 
 // Relay handles the relay function's events.
 type Relay struct {
-	cfg  Config
-	log  *slog.Logger
-	now  func() time.Time
-	send cfnresponse.Sender
+	cfg     Config
+	deps    Deps
+	objects *blobstore.Store // the control bucket
+	log     *slog.Logger
+	now     func() time.Time
+	send    cfnresponse.Sender
 }
 
-// New returns a Relay over cfg's clients, which must be set (Open sets
-// them).
-func New(cfg Config) (*Relay, error) {
+// systemClock is the default Clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Open returns a Relay over deps' clients, which must be set (the relay
+// function builds them with the AWS SDK's default configuration: its role
+// and region), and the control bucket, reached through conn as
+// blobstore.ConnectionFromEnv reads it. It makes no request.
+func Open(ctx context.Context, cfg Config, conn blobstore.Config, deps Deps) (*Relay, error) {
 	var missing []error
-	if cfg.Secrets == nil {
+	if deps.Secrets == nil {
 		missing = append(missing, errors.New("Secrets"))
 	}
-	if cfg.Scheduler == nil {
+	if deps.Scheduler == nil {
 		missing = append(missing, errors.New("Scheduler"))
-	}
-	if cfg.Objects == nil {
-		missing = append(missing, errors.New("Objects"))
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("relay: %w required", errors.Join(missing...))
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	objects, err := blobstore.Open(ctx, cfg.bucket(conn))
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{cfg: cfg, log: cfg.Logger, now: now, send: cfnresponse.Sender{Client: cfg.Client, Backoff: cfg.PutBackoff}}, nil
-}
-
-// Open makes the clients cfg lacks (the AWS SDK's default configuration:
-// the function's role and region) and returns the Relay. It makes no
-// request.
-func Open(ctx context.Context, cfg Config) (*Relay, error) {
-	if cfg.Secrets == nil || cfg.Scheduler == nil {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("relay: load AWS configuration: %w", err)
-		}
-		if cfg.Secrets == nil {
-			cfg.Secrets = secretsmanager.NewFromConfig(awsCfg)
-		}
-		if cfg.Scheduler == nil {
-			cfg.Scheduler = scheduler.NewFromConfig(awsCfg)
-		}
+	if deps.Clock == nil {
+		deps.Clock = systemClock{}
 	}
-	if cfg.Objects == nil {
-		store, err := blobstore.Open(ctx, cfg.S3)
-		if err != nil {
-			return nil, fmt.Errorf("relay: %w", err)
-		}
-		cfg.Objects = store
-	}
-	return New(cfg)
+	return &Relay{cfg: cfg, deps: deps, objects: objects, log: deps.Logger, now: deps.Clock.Now, send: cfnresponse.Sender{After: deps.Clock.After}}, nil
 }
 
 // Outcome is what an invocation did, its result (visible in the Lambda

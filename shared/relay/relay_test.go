@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/cfnresponse"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
@@ -44,30 +45,6 @@ const (
 
 var validSources = `{"sources":{"acme":{"kind":"stripe","secrets":["` + sourcesSecret + `"]}}}`
 
-// clock is a settable clock, shared by the relay and the scheduler.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
-
-// recorder notes the S3 requests' methods and headers.
-type recorder struct {
-	mu   sync.Mutex
-	puts []http.Header
-}
-
-func (r *recorder) Do(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodPut {
-		r.mu.Lock()
-		r.puts = append(r.puts, req.Header.Clone())
-		r.mu.Unlock()
-	}
-	return http.DefaultClient.Do(req)
-}
-
 // fixture is a relay over a real S3 (versitygw) control bucket, the
 // Secrets Manager and Scheduler stand-ins through the real SDK clients,
 // and a stand-in for CloudFormation's pre-signed ResponseURL.
@@ -76,10 +53,10 @@ type fixture struct {
 	s3        *locals3.Server
 	bucket    blobstore.Config
 	store     *blobstore.Store
-	rec       *recorder
+	rec       *s3test.Recorder
 	secrets   *localsecrets.Server
 	sched     *localscheduler.Server
-	clock     *clock
+	clock     *testclock.Clock // the relay's and the scheduler's
 	secretARN string
 	relay     *relay.Relay
 	logs      *bytes.Buffer
@@ -97,7 +74,7 @@ func setup(t *testing.T, opts ...options) *fixture {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	f := &fixture{t: t, rec: &recorder{}, logs: &bytes.Buffer{}, clock: &clock{t: time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC)}}
+	f := &fixture{t: t, logs: &bytes.Buffer{}, clock: testclock.At(time.Date(2026, 12, 3, 10, 0, 20, 0, time.UTC))}
 	f.s3 = s3test.ServerWith(t, o.s3Opts)
 	if o.versioned {
 		f.bucket = s3test.VersionedBucket(t, f.s3)
@@ -105,13 +82,14 @@ func setup(t *testing.T, opts ...options) *fixture {
 		f.bucket = s3test.Bucket(t, f.s3)
 	}
 	f.store = s3test.Open(t, f.bucket)
+	f.rec = s3test.Record(t, f.bucket.Endpoint)
 	var err error
 	if f.secrets, err = localsecrets.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.secrets.Close() })
 	f.secretARN = f.secrets.Create("inbox-sources", validSources)
-	if f.sched, err = localscheduler.Start(localscheduler.Options{Now: f.clock.now}); err != nil {
+	if f.sched, err = localscheduler.Start(localscheduler.Options{Now: f.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.sched.Close() })
@@ -127,30 +105,39 @@ func (f *fixture) env() map[string]string {
 		"RELAY_SCHEDULE_GROUP": group, "RELAY_SCHEDULER_ROLE_ARN": roleARN,
 		"RELAY_PROCESSOR_ARN": processorARN, "RELAY_ARCHIVER_ARN": archiverARN,
 		"S3_ENDPOINT": f.s3.Endpoint(), "S3_ACCESS_KEY_ID": locals3.AccessKeyID, "S3_SECRET_ACCESS_KEY": locals3.SecretAccessKey,
-		"AWS_REGION": locals3.Region,
+		"AWS_REGION": locals3.Region, "S3_MAX_ATTEMPTS": "1",
 	}
 }
 
-// newRelay builds the relay as its main does (ConfigFromEnv, then Open),
-// with its clients pointed at the stand-ins; edit changes the config.
-func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config)) *relay.Relay {
+// newRelay builds the relay as its main does (ConfigFromEnv and
+// blobstore.ConnectionFromEnv, then Open), with its clients pointed at the
+// stand-ins; edit changes the settings and the bucket's connection.
+func (f *fixture) newRelay(schedulerEndpoint string, edit func(*relay.Config, *blobstore.Config)) *relay.Relay {
 	f.t.Helper()
 	env := f.env()
-	cfg, err := relay.ConfigFromEnv(func(k string) string { return env[k] })
+	getenv := func(k string) string { return env[k] }
+	cfg, err := relay.ConfigFromEnv(getenv)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	conn, err := blobstore.ConnectionFromEnv(getenv)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	// The answers' stand-in is on loopback, as the local stacks' is.
 	cfg.LocalResponseURL = true
 	creds := credentials.NewStaticCredentialsProvider("AKIDRELAY", "relay-secret", "")
-	cfg.Secrets = secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.secrets.Endpoint()), Credentials: creds})
-	cfg.Scheduler = scheduler.New(scheduler.Options{Region: "us-east-1", BaseEndpoint: aws.String(schedulerEndpoint), Credentials: creds, RetryMaxAttempts: 1})
-	cfg.S3.HTTPClient, cfg.S3.MaxAttempts = f.rec, 1
-	cfg.Now, cfg.Logger, cfg.PutBackoff = f.clock.now, slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), 10*time.Millisecond
-	if edit != nil {
-		edit(&cfg)
+	deps := relay.Deps{
+		Secrets:   secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(f.secrets.Endpoint()), Credentials: creds}),
+		Scheduler: scheduler.New(scheduler.Options{Region: "us-east-1", BaseEndpoint: aws.String(schedulerEndpoint), Credentials: creds, RetryMaxAttempts: 1}),
+		Clock:     f.clock,
+		Logger:    slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	r, err := relay.Open(f.t.Context(), cfg)
+	conn.Endpoint = f.rec.URL()
+	if edit != nil {
+		edit(&cfg, &conn)
+	}
+	r, err := relay.Open(f.t.Context(), cfg, conn, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -235,11 +222,22 @@ func TestArmsFromBothShapes(t *testing.T) {
 		if !ok {
 			t.Fatalf("no schedule %s: %+v", name, f.sched.Schedules())
 		}
-		if sc.ScheduleExpression != want.expr || sc.ScheduleExpressionTimezone != "UTC" || sc.FlexibleTimeWindowMode != "OFF" ||
-			sc.ActionAfterCompletion != "DELETE" || sc.State != "ENABLED" || sc.Target.Arn != want.arn || sc.Target.RoleArn != roleARN ||
-			sc.Target.Input != `{"wake":"schedule"}` || sc.Target.RetryPolicy == nil ||
-			*sc.Target.RetryPolicy != (localscheduler.RetryPolicy{MaximumEventAgeInSeconds: 3600, MaximumRetryAttempts: 10}) {
-			t.Errorf("%s = %+v %+v", name, sc, sc.Target.RetryPolicy)
+		for _, c := range []struct{ field, got, want string }{
+			{"ScheduleExpression", sc.ScheduleExpression, want.expr},
+			{"ScheduleExpressionTimezone", sc.ScheduleExpressionTimezone, "UTC"},
+			{"FlexibleTimeWindowMode", sc.FlexibleTimeWindowMode, "OFF"},
+			{"ActionAfterCompletion", sc.ActionAfterCompletion, "DELETE"},
+			{"State", sc.State, "ENABLED"},
+			{"Target.Arn", sc.Target.Arn, want.arn},
+			{"Target.RoleArn", sc.Target.RoleArn, roleARN},
+			{"Target.Input", sc.Target.Input, `{"wake":"schedule"}`},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: %s = %q, want %q", name, c.field, c.got, c.want)
+			}
+		}
+		if wantRetry := (localscheduler.RetryPolicy{MaximumEventAgeInSeconds: 3600, MaximumRetryAttempts: 10}); sc.Target.RetryPolicy == nil || *sc.Target.RetryPolicy != wantRetry {
+			t.Errorf("%s: Target.RetryPolicy = %+v, want %+v", name, sc.Target.RetryPolicy, wantRetry)
 		}
 	}
 	// An EventBridge key that arrives URL-encoded all the same is read.
@@ -334,8 +332,17 @@ func TestMalformedKeysAreSkipped(t *testing.T) {
 	}
 	keys := append([]string{"wake/arm/processor/2026-12-03T10:15:00Z", "wake/other/x", "config/sources.json"}, bad...)
 	out, err := f.handle(s3Notification(f.bucket.Bucket, "ObjectCreated:Put", keys...))
-	if err != nil || strings.Join(out.Armed, ",") != "processor-20261203T1015" || len(out.Skipped) != len(bad) || out.Ignored != 2 {
-		t.Fatalf("%+v %v", out, err)
+	if err != nil {
+		t.Fatalf("a notification with bad keys: %v", err)
+	}
+	if got := strings.Join(out.Armed, ","); got != "processor-20261203T1015" {
+		t.Errorf("Armed = %s, want processor-20261203T1015", got)
+	}
+	if len(out.Skipped) != len(bad) {
+		t.Errorf("Skipped = %v, want the %d bad keys", out.Skipped, len(bad))
+	}
+	if out.Ignored != 2 {
+		t.Errorf("Ignored = %d, want 2", out.Ignored)
 	}
 	for _, s := range out.Skipped {
 		if !strings.HasSuffix(s, ": malformed_key") {
@@ -436,7 +443,7 @@ func TestCopyOnLabelUpdate(t *testing.T) {
 	// event by its full ARN.
 	partial := f.secretARN[:len(f.secretARN)-len("-a1b2c3")]
 	f.secrets.Put(partial, rotated)
-	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config) { c.SourcesSecretARN = partial })
+	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config, _ *blobstore.Config) { c.SourcesSecretARN = partial })
 	out2, err := f.handle(labelUpdated(f.secretARN, "AWSCURRENT", "v2"))
 	if err != nil || out2.Copied == out.Copied {
 		t.Fatalf("%+v %v", out2, err)
@@ -457,9 +464,12 @@ func (f *fixture) checkCopy(doc, version string) {
 	if err != nil || head.ContentType != "application/json" || head.Metadata["secret-version-id"] != version {
 		f.t.Fatalf("copy %+v, %v; want application/json and secret-version-id %s", head, err, version)
 	}
-	f.rec.mu.Lock()
-	defer f.rec.mu.Unlock()
-	last := f.rec.puts[len(f.rec.puts)-1]
+	var last http.Header
+	for _, r := range f.rec.Requests() {
+		if r.Method == http.MethodPut {
+			last = r.Header
+		}
+	}
 	if last.Get("X-Amz-Server-Side-Encryption") != "AES256" || last.Get("X-Amz-Meta-Secret-Version-Id") != version {
 		f.t.Fatalf("PUT headers %v", last)
 	}
@@ -613,7 +623,7 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 	}
 	f.checkAnswerContains("FAILED", "Create failed: the sources secret "+f.secretARN+", version ", "is not a valid sources document")
 
-	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config) { c.SourcesSecretARN += "-gone" })
+	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config, _ *blobstore.Config) { c.SourcesSecretARN += "-gone" })
 	if out, err := f.handle(f.request("Update")); err != nil || out.Status != "FAILED" {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -632,18 +642,19 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 	f.checkAnswerContains("SUCCESS", "nothing deleted")
 
 	// S3 that accepts connections and never answers: the work is given up
-	// in time to answer.
-	f.relay = f.newRelay(f.sched.Endpoint(), func(c *relay.Config) {
-		c.S3.Endpoint = blackhole(t)
-		c.Objects = nil
+	// in time to answer. The answer is sent under the invocation's own
+	// context, so that it was delivered proves it went out before the
+	// deadline. The deadline is Lambda's, in real time: a short one keeps
+	// the wait short, and half of it is kept to answer a loopback server.
+	f.relay = f.newRelay(f.sched.Endpoint(), func(_ *relay.Config, conn *blobstore.Config) {
+		conn.Endpoint = blackhole(t)
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	raw, _ := json.Marshal(f.request("Delete"))
-	start := time.Now()
 	out, err := f.relay.Handle(ctx, raw)
-	if took := time.Since(start); err != nil || out.Status != "FAILED" || took >= 3*time.Second {
-		t.Fatalf("%+v %v after %v", out, err, took)
+	if err != nil || out.Status != "FAILED" {
+		t.Fatalf("%+v %v", out, err)
 	}
 	f.checkAnswerContains("FAILED", "Delete failed: 0 objects deleted", "the relay ran out of time")
 	f.noSecretLeaked(string(f.answers.all()))
@@ -651,11 +662,16 @@ func TestCustomResourceFailuresAnswerFailed(t *testing.T) {
 	// An answer that cannot be delivered fails the invocation.
 	g := setup(t)
 	g.answers.refuse(http.StatusForbidden)
+	before := g.clock.Now()
 	if _, err := g.handle(g.request("Create")); err == nil || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), "X-Amz-Signature") {
 		t.Fatalf("undelivered: %v", err)
 	}
 	if !strings.Contains(g.logs.String(), `"cause":"answer_undelivered"`) || strings.Contains(g.logs.String(), "X-Amz-Signature") {
 		t.Fatalf("logs:\n%s", g.logs)
+	}
+	// The retries wait on the relay's clock (a test's returns at once).
+	if !g.clock.Now().After(before) {
+		t.Fatal("the answer's retries did not wait on the relay's clock")
 	}
 }
 

@@ -35,7 +35,7 @@ func Environment(ctx context.Context, getenv func(string) string) (func(string) 
 // EnvironmentFrom is Environment with the secrets read from sm instead of
 // Secrets Manager: the migration function in apply mode, inside a VPC
 // without a Secrets Manager endpoint, is handed the values its front read
-// (schemaresource). The AWS configuration is still loaded for IAM
+// (migrator). The AWS configuration is still loaded for IAM
 // authentication, which signs tokens locally and calls nothing.
 func EnvironmentFrom(ctx context.Context, getenv func(string) string, sm Getter) (func(string) string, storage.Credentials, error) {
 	if sm == nil {

@@ -58,9 +58,6 @@ func JoinUnique(errs ...error) error {
 	return errors.Join(out...)
 }
 
-// Lookup returns the variable's value, "" when unset.
-func (e *Env) Lookup(name string) string { return e.getenv(name) }
-
 // String returns the variable, or def when it is unset.
 func (e *Env) String(name, def string) string {
 	if v := e.getenv(name); v != "" {
@@ -221,4 +218,39 @@ func orList(words []string) string {
 		return words[0]
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// A Reader reads one part of a configuration from the environment into
+// the value Into bound it to.
+type Reader func(getenv func(string) string) error
+
+// Into binds read, a component's ConfigFromEnv (or any reader of one
+// value), to dst.
+func Into[T any](dst *T, read func(getenv func(string) string) (T, error)) Reader {
+	return func(getenv func(string) string) error {
+		v, err := read(getenv)
+		*dst = v
+		return err
+	}
+}
+
+// If is r when cond holds, else a reader that reads nothing: a part of a
+// configuration only some deployments have (an archive's bucket).
+func If(cond bool, r Reader) Reader {
+	if cond {
+		return r
+	}
+	return func(func(string) string) error { return nil }
+}
+
+// ReadAll runs every reader on getenv and reports their problems together,
+// each line once (JoinUnique): what a function reads from its environment
+// is several components' configurations, and a person fixing a deployment
+// wants every mistake in one go.
+func ReadAll(getenv func(string) string, readers ...Reader) error {
+	errs := make([]error, len(readers))
+	for i, r := range readers {
+		errs[i] = r(getenv)
+	}
+	return JoinUnique(errs...)
 }

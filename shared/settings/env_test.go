@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 )
 
@@ -18,10 +19,18 @@ func getenvOf(m map[string]string) func(string) string { return func(k string) s
 func TestEnvDefaultsWhenUnset(t *testing.T) {
 	t.Parallel()
 	e := settings.NewEnv(getenvOf(nil))
-	if e.String("S", "d") != "d" || e.Int("I", 7) != 7 || e.IntIn("N", 3, 1, 9, "events") != 3 ||
-		e.Bytes("B", 1<<20) != 1<<20 || e.Duration("D", time.Second) != time.Second ||
-		e.DurationIn("DI", time.Second, 0, time.Minute) != time.Second || e.Age("A", 7*24*time.Hour) != 7*24*time.Hour || !e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "x" {
-		t.Fatal("an unset variable did not keep its default")
+	if !field.Check(t, "an unset variable did not keep its default",
+		field.Eq("String", e.String("S", "d"), "d"),
+		field.Eq("Int", e.Int("I", 7), 7),
+		field.Eq("IntIn", e.IntIn("N", 3, 1, 9, "events"), 3),
+		field.Eq("Bytes", e.Bytes("B", 1<<20), 1<<20),
+		field.Eq("Duration", e.Duration("D", time.Second), time.Second),
+		field.Eq("DurationIn", e.DurationIn("DI", time.Second, 0, time.Minute), time.Second),
+		field.Eq("Age", e.Age("A", 7*24*time.Hour), 7*24*time.Hour),
+		field.Eq("Bool", e.Bool("T", true), true),
+		field.Eq("OneOf", e.OneOf("O", "x", "x", "y"), "x"),
+	) {
+		t.FailNow()
 	}
 	if err := e.Err(); err != nil {
 		t.Fatalf("unset optional variables are problems: %v", err)
@@ -34,11 +43,20 @@ func TestEnvReadsValues(t *testing.T) {
 		"S": "v", "I": "12", "N": "9", "B": "2048", "D": "1m30s", "A": "30d", "A2": "36h", "T": "false", "O": "y",
 		"DI": "0", "DI2": "1m",
 	}))
-	if e.String("S", "d") != "v" || e.Int("I", 1) != 12 || e.IntIn("N", 3, 1, 9, "events") != 9 || e.Bytes("B", 1) != 2048 ||
-		e.Duration("D", 0) != 90*time.Second || e.DurationIn("DI", time.Second, 0, time.Minute) != 0 ||
-		e.DurationIn("DI2", 0, time.Second, time.Minute) != time.Minute || e.Age("A", 0) != 30*24*time.Hour || e.Age("A2", 0) != 36*time.Hour ||
-		e.Bool("T", true) || e.OneOf("O", "x", "x", "y") != "y" {
-		t.Fatal("a value was not read")
+	if !field.Check(t, "a value was not read",
+		field.Eq("S", e.String("S", "d"), "v"),
+		field.Eq("I", e.Int("I", 1), 12),
+		field.Eq("N", e.IntIn("N", 3, 1, 9, "events"), 9),
+		field.Eq("B", e.Bytes("B", 1), 2048),
+		field.Eq("D", e.Duration("D", 0), 90*time.Second),
+		field.Eq("DI", e.DurationIn("DI", time.Second, 0, time.Minute), 0),
+		field.Eq("DI2", e.DurationIn("DI2", 0, time.Second, time.Minute), time.Minute),
+		field.Eq("A", e.Age("A", 0), 30*24*time.Hour),
+		field.Eq("A2", e.Age("A2", 0), 36*time.Hour),
+		field.Eq("T", e.Bool("T", true), false),
+		field.Eq("O", e.OneOf("O", "x", "x", "y"), "y"),
+	) {
+		t.FailNow()
 	}
 	if err := e.Err(); err != nil {
 		t.Fatal(err)
@@ -53,12 +71,20 @@ func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
 		"I": "many", "I0": "0", "N": "1000000", "B": "lots", "D": "-1s", "A": "a week", "T": "sometimes", "O": "z",
 		"DI": "2m", "DI0": "0", "DIX": "soon",
 	}))
-	if e.Int("I", 5) != 5 || e.Int("I0", 5) != 5 || e.IntIn("N", 3, 1, 100000, "events") != 3 || e.Bytes("B", 8) != 8 ||
-		e.Duration("D", time.Second) != time.Second || e.Age("A", time.Hour) != time.Hour || !e.Bool("T", true) ||
-		e.OneOf("O", "x", "x", "y") != "x" || e.DurationIn("DI", time.Second, 0, time.Minute) != time.Second ||
-		e.DurationIn("DI0", time.Second, time.Millisecond, time.Minute) != time.Second ||
-		e.DurationIn("DIX", time.Second, 0, time.Minute) != time.Second {
-		t.Fatal("a bad value did not keep the default")
+	if !field.Check(t, "a bad value did not keep the default",
+		field.Eq("I", e.Int("I", 5), 5),
+		field.Eq("I0", e.Int("I0", 5), 5),
+		field.Eq("N", e.IntIn("N", 3, 1, 100000, "events"), 3),
+		field.Eq("B", e.Bytes("B", 8), 8),
+		field.Eq("D", e.Duration("D", time.Second), time.Second),
+		field.Eq("A", e.Age("A", time.Hour), time.Hour),
+		field.Eq("T", e.Bool("T", true), true),
+		field.Eq("O", e.OneOf("O", "x", "x", "y"), "x"),
+		field.Eq("DI", e.DurationIn("DI", time.Second, 0, time.Minute), time.Second),
+		field.Eq("DI0", e.DurationIn("DI0", time.Second, time.Millisecond, time.Minute), time.Second),
+		field.Eq("DIX", e.DurationIn("DIX", time.Second, 0, time.Minute), time.Second),
+	) {
+		t.FailNow()
 	}
 	e.Required("R")
 	e.Errorf("%s is odd", "CUSTOM")
@@ -160,5 +186,45 @@ func TestJoinUnique(t *testing.T) {
 	}
 	if settings.JoinUnique(nil, nil) != nil {
 		t.Fatal("no error joined is an error")
+	}
+}
+
+// TestReadAllSaysEveryProblemOnce: every reader runs, whatever the others
+// say; the values read land where Into bound them; a line two readers
+// report (a variable they share) is said once.
+func TestReadAllSaysEveryProblemOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"SIZE": "7"}
+	size := func(getenv func(string) string) (int, error) {
+		return len(getenv("SIZE")), nil
+	}
+	bad := func(name string) func(func(string) string) (string, error) {
+		return func(func(string) string) (string, error) {
+			return name, errors.New(name + ": invalid\nSHARED: invalid")
+		}
+	}
+	var (
+		n    int
+		a, b string
+	)
+	err := settings.ReadAll(func(k string) string { return env[k] },
+		settings.Into(&n, size), settings.Into(&a, bad("A")), settings.Into(&b, bad("B")))
+	if n != 1 || a != "A" || b != "B" {
+		t.Errorf("values read: n=%d a=%q b=%q, want 1, A, B", n, a, b)
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for line, want := range map[string]int{"A: invalid": 1, "B: invalid": 1, "SHARED: invalid": 1} {
+		if got := strings.Count(err.Error(), line); got != want {
+			t.Errorf("%q said %d times, want %d:\n%v", line, got, want, err)
+		}
+	}
+	if err := settings.ReadAll(func(string) string { return "" }, settings.Into(&n, size)); err != nil {
+		t.Errorf("no problem: %v", err)
+	}
+	a = ""
+	if err := settings.ReadAll(func(string) string { return "" }, settings.If(false, settings.Into(&a, bad("A")))); err != nil || a != "" {
+		t.Errorf("a part If leaves out was read: %q, %v", a, err)
 	}
 }

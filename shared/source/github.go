@@ -86,10 +86,10 @@ func (v *githubVerifier) Sign(body []byte, eventID, eventType string, _ time.Tim
 	return h
 }
 
-// sample implements sampler with an opened issue, with the hook headers
+// makeSample implements sampleMaker with an opened issue, with the hook headers
 // GitHub sends beside the signed ones; the id and type are headers (Sign
 // sets them).
-func (v *githubVerifier) sample(now time.Time) (Sample, error) {
+func (v *githubVerifier) makeSample(now time.Time) (Sample, error) {
 	_, number := randomIDs()
 	body := fmt.Sprintf(`{"action":"opened","issue":{"id":%d,"number":%d,"title":"Dev sample issue","state":"open",`+
 		`"user":{"login":"octocat","id":1,"type":"User"},"body":"Sent by webhookdev sample.","created_at":%q},`+

@@ -538,10 +538,10 @@ func (v *hmacVerifier) tolerance() time.Duration {
 	return v.tol
 }
 
-// sample implements sampler with a failed invoice payment whose id and
+// makeSample implements sampleMaker with a failed invoice payment whose id and
 // type are where the source reads them: at their JSON paths in the body,
 // or in headers (Sign sets those). A source that reads no type gets none.
-func (v *hmacVerifier) sample(now time.Time) (Sample, error) {
+func (v *hmacVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, _ := randomIDs()
 	s := Sample{EventID: "evt_dev_" + suffix, Header: http.Header{}}
 	if v.typ.header != "" || v.typ.path != nil {

@@ -249,9 +249,9 @@ func (v *hubspotVerifier) Sign(body []byte, _, _ string, now time.Time) http.Hea
 // tolerance implements tolerant.
 func (v *hubspotVerifier) tolerance() time.Duration { return v.tol }
 
-// sample implements sampler with a batch of two contact property changes,
+// makeSample implements sampleMaker with a batch of two contact property changes,
 // shaped like HubSpot's: the id and type come from the body.
-func (v *hubspotVerifier) sample(now time.Time) (Sample, error) {
+func (v *hubspotVerifier) makeSample(now time.Time) (Sample, error) {
 	_, n := randomIDs()
 	first, second := n%1_000_000_000, n%1_000_000_000+1
 	at := now.UnixMilli()

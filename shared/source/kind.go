@@ -19,7 +19,7 @@ import (
 type kindVerifier interface {
 	Verifier
 	Signer
-	sampler
+	sampleMaker
 }
 
 // builder makes a kind's verifier from one source's JSON options.

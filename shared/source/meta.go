@@ -143,9 +143,9 @@ func (v *metaVerifier) Sign(body []byte, _, _ string, _ time.Time) http.Header {
 	return h
 }
 
-// sample implements sampler with a WhatsApp Business message, shaped as
+// makeSample implements sampleMaker with a WhatsApp Business message, shaped as
 // Meta documents it; its id is the body's hash (bodyEventID).
-func (v *metaVerifier) sample(now time.Time) (Sample, error) {
+func (v *metaVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, number := randomIDs()
 	body := fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"%d","changes":[{"value":{`+
 		`"messaging_product":"whatsapp","metadata":{"display_phone_number":"15550000000","phone_number_id":"%d"},`+

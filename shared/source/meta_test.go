@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
@@ -80,8 +81,15 @@ func TestMetaHandshake(t *testing.T) {
 		return HandshakeRequest{Method: "GET", Query: v, Header: http.Header{}, Now: now}
 	}
 	ans, ok, err := src.Handshake(get("hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meta-verify-token-0123456789"))
-	if err != nil || !ok || string(ans.Body) != "1158201444" || !strings.HasPrefix(ans.ContentType, "text/plain") {
-		t.Fatalf("verification: %v %v %q %q", ok, err, ans.ContentType, ans.Body)
+	if err != nil {
+		t.Fatalf("verification: %v", err)
+	}
+	if !field.Check(t, "verification",
+		field.Eq("handled", ok, true),
+		field.Eq("Body", string(ans.Body), "1158201444"),
+		field.Is("ContentType", ans.ContentType, strings.HasPrefix(ans.ContentType, "text/plain"), "text/plain"),
+	) {
+		t.FailNow()
 	}
 	tests := []struct {
 		query string

@@ -13,7 +13,7 @@ import (
 // Sample is a realistic event of a source's kind, before signing: what
 // `make dev` prints as a curl command, and what tests, benchmarks and the
 // CLI send. Each kind makes its own (its sender's body shape, id format
-// and extra headers); sampler is part of the kindVerifier contract, so a
+// and extra headers); sampleMaker is part of the kindVerifier contract, so a
 // kind without a sample does not compile and can never be given another
 // kind's shape.
 type Sample struct {
@@ -29,11 +29,11 @@ type Sample struct {
 	Header http.Header
 }
 
-// sampler makes a kind's sample events.
-type sampler interface {
-	// sample returns a new sample with random ids, so that every sample
+// sampleMaker makes a kind's sample events.
+type sampleMaker interface {
+	// makeSample returns a new sample with random ids, so that every sample
 	// is accepted as a new event; now dates it.
-	sample(now time.Time) (Sample, error)
+	makeSample(now time.Time) (Sample, error)
 }
 
 // Sample returns a new sample event of src's kind, with random ids and
@@ -41,11 +41,11 @@ type sampler interface {
 // which field a standard source reads its type from). Sign it with
 // SignEvent(s.Body, s.EventID, s.EventType, now) and add s.Header.
 func (s *Source) Sample(now time.Time) (Sample, error) {
-	sm, ok := s.Verifier.(sampler)
+	sm, ok := s.Verifier.(sampleMaker)
 	if !ok {
 		return Sample{}, errors.New("source " + s.Name + ": kind " + s.Kind + " has no sample event")
 	}
-	sample, err := sm.sample(now)
+	sample, err := sm.makeSample(now)
 	if err != nil {
 		return Sample{}, fmt.Errorf("source %s: sample: %w", s.Name, err)
 	}

@@ -119,10 +119,10 @@ func (v *shopifyVerifier) Sign(body []byte, eventID, eventType string, _ time.Ti
 	return h
 }
 
-// sample implements sampler with a created order, shaped like Shopify's
+// makeSample implements sampleMaker with a created order, shaped like Shopify's
 // orders/create payload, with the unsigned X-Shopify-* headers Shopify
 // sends; the id and topic are headers (Sign sets them).
-func (v *shopifyVerifier) sample(now time.Time) (Sample, error) {
+func (v *shopifyVerifier) makeSample(now time.Time) (Sample, error) {
 	_, number := randomIDs()
 	body := fmt.Sprintf(`{"id":%d,"admin_graphql_api_id":"gid://shopify/Order/%d","name":"#%d","email":"dev@example.com",`+
 		`"created_at":%q,"currency":"USD","financial_status":"paid","total_price":"20.00",`+

@@ -190,10 +190,10 @@ func (v *slackVerifier) Sign(body []byte, _, _ string, now time.Time) http.Heade
 // tolerance implements tolerant.
 func (v *slackVerifier) tolerance() time.Duration { return v.tol }
 
-// sample implements sampler with an Events API event_callback (an
+// makeSample implements sampleMaker with an Events API event_callback (an
 // app_mention), shaped as Slack documents it: the id and type are in the
 // body.
-func (v *slackVerifier) sample(now time.Time) (Sample, error) {
+func (v *slackVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, _ := randomIDs()
 	id := "Ev" + strings.ToUpper(suffix[:10])
 	ts := fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)

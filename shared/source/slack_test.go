@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
@@ -129,8 +130,15 @@ func TestSlackHandshake(t *testing.T) {
 		t.Fatalf("signed challenge: %v %v", ok, err)
 	}
 	var got map[string]string
-	if json.Unmarshal(ans.Body, &got) != nil || got["challenge"] != "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" || len(got) != 1 || ans.ContentType != "application/json" {
-		t.Fatalf("answer %s %q", ans.ContentType, ans.Body)
+	if err := json.Unmarshal(ans.Body, &got); err != nil {
+		t.Fatalf("answer %q: %v", ans.Body, err)
+	}
+	if !field.Check(t, "answer",
+		field.Eq("challenge", got["challenge"], "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"),
+		field.Is("Body", string(ans.Body), len(got) == 1, "the challenge alone"),
+		field.Eq("ContentType", ans.ContentType, "application/json"),
+	) {
+		t.FailNow()
 	}
 	// Signed by someone else, stale, or with a hostile challenge: refused.
 	forged := req("POST", slackChallenge, now)

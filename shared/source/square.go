@@ -127,9 +127,9 @@ func (v *squareVerifier) Sign(body []byte, _, _ string, _ time.Time) http.Header
 	return h
 }
 
-// sample implements sampler with a created order, shaped like Square's
+// makeSample implements sampleMaker with a created order, shaped like Square's
 // order.created notification: the id and type are in the body.
-func (v *squareVerifier) sample(now time.Time) (Sample, error) {
+func (v *squareVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, _ := randomIDs()
 	id, typ := newUUID(), "order.created"
 	at := now.UTC().Format(time.RFC3339Nano)

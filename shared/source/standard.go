@@ -349,10 +349,10 @@ func (v *standardVerifier) startWarning() string {
 // tolerance implements tolerant.
 func (v *standardVerifier) tolerance() time.Duration { return v.tol }
 
-// sample implements sampler with a failed invoice payment: the id travels
+// makeSample implements sampleMaker with a failed invoice payment: the id travels
 // in webhook-id (Sign sets it), the type in the source's type_field, which
 // takes the place of a field of the same name.
-func (v *standardVerifier) sample(now time.Time) (Sample, error) {
+func (v *standardVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, _ := randomIDs()
 	s := Sample{EventID: "msg_dev_" + suffix, Header: http.Header{}}
 	var fields []string

@@ -145,9 +145,9 @@ func (v *stripeVerifier) Sign(body []byte, _, _ string, now time.Time) http.Head
 // tolerance implements tolerant.
 func (v *stripeVerifier) tolerance() time.Duration { return v.tol }
 
-// sample implements sampler with a failed invoice payment, shaped like
+// makeSample implements sampleMaker with a failed invoice payment, shaped like
 // Stripe's event object: the id and type are in the body.
-func (v *stripeVerifier) sample(now time.Time) (Sample, error) {
+func (v *stripeVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, _ := randomIDs()
 	id, typ := "evt_dev_"+suffix, "invoice.payment_failed"
 	body := fmt.Sprintf(`{"id":%q,"object":"event","type":%q,"created":%d,"livemode":false,`+

@@ -255,9 +255,9 @@ func (v *twilioVerifier) Sign(body []byte, _, _ string, _ time.Time) http.Header
 	return h
 }
 
-// sample implements sampler with a delivered message's status callback,
+// makeSample implements sampleMaker with a delivered message's status callback,
 // shaped like Twilio's: the id and type come from its parameters.
-func (v *twilioVerifier) sample(_ time.Time) (Sample, error) {
+func (v *twilioVerifier) makeSample(_ time.Time) (Sample, error) {
 	a, _ := randomIDs()
 	b, _ := randomIDs()
 	sid := "SM" + a + b

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
@@ -102,9 +103,14 @@ func TestTwilioVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(want.EventID) != 32 || want.EventType != "message.delivered" || want.Metadata["twilio_sid"] != "SM0123" ||
-		want.Metadata["twilio_account_sid"] != "AC0000" || want.Metadata["twilio_idempotency_token"] != "idem-1" {
-		t.Fatalf("identity = %+v", want)
+	if !field.Check(t, "identity",
+		field.Is("EventID", want.EventID, len(want.EventID) == 32, "32 characters"),
+		field.Eq("EventType", want.EventType, "message.delivered"),
+		field.Eq(`Metadata["twilio_sid"]`, want.Metadata["twilio_sid"], "SM0123"),
+		field.Eq(`Metadata["twilio_account_sid"]`, want.Metadata["twilio_account_sid"], "AC0000"),
+		field.Eq(`Metadata["twilio_idempotency_token"]`, want.Metadata["twilio_idempotency_token"], "idem-1"),
+	) {
+		t.FailNow()
 	}
 	const hdr = "X-Twilio-Signature"
 	withSig := func(v string, more ...string) http.Header { return headers(append([]string{hdr, v}, more...)...) }

@@ -115,9 +115,9 @@ func (v *zoomVerifier) Sign(body []byte, _, _ string, now time.Time) http.Header
 // tolerance implements tolerant.
 func (v *zoomVerifier) tolerance() time.Duration { return v.tol }
 
-// sample implements sampler with a meeting.started event, shaped as Zoom
+// makeSample implements sampleMaker with a meeting.started event, shaped as Zoom
 // documents it; its id is the body's hash (bodyEventID).
-func (v *zoomVerifier) sample(now time.Time) (Sample, error) {
+func (v *zoomVerifier) makeSample(now time.Time) (Sample, error) {
 	suffix, number := randomIDs()
 	body := fmt.Sprintf(`{"event":"meeting.started","event_ts":%d,"payload":{"account_id":"DevAcct0Zoom",`+
 		`"object":{"id":"%d","uuid":"dev%s==","host_id":"DevHost0Zoom","topic":"Dev sample meeting","type":2,`+

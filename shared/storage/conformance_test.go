@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -243,9 +244,17 @@ func testEventInsert(t *testing.T, e *env) {
 		t.Fatalf("insert: %+v", res)
 	}
 	ev := must[*inbox.Event](t)(s.EventGetByKey(e.ctx, "shop", "evt_1"))
-	if !bytes.Equal(ev.Body, body) || ev.Payload != nil || ev.Metadata["shopify_event_id"] == "" || ev.Metadata["odd"] != "ab" ||
-		ev.SourceKind != "shopify" || ev.Type != "orders/create" || ev.BodySize != len(body) || ev.State(e.now) != inbox.StatePending {
-		t.Fatalf("stored: %+v", ev)
+	if !field.Check(t, "stored",
+		field.Is("Body", string(ev.Body), bytes.Equal(ev.Body, body), "the body sent"),
+		field.Is("Payload", string(ev.Payload), ev.Payload == nil, "nil"),
+		field.Is(`Metadata["shopify_event_id"]`, ev.Metadata["shopify_event_id"], ev.Metadata["shopify_event_id"] != "", "set"),
+		field.Eq(`Metadata["odd"]`, ev.Metadata["odd"], "ab"),
+		field.Eq("SourceKind", ev.SourceKind, "shopify"),
+		field.Eq("Type", ev.Type, "orders/create"),
+		field.Eq("BodySize", ev.BodySize, len(body)),
+		field.Eq("State", ev.State(e.now), inbox.StatePending),
+	) {
+		t.FailNow()
 	}
 	if sum := sha256.Sum256(body); !bytes.Equal(ev.BodySHA256, sum[:]) {
 		t.Fatal("stored hash is not the body's")
@@ -282,8 +291,13 @@ func testEventInsert(t *testing.T, e *env) {
 	r := must[storage.EventInsertResult](t)(tx.EventInsert(e.ctx, storage.EventInsertParams{Source: "tx", EventID: "nul", Body: []byte(`{"n":"\u0000"}`)}))
 	r2 := must[storage.EventInsertResult](t)(tx.EventInsert(e.ctx, storage.EventInsertParams{Source: "tx", EventID: "ok", Body: []byte(`{"n":1}`)}))
 	check(t, tx.Commit(e.ctx))
-	if !r.Inserted || r.PayloadStored || !r2.Inserted || !r2.PayloadStored {
-		t.Fatalf("in a transaction: %+v %+v", r, r2)
+	if !field.Check(t, "in a transaction",
+		field.Eq("first Inserted", r.Inserted, true),
+		field.Eq("first PayloadStored", r.PayloadStored, false),
+		field.Eq("second Inserted", r2.Inserted, true),
+		field.Eq("second PayloadStored", r2.PayloadStored, true),
+	) {
+		t.FailNow()
 	}
 }
 
@@ -313,8 +327,13 @@ func testEventInsertRace(t *testing.T, e *env) {
 	check(t, first.Commit(e.ctx))
 	check(t, <-errc)
 	lost := <-done
-	if lost.Inserted || lost.ID != won.ID || !bytes.Equal(lost.StoredSHA256, won.BodySHA256[:]) || lost.Mismatch() {
-		t.Fatalf("the second insert: %+v (first %+v)", lost, won)
+	if !field.Check(t, "the second insert",
+		field.Eq("Inserted", lost.Inserted, false),
+		field.Eq("ID", lost.ID, won.ID),
+		field.Is("StoredSHA256", fmt.Sprintf("%x", lost.StoredSHA256), bytes.Equal(lost.StoredSHA256, won.BodySHA256[:]), fmt.Sprintf("the first's %x", won.BodySHA256)),
+		field.Eq("Mismatch()", lost.Mismatch(), false),
+	) {
+		t.FailNow()
 	}
 }
 
@@ -332,14 +351,26 @@ func testEventInsertGuard(t *testing.T, e *env) {
 		t.Fatalf("first: %+v", first)
 	}
 	redelivery := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, p))
-	if redelivery.Inserted || redelivery.SuspectedReplay || redelivery.Mismatch() || redelivery.ID != first.ID {
-		t.Fatalf("the sender's redelivery (same id, same body): %+v, want a plain duplicate", redelivery)
+	if !field.Check(t, "the sender's redelivery (same id, same body), want a plain duplicate",
+		field.Eq("Inserted", redelivery.Inserted, false),
+		field.Eq("SuspectedReplay", redelivery.SuspectedReplay, false),
+		field.Eq("Mismatch()", redelivery.Mismatch(), false),
+		field.Eq("ID", redelivery.ID, first.ID),
+	) {
+		t.FailNow()
 	}
 	replay := p
 	replay.EventID, replay.EventType = "d-2", "push"
 	r := must[storage.EventInsertResult](t)(s.EventInsert(e.ctx, replay))
-	if r.Inserted || !r.SuspectedReplay || r.ID != first.ID || r.StoredEventID != "d-1" || r.StoredType != "issues" || r.Mismatch() {
-		t.Fatalf("same body under a new id and type: %+v, want a suspected replay of d-1", r)
+	if !field.Check(t, "same body under a new id and type, want a suspected replay of d-1",
+		field.Eq("Inserted", r.Inserted, false),
+		field.Eq("SuspectedReplay", r.SuspectedReplay, true),
+		field.Eq("ID", r.ID, first.ID),
+		field.Eq("StoredEventID", r.StoredEventID, "d-1"),
+		field.Eq("StoredType", r.StoredType, "issues"),
+		field.Eq("Mismatch()", r.Mismatch(), false),
+	) {
+		t.FailNow()
 	}
 	if _, err := s.EventGetByKey(e.ctx, "gh", "d-2"); !errors.Is(err, storage.ErrEventNotFound) {
 		t.Fatalf("the replay was stored: %v", err)
@@ -459,9 +490,17 @@ func testEventGet(t *testing.T, e *env) {
 	want := factory.Event(e.ctx, t, tx, &factory.EventOpts{Source: "billing", SourceKind: "standard", Type: "invoice.paid",
 		State: inbox.StateRetrying, Metadata: map[string]string{"k": "v"}, Now: e.now})
 	got := must[*inbox.Event](t)(tx.EventGetByKeyForUpdate(e.ctx, "billing", want.EventID))
-	if got.ID != want.ID || got.Attempts != 1 || got.FailedAttempts != 1 || !got.Solo || got.LastAttemptAt == nil ||
-		got.LastError == "" || got.Metadata["k"] != "v" || got.State(e.now) != inbox.StateRetrying {
-		t.Fatalf("read back %+v", got)
+	if !field.Check(t, "read back",
+		field.Eq("ID", got.ID, want.ID),
+		field.Eq("Attempts", got.Attempts, 1),
+		field.Eq("FailedAttempts", got.FailedAttempts, 1),
+		field.Eq("Solo", got.Solo, true),
+		field.Is("LastAttemptAt", got.LastAttemptAt, got.LastAttemptAt != nil, "set"),
+		field.Is("LastError", got.LastError, got.LastError != "", "set"),
+		field.Eq(`Metadata["k"]`, got.Metadata["k"], "v"),
+		field.Eq("State", got.State(e.now), inbox.StateRetrying),
+	) {
+		t.FailNow()
 	}
 	h := must[[]inbox.Attempt](t)(tx.AttemptListByEvent(e.ctx, want.ID))
 	if len(h) != 1 || h[0].Cause != inbox.CauseHandlerFailed || h[0].Outcome != inbox.AttemptFailed {
@@ -476,8 +515,13 @@ func testEventProcessing(t *testing.T, e *env) {
 	now := e.now.Add(time.Minute)
 	evs := factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "shop", Now: e.now})
 	backlog := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, now))
-	if backlog.Count != 3 || backlog.Due != 3 || backlog.OldestDueAt == nil || backlog.OldestDueAge(now) != time.Minute {
-		t.Fatalf("backlog = %+v", backlog)
+	if !field.Check(t, "backlog",
+		field.Eq("Count", backlog.Count, 3),
+		field.Eq("Due", backlog.Due, 3),
+		field.Is("OldestDueAt", backlog.OldestDueAt, backlog.OldestDueAt != nil, "set"),
+		field.Eq("OldestDueAge(now)", backlog.OldestDueAge(now), time.Minute),
+	) {
+		t.FailNow()
 	}
 	if due := must[storage.Due](t)(s.EventGetDue(e.ctx, now)); !due.Batch || due.Solo || due.Expired {
 		t.Fatalf("due = %+v", due)
@@ -487,9 +531,20 @@ func testEventProcessing(t *testing.T, e *env) {
 	// The budget holds the first body alone: the second is read later.
 	budget := int64(evs[0].BodySize)
 	claimed := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 2, BodyBudget: budget}))
-	if len(claimed) != 2 || claimed[0].ID != evs[0].ID || claimed[1].ID != evs[1].ID || !claimed[0].BodyLoaded || claimed[1].BodyLoaded ||
-		!claimed[0].HasPayload || string(claimed[0].Body) != string(evs[0].Body) || claimed[0].Payload != nil || claimed[1].Body != nil {
-		t.Fatalf("claim = %+v", claimed)
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d events, want 2: %+v", len(claimed), claimed)
+	}
+	if !field.Check(t, "claim",
+		field.Eq("[0].ID", claimed[0].ID, evs[0].ID),
+		field.Eq("[1].ID", claimed[1].ID, evs[1].ID),
+		field.Eq("[0].BodyLoaded", claimed[0].BodyLoaded, true),
+		field.Eq("[1].BodyLoaded", claimed[1].BodyLoaded, false),
+		field.Eq("[0].HasPayload", claimed[0].HasPayload, true),
+		field.Eq("[0].Body", string(claimed[0].Body), string(evs[0].Body)),
+		field.Is("[0].Payload", string(claimed[0].Payload), claimed[0].Payload == nil, "nil"),
+		field.Is("[1].Body", string(claimed[1].Body), claimed[1].Body == nil, "nil"),
+	) {
+		t.FailNow()
 	}
 	bodies := must[map[int64][]byte](t)(tx.EventListBodies(e.ctx, []int64{evs[1].ID}))
 	if string(bodies[evs[1].ID]) != string(evs[1].Body) {
@@ -498,8 +553,14 @@ func testEventProcessing(t *testing.T, e *env) {
 	claim := storage.Claim{Processor: "p", Token: "p#1", EventIDs: []int64{evs[0].ID, evs[1].ID}, ClaimedAt: now, LockedUntil: now.Add(time.Minute)}
 	check(t, s.ClaimSet(e.ctx, claim))
 	stats := must[storage.BacklogStats](t)(s.EventGetBacklogStats(e.ctx, now))
-	if stats.Count != 3 || stats.Due != 1 || stats.InFlight != 2 || stats.Retrying != 0 || stats.OldestCreatedAt == nil {
-		t.Fatalf("stats = %+v", stats)
+	if !field.Check(t, "stats",
+		field.Eq("Count", stats.Count, 3),
+		field.Eq("Due", stats.Due, 1),
+		field.Eq("InFlight", stats.InFlight, 2),
+		field.Eq("Retrying", stats.Retrying, 0),
+		field.Is("OldestCreatedAt", stats.OldestCreatedAt, stats.OldestCreatedAt != nil, "set"),
+	) {
+		t.FailNow()
 	}
 	if live := must[[]storage.Claim](t)(s.ClaimListLive(e.ctx, now)); len(live) != 1 || live[0].Token != "p#1" || len(live[0].EventIDs) != 2 {
 		t.Fatalf("live claims = %+v", live)
@@ -526,9 +587,16 @@ func testEventProcessing(t *testing.T, e *env) {
 	}
 	check(t, tx.Commit(e.ctx))
 	failed := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
-	if failed.LastError != "boom" || failed.Attempts != 1 || failed.FailedAttempts != 1 || !failed.Solo || failed.ClaimedBy != "" ||
-		failed.State(now) != inbox.StateRetrying || !failed.NextAttemptAt.Equal(now.Add(time.Second)) {
-		t.Fatalf("after failure: %+v", failed)
+	if !field.Check(t, "after failure",
+		field.Eq("LastError", failed.LastError, "boom"),
+		field.Eq("Attempts", failed.Attempts, 1),
+		field.Eq("FailedAttempts", failed.FailedAttempts, 1),
+		field.Eq("Solo", failed.Solo, true),
+		field.Eq("ClaimedBy", failed.ClaimedBy, ""),
+		field.Eq("State", failed.State(now), inbox.StateRetrying),
+		field.Is("NextAttemptAt", failed.NextAttemptAt, failed.NextAttemptAt.Equal(now.Add(time.Second)), "a second after the failure"),
+	) {
+		t.FailNow()
 	}
 	if done := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[1].ID)); done.State(now) != inbox.StateProcessed || done.Attempts != 1 {
 		t.Fatalf("processed: %+v", done)
@@ -543,8 +611,15 @@ func testEventProcessing(t *testing.T, e *env) {
 		t.Fatalf("batch claim = %+v", c)
 	}
 	solo := must[[]storage.ClaimedEvent](t)(tx.EventClaimSolo(e.ctx, later, 1<<20))
-	if len(solo) != 1 || solo[0].ID != evs[0].ID || solo[0].FailedAttempts != 1 || !solo[0].BodyLoaded {
-		t.Fatalf("solo claim = %+v", solo)
+	if len(solo) != 1 {
+		t.Fatalf("solo claim of %d events, want 1: %+v", len(solo), solo)
+	}
+	if !field.Check(t, "solo claim",
+		field.Eq("ID", solo[0].ID, evs[0].ID),
+		field.Eq("FailedAttempts", solo[0].FailedAttempts, 1),
+		field.Eq("BodyLoaded", solo[0].BodyLoaded, true),
+	) {
+		t.FailNow()
 	}
 	n = must[int](t)(tx.EventFinish(e.ctx, storage.EventFinishParams{Processor: "p", BatchSize: 1, Results: []storage.AttemptResult{
 		{ID: evs[0].ID, Outcome: inbox.AttemptHandled, StartedAt: later, FinishedAt: later},
@@ -552,8 +627,14 @@ func testEventProcessing(t *testing.T, e *env) {
 	}}))
 	check(t, tx.Commit(e.ctx))
 	done := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
-	if n != 2 || done.Outcome != inbox.OutcomeHandled || done.ProcessedAt == nil || done.Attempts != 2 || done.State(later) != inbox.StateProcessed {
-		t.Fatalf("processed: %+v", done)
+	if !field.Check(t, "processed",
+		field.Eq("EventFinish's rows", n, 2),
+		field.Eq("Outcome", done.Outcome, inbox.OutcomeHandled),
+		field.Is("ProcessedAt", done.ProcessedAt, done.ProcessedAt != nil, "set"),
+		field.Eq("Attempts", done.Attempts, 2),
+		field.Eq("State", done.State(later), inbox.StateProcessed),
+	) {
+		t.FailNow()
 	}
 	// Once processed, nothing records on it any more.
 	if n := must[int](t)(s.EventFinish(e.ctx, storage.EventFinishParams{Processor: "p", BatchSize: 1, Results: []storage.AttemptResult{
@@ -564,8 +645,16 @@ func testEventProcessing(t *testing.T, e *env) {
 		t.Fatal("a processed event locked for a fallback")
 	}
 	h := must[[]inbox.Attempt](t)(s.AttemptListByEvent(e.ctx, evs[0].ID))
-	if len(h) != 2 || h[0].Outcome != inbox.AttemptFailed || h[0].BatchSize != 2 || h[1].Outcome != inbox.AttemptHandled || h[1].Processor != "p" {
-		t.Fatalf("history = %+v", h)
+	if len(h) != 2 {
+		t.Fatalf("history of %d attempts, want 2: %+v", len(h), h)
+	}
+	if !field.Check(t, "history",
+		field.Eq("[0].Outcome", h[0].Outcome, inbox.AttemptFailed),
+		field.Eq("[0].BatchSize", h[0].BatchSize, 2),
+		field.Eq("[1].Outcome", h[1].Outcome, inbox.AttemptHandled),
+		field.Eq("[1].Processor", h[1].Processor, "p"),
+	) {
+		t.FailNow()
 	}
 	if b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, later)); b.Count != 0 || b.OldestDueAt != nil {
 		t.Fatalf("backlog after = %+v", b)
@@ -663,8 +752,14 @@ func testEventInterrupted(t *testing.T, e *env) {
 		t.Fatalf("dead letters = %v", dls)
 	}
 	inBatch := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[0].ID))
-	if inBatch.Attempts != 1 || inBatch.FailedAttempts != 0 || !inBatch.Solo || inBatch.DeadAt != nil || inBatch.State(later) != inbox.StatePending {
-		t.Fatalf("interrupted in a batch: %+v", inBatch)
+	if !field.Check(t, "interrupted in a batch",
+		field.Eq("Attempts", inBatch.Attempts, 1),
+		field.Eq("FailedAttempts", inBatch.FailedAttempts, 0),
+		field.Eq("Solo", inBatch.Solo, true),
+		field.Eq("DeadAt", inBatch.DeadAt, nil),
+		field.Eq("State", inBatch.State(later), inbox.StatePending),
+	) {
+		t.FailNow()
 	}
 	dead := must[*inbox.Event](t)(s.EventGetByID(e.ctx, evs[2].ID))
 	if dead.DeadAt == nil || dead.FailedAttempts != 1 || dead.State(later) != inbox.StateDead {
@@ -675,8 +770,16 @@ func testEventInterrupted(t *testing.T, e *env) {
 		t.Fatalf("dead letter = %+v", dl)
 	}
 	h := must[[]inbox.Attempt](t)(s.AttemptListByEvent(e.ctx, evs[0].ID))
-	if len(h) != 1 || h[0].Outcome != inbox.AttemptInterrupted || h[0].FinishedAt != nil || h[0].BatchSize != 2 || h[0].Processor != "dead-a" {
-		t.Fatalf("history = %+v", h)
+	if len(h) != 1 {
+		t.Fatalf("history of %d attempts, want 1: %+v", len(h), h)
+	}
+	if !field.Check(t, "history",
+		field.Eq("Outcome", h[0].Outcome, inbox.AttemptInterrupted),
+		field.Eq("FinishedAt", h[0].FinishedAt, nil),
+		field.Eq("BatchSize", h[0].BatchSize, 2),
+		field.Eq("Processor", h[0].Processor, "dead-a"),
+	) {
+		t.FailNow()
 	}
 	// Empty claims of processors long gone are swept.
 	if n := must[int](t)(s.ClaimDeleteIdle(e.ctx, later.Add(time.Hour))); n != 2 {
@@ -704,9 +807,16 @@ func testEventList(t *testing.T, e *env) {
 	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "other", Now: e.now})
 	for _, st := range inbox.EventStates() {
 		got := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", State: st}, e.now, 10))
-		if len(got) != 1 || got[0].ID != byState[st] || got[0].State(e.now) != st || got[0].Body != nil || got[0].Payload != nil {
-			t.Errorf("state %s: %d events", st, len(got))
+		if len(got) != 1 {
+			t.Errorf("state %s: %d events, want 1", st, len(got))
+			continue
 		}
+		field.Check(t, "state "+string(st),
+			field.Eq("ID", got[0].ID, byState[st]),
+			field.Eq("State", got[0].State(e.now), st),
+			field.Is("Body", string(got[0].Body), got[0].Body == nil, "nil"),
+			field.Is("Payload", string(got[0].Payload), got[0].Payload == nil, "nil"),
+		)
 	}
 	all := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{Source: "shop", CreatedFrom: e.now.Add(-time.Hour)}, e.now, 3))
 	if len(all) != 3 || all[0].ID <= all[1].ID {
@@ -768,38 +878,53 @@ func testEventReplay(t *testing.T, e *env) {
 	if dry.Matched != 6 || dry.Replayed != 0 || dry.Archived != 1 {
 		t.Fatalf("dry run = %+v", dry)
 	}
-	var progress [][2]int
 	if _, err := s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now}); err != storage.ErrNoActor {
 		t.Fatalf("replay without an actor: %v", err)
 	}
-	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, ChunkSize: 2, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}, Progress: func(done, total int) {
-		progress = append(progress, [2]int{done, total})
-	}}))
+	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.InChunks(storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}, 2)))
 	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.Archived != 1 {
 		t.Fatalf("replay = %+v", res)
 	}
-	if len(progress) != 3 || progress[2] != [2]int{6, 6} || progress[0] != [2]int{2, 6} {
-		t.Fatalf("progress = %v", progress)
-	}
 	for _, ev := range late {
 		got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
-		if got.ProcessedAt != nil || got.Outcome != "" || got.Attempts != 1 || got.FailedAttempts != 0 || !got.NextAttemptAt.Equal(now) {
-			t.Fatalf("replayed event %+v", got)
+		if !field.Check(t, "replayed event",
+			field.Eq("ProcessedAt", got.ProcessedAt, nil),
+			field.Eq("Outcome", got.Outcome, ""),
+			field.Eq("Attempts", got.Attempts, 1),
+			field.Eq("FailedAttempts", got.FailedAttempts, 0),
+			field.Is("NextAttemptAt", got.NextAttemptAt, got.NextAttemptAt.Equal(now), "now"),
+		) {
+			t.FailNow()
 		}
 	}
 	// The replay is recorded, each event linked to the record.
 	acts := must[[]inbox.OperatorAction](t)(s.OperatorActionList(e.ctx, time.Time{}, 10))
-	if len(acts) != 1 || acts[0].ID != res.ActionID || acts[0].Action != inbox.ActionReplay || acts[0].Actor != "ops@test" ||
-		acts[0].Reason != "incident 42" || acts[0].Events != 6 || acts[0].DBUser == "" || !strings.Contains(string(acts[0].Filter), `"source": "a"`) {
-		t.Fatalf("actions = %+v", acts)
+	if len(acts) != 1 {
+		t.Fatalf("%d actions, want 1: %+v", len(acts), acts)
+	}
+	if !field.Check(t, "action",
+		field.Eq("ID", acts[0].ID, res.ActionID),
+		field.Eq("Action", acts[0].Action, inbox.ActionReplay),
+		field.Eq("Actor", acts[0].Actor, "ops@test"),
+		field.Eq("Reason", acts[0].Reason, "incident 42"),
+		field.Eq("Events", acts[0].Events, 6),
+		field.Is("DBUser", acts[0].DBUser, acts[0].DBUser != "", "set"),
+		field.Is("Filter", string(acts[0].Filter), strings.Contains(string(acts[0].Filter), `"source": "a"`), `"source": "a" in it`),
+	) {
+		t.FailNow()
 	}
 	if byEvent := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, late[0].ID)); len(byEvent) != 1 || byEvent[0].ID != res.ActionID {
 		t.Fatalf("actions of an event = %+v", byEvent)
 	}
 	// The backlog holds exactly them, all due.
 	b := must[storage.Backlog](t)(s.EventGetBacklog(e.ctx, now))
-	if b.Count != 6 || b.Due != 6 || b.OldestDueAt == nil || !b.OldestDueAt.Equal(now) || b.OldestDueAge(now.Add(time.Minute)) != time.Minute {
-		t.Fatalf("backlog = %+v", b)
+	if !field.Check(t, "backlog",
+		field.Eq("Count", b.Count, 6),
+		field.Eq("Due", b.Due, 6),
+		field.Is("OldestDueAt", b.OldestDueAt, b.OldestDueAt != nil && b.OldestDueAt.Equal(now), "now"),
+		field.Eq("OldestDueAge(now+1m)", b.OldestDueAge(now.Add(time.Minute)), time.Minute),
+	) {
+		t.FailNow()
 	}
 	// By id, one event.
 	one := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, storage.ReplayFilter{ID: processed("c", 1, now)[0].ID}, storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}))
@@ -820,9 +945,14 @@ func testEventReplayInCalls(t *testing.T, e *env) {
 	evs := factory.Events(e.ctx, t, s, 5, &factory.EventOpts{Source: "d", State: inbox.StateProcessed, Now: now})
 	f := storage.ReplayFilter{Source: "d"}
 	first := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, By: by, Max: 2}))
-	if first.Matched != 5 || first.Replayed != 2 || first.ActionID == 0 || first.Next == nil ||
-		*first.Next != (storage.ReplayCursor{ActionID: first.ActionID, After: evs[1].ID, Through: evs[4].ID}) {
-		t.Fatalf("first call = %+v (next %+v)", first, first.Next)
+	wantNext := storage.ReplayCursor{ActionID: first.ActionID, After: evs[1].ID, Through: evs[4].ID}
+	if !field.Check(t, "first call",
+		field.Eq("Matched", first.Matched, 5),
+		field.Eq("Replayed", first.Replayed, 2),
+		field.Is("ActionID", first.ActionID, first.ActionID != 0, "set"),
+		field.Is("Next", first.Next, first.Next != nil && *first.Next == wantNext, fmt.Sprintf("&%+v", wantNext)),
+	) {
+		t.FailNow()
 	}
 	// Meanwhile the processor applies the first two again, and a new
 	// event of the source is processed: neither belongs to the rest.
@@ -863,15 +993,31 @@ func testDeadLetters(t *testing.T, e *env) {
 	}
 	f := storage.DeadLetterFilter{Source: "shop", EventType: "order", DeadFrom: now.Add(-time.Hour), DeadTo: now.Add(time.Hour)}
 	list := must[[]*inbox.DeadLetter](t)(s.DeadLetterList(e.ctx, f, 10))
-	if len(list) != 2 || list[0].EventPK != dead[0].ID || list[0].Attempts != 3 || len(list[0].Errors) != 3 || list[0].Body == nil || list[0].Payload == nil {
-		t.Fatalf("list = %+v", list)
+	if len(list) != 2 {
+		t.Fatalf("%d dead letters, want 2: %+v", len(list), list)
+	}
+	if !field.Check(t, "first dead letter",
+		field.Eq("EventPK", list[0].EventPK, dead[0].ID),
+		field.Eq("Attempts", list[0].Attempts, 3),
+		field.Eq("len(Errors)", len(list[0].Errors), 3),
+		field.Is("Body", list[0].Body, list[0].Body != nil, "set"),
+		field.Is("Payload", list[0].Payload, list[0].Payload != nil, "set"),
+	) {
+		t.FailNow()
 	}
 	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, storage.DeadLetterFilter{ID: list[0].ID})); n != 1 {
 		t.Fatalf("count by id = %d", n)
 	}
 	counts := must[[]storage.DeadLetterCount](t)(s.DeadLetterCountByType(e.ctx))
-	if len(counts) != 2 || counts[0].Source != "shop" || counts[0].Count != 2 || counts[0].OldestDeadAt.IsZero() {
-		t.Fatalf("count by type = %+v", counts)
+	if len(counts) != 2 {
+		t.Fatalf("%d counts by type, want 2: %+v", len(counts), counts)
+	}
+	if !field.Check(t, "first count by type",
+		field.Eq("Source", counts[0].Source, "shop"),
+		field.Eq("Count", counts[0].Count, 2),
+		field.Is("OldestDeadAt", counts[0].OldestDeadAt, !counts[0].OldestDeadAt.IsZero(), "set"),
+	) {
+		t.FailNow()
 	}
 	if _, err := s.DeadLetterRequeue(e.ctx, f, now, inbox.Actor{}); err != storage.ErrNoActor {
 		t.Fatalf("requeue without an actor: %v", err)
@@ -883,12 +1029,25 @@ func testDeadLetters(t *testing.T, e *env) {
 		t.Fatalf("still requeueable: %d", n)
 	}
 	back := must[*inbox.Event](t)(s.EventGetByID(e.ctx, dead[0].ID))
-	if back.DeadAt != nil || back.Attempts != 3 || back.FailedAttempts != 0 || !back.Solo || back.State(now) != inbox.StatePending {
-		t.Fatalf("requeued event %+v", back)
+	if !field.Check(t, "requeued event",
+		field.Eq("DeadAt", back.DeadAt, nil),
+		field.Eq("Attempts", back.Attempts, 3),
+		field.Eq("FailedAttempts", back.FailedAttempts, 0),
+		field.Eq("Solo", back.Solo, true),
+		field.Eq("State", back.State(now), inbox.StatePending),
+	) {
+		t.FailNow()
 	}
-	if acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, dead[0].ID)); len(acts) != 1 ||
-		acts[0].Action != inbox.ActionRequeue || acts[0].Events != 2 || !strings.Contains(string(acts[0].Filter), `"event_type": "order"`) {
-		t.Fatalf("requeue record = %+v", acts)
+	acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, dead[0].ID))
+	if len(acts) != 1 {
+		t.Fatalf("%d requeue records, want 1: %+v", len(acts), acts)
+	}
+	if !field.Check(t, "requeue record",
+		field.Eq("Action", acts[0].Action, inbox.ActionRequeue),
+		field.Eq("Events", acts[0].Events, 2),
+		field.Is("Filter", string(acts[0].Filter), strings.Contains(string(acts[0].Filter), `"event_type": "order"`), `"event_type": "order" in it`),
+	) {
+		t.FailNow()
 	}
 	// An action changing named events (an expunge's way) records them all.
 	id := must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: "ops@test", Reason: "incident 42"}, map[string]any{"id": dead[1].ID}, []int64{dead[1].ID}))
@@ -906,8 +1065,13 @@ func testDeadLetters(t *testing.T, e *env) {
 		t.Fatalf("dead letters expunged: %d, want 1", n)
 	}
 	h := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID))
-	if h[0].Body != nil || h[0].Payload != nil || len(h[0].Errors) == 0 || h[0].LastError != storage.Redacted {
-		t.Fatalf("after expunge: %+v", h[0])
+	if !field.Check(t, "after expunge",
+		field.Is("Body", h[0].Body, h[0].Body == nil, "nil"),
+		field.Is("Payload", h[0].Payload, h[0].Payload == nil, "nil"),
+		field.Is("len(Errors)", len(h[0].Errors), len(h[0].Errors) != 0, "some"),
+		field.Eq("LastError", h[0].LastError, storage.Redacted),
+	) {
+		t.FailNow()
 	}
 	for _, x := range h[0].Errors {
 		if x.Error != storage.Redacted || x.Cause == "" || x.Attempt == 0 {
@@ -977,19 +1141,36 @@ func testArchiveBatch(t *testing.T, e *env) {
 	check(t, tx.Rollback(e.ctx)) // after Commit: nothing, no error
 
 	got := must[*inbox.Event](t)(s.EventGetByKey(e.ctx, "a", evs[1].EventID))
-	if got.Body != nil || got.Payload != nil || got.ArchiveKey != "k" || got.ArchiveOffset != 10 || got.ArchiveLength != 10 || got.State(e.now) != inbox.StateArchived {
-		t.Fatalf("archived event %+v", got)
+	if !field.Check(t, "archived event",
+		field.Is("Body", string(got.Body), got.Body == nil, "nil"),
+		field.Is("Payload", string(got.Payload), got.Payload == nil, "nil"),
+		field.Eq("ArchiveKey", got.ArchiveKey, "k"),
+		field.Eq("ArchiveOffset", got.ArchiveOffset, 10),
+		field.Eq("ArchiveLength", got.ArchiveLength, 10),
+		field.Eq("State", got.State(e.now), inbox.StateArchived),
+	) {
+		t.FailNow()
 	}
 	o := must[*inbox.ArchiveObject](t)(s.ArchiveObjectGet(e.ctx, "k"))
-	if o.CommittedAt == nil || o.EventCount != 3 || o.Size != 30 || o.Source != "a" {
-		t.Fatalf("manifest: %+v", o)
+	if !field.Check(t, "manifest",
+		field.Is("CommittedAt", o.CommittedAt, o.CommittedAt != nil, "set"),
+		field.Eq("EventCount", o.EventCount, 3),
+		field.Eq("Size", o.Size, 30),
+		field.Eq("Source", o.Source, "a"),
+	) {
+		t.FailNow()
 	}
 	if err := s.ArchiveObjectPrepare(e.ctx, "k", "a"); !errors.Is(err, storage.ErrArchiveObjectCommitted) {
 		t.Fatalf("prepare of a committed key: %v", err)
 	}
 	st := must[storage.ArchiveObjectStats](t)(s.ArchiveObjectGetStats(e.ctx))
-	if st.Objects != 1 || st.ObjectBytes != 30 || st.ArchivedEvents != 3 || st.PendingObjects != 0 {
-		t.Fatalf("object stats %+v", st)
+	if !field.Check(t, "object stats",
+		field.Eq("Objects", st.Objects, 1),
+		field.Eq("ObjectBytes", st.ObjectBytes, 30),
+		field.Eq("ArchivedEvents", st.ArchivedEvents, 3),
+		field.Eq("PendingObjects", st.PendingObjects, 0),
+	) {
+		t.FailNow()
 	}
 	archiveReady(t, e, 2)
 	pr := must[storage.ArchiveProgress](t)(s.EventGetArchiveProgress(e.ctx, e.now))
@@ -1155,14 +1336,24 @@ func testArchiveExpunge(t *testing.T, e *env) {
 	check(t, tx.ArchiveObjectLock(e.ctx, locked.ArchiveKey))
 	sum2 := sha256.Sum256([]byte("v2"))
 	check(t, tx.ArchiveObjectMarkRewritten(e.ctx, locked.ArchiveKey, 3, sum2[:]))
-	if sc := must[storage.EventScrub](t)(tx.EventExpunge(e.ctx, locked.ID)); sc.Body || sc.Payload || sc.Metadata || sc.LastError {
-		t.Fatalf("archived event held %+v", sc)
+	if sc := must[storage.EventScrub](t)(tx.EventExpunge(e.ctx, locked.ID)); !field.Check(t, "archived event held",
+		field.Eq("Body", sc.Body, false),
+		field.Eq("Payload", sc.Payload, false),
+		field.Eq("Metadata", sc.Metadata, false),
+		field.Eq("LastError", sc.LastError, false),
+	) {
+		t.FailNow()
 	}
 	if n := must[int](t)(tx.DeadLetterExpunge(e.ctx, locked.ID)); n != 0 {
 		t.Fatalf("dead letters of an event never dead: %d", n)
 	}
-	if sc := must[storage.EventScrub](t)(tx.EventExpunge(e.ctx, pending.ID)); !sc.Body || !sc.Payload || !sc.Metadata || !sc.LastError {
-		t.Fatalf("retrying event held %+v", sc)
+	if sc := must[storage.EventScrub](t)(tx.EventExpunge(e.ctx, pending.ID)); !field.Check(t, "retrying event held",
+		field.Eq("Body", sc.Body, true),
+		field.Eq("Payload", sc.Payload, true),
+		field.Eq("Metadata", sc.Metadata, true),
+		field.Eq("LastError", sc.LastError, true),
+	) {
+		t.FailNow()
 	}
 	if n := must[int](t)(tx.AttemptExpunge(e.ctx, pending.ID)); n != 2 {
 		t.Fatalf("attempt errors expunged: %d, want 2", n)
@@ -1185,9 +1376,15 @@ func testArchiveExpunge(t *testing.T, e *env) {
 	}
 	// An event erased before it was processed leaves the drain.
 	got = must[*inbox.Event](t)(s.EventGetByID(e.ctx, pending.ID))
-	if got.Body != nil || got.Payload != nil || got.ProcessedAt == nil || got.Outcome != inbox.OutcomeExpunged ||
-		got.Metadata != nil || got.LastError != storage.Redacted {
-		t.Fatalf("expunged pending event %+v", got)
+	if !field.Check(t, "expunged pending event",
+		field.Is("Body", string(got.Body), got.Body == nil, "nil"),
+		field.Is("Payload", string(got.Payload), got.Payload == nil, "nil"),
+		field.Is("ProcessedAt", got.ProcessedAt, got.ProcessedAt != nil, "set"),
+		field.Eq("Outcome", got.Outcome, inbox.OutcomeExpunged),
+		field.Is("Metadata", got.Metadata, got.Metadata == nil, "nil"),
+		field.Eq("LastError", got.LastError, storage.Redacted),
+	) {
+		t.FailNow()
 	}
 	for _, a := range must[[]inbox.Attempt](t)(s.AttemptListByEvent(e.ctx, pending.ID)) {
 		if a.Error != storage.Redacted || a.Cause == "" {
@@ -1206,8 +1403,16 @@ func testRejections(t *testing.T, e *env) {
 	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Source: "nope", Cause: inbox.CauseUnknownSource, ReceivedAt: e.now.Add(-2 * time.Hour)})
 	check(t, s.RejectionInsert(e.ctx, inbox.Rejection{Source: "shop", Cause: inbox.CausePayloadTooLarge, Message: "m", RequestID: "r1", RemoteAddr: "10.0.0.1", BodySize: 9}, 0))
 	list := must[[]inbox.Rejection](t)(s.RejectionList(e.ctx, e.now.Add(-time.Hour), 10))
-	if len(list) != 3 || list[0].Cause != inbox.CausePayloadTooLarge || list[0].RequestID != "r1" || list[0].BodySize != 9 || list[0].RemoteAddr != "10.0.0.1" {
-		t.Fatalf("list = %+v", list)
+	if len(list) != 3 {
+		t.Fatalf("%d rejections, want 3: %+v", len(list), list)
+	}
+	if !field.Check(t, "first rejection",
+		field.Eq("Cause", list[0].Cause, inbox.CausePayloadTooLarge),
+		field.Eq("RequestID", list[0].RequestID, "r1"),
+		field.Eq("BodySize", list[0].BodySize, 9),
+		field.Eq("RemoteAddr", list[0].RemoteAddr, "10.0.0.1"),
+	) {
+		t.FailNow()
 	}
 	// The suppressed refusals a record stands for are counted; an hour's
 	// window leaves the one two hours old out.
@@ -1243,8 +1448,13 @@ func testTimeBuckets(t *testing.T, e *env) {
 	base := e.now.Truncate(time.Hour).Add(-3 * time.Hour)
 	at := func(m int) time.Time { return base.Add(time.Duration(m) * time.Minute) }
 	b := storage.Buckets{Since: base, Until: at(180), Width: time.Hour}
-	if b.Len() != 3 || b.Index(at(61)) != 1 || b.Index(at(-1)) != -1 || b.Index(at(180)) != -1 {
-		t.Fatalf("buckets: len %d, index %d %d %d", b.Len(), b.Index(at(61)), b.Index(at(-1)), b.Index(at(180)))
+	if !field.Check(t, "buckets",
+		field.Eq("Len()", b.Len(), 3),
+		field.Eq("Index(61m)", b.Index(at(61)), 1),
+		field.Eq("Index(-1m)", b.Index(at(-1)), -1),
+		field.Eq("Index(180m)", b.Index(at(180)), -1),
+	) {
+		t.FailNow()
 	}
 	// Outside the window on both sides: counted nowhere.
 	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(-1), Now: at(-1), State: inbox.StateProcessed, ProcessedAt: new(at(-1))})
@@ -1255,8 +1465,16 @@ func testTimeBuckets(t *testing.T, e *env) {
 	factory.Event(e.ctx, t, s, &factory.EventOpts{CreatedAt: at(75), Now: at(130), State: inbox.StateDead, DeadAt: new(at(130))})
 	evs := must[[]storage.EventBucket](t)(s.EventCountByBucket(e.ctx, b))
 	wantEv := []storage.EventBucket{{At: at(0), Count: 2}, {At: at(60), Count: 2}}
-	if len(evs) != 2 || !evs[0].At.Equal(wantEv[0].At) || evs[0].Count != 2 || !evs[1].At.Equal(wantEv[1].At) || evs[1].Count != 2 {
+	if len(evs) != 2 {
 		t.Fatalf("events by bucket = %+v, want %+v", evs, wantEv)
+	}
+	if !field.Check(t, "events by bucket",
+		field.Is("[0].At", evs[0].At, evs[0].At.Equal(wantEv[0].At), wantEv[0].At.String()),
+		field.Eq("[0].Count", evs[0].Count, 2),
+		field.Is("[1].At", evs[1].At, evs[1].At.Equal(wantEv[1].At), wantEv[1].At.String()),
+		field.Eq("[1].Count", evs[1].Count, 2),
+	) {
+		t.FailNow()
 	}
 	att := must[[]storage.AttemptBucket](t)(s.AttemptCountByBucket(e.ctx, b))
 	// The dead event's three failed attempts finish at 130 minutes, the
@@ -1266,8 +1484,13 @@ func testTimeBuckets(t *testing.T, e *env) {
 		t.Fatalf("attempts by bucket = %+v, want %+v", att, want)
 	}
 	for i := range want {
-		if !att[i].At.Equal(want[i].At) || att[i].Processed != want[i].Processed || att[i].Failed != want[i].Failed || att[i].Dead != want[i].Dead {
-			t.Fatalf("attempts by bucket = %+v, want %+v", att, want)
+		if !field.Check(t, fmt.Sprintf("attempts by bucket [%d]", i),
+			field.Is("At", att[i].At, att[i].At.Equal(want[i].At), want[i].At.String()),
+			field.Eq("Processed", att[i].Processed, want[i].Processed),
+			field.Eq("Failed", att[i].Failed, want[i].Failed),
+			field.Eq("Dead", att[i].Dead, want[i].Dead),
+		) {
+			t.FailNow()
 		}
 	}
 	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseSignatureMismatch, ReceivedAt: at(5), Suppressed: 2})
@@ -1275,9 +1498,18 @@ func testTimeBuckets(t *testing.T, e *env) {
 	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseUnknownSource, ReceivedAt: at(125)})
 	factory.Rejection(e.ctx, t, s, &factory.RejectionOpts{Cause: inbox.CauseUnknownSource, ReceivedAt: at(-5)})
 	rej := must[[]storage.RejectionBucket](t)(s.RejectionCountByBucket(e.ctx, b))
-	if len(rej) != 2 || !rej[0].At.Equal(at(0)) || rej[0].Cause != string(inbox.CauseSignatureMismatch) || rej[0].Count != 4 ||
-		!rej[1].At.Equal(at(120)) || rej[1].Cause != string(inbox.CauseUnknownSource) || rej[1].Count != 1 {
-		t.Fatalf("rejections by bucket = %+v", rej)
+	if len(rej) != 2 {
+		t.Fatalf("rejections by bucket = %+v, want 2 buckets", rej)
+	}
+	if !field.Check(t, "rejections by bucket",
+		field.Is("[0].At", rej[0].At, rej[0].At.Equal(at(0)), at(0).String()),
+		field.Eq("[0].Cause", rej[0].Cause, string(inbox.CauseSignatureMismatch)),
+		field.Eq("[0].Count", rej[0].Count, 4),
+		field.Is("[1].At", rej[1].At, rej[1].At.Equal(at(120)), at(120).String()),
+		field.Eq("[1].Cause", rej[1].Cause, string(inbox.CauseUnknownSource)),
+		field.Eq("[1].Count", rej[1].Count, 1),
+	) {
+		t.FailNow()
 	}
 	// An empty window or a width under a second is refused before it
 	// reaches the database.
@@ -1304,17 +1536,34 @@ func testPayloadMismatches(t *testing.T, e *env) {
 		t.Fatalf("count = %d", n)
 	}
 	list := must[[]inbox.PayloadMismatch](t)(s.PayloadMismatchListByEvent(e.ctx, "shop", "e1"))
-	if len(list) != 3 || !bytes.Equal(list[0].ReceivedSHA256, received[:]) || list[0].ReceivedSize != 1 || list[0].ReceivedAt.IsZero() ||
-		list[0].Cause != inbox.CausePayloadMismatch || list[0].ReceivedEventID != "" {
-		t.Fatalf("list = %+v", list)
+	if len(list) != 3 {
+		t.Fatalf("%d mismatch records, want 3: %+v", len(list), list)
+	}
+	if !field.Check(t, "first mismatch record",
+		field.Is("ReceivedSHA256", fmt.Sprintf("%x", list[0].ReceivedSHA256), bytes.Equal(list[0].ReceivedSHA256, received[:]), fmt.Sprintf("%x", received)),
+		field.Eq("ReceivedSize", list[0].ReceivedSize, 1),
+		field.Is("ReceivedAt", list[0].ReceivedAt, !list[0].ReceivedAt.IsZero(), "set"),
+		field.Eq("Cause", list[0].Cause, inbox.CausePayloadMismatch),
+		field.Eq("ReceivedEventID", list[0].ReceivedEventID, ""),
+	) {
+		t.FailNow()
 	}
 	if r := list[2]; r.Cause != inbox.CauseSuspectedReplay || r.ReceivedEventID != "e9" || r.ReceivedEventType != "push" {
 		t.Fatalf("replay record = %+v", r)
 	}
 	by := must[[]storage.PayloadMismatchCount](t)(s.PayloadMismatchCountBySource(e.ctx, e.now.Add(-time.Hour)))
-	if len(by) != 2 || by[0].Source != "shop" || by[0].Cause != inbox.CausePayloadMismatch || by[0].Count != 2 || by[0].LastAt.IsZero() ||
-		by[1].Cause != inbox.CauseSuspectedReplay || by[1].Count != 1 {
-		t.Fatalf("by source = %+v", by)
+	if len(by) != 2 {
+		t.Fatalf("by source = %+v, want 2 rows", by)
+	}
+	if !field.Check(t, "by source",
+		field.Eq("[0].Source", by[0].Source, "shop"),
+		field.Eq("[0].Cause", by[0].Cause, inbox.CausePayloadMismatch),
+		field.Eq("[0].Count", by[0].Count, 2),
+		field.Is("[0].LastAt", by[0].LastAt, !by[0].LastAt.IsZero(), "set"),
+		field.Eq("[1].Cause", by[1].Cause, inbox.CauseSuspectedReplay),
+		field.Eq("[1].Count", by[1].Count, 1),
+	) {
+		t.FailNow()
 	}
 	// The cap: however many anomalies one event meets, PayloadMismatchCap
 	// rows are kept; another event still gets its own.
@@ -1387,8 +1636,15 @@ func testDeadLetterPage(t *testing.T, e *env) {
 	dead := factory.Events(e.ctx, t, s, 5, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: e.now})
 	other := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "other", Type: "x", State: inbox.StateDead, Now: e.now})
 	page := must[[]*inbox.DeadLetter](t)(s.DeadLetterListPage(e.ctx, storage.DeadLetterFilter{}, 0, 2))
-	if len(page) != 2 || page[0].EventPK != dead[0].ID || page[1].EventPK != dead[1].ID || page[0].Body == nil {
-		t.Fatalf("first page = %+v", page)
+	if len(page) != 2 {
+		t.Fatalf("first page of %d, want 2: %+v", len(page), page)
+	}
+	if !field.Check(t, "first page",
+		field.Eq("[0].EventPK", page[0].EventPK, dead[0].ID),
+		field.Eq("[1].EventPK", page[1].EventPK, dead[1].ID),
+		field.Is("[0].Body", page[0].Body, page[0].Body != nil, "set"),
+	) {
+		t.FailNow()
 	}
 	// Between pages: the third is requeued, and a new one dies.
 	third := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[2].ID))
@@ -1438,8 +1694,15 @@ func testOperatorActionPage(t *testing.T, e *env) {
 		ids = append(ids, must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: fmt.Sprintf("ops%d@test", i)}, nil, nil)))
 	}
 	first := must[[]inbox.OperatorAction](t)(s.OperatorActionListPage(e.ctx, time.Time{}, 0, 2))
-	if len(first) != 2 || first[0].ID != ids[4] || first[1].ID != ids[3] || first[0].Actor != "ops4@test" {
-		t.Fatalf("first page = %+v", first)
+	if len(first) != 2 {
+		t.Fatalf("first page of %d, want 2: %+v", len(first), first)
+	}
+	if !field.Check(t, "first page",
+		field.Eq("[0].ID", first[0].ID, ids[4]),
+		field.Eq("[1].ID", first[1].ID, ids[3]),
+		field.Eq("[0].Actor", first[0].Actor, "ops4@test"),
+	) {
+		t.FailNow()
 	}
 	newer := must[int64](t)(s.OperatorActionRecord(e.ctx, inbox.ActionExpunge, inbox.Actor{Name: "late@test"}, nil, nil))
 	if one := must[inbox.OperatorAction](t)(s.OperatorActionGetByID(e.ctx, ids[1])); one.ID != ids[1] || one.Actor != "ops1@test" || one.Action != inbox.ActionExpunge {
@@ -1480,8 +1743,15 @@ func testEventListByEventID(t *testing.T, e *env) {
 	b := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "a", EventID: "evt_1"})
 	factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "d"})
 	got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "evt_1", 10))
-	if len(got) != 2 || got[0].ID != a.ID || got[1].ID != b.ID || got[1].Source != "a" {
-		t.Fatalf("evt_1 = %+v", got)
+	if len(got) != 2 {
+		t.Fatalf("evt_1: %d events, want 2: %+v", len(got), got)
+	}
+	if !field.Check(t, "evt_1",
+		field.Eq("[0].ID", got[0].ID, a.ID),
+		field.Eq("[1].ID", got[1].ID, b.ID),
+		field.Eq("[1].Source", got[1].Source, "a"),
+	) {
+		t.FailNow()
 	}
 	if got := must[[]*inbox.Event](t)(s.EventListByEventID(e.ctx, "evt_1", 1)); len(got) != 1 {
 		t.Fatalf("limited to 1 = %d", len(got))

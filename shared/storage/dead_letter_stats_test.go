@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -21,15 +22,23 @@ func testDeadLetterOpenStats(t *testing.T, e *env) {
 	old := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: hourAgo})
 	factory.Events(e.ctx, t, s, 2, &factory.EventOpts{Source: "shop", Type: "refund", State: inbox.StateDead, Now: now})
 	st := must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
-	if st.Open != 3 || st.OldestDeadAt == nil || !st.OldestDeadAt.Equal(hourAgo) || st.OldestAge(now.Add(time.Minute)) != time.Hour+time.Minute {
-		t.Fatalf("three open: %+v", st)
+	if !field.Check(t, "three open",
+		field.Eq("Open", st.Open, 3),
+		field.Is("OldestDeadAt", st.OldestDeadAt, st.OldestDeadAt != nil && st.OldestDeadAt.Equal(hourAgo), "an hour ago"),
+		field.Eq("OldestAge(now+1m)", st.OldestAge(now.Add(time.Minute)), time.Hour+time.Minute),
+	) {
+		t.FailNow()
 	}
 	// Requeued, the oldest no longer counts: the gauge ages from the next.
 	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "shop", EventType: "order"}, now, inbox.Actor{Name: "ops@test"})); n != 1 {
 		t.Fatalf("requeued %d (event %d)", n, old.ID)
 	}
 	st = must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
-	if st.Open != 2 || st.OldestDeadAt == nil || !st.OldestDeadAt.Equal(now) || st.OldestAge(now.Add(-time.Second)) != 0 {
-		t.Fatalf("after the requeue: %+v", st)
+	if !field.Check(t, "after the requeue",
+		field.Eq("Open", st.Open, 2),
+		field.Is("OldestDeadAt", st.OldestDeadAt, st.OldestDeadAt != nil && st.OldestDeadAt.Equal(now), "now"),
+		field.Eq("OldestAge(now-1s)", st.OldestAge(now.Add(-time.Second)), 0),
+	) {
+		t.FailNow()
 	}
 }

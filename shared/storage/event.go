@@ -121,12 +121,6 @@ func (r EventInsertResult) Mismatch() bool {
 	return !r.Inserted && r.StoredSHA256 != nil && string(r.StoredSHA256) != string(r.BodySHA256[:])
 }
 
-// EventInsertSQL is the text of EventInsert's statement (queries/
-// webhook_events.sql as sqlc rewrites it), exported so that the benchmark
-// can run the very same text under pgbench. $4 is the payload as text or
-// NULL, $8 the metadata likewise.
-const EventInsertSQL = dbsqlc.EventInsertSQL
-
 // EventInsert stores a delivery unless (source, event id) exists. When it
 // returns nil on a *Store the event is committed; any error means it may
 // not be, and the sender must be told to retry.
@@ -439,11 +433,6 @@ type ReplayOptions struct {
 	Now time.Time
 	// DryRun counts and changes nothing.
 	DryRun bool
-	// ChunkSize is how many events one UPDATE resets; default 1000.
-	ChunkSize int
-	// Progress, when set, is called after each chunk with the events
-	// replayed so far and the total matched.
-	Progress func(done, total int)
 	// By is who replays, and why: required unless DryRun, since every
 	// replay is recorded (webhook_operator_actions), its events with it.
 	By inbox.Actor
@@ -455,6 +444,10 @@ type ReplayOptions struct {
 	// result's Next), with the same filter: the events it selected then,
 	// after the last one reset, recorded under the same action.
 	Continue *ReplayCursor
+	// chunk is how many events one UPDATE resets; default 1000. Nobody
+	// needs another, but the package's tests, which reach it through
+	// export_test.go to replay in chunks a handful of events.
+	chunk int
 }
 
 // ReplayCursor is where a replay done in several calls stands: its record,
@@ -507,8 +500,8 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 	if f.empty() {
 		return res, ErrEmptyReplayFilter
 	}
-	if opts.ChunkSize <= 0 {
-		opts.ChunkSize = 1000
+	if opts.chunk <= 0 {
+		opts.chunk = 1000
 	}
 	arg := f.params()
 	list := dbsqlc.EventListReplayableIDsParams{
@@ -563,16 +556,13 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		res.Next = &ReplayCursor{ActionID: res.ActionID, After: ids[len(ids)-1], Through: *list.ThroughID}
 	}
 	for len(ids) > 0 {
-		chunk := ids[:min(opts.ChunkSize, len(ids))]
+		chunk := ids[:min(opts.chunk, len(ids))]
 		ids = ids[len(chunk):]
 		n, err := queries.EventReplay(ctx, e.db, dbsqlc.EventReplayParams{Now: opts.Now, IDs: chunk, ActionID: res.ActionID})
 		if err != nil {
 			return res, fmt.Errorf("replay: %d of %d events reset before: %w", res.Replayed, res.Matched, err)
 		}
 		res.Replayed += int(n)
-		if opts.Progress != nil {
-			opts.Progress(res.Replayed, res.Matched)
-		}
 	}
 	return res, nil
 }

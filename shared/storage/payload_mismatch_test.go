@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/sqltext"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
-	"github.com/webhook-inbox/webhook-inbox/shared/storage/internal/dbsqlc"
 )
 
 // The statistics of anomalies read their window through
@@ -43,8 +43,12 @@ func TestPayloadMismatchStatsUseTheIndex(t *testing.T) {
 	}
 	// A window after every stored row: what a periodic look at the last
 	// minutes is to a table of months.
+	stmt, err := sqltext.Storage("PayloadMismatchCountBySource")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var plan []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+dbsqlc.PayloadMismatchCountBySourceSQL, time.Now().Add(time.Hour)).Scan(&plan); err != nil {
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+stmt, time.Now().Add(time.Hour)).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	var v any

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -81,9 +82,14 @@ func TestBloatEstimateRisesAndFalls(t *testing.T) {
 	)
 	b := bloatOf(ctx, t, store, probe)
 	for _, n := range []string{probe, "bloat_probe_pkey", "bloat_probe_open_idx"} {
-		if r := b[n]; r.Known() || r.Unknown != storage.BloatNotAnalyzed || r.Ratio() != 0 || r.Bytes() != 0 || r.Over(storage.BloatThreshold{}) {
-			t.Errorf("%s before ANALYZE: %+v, want unknown (not_analyzed)", n, r)
-		}
+		r := b[n]
+		field.Check(t, n+" before ANALYZE, want unknown (not_analyzed)",
+			field.Eq("Known()", r.Known(), false),
+			field.Eq("Unknown", r.Unknown, storage.BloatNotAnalyzed),
+			field.Eq("Ratio()", r.Ratio(), 0),
+			field.Eq("Bytes()", r.Bytes(), 0),
+			field.Eq("Over()", r.Over(storage.BloatThreshold{}), false),
+		)
 	}
 	if r := b["bloat_probe_hash_idx"]; r.Unknown != storage.BloatNotBtree {
 		t.Errorf("hash index: %+v", r)

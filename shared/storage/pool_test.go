@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -107,6 +108,7 @@ func TestCredentialsLogEachNewConnectionIn(t *testing.T) {
 // password was refused, and the next connection uses the new one. A
 // failure that is not about the password tells them nothing.
 func TestCredentialsAcrossARotation(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	ctx := context.Background()
 	c := pgtest.Cluster(t, pgtest.Passwords())

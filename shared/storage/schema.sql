@@ -2,7 +2,7 @@
 --
 -- The core tables as shared/storage/migrate/migrations leave them, dumped
 -- with pg_dump --schema-only from an empty database after every migration
--- (internal/schemasql). Read it; change the schema with a new migration,
+-- (internal/schemadump). Read it; change the schema with a new migration,
 -- then run make generate.
 
 CREATE TABLE public.webhook_archive_objects (

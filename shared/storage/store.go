@@ -135,11 +135,6 @@ type executor struct {
 	tx pgx.Tx
 }
 
-// On returns an Executor whose queries run on db: a pool, a connection, a
-// transaction, or any other DBTX (the benchmark sends BEGIN and a statement
-// in one round trip through one). New and Begin are the usual ways in.
-func On(db DBTX) Executor { return executor{db: db} }
-
 // Store runs the queries on a pgx pool.
 type Store struct {
 	executor
@@ -180,16 +175,6 @@ func (s *Store) BeginReadOnly(ctx context.Context) (*Tx, error) {
 // Tx runs the queries in one transaction.
 type Tx struct {
 	executor
-}
-
-// Begin starts a nested transaction: a savepoint, released by its Commit
-// and rolled back to by its Rollback, leaving t open either way.
-func (t *Tx) Begin(ctx context.Context) (*Tx, error) {
-	sp, err := t.tx.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	return &Tx{executor: executor{db: sp, tx: sp}}, nil
 }
 
 // Pgx returns the transaction itself, for code that runs its own SQL in it

@@ -24,6 +24,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localpg"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/rdsca"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
@@ -269,6 +270,7 @@ func sessionSSL(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 // plaintext, even when it is one of several hosts; and only
 // DATABASE_SSLMODE lets sslmode=require through.
 func TestTLSAgainstARealServer(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	f := setupTLS(t)
 	root := "sslrootcert=" + url.QueryEscape(f.ca.file)

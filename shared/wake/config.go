@@ -60,8 +60,6 @@ type Config struct {
 	// Sweep is how long after a receipt the sweep that backs up its
 	// wake-up runs; 0 arms none.
 	Sweep time.Duration
-	// Now is the clock; default time.Now.
-	Now func() time.Time
 }
 
 // ConfigFromEnv reads a Waker's configuration with getenv, reporting every

@@ -62,6 +62,12 @@ const (
 	ModeObject Mode = "object"
 )
 
+// Armer arranges for a function to be invoked later: what the processor
+// and the archiver need of a Waker at an invocation's end.
+type Armer interface {
+	Arm(ctx context.Context, target Target, at time.Time) error
+}
+
 // Target is a function Arm can start later.
 type Target string
 
@@ -84,12 +90,6 @@ const (
 	// in RFC 3339, UTC, on a whole minute.
 	PrefixArm = "wake/arm/"
 )
-
-// Payload is the body of every invocation this package causes, so a
-// function's log says what started it; handlers ignore it otherwise.
-type Payload struct {
-	Wake string `json:"wake"`
-}
 
 // ArmKey is the marker key arming target at the minute at falls in or,
 // when at is not on a whole minute, the next one: never early.
@@ -165,6 +165,9 @@ type Waker struct {
 	cfg     Config
 	invoker Invoker
 	objects Putter
+	// now is the clock: time.Now, but in the package's tests
+	// (export_test.go), which step it through debounces and sweeps.
+	now func() time.Time
 
 	mu sync.Mutex
 	// woke is when the last successful immediate wake-up was sent.
@@ -188,10 +191,7 @@ func New(cfg Config, invoker Invoker, objects Putter) (*Waker, error) {
 	if cfg.Bucket != "" && objects == nil {
 		return nil, errors.New("wake: a control bucket without an S3 client")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	return &Waker{cfg: cfg, invoker: invoker, objects: objects, armed: map[string]time.Time{}}, nil
+	return &Waker{cfg: cfg, invoker: invoker, objects: objects, now: time.Now, armed: map[string]time.Time{}}, nil
 }
 
 // Wake starts the processor now, unless this Waker did so less than
@@ -200,7 +200,7 @@ func New(cfg Config, invoker Invoker, objects Putter) (*Waker, error) {
 // immediate wake-up (or the sweep's marker) failed: the event is safe, and
 // waits for the next wake-up, the sweep, or an operator.
 func (w *Waker) Wake(ctx context.Context) error {
-	now := w.cfg.Now()
+	now := w.now()
 	var errs []error
 	if w.cfg.Mode != ModeNone {
 		if prev, ok := w.reserve(now); ok {
@@ -260,6 +260,9 @@ func (w *Waker) release(now, prev time.Time) {
 func (w *Waker) start(ctx context.Context, now time.Time) error {
 	switch w.cfg.Mode {
 	case ModeInvoke:
+		// The body says, in the woken function's log, what started it
+		// (the relay's schedules send {"wake":"schedule"}); nothing else
+		// reads it.
 		if err := w.invoker.InvokeAsync(ctx, w.cfg.Function, []byte(`{"wake":"receipt"}`)); err != nil {
 			return fmt.Errorf("wake: invoke %s: %w", w.cfg.Function, err)
 		}
@@ -287,7 +290,7 @@ func (w *Waker) Arm(ctx context.Context, target Target, at time.Time) error {
 		return nil
 	}
 	key := ArmKey(target, at)
-	now := w.cfg.Now()
+	now := w.now()
 	w.mu.Lock()
 	_, done := w.armed[key]
 	for k, t := range w.armed {

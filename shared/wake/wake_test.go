@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/invoketest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
@@ -65,11 +66,12 @@ func (f *fixture) waker(t *testing.T, mode wake.Mode, function string) *wake.Wak
 	t.Helper()
 	w, err := wake.Open(context.Background(), wake.Config{
 		Mode: mode, Function: function, Bucket: f.bucket.Bucket, S3: f.bucket,
-		Debounce: 500 * time.Millisecond, Sweep: 5 * time.Minute, Now: f.clock.Now,
+		Debounce: 500 * time.Millisecond, Sweep: 5 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	wake.SetClock(w, f.clock.Now)
 	return w
 }
 
@@ -261,9 +263,14 @@ func TestArmKeys(t *testing.T) {
 			t.Errorf("ArmKey(%s) = %s, want %s", tc.at, key, tc.want)
 		}
 		target, at, err := wake.ParseArmKey(key)
-		if err != nil || target != wake.TargetProcessor || at.Before(tc.at) || at.Sub(tc.at) >= time.Minute {
-			t.Errorf("ParseArmKey(%s) = %s, %s, %v", key, target, at, err)
+		if err != nil {
+			t.Errorf("ParseArmKey(%s): %v", key, err)
+			continue
 		}
+		field.Check(t, "ParseArmKey("+key+")",
+			field.Eq("target", target, wake.TargetProcessor),
+			field.Is("at", at, !at.Before(tc.at) && at.Sub(tc.at) < time.Minute, "within the minute from "+tc.at.String()),
+		)
 	}
 	for _, key := range []string{
 		"wake/now/123", "wake/arm/processor", "wake/arm/migrator/2026-12-03T10:15:00Z",
@@ -286,13 +293,29 @@ func TestConfigFromEnv(t *testing.T) {
 		return func(k string) string { return m[k] }
 	}
 	c, err := wake.ConfigFromEnv(env())
-	if err != nil || c.Mode != wake.ModeNone || c.Debounce != wake.DefaultDebounce || c.Sweep != wake.DefaultSweep {
-		t.Fatalf("defaults: %+v, %v", c, err)
+	if err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if !field.Check(t, "defaults",
+		field.Eq("Mode", c.Mode, wake.ModeNone),
+		field.Eq("Debounce", c.Debounce, wake.DefaultDebounce),
+		field.Eq("Sweep", c.Sweep, wake.DefaultSweep),
+	) {
+		t.FailNow()
 	}
 	c, err = wake.ConfigFromEnv(env(wake.EnvMode, "invoke", wake.EnvFunction, "p", wake.EnvBucket, "b",
 		"S3_ENDPOINT", "http://127.0.0.1:1", wake.EnvDebounce, "250ms", wake.EnvSweep, "10m"))
-	if err != nil || c.Function != "p" || c.S3.Bucket != "b" || !c.S3.PathStyle || c.Debounce != 250*time.Millisecond || c.Sweep != 10*time.Minute {
-		t.Fatalf("set: %+v, %v", c, err)
+	if err != nil {
+		t.Fatalf("set: %v", err)
+	}
+	if !field.Check(t, "set",
+		field.Eq("Function", c.Function, "p"),
+		field.Eq("S3.Bucket", c.S3.Bucket, "b"),
+		field.Eq("S3.PathStyle", c.S3.PathStyle, true),
+		field.Eq("Debounce", c.Debounce, 250*time.Millisecond),
+		field.Eq("Sweep", c.Sweep, 10*time.Minute),
+	) {
+		t.FailNow()
 	}
 	for name, bad := range map[string]func(string) string{
 		"invoke without a function": env(wake.EnvMode, "invoke"),

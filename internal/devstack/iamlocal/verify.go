@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
 // What a function URL with AuthType AWS_IAM accepts.
@@ -251,7 +252,7 @@ func parseAuthorization(values []string) (authorization, error) {
 	// once each; a list that is not so was not made by a SigV4 signer.
 	a.signedHeaders = strings.Split(parts["SignedHeaders"], ";")
 	for i, h := range a.signedHeaders {
-		if h == "" || h != strings.ToLower(h) || !validHeaderName(h) {
+		if h != strings.ToLower(h) || !inbox.ValidHeaderName(h) {
 			return a, fmt.Errorf("signed header %q is not a lowercase header name", h)
 		}
 		if i > 0 && a.signedHeaders[i-1] >= h {
@@ -268,16 +269,6 @@ func parseAuthorization(values []string) (authorization, error) {
 		return a, fmt.Errorf("signature is not 64 lowercase hex digits")
 	}
 	return a, nil
-}
-
-func validHeaderName(h string) bool {
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // canonicalRequest is SigV4's canonical request for r over the signed

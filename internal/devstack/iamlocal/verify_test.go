@@ -24,6 +24,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 )
 
 const region = "eu-west-1"
@@ -505,10 +506,11 @@ func TestNewIdentity(t *testing.T) {
 	if a.AccessKeyID == b.AccessKeyID || a.SecretAccessKey == b.SecretAccessKey || a.SessionToken == b.SessionToken {
 		t.Error("two identities share credentials")
 	}
-	if !strings.HasPrefix(a.AccessKeyID, "ASIA") || len(a.AccessKeyID) != 20 ||
-		a.UserARN != "arn:aws:sts::000000000000:assumed-role/WebhookInboxOperator/alice" || !strings.HasSuffix(a.UserID, ":alice") {
-		t.Errorf("identity %+v", a)
-	}
+	field.Check(t, "identity",
+		field.Is("AccessKeyID", a.AccessKeyID, strings.HasPrefix(a.AccessKeyID, "ASIA") && len(a.AccessKeyID) == 20, "ASIA and 16 more characters"),
+		field.Eq("UserARN", a.UserARN, "arn:aws:sts::000000000000:assumed-role/WebhookInboxOperator/alice"),
+		field.Is("UserID", a.UserID, strings.HasSuffix(a.UserID, ":alice"), "ending :alice"),
+	)
 	if !a.May("read") || a.May("act") {
 		t.Errorf("targets %v", a.Targets)
 	}

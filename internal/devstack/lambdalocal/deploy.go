@@ -3,8 +3,9 @@ package lambdalocal
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,6 +46,7 @@ const AdminSecretARN = "arn:aws:secretsmanager:" + Region + ":" + Account + ":se
 // functions' local names and ARNs, the local database's host and port,
 // the local secrets' ARNs).
 type deployment struct {
+	stack *samtemplate.Stack
 	refs  map[string]string
 	attrs map[string]string
 	// buckets are the S3 buckets' local names, by logical id; notify those
@@ -54,11 +56,11 @@ type deployment struct {
 	notify, versions []string
 }
 
-// newDeployment names the local stand-in of each resource of res (a
-// bucket webhook-inbox-local-<logical id>, lowercased); db is the local
-// database.
-func newDeployment(res map[string]samtemplate.Resource, db *url.URL) *deployment {
-	d := &deployment{refs: map[string]string{}, attrs: map[string]string{}, buckets: map[string]string{}}
+// newDeployment names the local stand-in of each resource of res, st's
+// resources (a bucket webhook-inbox-local-<logical id>, lowercased); db
+// is the local database.
+func newDeployment(st *samtemplate.Stack, res map[string]samtemplate.Resource, db *url.URL) *deployment {
+	d := &deployment{stack: st, refs: map[string]string{}, attrs: map[string]string{}, buckets: map[string]string{}}
 	host, port := db.Hostname(), db.Port()
 	if port == "" {
 		port = "5432"
@@ -128,133 +130,63 @@ func newDeployment(res map[string]samtemplate.Resource, db *url.URL) *deployment
 	return d
 }
 
-// unresolved describes a value known only once deployed that the local
-// stack has no stand-in for.
+// unresolved names the values known only once deployed that the local
+// stack has no stand-in for, as the template refers to them
+// (samtemplate.MissingError).
 type unresolved []string
 
-// resolve replaces what only a deployed stack knows (Ref, Fn::GetAtt,
-// Fn::Sub and Fn::Join over them, as samtemplate leaves them) with the
-// local stand-ins' values. strict, a reference to something the local
-// stack does not stand in for is recorded in missing; otherwise it
-// becomes "local-<what>", for properties nothing reads.
-func (d *deployment) resolve(v any, strict bool, missing *unresolved) any {
-	switch x := v.(type) {
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = d.resolve(e, strict, missing)
-		}
-		return out
-	case map[string]any:
-		if len(x) == 1 {
-			for k, arg := range x {
-				switch k {
-				case "Ref":
-					name, _ := arg.(string)
-					return d.lookup(d.refs, name, "Ref "+name, strict, missing)
-				case "Fn::GetAtt":
-					name := getAttName(arg)
-					return d.lookup(d.attrs, name, "Fn::GetAtt "+name, strict, missing)
-				case "Fn::Sub":
-					return d.sub(arg, strict, missing)
-				case "Fn::Join":
-					a, _ := arg.([]any)
-					if len(a) == 2 {
-						sep, _ := a[0].(string)
-						parts, _ := d.resolve(a[1], strict, missing).([]any)
-						strs := make([]string, len(parts))
-						for i, p := range parts {
-							strs[i] = fmt.Sprint(p)
-						}
-						return strings.Join(strs, sep)
-					}
-				}
-				if strings.HasPrefix(k, "Fn::") {
-					if strict {
-						*missing = append(*missing, k)
-					}
-					return "local-" + strings.TrimPrefix(k, "Fn::")
-				}
-			}
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = d.resolve(e, strict, missing)
-		}
-		return out
+// value is the local stand-in of resource id's Ref (attribute "") or
+// attribute: samtemplate.Lookup.
+func (d *deployment) value(id, attribute string) (string, bool) {
+	if attribute == "" {
+		v, ok := d.refs[id]
+		return v, ok
 	}
-	return v
+	v, ok := d.attrs[id+"."+attribute]
+	return v, ok
 }
 
-func (d *deployment) lookup(m map[string]string, name, what string, strict bool, missing *unresolved) string {
-	if v, ok := m[name]; ok {
-		return v
+// valueOrPlaceholder is value, or "local-<name>" for what the local stack
+// does not stand in for: for properties nothing reads.
+func (d *deployment) valueOrPlaceholder(id, attribute string) (string, bool) {
+	if v, ok := d.value(id, attribute); ok {
+		return v, true
 	}
-	if strict {
-		*missing = append(*missing, what)
-	}
-	return "local-" + name
+	return "local-" + strings.TrimSuffix(id+"."+attribute, "."), true
 }
 
-// getAttName is a Fn::GetAtt's "Resource.Attribute".
-func getAttName(arg any) string {
-	switch a := arg.(type) {
-	case string:
-		return a
-	case []any:
-		parts := make([]string, len(a))
-		for i, p := range a {
-			parts[i] = fmt.Sprint(p)
-		}
-		return strings.Join(parts, ".")
+// resolve replaces what only a deployed stack knows with the local
+// stand-ins' values; missing names what the local stack does not stand
+// in for, left in its long form.
+func (d *deployment) resolve(v any) (r any, missing unresolved, err error) {
+	r, err = d.stack.ResolveDeployed(v, d.value)
+	var m *samtemplate.MissingError
+	if errors.As(err, &m) {
+		return r, m.Missing, nil
 	}
-	return fmt.Sprint(arg)
-}
-
-var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
-
-// sub finishes a Fn::Sub that samtemplate left in its long form
-// [string, {variables it could not resolve}].
-func (d *deployment) sub(arg any, strict bool, missing *unresolved) any {
-	var tmpl string
-	vars := map[string]any{}
-	switch a := arg.(type) {
-	case string:
-		tmpl = a
-	case []any:
-		if len(a) == 2 {
-			tmpl, _ = a[0].(string)
-			vars, _ = a[1].(map[string]any)
-		}
-	}
-	return subVar.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := m[2 : len(m)-1]
-		if v, ok := vars[name]; ok {
-			return fmt.Sprint(d.resolve(v, strict, missing))
-		}
-		if strings.Contains(name, ".") {
-			return d.lookup(d.attrs, name, "Fn::Sub ${"+name+"}", strict, missing)
-		}
-		return d.lookup(d.refs, name, "Fn::Sub ${"+name+"}", strict, missing)
-	})
+	return r, nil, err
 }
 
 // environment is function res's template environment with the local
 // stand-ins' values; missing names each variable whose value the local
 // stack has no stand-in for.
-func (d *deployment) environment(r samtemplate.Resource) (map[string]string, map[string]unresolved) {
+func (d *deployment) environment(r samtemplate.Resource) (map[string]string, map[string]unresolved, error) {
 	env, _ := r.Properties["Environment"].(map[string]any)
 	vars, _ := env["Variables"].(map[string]any)
 	out := map[string]string{}
 	missing := map[string]unresolved{}
+	var errs []error
 	for k, v := range vars {
-		var m unresolved
-		out[k] = fmt.Sprint(d.resolve(v, true, &m))
+		r, m, err := d.resolve(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		}
+		out[k] = fmt.Sprint(r)
 		if len(m) > 0 {
 			missing[k] = m
 		}
 	}
-	return out, missing
+	return out, missing, errors.Join(errs...)
 }
 
 // rules returns the template's event rules, each a localevents.Rule: every
@@ -279,12 +211,7 @@ func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.R
 		switch r.Type {
 		case "AWS::Serverless::Function":
 			events, _ := r.Properties["Events"].(map[string]any)
-			names := make([]string, 0, len(events))
-			for name := range events {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			for _, name := range names {
+			for _, name := range slices.Sorted(maps.Keys(events)) {
 				ev, _ := events[name].(map[string]any)
 				props, _ := ev["Properties"].(map[string]any)
 				switch typ, _ := ev["Type"].(string); typ {
@@ -295,8 +222,12 @@ func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.R
 						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: %w", id, name, err))
 						continue
 					}
-					var m unresolved
-					pattern, _ := d.resolve(props["Pattern"], true, &m).(map[string]any)
+					p, m, err := d.resolve(props["Pattern"])
+					if err != nil {
+						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: %w", id, name, err))
+						continue
+					}
+					pattern, _ := p.(map[string]any)
 					if len(m) > 0 {
 						errs = append(errs, fmt.Errorf("lambdalocal: %s's event %s: its pattern names %s, which the local stack does not stand in for", id, name, strings.Join(m, ", ")))
 						continue
@@ -324,8 +255,12 @@ func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.R
 				errs = append(errs, fmt.Errorf("lambdalocal: rule %s: %w", id, err))
 				continue
 			}
-			var m unresolved
-			pattern, _ := d.resolve(r.Properties["EventPattern"], true, &m).(map[string]any)
+			p, m, err := d.resolve(r.Properties["EventPattern"])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("lambdalocal: rule %s: %w", id, err))
+				continue
+			}
+			pattern, _ := p.(map[string]any)
 			targets, _ := r.Properties["Targets"].([]any)
 			rule := localevents.Rule{Name: id, Pattern: pattern}
 			for _, t := range targets {
@@ -334,7 +269,13 @@ func (d *deployment) rules(res map[string]samtemplate.Resource) ([]localevents.R
 					errs = append(errs, fmt.Errorf("lambdalocal: rule %s's target: %w", id, err))
 					continue
 				}
-				arn := fmt.Sprint(d.resolve(tm["Arn"], true, &m))
+				a, more, err := d.resolve(tm["Arn"])
+				if err != nil {
+					errs = append(errs, fmt.Errorf("lambdalocal: rule %s's target: %w", id, err))
+					continue
+				}
+				m = append(m, more...)
+				arn := fmt.Sprint(a)
 				if !strings.HasPrefix(arn, FunctionARN("")) {
 					errs = append(errs, fmt.Errorf("lambdalocal: rule %s's target %s is not one of the template's functions", id, arn))
 					continue
@@ -401,14 +342,19 @@ func (d *deployment) customResources(res map[string]samtemplate.Resource) ([]cus
 		if !strings.HasPrefix(r.Type, "Custom::") && r.Type != "AWS::CloudFormation::CustomResource" {
 			continue
 		}
-		var m unresolved
-		token := fmt.Sprint(d.resolve(r.Properties["ServiceToken"], true, &m))
+		t, m, err := d.resolve(r.Properties["ServiceToken"])
+		token := fmt.Sprint(t)
 		fn, isLocal := strings.CutPrefix(token, FunctionARN(""))
-		if _, declared := res[fn]; len(m) > 0 || !isLocal || !declared {
+		if _, declared := res[fn]; err != nil || len(m) > 0 || !isLocal || !declared {
 			errs = append(errs, fmt.Errorf("lambdalocal: custom resource %s: its ServiceToken is not one of the template's functions", id))
 			continue
 		}
-		props, _ := stringify(d.resolve(r.Properties, false, nil)).(map[string]any)
+		p, err := d.stack.ResolveDeployed(r.Properties, d.valueOrPlaceholder)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lambdalocal: custom resource %s: %w", id, err))
+			continue
+		}
+		props, _ := stringify(p).(map[string]any)
 		props["ServiceToken"] = token
 		out = append(out, customResource{id: id, typ: r.Type, function: fn, props: props})
 	}

@@ -50,10 +50,13 @@ func TestLocalStackStandsInForEveryDeployedValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := newDeployment(res, localDB)
+		d := newDeployment(tpl.Stack, res, localDB)
 		env := map[string]map[string]string{}
 		for _, id := range tpl.FunctionIDs() {
-			e, missing := d.environment(res[id])
+			e, missing, err := d.environment(res[id])
+			if err != nil {
+				t.Fatalf("%s: %s: %v", name, id, err)
+			}
 			for k, m := range missing {
 				t.Errorf("%s: %s's %s names %v, which the local stack does not stand in for", name, id, k, m)
 			}
@@ -162,8 +165,11 @@ Resources:
 		t.Fatal(err)
 	}
 	res, _ := tpl.Stack.Resources()
-	d := newDeployment(res, localDB)
-	_, missing := d.environment(res["Poller"])
+	d := newDeployment(tpl.Stack, res, localDB)
+	_, missing, err := d.environment(res["Poller"])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if m := missing["QUEUE"]; len(m) != 1 || m[0] != "Fn::GetAtt Queue.QueueName" {
 		t.Errorf("missing %v", missing)
 	}

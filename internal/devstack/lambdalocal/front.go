@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,9 +56,7 @@ func NewFront(routes []Route, log *slog.Logger) http.Handler {
 func serveRoute(w http.ResponseWriter, r *http.Request, routeKey string, fn *Emulator, log *slog.Logger) {
 	ev, err := NewEvent(r, routeKey)
 	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusRequestEntityTooLarge)
-		_, _ = io.WriteString(w, `{"message":"Request Entity Too Large"}`)
+		WriteResponse(w, TooLarge)
 		return
 	}
 	payload, _ := json.Marshal(ev)
@@ -76,6 +75,14 @@ func serveRoute(w http.ResponseWriter, r *http.Request, routeKey string, fn *Emu
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
+	WriteResponse(w, resp)
+}
+
+// WriteResponse writes a function's API Gateway v2 response to w as API
+// Gateway does: its headers, multi-value headers and cookies, and its
+// body, decoded when it is flagged base64 (a 500 when it is not valid
+// base64).
+func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
 	}
@@ -89,6 +96,7 @@ func serveRoute(w http.ResponseWriter, r *http.Request, routeKey string, fn *Emu
 	}
 	body := []byte(resp.Body)
 	if resp.IsBase64Encoded {
+		var err error
 		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
@@ -96,6 +104,19 @@ func serveRoute(w http.ResponseWriter, r *http.Request, routeKey string, fn *Emu
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
+}
+
+// ErrTooLarge is NewEvent's error for a body over API Gateway's payload
+// limit, which API Gateway answers 413 without invoking the function;
+// any other error of NewEvent's is the request's body failing to read.
+var ErrTooLarge = errors.New("request too large")
+
+// TooLarge is API Gateway's own answer to a request over its payload
+// limit (ErrTooLarge).
+var TooLarge = events.APIGatewayV2HTTPResponse{
+	StatusCode: http.StatusRequestEntityTooLarge,
+	Headers:    map[string]string{"Content-Type": "application/json"},
+	Body:       `{"message":"Request Entity Too Large"}`,
 }
 
 // NewEvent builds the API Gateway HTTP API (payload 2.0) event for r as the
@@ -107,7 +128,7 @@ func NewEvent(r *http.Request, routeKey string) (events.APIGatewayV2HTTPRequest,
 		return events.APIGatewayV2HTTPRequest{}, err
 	}
 	if len(body) > maxRequestBytes {
-		return events.APIGatewayV2HTTPRequest{}, fmt.Errorf("body over %d bytes", maxRequestBytes)
+		return events.APIGatewayV2HTTPRequest{}, fmt.Errorf("%w: body over %d bytes", ErrTooLarge, maxRequestBytes)
 	}
 	headers := map[string]string{}
 	for k, vs := range r.Header {

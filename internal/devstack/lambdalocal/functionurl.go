@@ -1,7 +1,6 @@
 package lambdalocal
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
@@ -141,7 +141,7 @@ func NewFunctionURLEvent(r *http.Request, body []byte, domain string, iam *event
 			HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{
 				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: ip, UserAgent: r.UserAgent(),
 			},
-			RequestID: uuid(),
+			RequestID: uuid.NewString(),
 			RouteKey:  "$default",
 			Stage:     "$default",
 			Time:      now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
@@ -293,14 +293,4 @@ func writeFunctionURLResponse(w http.ResponseWriter, out []byte, requestID strin
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
 	return nil
-}
-
-// uuid is a random (version 4) UUID, the form of Lambda's request ids.
-func uuid() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

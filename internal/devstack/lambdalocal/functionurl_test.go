@@ -20,11 +20,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 )
@@ -91,23 +92,49 @@ func TestFunctionURLEventIsWhatLambdaSends(t *testing.T) {
 	}
 	urlID := strings.SplitN(domain, ".", 2)[0]
 	c := furl.RequestContext
-	if furl.Version != "2.0" || furl.RawPath != "/v1/dead-letters/evt%2F1/requeue" || furl.RawQueryString != "source=stripe&source=github&q=a+b&empty=" ||
-		furl.Body != body || furl.IsBase64Encoded ||
-		furl.QueryStringParameters["source"] != "stripe,github" || furl.QueryStringParameters["q"] != "a b" || furl.QueryStringParameters["empty"] != "" ||
-		!slices.Equal(furl.Cookies, []string{"a=1", "b=2"}) ||
-		furl.Headers["x-repeated"] != "one,two" || furl.Headers["content-type"] != "application/json" || furl.Headers["host"] != "127.0.0.1:4001" ||
-		furl.Headers["content-length"] != "13" || furl.Headers["x-forwarded-for"] != "192.0.2.7" || furl.Headers["cookie"] != "" {
-		t.Errorf("event %s", raw)
-	}
-	if c.AccountID != iamlocal.Account || c.APIID != urlID || c.DomainPrefix != urlID || c.DomainName != domain ||
-		c.HTTP.Method != "POST" || c.HTTP.Path != "/v1/dead-letters/evt/1/requeue" || c.HTTP.Protocol != "HTTP/1.1" || c.HTTP.SourceIP != "192.0.2.7" || c.HTTP.UserAgent != "webhookctl/test" ||
-		c.Time != "14/Mar/2026:12:00:00 +0000" || c.TimeEpoch != now.UnixMilli() ||
-		!regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(c.RequestID) {
-		t.Errorf("requestContext %+v", c)
-	}
-	if c.Authorizer == nil || c.Authorizer.IAM == nil || c.Authorizer.IAM.UserARN != alice.UserARN || c.Authorizer.IAM.AccessKey != alice.AccessKey ||
-		c.Authorizer.IAM.CallerID != alice.CallerID || c.Authorizer.IAM.UserID != alice.UserID || c.Authorizer.IAM.AccountID != alice.AccountID {
-		t.Errorf("authorizer %+v", c.Authorizer)
+	field.Check(t, "event",
+		field.Eq("version", furl.Version, "2.0"),
+		field.Eq("rawPath", furl.RawPath, "/v1/dead-letters/evt%2F1/requeue"),
+		field.Eq("rawQueryString", furl.RawQueryString, "source=stripe&source=github&q=a+b&empty="),
+		field.Eq("body", furl.Body, body),
+		field.Eq("isBase64Encoded", furl.IsBase64Encoded, false),
+		field.Eq(`queryStringParameters["source"]`, furl.QueryStringParameters["source"], "stripe,github"),
+		field.Eq(`queryStringParameters["q"]`, furl.QueryStringParameters["q"], "a b"),
+		field.Eq(`queryStringParameters["empty"]`, furl.QueryStringParameters["empty"], ""),
+		field.Is("cookies", furl.Cookies, slices.Equal(furl.Cookies, []string{"a=1", "b=2"}), "[a=1 b=2]"),
+		field.Eq(`headers["x-repeated"]`, furl.Headers["x-repeated"], "one,two"),
+		field.Eq(`headers["content-type"]`, furl.Headers["content-type"], "application/json"),
+		field.Eq(`headers["host"]`, furl.Headers["host"], "127.0.0.1:4001"),
+		field.Eq(`headers["content-length"]`, furl.Headers["content-length"], "13"),
+		field.Eq(`headers["x-forwarded-for"]`, furl.Headers["x-forwarded-for"], "192.0.2.7"),
+		field.Eq(`headers["cookie"]`, furl.Headers["cookie"], ""),
+	)
+	field.Check(t, "requestContext",
+		field.Eq("accountId", c.AccountID, iamlocal.Account),
+		field.Eq("apiId", c.APIID, urlID),
+		field.Eq("domainPrefix", c.DomainPrefix, urlID),
+		field.Eq("domainName", c.DomainName, domain),
+		field.Eq("http.method", c.HTTP.Method, "POST"),
+		field.Eq("http.path", c.HTTP.Path, "/v1/dead-letters/evt/1/requeue"),
+		field.Eq("http.protocol", c.HTTP.Protocol, "HTTP/1.1"),
+		field.Eq("http.sourceIp", c.HTTP.SourceIP, "192.0.2.7"),
+		field.Eq("http.userAgent", c.HTTP.UserAgent, "webhookctl/test"),
+		field.Eq("time", c.Time, "14/Mar/2026:12:00:00 +0000"),
+		field.Eq("timeEpoch", c.TimeEpoch, now.UnixMilli()),
+		field.Is("requestId", c.RequestID,
+			regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(c.RequestID), "a version 4 UUID"),
+	)
+	if c.Authorizer == nil || c.Authorizer.IAM == nil {
+		t.Errorf("authorizer %+v, want its iam", c.Authorizer)
+	} else {
+		iam := c.Authorizer.IAM
+		field.Check(t, "authorizer.iam",
+			field.Eq("userArn", iam.UserARN, alice.UserARN),
+			field.Eq("accessKey", iam.AccessKey, alice.AccessKey),
+			field.Eq("callerId", iam.CallerID, alice.CallerID),
+			field.Eq("userId", iam.UserID, alice.UserID),
+			field.Eq("accountId", iam.AccountID, alice.AccountID),
+		)
 	}
 
 	var v2 events.APIGatewayV2HTTPRequest
@@ -123,10 +150,15 @@ func TestFunctionURLEventIsWhatLambdaSends(t *testing.T) {
 	}
 	caller, ok := lambdahttp.IAMCaller(back)
 	got, _ := io.ReadAll(back.Body)
-	if !ok || caller.UserARN != alice.UserARN || back.Method != "POST" || back.URL.EscapedPath() != "/v1/dead-letters/evt%2F1/requeue" ||
-		back.URL.Query()["source"][1] != "github" || string(got) != body || lambdahttp.RequestID(back) != c.RequestID {
-		t.Errorf("lambdahttp's request: %v %+v %s %s", ok, caller, back.URL, got)
-	}
+	field.Check(t, "lambdahttp's request",
+		field.Eq("IAM caller found", ok, true),
+		field.Eq("caller UserARN", caller.UserARN, alice.UserARN),
+		field.Eq("Method", back.Method, "POST"),
+		field.Eq("URL.EscapedPath()", back.URL.EscapedPath(), "/v1/dead-letters/evt%2F1/requeue"),
+		field.Eq("second source", back.URL.Query()["source"][1], "github"),
+		field.Eq("Body", string(got), body),
+		field.Eq("RequestID", lambdahttp.RequestID(back), c.RequestID),
+	)
 	if ck, err := back.Cookie("b"); err != nil || ck.Value != "2" {
 		t.Errorf("cookie b: %v %v", ck, err)
 	}
@@ -167,9 +199,13 @@ func TestFunctionURLEventBodies(t *testing.T) {
 	raw, _ := json.Marshal(lambdalocal.NewFunctionURLEvent(r, nil, lambdalocal.FunctionURLDomain("F", "us-east-1"), nil, time.Now()))
 	var doc map[string]any
 	_ = json.Unmarshal(raw, &doc)
-	if _, ok := doc["body"]; ok || doc["rawPath"] != "/" || doc["isBase64Encoded"] != false || doc["headers"].(map[string]any)["content-length"] != nil {
-		t.Errorf("empty GET: %s", raw)
-	}
+	_, hasBody := doc["body"]
+	field.Check(t, "empty GET",
+		field.Eq("body present", hasBody, false),
+		field.Eq("rawPath", doc["rawPath"], "/"),
+		field.Eq("isBase64Encoded", doc["isBase64Encoded"], false),
+		field.Eq(`headers["content-length"]`, doc["headers"].(map[string]any)["content-length"], nil),
+	)
 	if _, ok := doc["requestContext"].(map[string]any)["authorizer"]; ok {
 		t.Errorf("an authorizer without a caller: %s", raw)
 	}
@@ -258,7 +294,7 @@ func echoFunction(_ context.Context, ev json.RawMessage) (any, error) {
 func TestFunctionURLUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "runs a function under the Lambda Runtime Interface Emulator")
 	ctx := context.Background()
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,17 +347,30 @@ func TestFunctionURLUnderTheEmulator(t *testing.T) {
 	}
 
 	resp, body := send(signed(actor), "", `{"ids":[1,2]}`)
-	if resp.StatusCode != 201 || resp.Header.Get("X-Echo") != "1" || resp.Header.Get("Set-Cookie") != "seen=1; Path=/" || resp.Header.Get("X-Amzn-Requestid") == "" {
-		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
+	if !field.Check(t, "response "+string(body),
+		field.Eq("StatusCode", resp.StatusCode, 201),
+		field.Eq("X-Echo", resp.Header.Get("X-Echo"), "1"),
+		field.Eq("Set-Cookie", resp.Header.Get("Set-Cookie"), "seen=1; Path=/"),
+		field.Is("X-Amzn-Requestid", resp.Header.Get("X-Amzn-Requestid"), resp.Header.Get("X-Amzn-Requestid") != "", "set"),
+	) {
+		t.FailNow()
 	}
 	var got events.LambdaFunctionURLRequest
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	if got.RequestContext.Authorizer == nil || got.RequestContext.Authorizer.IAM == nil || got.RequestContext.Authorizer.IAM.UserARN != actor.UserARN ||
-		got.Body != `{"ids":[1,2]}` || got.RawPath != "/v1/dead-letters/requeue" || got.QueryStringParameters["limit"] != "2" ||
-		got.RequestContext.DomainName != lambdalocal.FunctionURLDomain("EchoFunction", "us-east-1") || got.Headers["x-amz-content-sha256"] == "" {
-		t.Fatalf("the function received %s", body)
+	if got.RequestContext.Authorizer == nil || got.RequestContext.Authorizer.IAM == nil {
+		t.Fatalf("the function received no IAM authorizer: %s", body)
+	}
+	if !field.Check(t, "the function received",
+		field.Eq("authorizer.iam.userArn", got.RequestContext.Authorizer.IAM.UserARN, actor.UserARN),
+		field.Eq("body", got.Body, `{"ids":[1,2]}`),
+		field.Eq("rawPath", got.RawPath, "/v1/dead-letters/requeue"),
+		field.Eq(`queryStringParameters["limit"]`, got.QueryStringParameters["limit"], "2"),
+		field.Eq("requestContext.domainName", got.RequestContext.DomainName, lambdalocal.FunctionURLDomain("EchoFunction", "us-east-1")),
+		field.Is(`headers["x-amz-content-sha256"]`, got.Headers["x-amz-content-sha256"], got.Headers["x-amz-content-sha256"] != "", "set"),
+	) {
+		t.FailNow()
 	}
 
 	if resp, body := send(signed(reader), "", `{}`); resp.StatusCode != 403 || string(body) != `{"Message":"Forbidden"}` {

@@ -19,14 +19,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
@@ -61,7 +62,7 @@ func TestMain(m *testing.M) {
 // invocation is a wake-up the stack's own wiring made.
 func TestEndToEndUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the Lambda binaries and runs them under the emulator")
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,9 +313,16 @@ func standardProfile(t *testing.T, root string, tpl *samtemplate.Template, bins 
 	if r, _ := stack.Schema.Response(); r["Status"] != "SUCCESS" || !strings.Contains(fmt.Sprint(r["Reason"]), "roles webhook_receiver") {
 		t.Fatalf("DatabaseSchema answered %s", stack.Schema.Body)
 	}
-	if invs := invocations(stack, lambdalocal.MigrationFunctionID); len(invs) != 1 || invs[0].Async || invs[0].Via != localinvoke.ViaAPI ||
-		!strings.Contains(string(invs[0].Payload), `"ApplyVersion"`) {
-		t.Fatalf("the migration function's invocations: %s", describe(invs))
+	invs := invocations(stack, lambdalocal.MigrationFunctionID)
+	if len(invs) != 1 {
+		t.Fatalf("the migration function's invocations, want one: %s", describe(invs))
+	}
+	if !field.Check(t, "the migration function's invocation",
+		field.Eq("Async", invs[0].Async, false),
+		field.Eq("Via", invs[0].Via, localinvoke.ViaAPI),
+		field.Is("Payload", string(invs[0].Payload), strings.Contains(string(invs[0].Payload), `"ApplyVersion"`), "an ApplyVersion request"),
+	) {
+		t.FailNow()
 	}
 	if r, _ := stack.Created["SourcesCopy"].Response(); r["Status"] != "SUCCESS" {
 		t.Fatalf("SourcesCopy answered %s", stack.Created["SourcesCopy"].Body)
@@ -411,10 +419,12 @@ func standardProfile(t *testing.T, root string, tpl *samtemplate.Template, bins 
 	})
 	targets := map[string]string{"processor": "webhook-inbox-processor", "archiver": "webhook-inbox-archiver"}
 	for _, sc := range stack.Scheduler.Schedules() {
-		if sc.ActionAfterCompletion != "DELETE" || sc.Target.Arn != lambdalocal.FunctionARN(targets[strings.SplitN(sc.Name, "-", 2)[0]]) ||
-			sc.Target.Input != relay.WakeInput || !strings.HasSuffix(sc.GroupName, "-wake") {
-			t.Errorf("schedule %+v", sc)
-		}
+		field.Check(t, "schedule "+sc.Name,
+			field.Eq("ActionAfterCompletion", sc.ActionAfterCompletion, "DELETE"),
+			field.Eq("Target.Arn", sc.Target.Arn, lambdalocal.FunctionARN(targets[strings.SplitN(sc.Name, "-", 2)[0]])),
+			field.Eq("Target.Input", sc.Target.Input, relay.WakeInput),
+			field.Is("GroupName", sc.GroupName, strings.HasSuffix(sc.GroupName, "-wake"), "ending -wake"),
+		)
 	}
 	for _, inv := range invocations(stack, lambdalocal.RelayFunctionID) {
 		if (inv.Via != "events:RelayFunction.Arm" && inv.Via != "events:RelayFunction.SourcesChanged") || !inv.Async || inv.Err != nil {
@@ -641,9 +651,15 @@ func economyProfile(t *testing.T, root string, tpl *samtemplate.Template, bins m
 		_ = json.Unmarshal(inv.Payload, &ev)
 		obj, _ := ev.Detail["object"].(map[string]any)
 		bucket, _ := ev.Detail["bucket"].(map[string]any)
-		if inv.Via != "events:ProcessorWakeRule" || !inv.Async || ev.Source != "aws.s3" || ev.DetailType != "Object Created" ||
-			bucket["name"] != control || !strings.HasPrefix(fmt.Sprint(obj["key"]), wake.PrefixNow) {
-			t.Fatalf("the processor was invoked otherwise than by a wake/now/ marker's event: %s", describe(woken))
+		if !field.Check(t, "a processor invocation, want one by a wake/now/ marker's event",
+			field.Eq("Via", inv.Via, "events:ProcessorWakeRule"),
+			field.Eq("Async", inv.Async, true),
+			field.Eq("source", ev.Source, "aws.s3"),
+			field.Eq("detail-type", ev.DetailType, "Object Created"),
+			field.Eq("detail.bucket.name", bucket["name"], any(control)),
+			field.Is("detail.object.key", obj["key"], strings.HasPrefix(fmt.Sprint(obj["key"]), wake.PrefixNow), "under "+wake.PrefixNow),
+		) {
+			t.FailNow()
 		}
 	}
 	if markers, err := s3test.Open(t, stack.Buckets["ControlBucket"]).List(ctx, wake.PrefixNow); err != nil || len(markers) != len(woken) {

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers"
@@ -40,11 +40,11 @@ import (
 func TestMigrationFrontUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the migration function and runs it twice under the emulator")
 	ctx := context.Background()
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestMigrationFrontUnderTheEmulator(t *testing.T) {
 		"AWS_ENDPOINT_URL_LAMBDA=" + apply.Endpoint()}, secrets.Env()...)
 	front := start("MigrationFrontFunction", bins["MigrationFrontFunction"], 90*time.Second, frontEnv...)
 
-	want := latest(t, handlers.Tables)
+	want := latest(t, handlers.Schemas)
 	version := int(want.Core)
 	ok := fmt.Sprintf("schema at version %s; roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", want)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, version)

@@ -20,9 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3/lock"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/dbschema"
@@ -138,11 +138,11 @@ func withUser(dbURL, user, password string) string {
 func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the migration function and runs it under the emulator")
 	ctx := context.Background()
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 	passwords := putRoleSecrets(secrets, "one")
 	em := m.start("deploy", 2*time.Minute, "DATABASE_SECRET_ARN="+adminARN)
 
-	want := latest(t, handlers.Tables)
+	want := latest(t, handlers.Schemas)
 	version := int(want.Core)
 	ok := fmt.Sprintf("schema at version %s; roles webhook_receiver, webhook_processor, webhook_archiver, webhook_operator_read, webhook_operator set up (password)", want)
 	data := fmt.Sprintf(`{"SchemaVersion":"%d"}`, version)
@@ -191,7 +191,7 @@ func TestMigrationFunctionUnderTheEmulator(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT max(version_id) FROM goose_db_version`).Scan(&core); err != nil || core != version {
 		t.Fatalf("core version %d, want %d (%v)", core, version, err)
 	}
-	for _, tb := range handlers.Tables {
+	for _, tb := range handlers.Schemas {
 		var v int64
 		if err := conn.QueryRow(ctx, `SELECT max(version_id) FROM `+pgx.Identifier{tb.VersionTable}.Sanitize()).Scan(&v); err != nil || v != want.Handlers[tb.Name] {
 			t.Fatalf("%s version %d, want %d (%v)", tb.Name, v, want.Handlers[tb.Name], err)
@@ -306,11 +306,11 @@ func execOn(ctx context.Context, dbURL, stmt string) error {
 	return err
 }
 
-// latest is the schema the migrations of the core and of tables reach,
+// latest is the schema the migrations of the core and of schemas reach,
 // read from their files: the highest version of each, not the count, since
 // versions may leave gaps. The migration function compiled for the tests
-// migrates the application's handlers.Tables, whatever a fork declares.
-func latest(t *testing.T, tables []processor.Tables) dbschema.Versions {
+// migrates the application's handlers.Schemas, whatever a fork declares.
+func latest(t *testing.T, schemas []processor.HandlerSchema) dbschema.Versions {
 	t.Helper()
 	highest := func(fsys fs.FS, dir string) int64 {
 		files, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
@@ -328,7 +328,7 @@ func latest(t *testing.T, tables []processor.Tables) dbschema.Versions {
 		return top
 	}
 	v := dbschema.Versions{Core: highest(migrate.Migrations(), "."), Handlers: map[string]int64{}}
-	for _, tb := range tables {
+	for _, tb := range schemas {
 		v.Handlers[tb.Name] = highest(tb.Migrations, tb.Dir)
 	}
 	return v
@@ -337,7 +337,7 @@ func latest(t *testing.T, tables []processor.Tables) dbschema.Versions {
 // checkGrants checks every grant dbschema declares, in the catalogue.
 func checkGrants(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
-	for _, g := range dbschema.Grants(handlers.Tables) {
+	for _, g := range dbschema.Grants(handlers.Schemas) {
 		for _, p := range g.Privileges {
 			var ok bool
 			var err error

@@ -16,6 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
@@ -52,12 +53,28 @@ func checkOperatorAPI(t *testing.T, ctx context.Context, stack *lambdalocal.Stac
 	op := client(operator, readSrv.URL, actSrv.URL)
 
 	who, err := op.Whoami(ctx)
-	if err != nil || who.Operator != operator.UserARN || !who.Verified || who.Access != operations.AccessAct || who.DatabaseRole != "webhook_operator_read" {
-		t.Fatalf("whoami = %+v, %v", who, err)
+	if err != nil {
+		t.Fatalf("whoami: %v", err)
+	}
+	if !field.Check(t, "whoami",
+		field.Eq("Operator", who.Operator, operator.UserARN),
+		field.Eq("Verified", who.Verified, true),
+		field.Eq("Access", who.Access, operations.AccessAct),
+		field.Eq("DatabaseRole", who.DatabaseRole, "webhook_operator_read"),
+	) {
+		t.FailNow()
 	}
 	st, err := op.Stats(ctx, operations.StatsQuery{Charts: true, Storage: true})
-	if err != nil || st.Backlog.Unprocessed != 0 || st.Archive.ArchivedEvents != int64(stored) || st.Charts == nil || len(st.Tables) == 0 {
-		t.Fatalf("stats = %+v, %v", st, err)
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	if !field.Check(t, "stats",
+		field.Eq("Backlog.Unprocessed", st.Backlog.Unprocessed, 0),
+		field.Eq("Archive.ArchivedEvents", st.Archive.ArchivedEvents, int64(stored)),
+		field.Is("Charts", st.Charts, st.Charts != nil, "set"),
+		field.Is("Tables", len(st.Tables), len(st.Tables) != 0, "some"),
+	) {
+		t.FailNow()
 	}
 	page, err := op.Events(ctx, operations.EventQuery{Source: "github", State: string(inbox.StateArchived)})
 	if err != nil || len(page.Events) == 0 {
@@ -81,8 +98,14 @@ func checkOperatorAPI(t *testing.T, ctx context.Context, stack *lambdalocal.Stac
 		t.Fatalf("replay = %+v, %v", res, err)
 	}
 	acts, err := op.Actions(ctx, operations.ActionQuery{})
-	if err != nil || len(acts.Actions) != 1 || acts.Actions[0].Actor != operator.UserARN || acts.Actions[0].DBUser != "webhook_operator" {
-		t.Fatalf("actions = %+v, %v", acts, err)
+	if err != nil || len(acts.Actions) != 1 {
+		t.Fatalf("actions = %+v, %v; want one", acts, err)
+	}
+	if !field.Check(t, "action",
+		field.Eq("Actor", acts.Actions[0].Actor, operator.UserARN),
+		field.Eq("DBUser", acts.Actions[0].DBUser, "webhook_operator"),
+	) {
+		t.FailNow()
 	}
 
 	// The viewer: IAM refuses it at the acting URL; the read-only

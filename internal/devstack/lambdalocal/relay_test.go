@@ -12,11 +12,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/lambdalocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
@@ -34,11 +35,11 @@ import (
 func TestRelayUnderTheEmulator(t *testing.T) {
 	tier.Heavy(t, "builds the relay and runs it under the emulator")
 	ctx := context.Background()
-	root, err := devtools.RepoRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,12 @@ func TestRelayUnderTheEmulator(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", typ, err, tailOf(em))
 		}
-		if a.Method != "PUT" || len(a.ContentType) != 1 || a.ContentType[0] != "" || a.ContentLength != int64(len(a.Body)) {
-			t.Fatalf("%s answered with %s, Content-Type %q", typ, a.Method, a.ContentType)
+		if !field.Check(t, string(typ)+"'s answer",
+			field.Eq("Method", a.Method, "PUT"),
+			field.Is("Content-Type", a.ContentType, len(a.ContentType) == 1 && a.ContentType[0] == "", "present and empty"),
+			field.Eq("Content-Length", a.ContentLength, int64(len(a.Body))),
+		) {
+			t.FailNow()
 		}
 		m, err := a.Response()
 		if err != nil {

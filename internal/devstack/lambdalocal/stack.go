@@ -19,18 +19,19 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/google/uuid"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localsecrets"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
@@ -201,7 +202,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	dep := newDeployment(res, admin)
+	dep := newDeployment(o.Template.Stack, res, admin)
 	rules, err := dep.rules(res)
 	if err != nil {
 		return nil, err
@@ -210,7 +211,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	rie, err := devtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
+	rie, err := pinnedtools.Tool(ctx, "aws-lambda-rie", "AWS_LAMBDA_RIE")
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	}
 	s := &Stack{Functions: map[string]*Emulator{}, URLs: map[string]http.Handler{}, Created: map[string]Answer{},
 		Buckets: map[string]blobstore.Config{}, RoleURLs: map[string]string{}, tpl: o.Template, env: map[string][]string{}, dep: dep, customs: customs,
-		stackID: "arn:aws:cloudformation:" + Region + ":" + Account + ":stack/" + StackName + "/" + uuid()}
+		stackID: "arn:aws:cloudformation:" + Region + ":" + Account + ":stack/" + StackName + "/" + uuid.NewString()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -376,17 +377,8 @@ func (s *Stack) startServices(ctx context.Context, o StackOptions, log *slog.Log
 	}
 	for id, name := range s.dep.buckets {
 		cfg := s.S3.BlobConfig(name)
-		store, err := blobstore.Open(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		if err := store.CreateBucket(ctx); err != nil {
+		if err := locals3.CreateBucket(ctx, cfg, slices.Contains(s.dep.versions, name)); err != nil {
 			return fmt.Errorf("lambdalocal: bucket %s: %w", id, err)
-		}
-		if slices.Contains(s.dep.versions, name) {
-			if err := store.EnableVersioning(ctx); err != nil {
-				return fmt.Errorf("lambdalocal: bucket %s: %w", id, err)
-			}
 		}
 		s.Buckets[id] = cfg
 	}
@@ -418,19 +410,19 @@ func (s *Stack) roleSecrets() map[string]string {
 
 // secretProps maps the schema resource's secret properties to their roles.
 var secretProps = map[string]string{
-	schemaresource.PropReceiverSecretArn: migrate.RoleReceiver, schemaresource.PropProcessorSecretArn: migrate.RoleProcessor,
-	schemaresource.PropArchiverSecretArn: migrate.RoleArchiver, schemaresource.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
-	schemaresource.PropOperatorSecretArn: migrate.RoleOperator,
+	migrator.PropReceiverSecretArn: migrate.RoleReceiver, migrator.PropProcessorSecretArn: migrate.RoleProcessor,
+	migrator.PropArchiverSecretArn: migrate.RoleArchiver, migrator.PropOperatorReadSecretArn: migrate.RoleOperatorRead,
+	migrator.PropOperatorSecretArn: migrate.RoleOperator,
 }
 
 // schemaPasswordAuth makes the schema resource set the roles' passwords
 // from their local secrets: the local database checks passwords, and
 // knows nothing of RDS IAM tokens.
 func (s *Stack) schemaPasswordAuth(props map[string]any) {
-	if props[schemaresource.PropAuth] == string(migrate.AuthPassword) {
+	if props[migrator.PropAuth] == string(migrate.AuthPassword) {
 		return
 	}
-	props[schemaresource.PropAuth] = string(migrate.AuthPassword)
+	props[migrator.PropAuth] = string(migrate.AuthPassword)
 	for prop, role := range secretProps {
 		props[prop] = SecretARN(role)
 	}
@@ -442,7 +434,10 @@ func (s *Stack) schemaPasswordAuth(props map[string]any) {
 // value only a deployed stack knows, and that nothing here sets, is an
 // error: the local stack lacks a stand-in for what it names.
 func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, admin *url.URL) ([]string, error) {
-	tmpl, missing := s.dep.environment(r)
+	tmpl, missing, err := s.dep.environment(r)
+	if err != nil {
+		return nil, fmt.Errorf("lambdalocal: %s's environment: %w", id, err)
+	}
 	sslmode := admin.Query().Get("sslmode")
 	if sslmode == "" {
 		sslmode = "disable"
@@ -467,7 +462,7 @@ func (s *Stack) environment(o StackOptions, id string, r samtemplate.Resource, a
 		// (schemaPasswordAuth), and CloudFormation's S3 response URL is
 		// the loopback stand-in InvokeCustomResource serves, which only
 		// this setting lets it answer (the template never sets it).
-		schemaresource.EnvRolesAuth + "=" + string(migrate.AuthPassword), schemaresource.EnvLocalResponseURL + "=true",
+		migrator.EnvRolesAuth + "=" + string(migrate.AuthPassword), migrator.EnvLocalResponseURL + "=true",
 		// The relay's custom resource answers the same stand-in.
 		relay.EnvLocalResponseURL + "=true",
 	}
@@ -634,7 +629,7 @@ func (s *Stack) RotateSources(doc []byte) ([]localevents.Delivery, error) {
 		name = name[:i]
 	}
 	ev, _ := json.Marshal(map[string]any{
-		"version": "0", "id": uuid(), "detail-type": "Secret Label Updated", "source": "aws.secretsmanager",
+		"version": "0", "id": uuid.NewString(), "detail-type": "Secret Label Updated", "source": "aws.secretsmanager",
 		"account": Account, "time": time.Now().UTC().Format(time.RFC3339), "region": Region, "resources": []string{arn},
 		"detail": map[string]string{"name": name, "labelUpdated": "AWSCURRENT", "versionId": version},
 	})

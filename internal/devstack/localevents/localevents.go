@@ -37,8 +37,6 @@
 package localevents
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +49,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Defaults of Options.Account and Options.Region: what the template's
@@ -360,7 +360,7 @@ func ObjectEvent(rec Record, account, region string, now time.Time) (Event, bool
 		at = t.UTC()
 	}
 	return Event{
-		Version: "0", ID: uuid(), DetailType: kind.detailType, Source: "aws.s3",
+		Version: "0", ID: uuid.NewString(), DetailType: kind.detailType, Source: "aws.s3",
 		Account: account, Time: at.Format(time.RFC3339), Region: region,
 		Resources: []string{"arn:aws:s3:::" + rec.S3.Bucket.Name}, Detail: detail,
 	}, true
@@ -532,13 +532,4 @@ func equal(a, b any) bool {
 		return b == nil
 	}
 	return false
-}
-
-func uuid() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localevents"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 )
@@ -70,8 +71,8 @@ func TestObjectEventsFromTheLocalS3(t *testing.T) {
 	}
 	s3 := s3test.ServerWith(t, locals3.Options{EventWebhookURL: bus.NotificationURL()})
 	controlStore, otherStore := s3test.Open(t, s3test.Config(s3, control)), s3test.Open(t, s3test.Config(s3, other))
-	for _, s := range []interface{ CreateBucket(context.Context) error }{controlStore, otherStore} {
-		if err := s.CreateBucket(ctx); err != nil {
+	for _, b := range []string{control, other} {
+		if err := locals3.CreateBucket(ctx, s3test.Config(s3, b), false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,10 +110,20 @@ func TestObjectEventsFromTheLocalS3(t *testing.T) {
 	ev := byRule["Arm"]
 	obj, _ := ev.Detail["object"].(map[string]any)
 	bucket, _ := ev.Detail["bucket"].(map[string]any)
-	if ev.Version != "0" || ev.Source != "aws.s3" || ev.DetailType != "Object Created" || ev.Account != localevents.DefaultAccount ||
-		ev.Region != localevents.DefaultRegion || len(ev.Resources) != 1 || ev.Resources[0] != "arn:aws:s3:::"+control ||
-		bucket["name"] != control || obj["key"] != arm || ev.Detail["reason"] != "PutObject" || ev.Detail["version"] != "0" || ev.ID == "" {
-		t.Fatalf("the marker's event: %+v", ev)
+	if !field.Check(t, "the marker's event",
+		field.Eq("version", ev.Version, "0"),
+		field.Eq("source", ev.Source, "aws.s3"),
+		field.Eq("detail-type", ev.DetailType, "Object Created"),
+		field.Eq("account", ev.Account, localevents.DefaultAccount),
+		field.Eq("region", ev.Region, localevents.DefaultRegion),
+		field.Is("resources", ev.Resources, len(ev.Resources) == 1 && ev.Resources[0] == "arn:aws:s3:::"+control, "[arn:aws:s3:::"+control+"]"),
+		field.Eq("detail.bucket.name", bucket["name"], any(control)),
+		field.Eq("detail.object.key", obj["key"], any(arm)),
+		field.Eq("detail.reason", ev.Detail["reason"], "PutObject"),
+		field.Eq("detail.version", ev.Detail["version"], "0"),
+		field.Is("id", ev.ID, ev.ID != "", "set"),
+	) {
+		t.FailNow()
 	}
 	if _, err := time.Parse(time.RFC3339, ev.Time); err != nil {
 		t.Fatalf("time %q: %v", ev.Time, err)

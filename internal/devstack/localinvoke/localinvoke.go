@@ -36,18 +36,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localendpoint"
 )
 
 // The fixed credentials processes sign their requests with; nothing checks
 // them.
 const (
 	AccessKeyID     = "localinvoke"
-	SecretAccessKey = "localinvoke-secret-key"
+	SecretAccessKey = AccessKeyID + "-secret-key"
 )
 
 // Function runs one invocation: payload in, result out.
@@ -86,8 +87,7 @@ type Options struct {
 
 // Server is a running stand-in. Its methods are safe for concurrent use.
 type Server struct {
-	ln   net.Listener
-	srv  *http.Server
+	*localendpoint.Server
 	opts Options
 	ctx  context.Context
 	stop context.CancelFunc
@@ -100,29 +100,18 @@ type Server struct {
 
 // Start serves on a free loopback port until Close.
 func Start(opts Options) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("localinvoke: %w", err)
-	}
 	if opts.RetryPause <= 0 {
 		opts.RetryPause = 100 * time.Millisecond
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{ln: ln, opts: opts, ctx: ctx, stop: stop, funcs: map[string]Function{}}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
-	return s, nil
-}
-
-// Endpoint is the server's URL, for AWS_ENDPOINT_URL_LAMBDA.
-func (s *Server) Endpoint() string { return "http://" + s.ln.Addr().String() }
-
-// Env is what a process needs to reach the server with the AWS SDK.
-func (s *Server) Env() []string {
-	return []string{
-		"AWS_ENDPOINT_URL_LAMBDA=" + s.Endpoint(),
-		"AWS_ACCESS_KEY_ID=" + AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + SecretAccessKey,
+	s := &Server{opts: opts, ctx: ctx, stop: stop, funcs: map[string]Function{}}
+	srv, err := localendpoint.Start("AWS_ENDPOINT_URL_LAMBDA", AccessKeyID, http.HandlerFunc(s.serve))
+	if err != nil {
+		stop()
+		return nil, err
 	}
+	s.Server = srv
+	return s, nil
 }
 
 // Register makes fn the function called name.
@@ -169,7 +158,7 @@ func (s *Server) InvokeEvent(id string, payload []byte, via string) error {
 
 // Close stops serving, cancels the running invocations and waits for them.
 func (s *Server) Close() error {
-	err := s.srv.Close()
+	err := s.Server.Close()
 	s.stop()
 	s.wg.Wait()
 	return err

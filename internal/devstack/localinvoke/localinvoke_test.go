@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localinvoke"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 )
 
@@ -80,9 +81,13 @@ func TestInvokeThroughTheSDK(t *testing.T) {
 			t.Errorf("%s made via %q, want %q", inv.Function, inv.Via, localinvoke.ViaAPI)
 		}
 	}
-	if last := invs[2]; !last.Async || last.Tries != 3 || last.Err == nil || last.Function != "queued" {
-		t.Errorf("the Event invocation's record: %+v", last)
-	}
+	last := invs[2]
+	field.Check(t, "the Event invocation's record",
+		field.Eq("Async", last.Async, true),
+		field.Eq("Tries", last.Tries, 3),
+		field.Is("Err", last.Err, last.Err != nil, "the function's error"),
+		field.Eq("Function", last.Function, "queued"),
+	)
 	for _, inv := range invs {
 		if inv.Finished.Before(inv.Started) {
 			t.Errorf("%s finished at %v, before it started at %v", inv.Function, inv.Finished, inv.Started)

@@ -28,6 +28,7 @@ package localpg
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -94,6 +95,10 @@ type Options struct {
 	// certificate, as RDS does, for tests of how clients check it. The
 	// server still takes plaintext from a client that asks for no TLS.
 	TLS *ServerCert
+	// MaxConnections is the server's max_connections; 0 means 200, room
+	// for one test package's parallel pools. A server that several test
+	// processes share at once (webhookdev postgres) needs more.
+	MaxConnections int
 }
 
 // ServerCert is a server's certificate and private key, PEM-encoded; the
@@ -118,6 +123,7 @@ type Cluster struct {
 	durable bool   // Options.Durable
 	superPW string // Options.SuperuserPassword: postgres's password, "" when trusted
 	tls     bool   // Options.TLS: server.crt and server.key are in dir
+	maxConn int    // Options.MaxConnections, 200 when 0
 
 	mu      sync.Mutex // serialises Start, Stop, Kill and Close
 	running bool
@@ -189,7 +195,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{bin: bin, cred: cred, port: opts.Port, durable: opts.Durable}
+	c := &Cluster{bin: bin, cred: cred, port: opts.Port, durable: opts.Durable, maxConn: opts.MaxConnections}
 
 	if opts.Dir == "" {
 		bases := tempBases()
@@ -489,7 +495,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-k", shellQuote(c.sockDir), // '' disables the Unix socket
-		"-c", "max_connections=200",
+		"-c", "max_connections=" + strconv.Itoa(cmp.Or(c.maxConn, 200)),
 	}, " ")
 	if c.tls {
 		serverOpts += " -c ssl=on -c ssl_cert_file=" + shellQuote(filepath.Join(c.dir, "server.crt")) +

@@ -56,15 +56,15 @@ func connect(ctx context.Context, t *testing.T, c *localpg.Cluster) *pgx.Conn {
 
 func TestLifecycle(t *testing.T) {
 	ctx := t.Context()
-	c := start(t, localpg.Options{})
+	c := start(t, localpg.Options{MaxConnections: 300})
 
 	conn := connect(ctx, t, c)
-	var user string
-	if err := conn.QueryRow(ctx, "SELECT current_user").Scan(&user); err != nil {
+	var user, maxConn string
+	if err := conn.QueryRow(ctx, "SELECT current_user, current_setting('max_connections')").Scan(&user, &maxConn); err != nil {
 		t.Fatal(err)
 	}
-	if user != "postgres" {
-		t.Errorf("current_user = %q, want postgres", user)
+	if user != "postgres" || maxConn != "300" {
+		t.Errorf("current_user = %q, max_connections = %s; want postgres, 300", user, maxConn)
 	}
 	if _, err := conn.Exec(ctx, "CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)"); err != nil {
 		t.Fatal(err)
@@ -209,6 +209,7 @@ func TestDiedBehindBack(t *testing.T) {
 // TestDirReused checks the dev stack's case: a given folder outlives Close
 // and a later Start finds the data in it.
 func TestDirReused(t *testing.T) {
+	tier.Heavy(t, "starts a cluster twice")
 	ctx := t.Context()
 	dir := clusterDir(t)
 	c := start(t, localpg.Options{Dir: dir})
@@ -254,6 +255,7 @@ func clusterDir(t *testing.T) string {
 // holds that port it starts on a fresh one and says so (PortMoved), then
 // keeps the new one.
 func TestPortRemembered(t *testing.T) {
+	tier.Heavy(t, "starts a cluster three times")
 	t.Parallel()
 	ctx := t.Context()
 	dir := clusterDir(t)

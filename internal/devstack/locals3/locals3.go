@@ -32,7 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack/devtools"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 )
 
@@ -378,7 +378,7 @@ func (s *Server) removeDir() error {
 // Binary returns the versitygw executable: $VERSITYGW when set, else the one
 // pinned in the repository's tools/go.mod, built once into Go's build cache.
 func Binary(ctx context.Context) (string, error) {
-	p, err := devtools.Tool(ctx, "versitygw", EnvBinary)
+	p, err := pinnedtools.Tool(ctx, "versitygw", EnvBinary)
 	if err != nil {
 		return "", fmt.Errorf("locals3: %w", err)
 	}

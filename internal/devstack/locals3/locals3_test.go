@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 )
@@ -209,14 +210,39 @@ func TestEventNotificationsAreS3Shaped(t *testing.T) {
 		}
 		r := doc.Records[0]
 		names[r.EventName] = r
-		if r.EventVersion != "2.2" || r.EventSource != "aws:s3" || r.AwsRegion != locals3.Region || r.S3.Bucket.Name != cfg.Bucket || r.S3.Object.Key != key {
-			t.Errorf("a notification's record: %+v (%s)", r, b)
-		}
+		field.Check(t, "a notification's record "+r.EventName,
+			field.Eq("eventVersion", r.EventVersion, "2.2"),
+			field.Eq("eventSource", r.EventSource, "aws:s3"),
+			field.Eq("awsRegion", r.AwsRegion, locals3.Region),
+			field.Eq("s3.bucket.name", r.S3.Bucket.Name, cfg.Bucket),
+			field.Eq("s3.object.key", r.S3.Object.Key, key),
+		)
 	}
 	if put, ok := names["s3:ObjectCreated:Put"]; !ok || put.S3.Object.Size != 4 {
 		t.Errorf("no s3:ObjectCreated:Put record of 4 bytes: %v", names)
 	}
 	if _, ok := names["s3:ObjectRemoved:Delete"]; !ok {
 		t.Errorf("no s3:ObjectRemoved:Delete record: %v", names)
+	}
+}
+
+// TestCreateBucketIsIdempotent: creating a bucket this account owns
+// already, then turning its versioning on, succeeds; a replaced object then
+// keeps its first version.
+func TestCreateBucketIsIdempotent(t *testing.T) {
+	t.Parallel()
+	srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
+	cfg := s3test.Bucket(t, srv)
+	if err := locals3.CreateBucket(t.Context(), cfg, true); err != nil {
+		t.Fatalf("second create, with versioning: %v", err)
+	}
+	store := s3test.Open(t, cfg)
+	for _, body := range []string{"first", "second"} {
+		if _, err := store.Put(t.Context(), "k", []byte(body), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vs, err := store.ListVersions(t.Context(), "k"); err != nil || len(vs) != 2 {
+		t.Fatalf("versions of a replaced object: %+v, %v; want 2", vs, err)
 	}
 }

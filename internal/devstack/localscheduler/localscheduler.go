@@ -34,20 +34,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localendpoint"
 )
 
 // The fixed credentials the processes sign their requests with; nothing
 // checks them.
 const (
 	AccessKeyID     = "localscheduler"
-	SecretAccessKey = "localscheduler-secret-key"
+	SecretAccessKey = AccessKeyID + "-secret-key"
 )
 
 // Region and Account are what the ARNs say.
@@ -104,8 +105,7 @@ type Options struct {
 
 // Server is a running stand-in. Its methods are safe for concurrent use.
 type Server struct {
-	ln  net.Listener
-	srv *http.Server
+	*localendpoint.Server
 	now func() time.Time
 
 	fireMu sync.Mutex // one FireDue at a time
@@ -119,34 +119,17 @@ type Server struct {
 
 // Start serves on a free loopback port until Close.
 func Start(o Options) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("localscheduler: %w", err)
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{ln: ln, now: o.Now, fire: o.Fire, schedules: map[string]*Schedule{}}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	s := &Server{now: o.Now, fire: o.Fire, schedules: map[string]*Schedule{}}
+	srv, err := localendpoint.Start("AWS_ENDPOINT_URL_SCHEDULER", AccessKeyID, http.HandlerFunc(s.serve))
+	if err != nil {
+		return nil, err
+	}
+	s.Server = srv
 	return s, nil
 }
-
-// Endpoint is the server's URL, for BaseEndpoint or
-// AWS_ENDPOINT_URL_SCHEDULER.
-func (s *Server) Endpoint() string { return "http://" + s.ln.Addr().String() }
-
-// Env is what a process needs to reach the server with the AWS SDK: the
-// Scheduler endpoint and credentials to sign with.
-func (s *Server) Env() []string {
-	return []string{
-		"AWS_ENDPOINT_URL_SCHEDULER=" + s.Endpoint(),
-		"AWS_ACCESS_KEY_ID=" + AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + SecretAccessKey,
-	}
-}
-
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
 
 // Schedules returns the schedules recorded, by group and name.
 func (s *Server) Schedules() []Schedule {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localscheduler"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 )
 
 // clock is a settable clock.
@@ -65,11 +66,20 @@ func TestTheSDKClientCreatesGetsListsDeletes(t *testing.T) {
 		t.Fatalf("create: %v %v", out, err)
 	}
 	got, err := c.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: aws.String("processor-20261203T1015"), GroupName: aws.String("inbox")})
-	if err != nil || aws.ToString(got.ScheduleExpression) != "at(2026-12-03T10:15:00)" || aws.ToString(got.ScheduleExpressionTimezone) != "UTC" ||
-		got.ActionAfterCompletion != types.ActionAfterCompletionDelete || got.FlexibleTimeWindow.Mode != types.FlexibleTimeWindowModeOff ||
-		aws.ToString(got.Target.Input) != `{"wake":"schedule"}` || aws.ToInt32(got.Target.RetryPolicy.MaximumRetryAttempts) != 10 ||
-		got.State != types.ScheduleStateEnabled || got.CreationDate == nil {
-		t.Fatalf("get: %+v %v", got, err)
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if !field.Check(t, "get",
+		field.Eq("ScheduleExpression", aws.ToString(got.ScheduleExpression), "at(2026-12-03T10:15:00)"),
+		field.Eq("ScheduleExpressionTimezone", aws.ToString(got.ScheduleExpressionTimezone), "UTC"),
+		field.Eq("ActionAfterCompletion", got.ActionAfterCompletion, types.ActionAfterCompletionDelete),
+		field.Eq("FlexibleTimeWindow.Mode", got.FlexibleTimeWindow.Mode, types.FlexibleTimeWindowModeOff),
+		field.Eq("Target.Input", aws.ToString(got.Target.Input), `{"wake":"schedule"}`),
+		field.Eq("Target.RetryPolicy.MaximumRetryAttempts", aws.ToInt32(got.Target.RetryPolicy.MaximumRetryAttempts), 10),
+		field.Eq("State", got.State, types.ScheduleStateEnabled),
+		field.Is("CreationDate", got.CreationDate, got.CreationDate != nil, "set"),
+	) {
+		t.FailNow()
 	}
 	if sc, ok := srv.Get("inbox", "processor-20261203T1015"); !ok || !sc.At.Equal(time.Date(2026, 12, 3, 10, 15, 0, 0, time.UTC)) {
 		t.Fatalf("recorded %+v", sc)

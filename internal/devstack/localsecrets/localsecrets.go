@@ -21,18 +21,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/localendpoint"
 )
 
 // The fixed credentials the processes sign their requests with; nothing
 // checks them.
 const (
 	AccessKeyID     = "localsecrets"
-	SecretAccessKey = "localsecrets-secret-key"
+	SecretAccessKey = AccessKeyID + "-secret-key"
 )
 
 // Region and Account are what the ARNs Create makes say.
@@ -43,8 +45,7 @@ const (
 
 // Server is a running stand-in. Its methods are safe for concurrent use.
 type Server struct {
-	ln  net.Listener
-	srv *http.Server
+	*localendpoint.Server
 
 	mu sync.Mutex
 	// byID finds a secret by its ARN or its name, as the service does.
@@ -66,30 +67,14 @@ type version struct {
 
 // Start serves on a free loopback port until Close.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{byID: map[string]*secret{}}
+	srv, err := localendpoint.Start("AWS_ENDPOINT_URL_SECRETS_MANAGER", AccessKeyID, http.HandlerFunc(s.serve))
 	if err != nil {
-		return nil, fmt.Errorf("localsecrets: %w", err)
+		return nil, err
 	}
-	s := &Server{ln: ln, byID: map[string]*secret{}}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	s.Server = srv
 	return s, nil
 }
-
-// Endpoint is the server's URL, for AWS_ENDPOINT_URL_SECRETS_MANAGER.
-func (s *Server) Endpoint() string { return "http://" + s.ln.Addr().String() }
-
-// Env is what a process needs to reach the server with the AWS SDK: the
-// Secrets Manager endpoint and credentials to sign with.
-func (s *Server) Env() []string {
-	return []string{
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + s.Endpoint(),
-		"AWS_ACCESS_KEY_ID=" + AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + SecretAccessKey,
-	}
-}
-
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
 
 // Create stores a new secret whose current value is value and returns its
 // ARN. Its name is name with a random suffix, so that parallel users never
@@ -117,7 +102,7 @@ func (s *Server) Put(arn, value string) string {
 		sec = &secret{arn: arn, name: name}
 		s.byID[arn], s.byID[name] = sec, sec
 	}
-	id := uuid()
+	id := uuid.NewString()
 	sec.versions = append(sec.versions, version{id: id, value: value, created: time.Now()})
 	return id
 }
@@ -229,7 +214,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", jsonProtocol)
-	w.Header().Set("X-Amzn-Requestid", uuid())
+	w.Header().Set("X-Amzn-Requestid", uuid.NewString())
 	_ = json.NewEncoder(w).Encode(getSecretValueOutput{
 		ARN: sec.arn, Name: sec.name, VersionID: v.id, SecretString: v.value, VersionStages: stages,
 		CreatedDate: float64(v.created.UnixMilli()) / 1000,
@@ -240,7 +225,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // (the SDK turns it into the error's code) and a message.
 func fail(w http.ResponseWriter, status int, typ, message string) {
 	w.Header().Set("Content-Type", jsonProtocol)
-	w.Header().Set("X-Amzn-Requestid", uuid())
+	w.Header().Set("X-Amzn-Requestid", uuid.NewString())
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": typ, "Message": message})
 }
@@ -249,11 +234,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b) // never fails; see crypto/rand.Read
 	return hex.EncodeToString(b)
-}
-
-// uuid is a version identifier shaped as the service's (32 hex digits and
-// dashes); it need not be a valid UUID.
-func uuid() string {
-	h := randomHex(16)
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/iamlocal"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -45,8 +46,10 @@ type Config struct {
 	// stack's pool as webhook_operator_read, as the template deploys it);
 	// nil is Store.
 	ReadStore *storage.Store
-	// Archive is the archiver's configuration, or nil.
+	// Archive is the archiver's configuration, or nil; Blobs is its
+	// bucket.
 	Archive *archive.Config
+	Blobs   *blobstore.Store
 	// Logger gets the operator API's lines and the stand-in's refusals.
 	Logger *slog.Logger
 }
@@ -97,11 +100,11 @@ func endpoint(cfg Config, access operations.Access, target string, v *iamlocal.V
 	if access == operations.AccessRead && cfg.ReadStore != nil {
 		store = cfg.ReadStore
 	}
-	svc, err := operations.New(operations.Config{Store: store, Access: access, Archive: cfg.Archive, Logger: log})
+	svc, err := operations.New(operations.Config{Access: access, Archive: cfg.Archive}, operations.Deps{Store: store, Blobs: cfg.Blobs, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	h, err := operatorapi.New(operatorapi.Config{API: svc, Caller: caller, Logger: log})
+	h, err := operatorapi.New(operatorapi.Deps{API: svc, Caller: caller, Logger: log})
 	if err != nil {
 		return nil, err
 	}

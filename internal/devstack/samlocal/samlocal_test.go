@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devenv"
+	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
@@ -261,9 +261,9 @@ func TestRelayRefusesATakenAddress(t *testing.T) {
 // sample is made fresh by `webhookdev sample SOURCE --apigw`.
 func TestCheckedInEventsCannotGoStale(t *testing.T) {
 	t.Parallel()
-	sources, _, err := devenv.Sources(func(k string) string {
+	sources, _, err := checkout.Sources(func(k string) string {
 		if k == "WEBHOOK_SOURCES_FILE" {
-			return filepath.Join(repoRoot, devenv.SourcesFile)
+			return filepath.Join(repoRoot, checkout.SourcesFile)
 		}
 		return ""
 	})

@@ -2,21 +2,28 @@
 // local Lambda runner and the template checks need: each function's build,
 // runtime and environment, its HTTP API routes, its schedules and its
 // function URL, with SAM's Globals applied, for one set of parameter
-// values (Open). It also evaluates any CloudFormation template for given
-// parameter values (NewStack: conditions, Fn::If, parameters, rules) and
-// produces the template SAM hands CloudFormation (Translate), so the
-// checks read what is really deployed. Reading the template itself keeps
-// the local run from drifting into a second copy of it.
+// values (Open). Reading the template itself keeps the local run from
+// drifting into a second copy of it.
+//
+// The template SAM hands CloudFormation comes from SAM's own translator
+// (Translate, through cfn-lint's copy of it), so the checks read what is
+// really deployed. What no maintained tool does is evaluate a template for
+// one set of parameter values as CloudFormation would (see Stack for why);
+// that part is written here, by job: ReadFile reads the YAML short forms
+// (yaml.go), NewStack takes and checks the parameter values
+// (parameters.go), decides the conditions and keeps the resources and
+// outputs they leave in (stack.go), resolves the intrinsic functions
+// (intrinsics.go) and applies the Rules (rules.go).
 package samtemplate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -137,7 +144,9 @@ func applyGlobals(doc map[string]any) {
 func mergeGlobal(global, local any) any {
 	gm, gIsMap := global.(map[string]any)
 	lm, lIsMap := local.(map[string]any)
-	if gIsMap && lIsMap && !isIntrinsic(gm) && !isIntrinsic(lm) {
+	_, _, gCall := intrinsic(gm)
+	_, _, lCall := intrinsic(lm)
+	if gIsMap && lIsMap && !gCall && !lCall {
 		out := map[string]any{}
 		for k, v := range gm {
 			out[k] = v
@@ -157,16 +166,6 @@ func mergeGlobal(global, local any) any {
 		return append(append([]any{}, gl...), ll...)
 	}
 	return local
-}
-
-func isIntrinsic(m map[string]any) bool {
-	if len(m) != 1 {
-		return false
-	}
-	for k := range m {
-		return k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::")
-	}
-	return false
 }
 
 func newFunction(id string, r Resource) (*Function, error) {
@@ -204,18 +203,21 @@ func newFunction(id string, r Resource) (*Function, error) {
 		f.URL = u
 	}
 	events, _ := p["Events"].(map[string]any)
-	names := make([]string, 0, len(events))
-	for name := range events {
-		names = append(names, name)
+	if err := f.readEvents(events); err != nil {
+		return nil, err
 	}
-	sort.Strings(names)
-	for _, name := range names {
+	return f, nil
+}
+
+// readEvents reads the function's HttpApi and Schedule events, by name.
+func (f *Function) readEvents(events map[string]any) error {
+	for _, name := range slices.Sorted(maps.Keys(events)) {
 		ev, _ := events[name].(map[string]any)
 		props, _ := ev["Properties"].(map[string]any)
 		switch ev["Type"] {
 		case "HttpApi":
 			if props == nil {
-				return nil, fmt.Errorf("event %s: HttpApi without properties", name)
+				return fmt.Errorf("event %s: HttpApi without properties", name)
 			}
 			rt := Route{Event: name}
 			rt.Method, _ = props["Method"].(string)
@@ -224,7 +226,7 @@ func newFunction(id string, r Resource) (*Function, error) {
 			f.Routes = append(f.Routes, rt)
 		case "Schedule":
 			if props == nil {
-				return nil, fmt.Errorf("event %s: Schedule without properties", name)
+				return fmt.Errorf("event %s: Schedule without properties", name)
 			}
 			sc := Schedule{Event: name, Enabled: true}
 			sc.Expression, _ = props["Schedule"].(string)
@@ -234,7 +236,7 @@ func newFunction(id string, r Resource) (*Function, error) {
 			f.Schedules = append(f.Schedules, sc)
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // newFunctionURL reads a FunctionUrlConfig as SAM and Lambda accept it:
@@ -266,38 +268,6 @@ func (t *Template) FunctionIDs() []string {
 	}
 	sort.Strings(ids)
 	return ids
-}
-
-// JSON returns the evaluated template as a generic JSON value
-// ({"Resources": {id: {"Type", "Properties", ...}}, "Outputs": {id:
-// {"Value"}}}), for checks that walk every resource.
-func (t *Template) JSON() (map[string]any, error) {
-	res, err := t.Stack.Resources()
-	if err != nil {
-		return nil, err
-	}
-	outs, err := t.Stack.Outputs()
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{"Resources": map[string]any{}, "Outputs": map[string]any{}}
-	for id, r := range res {
-		entry := map[string]any{"Type": r.Type, "Properties": r.Properties}
-		if len(r.DependsOn) > 0 {
-			entry["DependsOn"] = r.DependsOn
-		}
-		m["Resources"].(map[string]any)[id] = entry
-	}
-	for id, v := range outs {
-		m["Outputs"].(map[string]any)[id] = map[string]any{"Value": v}
-	}
-	// A round trip through JSON gives callers plain JSON types only.
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	return out, json.Unmarshal(b, &out)
 }
 
 var rateExpr = regexp.MustCompile(`^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$`)

@@ -25,6 +25,12 @@ Rules:
         AssertDescription: Mode b needs a Name.
       - Assert: !Not [Fn::EachMemberEquals: [!Ref Ids, ""]]
         AssertDescription: Mode b needs Ids.
+  IdsAreKnown:
+    Assertions:
+      - Assert: !Not [{Fn::Contains: [!Ref Ids, id-9]}]
+        AssertDescription: id-9 is retired.
+      - Assert: {Fn::EachMemberIn: [!Ref Ids, ["", id-1, id-2, id-3]]}
+        AssertDescription: Ids are id-1 to id-3.
 Conditions:
   IsB: !Equals [!Ref Mode, b]
   IsA: !Not [!Condition IsB]
@@ -127,6 +133,12 @@ func TestStackEvaluates(t *testing.T) {
 		t.Errorf("failed rules = %q, %v", failed, err)
 	}
 
+	st = evalStack(t, map[string]string{"Ids": "id-1,id-9"})
+	failed, err = st.FailedRules()
+	if err != nil || strings.Join(failed, "|") != "IdsAreKnown: Ids are id-1 to id-3.|IdsAreKnown: id-9 is retired." {
+		t.Errorf("failed rules for id-9 = %q, %v", failed, err)
+	}
+
 	// A pseudo parameter given replaces the default stack's, in Ref and
 	// Fn::Sub alike.
 	st = evalStack(t, map[string]string{"Name": "n1", "AWS::Region": "il-central-1"})
@@ -159,6 +171,8 @@ func TestStackRefusesWhatCloudFormationRefuses(t *testing.T) {
 		"not allowed":       {"Required": "x", "Mode": "c"},
 		"pattern, per item": {"Required": "x", "Ids": "id-1,nope"},
 		"above max":         {"Required": "x", "Port": "70000"},
+		"below min":         {"Required": "x", "Port": "0"},
+		"not a number":      {"Required": "x", "Port": "many"},
 		"undeclared":        {"Required": "x", "Other": "y"},
 	} {
 		if _, err := samtemplate.NewStack(doc, params); err == nil {

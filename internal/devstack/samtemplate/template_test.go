@@ -12,17 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/samtemplate"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/migrator"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/relay"
-	"github.com/webhook-inbox/webhook-inbox/shared/schemaresource"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -43,11 +45,38 @@ func load(t *testing.T, params map[string]any) (*samtemplate.Template, map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := tpl.JSON()
+	return tpl, evaluatedJSON(t, tpl)["Resources"].(map[string]any)
+}
+
+// evaluatedJSON is the evaluated template as plain JSON values
+// ({"Resources": {id: {"Type", "Properties", "DependsOn"}}, "Outputs": {id:
+// {"Value"}}}), for checks that walk every resource.
+func evaluatedJSON(t *testing.T, tpl *samtemplate.Template) map[string]any {
+	t.Helper()
+	res, err := tpl.Stack.Resources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tpl, m["Resources"].(map[string]any)
+	outs, err := tpl.Stack.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, outputs := map[string]any{}, map[string]any{}
+	for id, r := range res {
+		entry := map[string]any{"Type": r.Type, "Properties": r.Properties}
+		if len(r.DependsOn) > 0 {
+			entry["DependsOn"] = r.DependsOn
+		}
+		resources[id] = entry
+	}
+	for id, v := range outs {
+		outputs[id] = map[string]any{"Value": v}
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(map[string]any{"Resources": resources, "Outputs": outputs})), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func props(t *testing.T, resources map[string]any, id string) map[string]any {
@@ -198,7 +227,7 @@ func TestFunctionsBuildAndRun(t *testing.T) {
 	srv := s3test.Server(t)
 	bucket := s3test.Config(srv, standIns{}.bucketName("ControlBucket"))
 	store := s3test.Open(t, bucket)
-	if err := store.CreateBucket(t.Context()); err != nil {
+	if err := locals3.CreateBucket(t.Context(), bucket, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Put(t.Context(), relay.DefaultSourcesKey, sources, "application/json"); err != nil {
@@ -264,7 +293,7 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 		}
 		if id == "MigrationFunction" {
 			// The apply mode reads the admin secret the front names in its
-			// payload (schemaresource.Applier).
+			// payload (migrator.Applier).
 			admin, err := s.resolve(envOf(res["MigrationFrontFunction"])["DATABASE_SECRET_ARN"])
 			if err != nil {
 				t.Fatal(err)
@@ -289,9 +318,9 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 			}
 			continue
 		case "MigrationFrontFunction":
-			mode, modeErr := schemaresource.ModeFromEnv(getenv)
-			c, err := schemaresource.FrontConfigFromEnv(getenv)
-			if err := errors.Join(modeErr, err); err != nil || mode != schemaresource.ModeFront {
+			mode, modeErr := migrator.ModeFromEnv(getenv)
+			c, err := migrator.FrontConfigFromEnv(getenv)
+			if err := errors.Join(modeErr, err); err != nil || mode != migrator.ModeFront {
 				t.Errorf("the front refuses its environment (mode %q): %v", mode, err)
 				continue
 			}
@@ -314,60 +343,81 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 		}
 		switch id {
 		case "MigrationFunction":
-			mode, modeErr := schemaresource.ModeFromEnv(getenv)
-			c, err := schemaresource.ConfigFromEnv(resolved)
-			if err := errors.Join(modeErr, err); err != nil || mode != schemaresource.ModeApply {
+			mode, modeErr := migrator.ModeFromEnv(getenv)
+			// What the apply mode reads: its settings and its pool.
+			_, err := migrator.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			if err := errors.Join(modeErr, err, dbErr); err != nil || mode != migrator.ModeApply {
 				t.Errorf("the migration function refuses its environment (mode %q): %v", mode, err)
 				continue
 			}
 			// Straight to the database, never through the proxy.
-			connects(id, c.Database.URL, direct, "webhook_admin")
+			connects(id, db.URL, direct, "webhook_admin")
 		case "ReceiverFunction":
-			c, err := receiver.ConfigFromEnv(resolved)
-			if err != nil {
+			// What functions/receiver reads: its settings, its pool, its
+			// sources and its wake-ups.
+			_, err := receiver.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			sources, sourcesErr := source.Load(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, sourcesErr, wakeErr); err != nil {
 				t.Errorf("the receiver refuses its environment: %v", err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
-			if c.Sources == nil || len(c.Sources.Names()) == 0 {
+			connects(id, db.URL, functions, dbRoles[id])
+			if sources == nil || len(sources.Names()) == 0 {
 				t.Error("the receiver read no sources from the control bucket's copy")
 			}
-			if c.Waking.Mode != wakeMode || c.Waking.Function != processorName || c.Waking.Bucket != control {
-				t.Errorf("the receiver wakes %+v, want %s of %s, markers in %s", c.Waking, wakeMode, processorName, control)
+			if waking.Mode != wakeMode || waking.Function != processorName || waking.Bucket != control {
+				t.Errorf("the receiver wakes %+v, want %s of %s, markers in %s", waking, wakeMode, processorName, control)
 			}
 		case "ProcessorFunction":
-			c, err := processor.ConfigFromEnv(resolved)
-			if err != nil {
+			// As functions/processor reads it: its settings, and what it
+			// runs on with its own packages' readers.
+			_, err := processor.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			bodies, s3Err := blobstore.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, wakeErr, s3Err); err != nil {
 				t.Errorf("the processor refuses its environment: %v", err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
-			if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != control || c.Archive.Bucket != s.bucketName("ArchiveBucket") {
-				t.Errorf("the processor wakes %+v, reads the archive %q", c.Waking, c.Archive.Bucket)
+			connects(id, db.URL, functions, dbRoles[id])
+			if waking.Mode != wake.ModeNone || waking.Bucket != control || bodies.Bucket != s.bucketName("ArchiveBucket") {
+				t.Errorf("the processor wakes %+v, reads the archive %q", waking, bodies.Bucket)
 			}
 		case "ArchiverFunction":
-			c, err := archive.ConfigFromEnv(resolved)
-			if err != nil {
+			// What functions/archiver reads: its settings, its pool, its
+			// bucket and its wake-ups.
+			_, err := archive.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			s3, s3Err := blobstore.ConfigFromEnv(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, s3Err, wakeErr); err != nil {
 				t.Errorf("the archiver refuses its environment: %v", err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
-			if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != control || c.S3.Bucket != s.bucketName("ArchiveBucket") {
-				t.Errorf("the archiver arms %+v, archives to %q", c.Waking, c.S3.Bucket)
+			connects(id, db.URL, functions, dbRoles[id])
+			if waking.Mode != wake.ModeNone || waking.Bucket != control || s3.Bucket != s.bucketName("ArchiveBucket") {
+				t.Errorf("the archiver arms %+v, archives to %q", waking, s3.Bucket)
 			}
 		case "OperatorFunction", "OperatorReadFunction":
-			c, err := operations.ConfigFromEnv(resolved)
-			if err != nil {
+			// What functions/operator reads: its settings, its pool and
+			// its wake-ups.
+			_, err := operations.ConfigFromEnv(resolved)
+			db, dbErr := storage.PoolConfigFromEnv(resolved)
+			waking, wakeErr := wake.ConfigFromEnv(resolved)
+			if err := errors.Join(err, dbErr, wakeErr); err != nil {
 				t.Errorf("%s refuses its environment: %v", id, err)
 				continue
 			}
-			connects(id, c.Database.URL, functions, dbRoles[id])
+			connects(id, db.URL, functions, dbRoles[id])
 			want := wake.ModeNone
 			if id == "OperatorFunction" {
 				want = wakeMode
 			}
-			if c.Waking.Mode != want || (want == wake.ModeInvoke && c.Waking.Function != processorName) {
-				t.Errorf("%s wakes %+v, want %s", id, c.Waking, want)
+			if waking.Mode != want || (want == wake.ModeInvoke && waking.Function != processorName) {
+				t.Errorf("%s wakes %+v, want %s", id, waking, want)
 			}
 		default:
 			t.Errorf("%s: no check of its environment", id)
@@ -391,9 +441,18 @@ func TestWokenProcessorSettings(t *testing.T) {
 		tpl, res := load(t, map[string]any{"Profile": p})
 		fn := tpl.Functions["ProcessorFunction"]
 		db := map[string]string{"DATABASE_URL": "postgres://template-test@127.0.0.1:1/x"} // the secret's, in AWS
-		c, err := processor.ConfigFromEnv(deployedEnv(t, tpl, "ProcessorFunction", db))
+		env := deployedEnv(t, tpl, "ProcessorFunction", db)
+		c, err := processor.ConfigFromEnv(env)
 		if err != nil {
 			t.Fatalf("%s: the processor refuses the template's environment: %v", p, err)
+		}
+		waking, err := wake.ConfigFromEnv(env)
+		if err != nil {
+			t.Fatalf("%s: the processor's wake-ups: %v", p, err)
+		}
+		bodies, err := blobstore.ConfigFromEnv(env)
+		if err != nil {
+			t.Fatalf("%s: the processor's archive: %v", p, err)
 		}
 		for id := range wakers {
 			w, err := wake.ConfigFromEnv(deployedEnv(t, tpl, id, nil))
@@ -404,15 +463,15 @@ func TestWokenProcessorSettings(t *testing.T) {
 				t.Errorf("%s: the processor lingers %v, %s debounces %v: a debounced receipt waits for the sweep", p, c.RunFor, id, w.Debounce)
 			}
 		}
-		if c.RunFor <= c.Waking.Debounce || c.RunFor > 5*time.Second || c.PollInterval >= c.RunFor {
-			t.Errorf("%s: each wake-up runs %v polling every %v (debounce %v)", p, c.RunFor, c.PollInterval, c.Waking.Debounce)
+		if c.RunFor <= waking.Debounce || c.RunFor > 5*time.Second || c.PollInterval >= c.RunFor {
+			t.Errorf("%s: each wake-up runs %v polling every %v (debounce %v)", p, c.RunFor, c.PollInterval, waking.Debounce)
 		}
 		if fn.Timeout <= c.RunFor+c.SafetyMargin {
 			t.Errorf("%s: timeout %s leaves no room for the run (%s) and its safety margin (%s)", p, fn.Timeout, c.RunFor, c.SafetyMargin)
 		}
-		if c.Waking.Mode != wake.ModeNone || c.Waking.Bucket != (standIns{}).bucketName("ControlBucket") || c.ArchiveAfter != 7*24*time.Hour ||
-			c.Archive.Bucket != (standIns{}).bucketName("ArchiveBucket") {
-			t.Errorf("%s: waking %+v, archive after %v, archive %q", p, c.Waking, c.ArchiveAfter, c.Archive.Bucket)
+		if waking.Mode != wake.ModeNone || waking.Bucket != (standIns{}).bucketName("ControlBucket") || c.ArchiveAfter != 7*24*time.Hour ||
+			bodies.Bucket != (standIns{}).bucketName("ArchiveBucket") {
+			t.Errorf("%s: waking %+v, archive after %v, archive %q", p, waking, c.ArchiveAfter, bodies.Bucket)
 		}
 		if eic := mustJSON(props(t, res, "ProcessorFunction")["EventInvokeConfig"]); eic != `{"MaximumEventAgeInSeconds":900,"MaximumRetryAttempts":2}` {
 			t.Errorf("%s: the processor's EventInvokeConfig %s", p, eic)
@@ -506,7 +565,8 @@ func TestOperatorFunctionsReadTheirEnvironment(t *testing.T) {
 		for id, access := range map[string]operations.Access{"OperatorReadFunction": operations.AccessRead, "OperatorFunction": operations.AccessAct} {
 			getenv := deployedEnv(t, tpl, id, db)
 			c, err := operations.ConfigFromEnv(getenv)
-			if err != nil {
+			waking, wakeErr := wake.ConfigFromEnv(getenv)
+			if err := errors.Join(err, wakeErr); err != nil {
 				t.Fatalf("%s, %s refuses the template's environment: %v", p, id, err)
 			}
 			if c.Access != access || c.Archive == nil || c.Archive.Prefix != "archive" || c.Archive.MinAge != 48*time.Hour || c.Archive.BatchSize != 250 {
@@ -528,12 +588,12 @@ func TestOperatorFunctionsReadTheirEnvironment(t *testing.T) {
 				if p == economy {
 					want = wake.ModeObject
 				}
-				if c.Waking.Mode != want || c.Waking.Function != (standIns{}).functionName("ProcessorFunction") || c.Waking.Bucket != (standIns{}).bucketName("ControlBucket") {
-					t.Errorf("%s, %s wakes %+v, want %s", p, id, c.Waking, want)
+				if waking.Mode != want || waking.Function != (standIns{}).functionName("ProcessorFunction") || waking.Bucket != (standIns{}).bucketName("ControlBucket") {
+					t.Errorf("%s, %s wakes %+v, want %s", p, id, waking, want)
 				}
 			default:
-				if c.Waking.Mode != wake.ModeNone {
-					t.Errorf("%s, %s wakes %+v", p, id, c.Waking)
+				if waking.Mode != wake.ModeNone {
+					t.Errorf("%s, %s wakes %+v", p, id, waking)
 				}
 			}
 		}
@@ -739,8 +799,7 @@ func TestOperations(t *testing.T) {
 			t.Errorf("the dashboard does not show %s", want)
 		}
 	}
-	m, _ := tpl.JSON()
-	if !strings.Contains(mustJSON(m["Outputs"]), "/webhooks/{source}") {
+	if !strings.Contains(mustJSON(evaluatedJSON(t, tpl)["Outputs"]), "/webhooks/{source}") {
 		t.Error("no WebhookUrl output")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -75,26 +76,20 @@ func SetupVenv() string {
 }
 
 func pythons() []string {
-	var out []string
-	add := func(p string) {
-		if p == "" {
-			return
-		}
-		for _, seen := range out {
-			if seen == p {
-				return
-			}
-		}
-		out = append(out, p)
-	}
-	add(os.Getenv(EnvPython))
+	candidates := []string{os.Getenv(EnvPython)}
 	if p, err := exec.LookPath("python3"); err == nil {
-		add(p)
+		candidates = append(candidates, p)
 	}
 	if lint, err := exec.LookPath("cfn-lint"); err == nil {
-		add(shebang(lint))
+		candidates = append(candidates, shebang(lint))
 	}
-	add(filepath.Join(SetupVenv(), "bin", "python"))
+	candidates = append(candidates, filepath.Join(SetupVenv(), "bin", "python"))
+	var out []string
+	for _, p := range candidates {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
 	return out
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/operatorlocal"
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
+	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -27,11 +28,11 @@ type Remote struct {
 	Operator, Viewer iamlocal.Identity
 }
 
-// Start serves the operator API over store (and the archive, when arch is
-// set) until the test ends.
-func Start(t testing.TB, store *storage.Store, arch *archive.Config) *Remote {
+// Start serves the operator API over store (and the archive, with its
+// bucket blobs, when arch is set) until the test ends.
+func Start(t testing.TB, store *storage.Store, arch *archive.Config, blobs *blobstore.Store) *Remote {
 	t.Helper()
-	e, err := operatorlocal.New(operatorlocal.Config{Store: store, Archive: arch})
+	e, err := operatorlocal.New(operatorlocal.Config{Store: store, Archive: arch, Blobs: blobs})
 	if err != nil {
 		t.Fatalf("operatortest: %v", err)
 	}

@@ -52,12 +52,12 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
 
-// Tables are the handler packages every test database is migrated with,
+// Schemas are the handler packages every test database is migrated with,
 // and whose privileges its processor role holds: the application's
-// (handlers.Tables, whatever a fork registers), the tests' own
+// (handlers.Schemas, whatever a fork registers), the tests' own
 // (testhandler), which the project's processing tests register instead of
 // the application's handlers, and those given to Main.
-var Tables = testhandler.With(handlers.Tables)
+var Schemas = testhandler.With(handlers.Schemas)
 
 // RolePassword is the function roles' password on the tests' servers. A
 // throwaway cluster trusts every local connection and ignores it; a
@@ -102,15 +102,15 @@ type server struct {
 // Main runs the tests and then drops the databases and stops the cluster
 // that they used, before exiting with their result. Call it from TestMain.
 //
-// tables are handler packages' Tables the tests' databases need besides
-// Tables: a handler package passes its own, so that its tests hold whether
+// schemas are handler packages' schemas the tests' databases need besides
+// Schemas: a handler package passes its own, so that its tests hold whether
 // or not shared/handlers registers it (a fork may keep an example's code
 // and drop its registration).
-func Main(m *testing.M, tables ...processor.Tables) {
+func Main(m *testing.M, schemas ...processor.HandlerSchema) {
 	mainCalled.Store(true)
-	for _, tb := range tables {
-		if !slices.ContainsFunc(Tables, func(have processor.Tables) bool { return have.Name == tb.Name }) {
-			Tables = append(slices.Clone(Tables), tb)
+	for _, s := range schemas {
+		if !slices.ContainsFunc(Schemas, func(have processor.HandlerSchema) bool { return have.Name == s.Name }) {
+			Schemas = append(slices.Clone(Schemas), s)
 		}
 	}
 	code := m.Run()
@@ -257,7 +257,7 @@ func migrateDB(ctx context.Context, dbURL string) error {
 	for _, r := range migrate.FunctionRoles() {
 		passwords[r] = RolePassword
 	}
-	_, err = dbschema.Apply(ctx, pool, Tables, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
+	_, err = dbschema.Apply(ctx, pool, Schemas, dbschema.RolesOptions{Auth: migrate.AuthPassword, Passwords: passwords})
 	return err
 }
 

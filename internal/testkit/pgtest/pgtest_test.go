@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +13,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 )
@@ -110,17 +114,53 @@ func TestDropped(t *testing.T) {
 	}
 }
 
+// TestProcessesShareADatabaseURLServer: test processes running at once on
+// the server DATABASE_URL names (as under webhookdev postgres) each get
+// their own databases, and leave none behind when they end.
+func TestProcessesShareADatabaseURLServer(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own and runs this package's tests again, twice at once")
+	c := pgtest.Cluster(t)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			child := exec.Command(os.Args[0], "-test.run", "^TestPoolParallel$", "-test.count", "1")
+			child.Env = append(os.Environ(), "DATABASE_URL="+c.URL("postgres"))
+			if out, err := child.CombinedOutput(); err != nil {
+				t.Errorf("process %d: %v\n%s", i, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	conn, err := pgx.Connect(t.Context(), c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var left []string
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(array_agg(datname), '{}') FROM pg_database WHERE datname LIKE 'wi\_%'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("databases left on the shared server: %v", left)
+	}
+	// Roles stay (they belong to the server): the processes did use it.
+	var roles int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_roles WHERE rolname = $1`, migrate.RoleReceiver).Scan(&roles); err != nil || roles != 1 {
+		t.Errorf("role %s on the shared server: %d, %v; want 1", migrate.RoleReceiver, roles, err)
+	}
+}
+
 func TestClusterOutage(t *testing.T) {
 	tier.Heavy(t, "a database outage")
 	ctx := t.Context()
 	c := pgtest.Cluster(t)
 	dbURL := pgtest.MigratedURL(t, c)
-	conn, err := pgx.Connect(ctx, dbURL)
+	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Event(ctx, t, storage.On(conn), &factory.EventOpts{Source: "p", EventID: "e1"})
-	conn.Close(ctx)
+	factory.Event(ctx, t, storage.New(pool), &factory.EventOpts{Source: "p", EventID: "e1"})
+	pool.Close()
 
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -132,7 +172,7 @@ func TestClusterOutage(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	conn, err = pgx.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +200,7 @@ func refused(err error) bool {
 // password only and may write the tables; SetPassword changes it for new
 // sessions while the open one goes on, until EndSessions ends it.
 func TestPasswordCluster(t *testing.T) {
+	tier.Heavy(t, "starts a cluster of its own")
 	t.Parallel()
 	ctx := t.Context()
 	c := pgtest.Cluster(t, pgtest.Passwords())
@@ -178,7 +219,18 @@ func TestPasswordCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	factory.Event(ctx, t, storage.On(conn), &factory.EventOpts{Source: "p", EventID: "by-role"})
+	pcfg, err := pgxpool.ParseConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.ConnConfig.User, pcfg.ConnConfig.Password = role, "it's-one"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Event(ctx, t, storage.New(pool), &factory.EventOpts{Source: "p", EventID: "by-role"})
+	// Closed at once: the sessions the test counts below are conn's.
+	pool.Close()
 	if _, err := as("wrong"); !refused(err) {
 		t.Fatalf("a wrong password: %v", err)
 	}

@@ -67,11 +67,15 @@ func Config(srv *locals3.Server, bucket string) blobstore.Config {
 // configuration (see Config).
 func Bucket(t testing.TB, srv *locals3.Server) blobstore.Config {
 	t.Helper()
+	return bucket(t, srv, false)
+}
+
+func bucket(t testing.TB, srv *locals3.Server, versioned bool) blobstore.Config {
+	t.Helper()
 	cfg := Config(srv, "t-"+randomHex())
-	store := Open(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := store.CreateBucket(ctx); err != nil {
+	if err := locals3.CreateBucket(ctx, cfg, versioned); err != nil {
 		t.Fatalf("s3test: %v", err)
 	}
 	return cfg
@@ -81,13 +85,7 @@ func Bucket(t testing.TB, srv *locals3.Server) blobstore.Config {
 // archive bucket has it; srv must be started with Options.Versioning.
 func VersionedBucket(t testing.TB, srv *locals3.Server) blobstore.Config {
 	t.Helper()
-	cfg := Bucket(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := Open(t, cfg).EnableVersioning(ctx); err != nil {
-		t.Fatalf("s3test: %v", err)
-	}
-	return cfg
+	return bucket(t, srv, true)
 }
 
 // Open returns a store for cfg.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/secretstest"
 )
 
@@ -47,9 +48,17 @@ func TestGetSecretValueThroughTheSDK(t *testing.T) {
 		return c.GetSecretValue(ctx, in)
 	}
 	out, err := get(&secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
-	if err != nil || aws.ToString(out.SecretString) != `{"username":"u","password":"one"}` || aws.ToString(out.ARN) != arn ||
-		len(out.VersionStages) != 1 || out.VersionStages[0] != "AWSCURRENT" || out.CreatedDate == nil || aws.ToString(out.VersionId) == "" {
-		t.Fatalf("by ARN: %+v %v", out, err)
+	if err != nil {
+		t.Fatalf("by ARN: %v", err)
+	}
+	if !field.Check(t, "by ARN",
+		field.Eq("SecretString", aws.ToString(out.SecretString), `{"username":"u","password":"one"}`),
+		field.Eq("ARN", aws.ToString(out.ARN), arn),
+		field.Is("VersionStages", out.VersionStages, len(out.VersionStages) == 1 && out.VersionStages[0] == "AWSCURRENT", "[AWSCURRENT]"),
+		field.Is("CreatedDate", out.CreatedDate, out.CreatedDate != nil, "set"),
+		field.Is("VersionId", aws.ToString(out.VersionId), aws.ToString(out.VersionId) != "", "set"),
+	) {
+		t.FailNow()
 	}
 	first := aws.ToString(out.VersionId)
 	if out, err := get(&secretsmanager.GetSecretValueInput{SecretId: out.Name}); err != nil || aws.ToString(out.ARN) != arn {

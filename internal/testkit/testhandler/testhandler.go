@@ -4,7 +4,7 @@
 // removes, and test what the project promises about any handler package.
 //
 // Its one table has an identity column, as a user's first table usually
-// does, and its Tables declares the table only: the sequence's privilege
+// does, and its Schema declares the table only: the sequence's privilege
 // comes from the migration function's automatic grants, so every test
 // that processes through it also proves those.
 package testhandler
@@ -26,9 +26,9 @@ var migrations embed.FS
 // Table is the package's table.
 const Table = "testkit_records"
 
-// Tables declares the package's table for the migration function: the
+// Schema declares the package's table for the migration function: the
 // handler inserts and reads records, nothing more.
-var Tables = processor.Tables{
+var Schema = processor.HandlerSchema{
 	Name: "testhandler", Migrations: migrations, Dir: "migrations",
 	VersionTable: "testhandler_goose_db_version",
 	Grants:       map[string][]string{Table: {"SELECT", "INSERT"}},
@@ -82,8 +82,8 @@ func Records(ctx context.Context, q Querier, source string) ([]Recorded, error) 
 	return out, nil
 }
 
-// With returns the application's Tables followed by this package's: what
+// With returns the application's schemas followed by this package's: what
 // the tests' databases are migrated with.
-func With(app []processor.Tables) []processor.Tables {
-	return append(slices.Clone(app), Tables)
+func With(app []processor.HandlerSchema) []processor.HandlerSchema {
+	return append(slices.Clone(app), Schema)
 }

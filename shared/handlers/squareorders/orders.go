@@ -6,7 +6,7 @@
 // What to copy (see also shared/handlers/stripedunning):
 //
 //   - Register registers the handlers for a processor.Match the
-//     application chooses; Tables declares the package's own tables (their
+//     application chooses; Schema declares the package's own tables (their
 //     migrations, with their own goose version table) and what the
 //     processor's role may do with them.
 //   - The handler decodes the event, calls an event it can never apply
@@ -49,10 +49,10 @@ var migrations embed.FS
 // VersionTable is the goose version table of this package's migrations.
 const VersionTable = "squareorders_goose_db_version"
 
-// Tables are the package's tables (square_orders), created by the
+// Schema is the package's tables (square_orders), created by the
 // migration function. The handler upserts and reads orders, never deletes
 // one: the processor's role gets exactly that.
-var Tables = processor.Tables{
+var Schema = processor.HandlerSchema{
 	Name: "squareorders", Migrations: migrations, Dir: "migrations", VersionTable: VersionTable,
 	Grants: map[string][]string{"square_orders": {"SELECT", "INSERT", "UPDATE"}},
 }

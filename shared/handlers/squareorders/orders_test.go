@@ -13,7 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/squareorders"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -22,7 +24,7 @@ import (
 
 // TestMain gives the tests databases with the package's tables, whether or
 // not shared/handlers registers it.
-func TestMain(m *testing.M) { pgtest.Main(m, squareorders.Tables) }
+func TestMain(m *testing.M) { pgtest.Main(m, squareorders.Schema) }
 
 const orderID = "eA3vssLHKJrv9H0IdJCM3gNqfdcZY"
 
@@ -51,10 +53,8 @@ func setup(t *testing.T) *fixture {
 
 func (f *fixture) processor() *processor.Processor {
 	f.t.Helper()
-	p, err := processor.New(processor.Config{
-		Pool: pgtest.As(f.t, f.pool, migrate.RoleProcessor), Registry: f.reg, Now: func() time.Time { return f.now },
-		SourceKinds: map[string]string{"square": "square"},
-	})
+	p, err := processor.New(processor.Config{SourceKinds: map[string]string{"square": "square"}},
+		processor.Deps{Pool: pgtest.As(f.t, f.pool, migrate.RoleProcessor), Registry: f.reg, Clock: testclock.At(f.now)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -134,10 +134,17 @@ func TestOrderCreatedThenUpdated(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	o := f.get()
-	if o.Version != 1 || o.State != "OPEN" || o.LocationID != "FPYCBCHYMXFK1" || *o.MerchantID != "5S9MXCS9Y99KK" ||
-		!o.OrderCreatedAt.Equal(time.Date(2024, 6, 3, 16, 14, 26, 129e6, time.UTC)) || o.OrderUpdatedAt != nil ||
-		o.LastEventID != "116038d3-2948-439f-8679-fc86dbf80f69" {
-		t.Fatalf("created: %+v", o)
+	createdAt := time.Date(2024, 6, 3, 16, 14, 26, 129e6, time.UTC)
+	if !field.Check(t, "created",
+		field.Eq("Version", o.Version, 1),
+		field.Eq("State", o.State, "OPEN"),
+		field.Eq("LocationID", o.LocationID, "FPYCBCHYMXFK1"),
+		field.Eq("MerchantID", *o.MerchantID, "5S9MXCS9Y99KK"),
+		field.Is("OrderCreatedAt", o.OrderCreatedAt, o.OrderCreatedAt.Equal(createdAt), createdAt.String()),
+		field.Eq("OrderUpdatedAt", o.OrderUpdatedAt, nil),
+		field.Eq("LastEventID", o.LastEventID, "116038d3-2948-439f-8679-fc86dbf80f69"),
+	) {
+		t.FailNow()
 	}
 	raw, _ = os.ReadFile("testdata/order_updated.json")
 	f.deliver(raw)
@@ -155,9 +162,15 @@ func TestOlderVersionNeverOverwritesNewer(t *testing.T) {
 	f.deliver(event(t, squareorders.TypeOrderUpdated, 2, "OPEN"))
 	f.deliver(event(t, squareorders.TypeOrderCreated, 1, "OPEN"))
 	o := f.get()
-	if o.Version != 3 || o.State != "COMPLETED" || o.LastEventID != "evt-order_updated-v3" ||
-		!o.OrderUpdatedAt.Equal(time.Date(2024, 6, 3, 16, 14, 3, 0, time.UTC)) || o.OrderCreatedAt == nil {
-		t.Fatalf("order = %+v", o)
+	updatedAt := time.Date(2024, 6, 3, 16, 14, 3, 0, time.UTC)
+	if !field.Check(t, "order",
+		field.Eq("Version", o.Version, 3),
+		field.Eq("State", o.State, "COMPLETED"),
+		field.Eq("LastEventID", o.LastEventID, "evt-order_updated-v3"),
+		field.Is("OrderUpdatedAt", o.OrderUpdatedAt, o.OrderUpdatedAt.Equal(updatedAt), updatedAt.String()),
+		field.Is("OrderCreatedAt", o.OrderCreatedAt, o.OrderCreatedAt != nil, "set"),
+	) {
+		t.FailNow()
 	}
 	// The same version again, under another event id, changes nothing.
 	again := event(t, squareorders.TypeOrderUpdated, 3, "CANCELED")

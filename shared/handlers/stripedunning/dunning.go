@@ -6,9 +6,9 @@
 //
 //   - Register: one function that registers the package's handlers for a
 //     processor.Match the application chooses (a source kind or name).
-//   - Tables: the package's business tables live in its own embedded goose
+//   - Schema: the package's business tables live in its own embedded goose
 //     migrations, applied by the migration function with their own version
-//     table, never in the core schema; Tables also says what the
+//     table, never in the core schema; Schema also says what the
 //     processor's database role may do with them, and that is all it may.
 //   - The handlers decode the event (a payload that cannot be decoded, or
 //     is not the object expected, is processor.Permanent: retrying cannot
@@ -61,10 +61,10 @@ var migrations embed.FS
 // VersionTable is the goose version table of this package's migrations.
 const VersionTable = "stripedunning_goose_db_version"
 
-// Tables are the package's tables (stripe_dunning), created by the
+// Schema is the package's tables (stripe_dunning), created by the
 // migration function. The handlers upsert and read dunning rows, never
 // delete one: the processor's role gets exactly that.
-var Tables = processor.Tables{
+var Schema = processor.HandlerSchema{
 	Name: "stripedunning", Migrations: migrations, Dir: "migrations", VersionTable: VersionTable,
 	Grants: map[string][]string{"stripe_dunning": {"SELECT", "INSERT", "UPDATE"}},
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/handlers/stripedunning"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -20,7 +22,7 @@ import (
 
 // TestMain gives the tests databases with the package's tables, whether or
 // not shared/handlers registers it.
-func TestMain(m *testing.M) { pgtest.Main(m, stripedunning.Tables) }
+func TestMain(m *testing.M) { pgtest.Main(m, stripedunning.Schema) }
 
 const (
 	invoiceID  = "in_1PzInvA1b2C3d4E5"
@@ -47,10 +49,8 @@ func setup(t *testing.T) *fixture {
 	reg := processor.NewRegistry()
 	stripedunning.Register(reg, processor.Kind("stripe"))
 	now := time.Now().Add(time.Minute) // past every event's insert time
-	p, err := processor.New(processor.Config{
-		Pool: pgtest.As(t, pool, migrate.RoleProcessor), Registry: reg, Now: func() time.Time { return now },
-		SourceKinds: map[string]string{"stripe": "stripe", "stripe-eu": "stripe"},
-	})
+	p, err := processor.New(processor.Config{SourceKinds: map[string]string{"stripe": "stripe", "stripe-eu": "stripe"}},
+		processor.Deps{Pool: pgtest.As(t, pool, migrate.RoleProcessor), Registry: reg, Clock: testclock.At(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,16 +127,29 @@ func TestPaymentFailedOpensAndAdvancesDunning(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	d := f.get("stripe")
-	if d.Status != stripedunning.StatusPastDue || d.CustomerID != customerID || d.FailedAttempts != 1 ||
-		*d.AmountDue != 4900 || *d.Currency != "usd" || !d.NextPaymentAttempt.Equal(time.Unix(1717689600, 0)) ||
-		!d.FirstFailedAt.Equal(time.Unix(1717430400, 0)) || d.LastEventID != "evt_f1" || d.ClearedAt != nil {
-		t.Fatalf("after the first failure: %+v", d)
+	if !field.Check(t, "after the first failure",
+		field.Eq("Status", d.Status, stripedunning.StatusPastDue),
+		field.Eq("CustomerID", d.CustomerID, customerID),
+		field.Eq("FailedAttempts", d.FailedAttempts, 1),
+		field.Eq("AmountDue", *d.AmountDue, 4900),
+		field.Eq("Currency", *d.Currency, "usd"),
+		field.Is("NextPaymentAttempt", d.NextPaymentAttempt, d.NextPaymentAttempt.Equal(time.Unix(1717689600, 0)), "the invoice's next_payment_attempt"),
+		field.Is("FirstFailedAt", d.FirstFailedAt, d.FirstFailedAt.Equal(time.Unix(1717430400, 0)), "the first failure's time"),
+		field.Eq("LastEventID", d.LastEventID, "evt_f1"),
+		field.Eq("ClearedAt", d.ClearedAt, nil),
+	) {
+		t.FailNow()
 	}
 	f.deliver("stripe", failure(t, "evt_f2", 2))
 	d = f.get("stripe")
-	if d.FailedAttempts != 2 || *d.AmountDue != 4902 || d.LastEventID != "evt_f2" ||
-		!d.FirstFailedAt.Equal(time.Unix(1717430400, 0)) || !d.LastFailedAt.Equal(time.Unix(1717430400+3600, 0)) {
-		t.Fatalf("after the second failure: %+v", d)
+	if !field.Check(t, "after the second failure",
+		field.Eq("FailedAttempts", d.FailedAttempts, 2),
+		field.Eq("AmountDue", *d.AmountDue, 4902),
+		field.Eq("LastEventID", d.LastEventID, "evt_f2"),
+		field.Is("FirstFailedAt", d.FirstFailedAt, d.FirstFailedAt.Equal(time.Unix(1717430400, 0)), "the first failure's time"),
+		field.Is("LastFailedAt", d.LastFailedAt, d.LastFailedAt.Equal(time.Unix(1717430400+3600, 0)), "the second failure's time"),
+	) {
+		t.FailNow()
 	}
 	open, err := stripedunning.Open(f.ctx, f.pool, "stripe", customerID)
 	if err != nil || len(open) != 1 || open[0].InvoiceID != invoiceID {
@@ -183,10 +196,15 @@ func TestOutOfOrderDeliveries(t *testing.T) {
 		f.deliver("stripe", failure(t, "evt_f3", 3))
 		f.deliver("stripe", failure(t, "evt_f1", 1), failure(t, "evt_f2", 2))
 		d := f.get("stripe")
-		if d.FailedAttempts != 3 || *d.AmountDue != 4903 || d.LastEventID != "evt_f3" ||
-			!d.NextPaymentAttempt.Equal(time.Unix(1717430400+2*3600+86400, 0)) ||
-			!d.FirstFailedAt.Equal(time.Unix(1717430400, 0)) || !d.LastFailedAt.Equal(time.Unix(1717430400+2*3600, 0)) {
-			t.Fatalf("after failures 3, 1, 2: %+v", d)
+		if !field.Check(t, "after failures 3, 1, 2",
+			field.Eq("FailedAttempts", d.FailedAttempts, 3),
+			field.Eq("AmountDue", *d.AmountDue, 4903),
+			field.Eq("LastEventID", d.LastEventID, "evt_f3"),
+			field.Is("NextPaymentAttempt", d.NextPaymentAttempt, d.NextPaymentAttempt.Equal(time.Unix(1717430400+2*3600+86400, 0)), "the latest failure's next_payment_attempt"),
+			field.Is("FirstFailedAt", d.FirstFailedAt, d.FirstFailedAt.Equal(time.Unix(1717430400, 0)), "the earliest failure's time"),
+			field.Is("LastFailedAt", d.LastFailedAt, d.LastFailedAt.Equal(time.Unix(1717430400+2*3600, 0)), "the latest failure's time"),
+		) {
+			t.FailNow()
 		}
 	})
 }

@@ -1,0 +1,3 @@
+module example.com/hooked
+
+go 1.26
