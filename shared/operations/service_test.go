@@ -2,7 +2,6 @@ package operations_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/s3test"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
@@ -60,30 +60,6 @@ func cause(t *testing.T, err error, want inbox.Cause) {
 	t.Helper()
 	if got := inbox.CauseOf(err); err == nil || got != want {
 		t.Fatalf("error %v has cause %s, want %s", err, got, want)
-	}
-}
-
-// field is one field a test checks: its name, its value and the value it
-// should have.
-type field struct {
-	name      string
-	got, want any
-}
-
-// fields fails the test, naming each field of what whose value differs
-// from the one it should have. Values are compared as printed, so that an
-// untyped 2 is an int64's 2.
-func fields(t testing.TB, what string, fs ...field) {
-	t.Helper()
-	failed := false
-	for _, f := range fs {
-		if fmt.Sprint(f.got) != fmt.Sprint(f.want) {
-			t.Errorf("%s: %s = %v, want %v", what, f.name, f.got, f.want)
-			failed = true
-		}
-	}
-	if failed {
-		t.FailNow()
 	}
 }
 
@@ -163,8 +139,8 @@ func TestWhoami(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false)
 	id := must[*operations.Identity](t)(f.read.Whoami(f.ctx))
-	fields(t, "whoami", field{"Operator", id.Operator, "alice@ops"}, field{"Verified", id.Verified, false},
-		field{"Access", id.Access, operations.AccessRead}, field{"DatabaseRole given", id.DatabaseRole != "", true})
+	field.Must(t, "whoami", field.Printed("Operator", id.Operator, "alice@ops"), field.Printed("Verified", id.Verified, false),
+		field.Printed("Access", id.Access, operations.AccessRead), field.Printed("DatabaseRole given", id.DatabaseRole != "", true))
 	ctx := operations.WithOperator(t.Context(), operations.Operator{Name: "arn:aws:sts::1:assumed-role/Ops/bob", Verified: true})
 	if id := must[*operations.Identity](t)(f.act.Whoami(ctx)); !id.Verified || id.Access != operations.AccessAct {
 		t.Fatalf("whoami = %+v", id)
@@ -193,8 +169,8 @@ func TestStats(t *testing.T) {
 	if len(st.DeadLetters) != 1 {
 		t.Fatalf("dead letters by source = %+v, want github's alone", st.DeadLetters)
 	}
-	fields(t, "dead letters", field{"DeadLettersOpen", st.DeadLettersOpen, 2}, field{"DeadLetters[0].Source", st.DeadLetters[0].Source, "github"},
-		field{"OldestDeadAt given", st.OldestDeadAt != nil, true})
+	field.Must(t, "dead letters", field.Printed("DeadLettersOpen", st.DeadLettersOpen, 2), field.Printed("DeadLetters[0].Source", st.DeadLetters[0].Source, "github"),
+		field.Printed("OldestDeadAt given", st.OldestDeadAt != nil, true))
 	if st.RejectionsTotal != 3 || len(st.Rejections) != 1 || st.Rejections[0].Cause != inbox.CauseSignatureMismatch {
 		t.Errorf("rejections = %d %+v", st.RejectionsTotal, st.Rejections)
 	}
@@ -210,8 +186,8 @@ func TestStats(t *testing.T) {
 	if c == nil {
 		t.Fatal("no charts")
 	}
-	fields(t, "charts", field{"Width()", c.Width(), 2 * time.Minute}, field{"len(Accepted)", len(c.Accepted), 30},
-		field{"len(Processed)", len(c.Processed), 30}, field{"len(Refused)", len(c.Refused), 1})
+	field.Must(t, "charts", field.Printed("Width()", c.Width(), 2*time.Minute), field.Printed("len(Accepted)", len(c.Accepted), 30),
+		field.Printed("len(Processed)", len(c.Processed), 30), field.Printed("len(Refused)", len(c.Refused), 1))
 	var accepted, refused int64
 	for i := range c.Accepted {
 		accepted += c.Accepted[i]
@@ -239,8 +215,8 @@ func TestRefusals(t *testing.T) {
 	}
 	factory.Rejection(f.ctx, t, f.store, &factory.RejectionOpts{Source: "nope", Cause: inbox.CauseUnknownSource})
 	r := must[*operations.Refusals](t)(f.read.Refusals(f.ctx, operations.RefusalsQuery{Limit: 2}))
-	fields(t, "refusals", field{"Total", r.Total, 3}, field{"len(Counts)", len(r.Counts), 2}, field{"len(Recent)", len(r.Recent), 2})
-	fields(t, "refusals", field{"Recent[0].Cause", r.Recent[0].Cause, inbox.CauseUnknownSource})
+	field.Must(t, "refusals", field.Printed("Total", r.Total, 3), field.Printed("len(Counts)", len(r.Counts), 2), field.Printed("len(Recent)", len(r.Recent), 2))
+	field.Must(t, "refusals", field.Printed("Recent[0].Cause", r.Recent[0].Cause, inbox.CauseUnknownSource))
 	_, err := f.read.Refusals(f.ctx, operations.RefusalsQuery{Limit: operations.MaxLimit + 1})
 	cause(t, err, inbox.CauseInvalidArgument)
 }
@@ -328,10 +304,10 @@ func TestEventDetail(t *testing.T) {
 	dead := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "github", EventID: "d1", State: inbox.StateDead, LastError: "nope",
 		Metadata: map[string]string{"z": "1", "a": "2"}})
 	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: dead.ID}))
-	fields(t, "detail", field{"Event.State", d.Event.State, inbox.StateDead}, field{"len(History)", len(d.History), 3},
-		field{"len(DeadLetters)", len(d.DeadLetters), 1}, field{"Event.NextAttemptAt set", d.Event.NextAttemptAt != nil, false},
-		field{"Event.BodySHA256 given", d.Event.BodySHA256 != "", true}, field{"Event.BodyInPostgres", d.Event.BodyInPostgres, true})
-	fields(t, "detail", field{"OpenDeadLetter", d.OpenDeadLetter, d.DeadLetters[0].ID})
+	field.Must(t, "detail", field.Printed("Event.State", d.Event.State, inbox.StateDead), field.Printed("len(History)", len(d.History), 3),
+		field.Printed("len(DeadLetters)", len(d.DeadLetters), 1), field.Printed("Event.NextAttemptAt set", d.Event.NextAttemptAt != nil, false),
+		field.Printed("Event.BodySHA256 given", d.Event.BodySHA256 != "", true), field.Printed("Event.BodyInPostgres", d.Event.BodyInPostgres, true))
+	field.Must(t, "detail", field.Printed("OpenDeadLetter", d.OpenDeadLetter, d.DeadLetters[0].ID))
 	if keys := d.Event.MetadataKeys(); len(keys) != 2 || keys[0] != "a" {
 		t.Errorf("metadata keys = %v", keys)
 	}
@@ -412,12 +388,12 @@ func TestRequeue(t *testing.T) {
 		t.Fatalf("requeue = %+v", res)
 	}
 	acts := must[*operations.ActionPage](t)(f.read.Actions(f.ctx, operations.ActionQuery{}))
-	fields(t, "actions", field{"len(Actions)", len(acts.Actions), 1})
+	field.Must(t, "actions", field.Printed("len(Actions)", len(acts.Actions), 1))
 	act := acts.Actions[0]
 	if act.Reason == nil {
 		t.Fatal("the action has no reason")
 	}
-	fields(t, "action", field{"Actor", act.Actor, "alice@ops"}, field{"Reason", *act.Reason, "INC-1"}, field{"Events", act.Events, 2})
+	field.Must(t, "action", field.Printed("Actor", act.Actor, "alice@ops"), field.Printed("Reason", *act.Reason, "INC-1"), field.Printed("Events", act.Events, 2))
 	if p := must[*operations.DeadLetterPage](t)(f.read.DeadLetters(f.ctx, operations.DeadLetterQuery{})); len(p.DeadLetters) != 0 {
 		t.Fatalf("open dead letters after the requeue = %+v", p.DeadLetters)
 	}
@@ -491,8 +467,8 @@ func TestReplayInCalls(t *testing.T) {
 		t.Fatalf("replayed %d, want 5", total)
 	}
 	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: evs[4].ID}))
-	fields(t, "the record", field{"len(Actions)", len(d.Actions), 1})
-	fields(t, "the record", field{"ID", d.Actions[0].ID, first.ActionID}, field{"Events", d.Actions[0].Events, 5}, field{"Actor", d.Actions[0].Actor, "alice@ops"})
+	field.Must(t, "the record", field.Printed("len(Actions)", len(d.Actions), 1))
+	field.Must(t, "the record", field.Printed("ID", d.Actions[0].ID, first.ActionID), field.Printed("Events", d.Actions[0].Events, 5), field.Printed("Actor", d.Actions[0].Actor, "alice@ops"))
 }
 
 // An expunge says first what it would erase (a read-only API may ask);
@@ -503,9 +479,9 @@ func TestExpunge(t *testing.T) {
 	e := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "s", EventID: "evt_x", State: inbox.StateDead, LastError: "quoted body"})
 	ref := operations.EventRef{Source: "s", EventID: "evt_x"}
 	plan := must[*operations.ExpungeResult](t)(f.read.Expunge(f.ctx, operations.ExpungeRequest{Event: ref, DryRun: true}))
-	fields(t, "plan", field{"DryRun", plan.DryRun, true}, field{"ID", plan.ID, e.ID}, field{"BodyInPostgres", plan.BodyInPostgres, true},
-		field{"LastErrorStored", plan.LastErrorStored, true}, field{"AttemptErrors", plan.AttemptErrors, 3}, field{"DeadLetterCopies", plan.DeadLetterCopies, 1},
-		field{"NotReached given", len(plan.NotReached) != 0, true})
+	field.Must(t, "plan", field.Printed("DryRun", plan.DryRun, true), field.Printed("ID", plan.ID, e.ID), field.Printed("BodyInPostgres", plan.BodyInPostgres, true),
+		field.Printed("LastErrorStored", plan.LastErrorStored, true), field.Printed("AttemptErrors", plan.AttemptErrors, 3), field.Printed("DeadLetterCopies", plan.DeadLetterCopies, 1),
+		field.Printed("NotReached given", len(plan.NotReached) != 0, true))
 	_, err := f.read.Expunge(f.ctx, operations.ExpungeRequest{Event: ref})
 	cause(t, err, inbox.CauseReadOnly)
 	noArchive := must[*operations.Service](t)(operations.New(operations.Config{Access: operations.AccessAct}, operations.Deps{Store: f.store}))
@@ -519,8 +495,8 @@ func TestExpunge(t *testing.T) {
 	_, err = f.read.EventBody(f.ctx, e.ID)
 	cause(t, err, inbox.CauseEventExpunged)
 	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: e.ID}))
-	fields(t, "after", field{"Event.State", d.Event.State, inbox.StateExpunged}, field{"len(Actions)", len(d.Actions), 1})
-	fields(t, "after", field{"Actions[0].Action", d.Actions[0].Action, inbox.ActionExpunge}, field{"Actions[0].Actor", d.Actions[0].Actor, "alice@ops"})
+	field.Must(t, "after", field.Printed("Event.State", d.Event.State, inbox.StateExpunged), field.Printed("len(Actions)", len(d.Actions), 1))
+	field.Must(t, "after", field.Printed("Actions[0].Action", d.Actions[0].Action, inbox.ActionExpunge), field.Printed("Actions[0].Actor", d.Actions[0].Actor, "alice@ops"))
 }
 
 // An archive run is bounded per call; the calls go on while it says it

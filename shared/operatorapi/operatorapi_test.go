@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
@@ -93,30 +94,6 @@ func (f *fixture) post(srv *httptest.Server, path string, v any) (int, []byte) {
 	return status, out
 }
 
-// field is one field a test checks: its name, its value and the value it
-// should have.
-type field struct {
-	name      string
-	got, want any
-}
-
-// fields fails the test, naming each field of what whose value differs
-// from the one it should have. Values are compared as printed, so that an
-// untyped 2 is an int64's 2.
-func fields(t testing.TB, what string, fs ...field) {
-	t.Helper()
-	failed := false
-	for _, f := range fs {
-		if fmt.Sprint(f.got) != fmt.Sprint(f.want) {
-			t.Errorf("%s: %s = %v, want %v", what, f.name, f.got, f.want)
-			failed = true
-		}
-	}
-	if failed {
-		t.FailNow()
-	}
-}
-
 // refused checks an answer is the error table's: the status, the cause,
 // a message, JSON.
 func refused(t *testing.T, status int, body []byte, wantStatus int, wantCause inbox.Cause) {
@@ -125,7 +102,7 @@ func refused(t *testing.T, status int, body []byte, wantStatus int, wantCause in
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("answer %d is not the error's JSON (%v): %s", status, err, body)
 	}
-	fields(t, "refusal", field{"status", status, wantStatus}, field{"cause", e.Error.Cause, wantCause}, field{"message given", e.Error.Message != "", true})
+	field.Must(t, "refusal", field.Printed("status", status, wantStatus), field.Printed("cause", e.Error.Cause, wantCause), field.Printed("message given", e.Error.Message != "", true))
 }
 
 // Nothing is served without a verified principal: not a read, not an
@@ -189,8 +166,8 @@ func TestReads(t *testing.T) {
 	}
 	var st operations.Stats
 	check("/v1/stats?"+operatorapi.StatsValues(operations.StatsQuery{Window: operations.Span(3600e9), Charts: true, Storage: true}).Encode(), &st)
-	fields(t, "stats", field{"DeadLettersOpen", st.DeadLettersOpen, 1}, field{"Charts given", st.Charts != nil, true},
-		field{"Bloat given", st.Bloat != nil, true}, field{"Window", st.Window, "1h"})
+	field.Must(t, "stats", field.Printed("DeadLettersOpen", st.DeadLettersOpen, 1), field.Printed("Charts given", st.Charts != nil, true),
+		field.Printed("Bloat given", st.Bloat != nil, true), field.Printed("Window", st.Window, "1h"))
 	var ref operations.Refusals
 	check("/v1/refusals?window=1d&limit=5", &ref)
 	if ref.Total != 1 {
@@ -297,11 +274,11 @@ func TestReadOnlyRefusesAndActingRecordsThePrincipal(t *testing.T) {
 	if err := json.Unmarshal(acts, &page); err != nil {
 		t.Fatalf("actions: %v: %s", err, acts)
 	}
-	fields(t, "actions", field{"len(Actions)", len(page.Actions), 1})
+	field.Must(t, "actions", field.Printed("len(Actions)", len(page.Actions), 1))
 	if page.Actions[0].Reason == nil {
 		t.Fatal("the action has no reason")
 	}
-	fields(t, "action", field{"Actor", page.Actions[0].Actor, alice}, field{"Reason", *page.Actions[0].Reason, "INC-9"})
+	field.Must(t, "action", field.Printed("Actor", page.Actions[0].Actor, alice), field.Printed("Reason", *page.Actions[0].Reason, "INC-9"))
 }
 
 // A principal whose ARN is longer than a record holds is recorded by its
@@ -327,11 +304,11 @@ func TestBodyInChunks(t *testing.T) {
 	var got []byte
 	for offset := 0; ; {
 		status, h, chunk := f.do(f.read, http.MethodGet, "/v1/event/body?id="+strconv.FormatInt(e.ID, 10)+"&offset="+strconv.Itoa(offset), alice, "", nil)
-		fields(t, fmt.Sprintf("chunk at %d", offset), field{"status", status, 200}, field{"Content-Type", h.Get("Content-Type"), "application/octet-stream"},
-			field{operatorapi.HeaderBodySize, h.Get(operatorapi.HeaderBodySize), strconv.Itoa(len(raw))},
-			field{operatorapi.HeaderBodyFrom, h.Get(operatorapi.HeaderBodyFrom), "postgres"},
-			field{operatorapi.HeaderBodySHA256 + " given", h.Get(operatorapi.HeaderBodySHA256) != "", true},
-			field{"within BodyChunk", len(chunk) <= operatorapi.BodyChunk, true})
+		field.Must(t, fmt.Sprintf("chunk at %d", offset), field.Printed("status", status, 200), field.Printed("Content-Type", h.Get("Content-Type"), "application/octet-stream"),
+			field.Printed(operatorapi.HeaderBodySize, h.Get(operatorapi.HeaderBodySize), strconv.Itoa(len(raw))),
+			field.Printed(operatorapi.HeaderBodyFrom, h.Get(operatorapi.HeaderBodyFrom), "postgres"),
+			field.Printed(operatorapi.HeaderBodySHA256+" given", h.Get(operatorapi.HeaderBodySHA256) != "", true),
+			field.Printed("within BodyChunk", len(chunk) <= operatorapi.BodyChunk, true))
 		got = append(got, chunk...)
 		offset += len(chunk)
 		if offset == len(raw) {

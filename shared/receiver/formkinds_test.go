@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
@@ -59,8 +60,8 @@ func TestTwilioDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields(t, "stored", field{"Body", string(ev.Body), string(body)}, field{"Payload stored", ev.Payload != nil, false},
-		field{"Type", ev.Type, "message.delivered"}, field{"len(EventID)", len(ev.EventID), 32}, field{"Metadata[twilio_sid]", ev.Metadata["twilio_sid"], "SM1"})
+	field.Must(t, "stored", field.Printed("Body", string(ev.Body), string(body)), field.Printed("Payload stored", ev.Payload != nil, false),
+		field.Printed("Type", ev.Type, "message.delivered"), field.Printed("len(EventID)", len(ev.EventID), 32), field.Printed("Metadata[twilio_sid]", ev.Metadata["twilio_sid"], "SM1"))
 	for _, again := range []string{
 		string(body),
 		"To=%2b15005550001&MessageStatus=delivered&MessageSid=SM1&AccountSid=AC0",
@@ -143,8 +144,8 @@ func TestHubSpotDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields(t, "stored", field{"Type", ev.Type, "deal.creation"}, field{"EventID starts 11-2-", strings.HasPrefix(ev.EventID, "11-2-"), true},
-		field{"Body", string(ev.Body), string(batch(0))}, field{"Payload stored", ev.Payload != nil, true})
+	field.Must(t, "stored", field.Printed("Type", ev.Type, "deal.creation"), field.Printed("EventID starts 11-2-", strings.HasPrefix(ev.EventID, "11-2-"), true),
+		field.Printed("Body", string(ev.Body), string(batch(0))), field.Printed("Payload stored", ev.Payload != nil, true))
 	if d := f.do(signedAt(batch(1), now.Add(-time.Minute))); d.Code != 200 || d.Status != "duplicate" {
 		t.Fatalf("retry: %+v", d)
 	}

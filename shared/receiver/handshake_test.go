@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
@@ -108,8 +109,8 @@ func TestHandshakesAreAnsweredNotStored(t *testing.T) {
 	adapter := lambdahttp.Handler(f.handler, f.handler)
 	for _, tt := range tests {
 		w := f.raw(tt.req())
-		fields(t, tt.name, field{"status", w.Code, 200}, field{"Content-Type", w.Header().Get("Content-Type"), tt.contentType},
-			field{"X-Content-Type-Options", w.Header().Get("X-Content-Type-Options"), "nosniff"}, field{"Cache-Control", w.Header().Get("Cache-Control"), "no-store"})
+		field.Must(t, tt.name, field.Printed("status", w.Code, 200), field.Printed("Content-Type", w.Header().Get("Content-Type"), tt.contentType),
+			field.Printed("X-Content-Type-Options", w.Header().Get("X-Content-Type-Options"), "nosniff"), field.Printed("Cache-Control", w.Header().Get("Cache-Control"), "no-store"))
 		tt.want(t, w.Body.Bytes())
 		// Through API Gateway's event, as the Lambda sees it.
 		r := tt.req()

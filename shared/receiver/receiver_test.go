@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/tier"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -87,30 +88,6 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, cfg receiver.Config, deps receive
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	return &fixture{t: t, pool: pool, store: store, sources: sources, handler: h}
-}
-
-// field is one field a test checks: its name, its value and the value it
-// should have.
-type field struct {
-	name      string
-	got, want any
-}
-
-// fields fails the test, naming each field of what whose value differs
-// from the one it should have. Values are compared as printed, so that an
-// untyped 2 is an int64's 2.
-func fields(t testing.TB, what string, fs ...field) {
-	t.Helper()
-	failed := false
-	for _, f := range fs {
-		if fmt.Sprint(f.got) != fmt.Sprint(f.want) {
-			t.Errorf("%s: %s = %v, want %v", what, f.name, f.got, f.want)
-			failed = true
-		}
-	}
-	if failed {
-		t.FailNow()
-	}
 }
 
 // stripeEvent returns the source package's recorded Stripe event (the one
@@ -192,8 +169,8 @@ func TestAcceptThenDuplicate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields(t, "stored event", field{"ID", ev.ID, a.ID}, field{"Type", ev.Type, "invoice.paid"}, field{"Body", string(ev.Body), string(body)},
-		field{"Payload stored", ev.Payload != nil, true}, field{"BodySize", ev.BodySize, len(body)})
+	field.Must(t, "stored event", field.Printed("ID", ev.ID, a.ID), field.Printed("Type", ev.Type, "invoice.paid"), field.Printed("Body", string(ev.Body), string(body)),
+		field.Printed("Payload stored", ev.Payload != nil, true), field.Printed("BodySize", ev.BodySize, len(body)))
 	if n := f.count(); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
@@ -352,8 +329,8 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := f.do(tt.req())
-			fields(t, "answer", field{"Code", a.Code, tt.status}, field{"Cause", a.Cause, tt.cause}, field{"Status", a.Status, "rejected"},
-				field{"Message given", a.Message != "", true})
+			field.Must(t, "answer", field.Printed("Code", a.Code, tt.status), field.Printed("Cause", a.Cause, tt.cause), field.Printed("Status", a.Status, "rejected"),
+				field.Printed("Message given", a.Message != "", true))
 			if tt.status == 405 && a.Header.Get("Allow") != "GET, POST" {
 				t.Fatalf("Allow = %q", a.Header.Get("Allow"))
 			}

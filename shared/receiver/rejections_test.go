@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -76,8 +77,8 @@ func TestRejectionsAreRecordedAndSampled(t *testing.T) {
 		t.Fatalf("records = %+v; want 1", list)
 	}
 	r := list[0]
-	fields(t, "record", field{"Source", r.Source, "stripe"}, field{"Cause", string(r.Cause), "signature_mismatch"}, field{"RemoteAddr", r.RemoteAddr, "203.0.113.9"},
-		field{"RequestID", r.RequestID, "req-1"}, field{"Message given", r.Message != "", true}, field{"Suppressed", r.Suppressed, int64(0)})
+	field.Must(t, "record", field.Printed("Source", r.Source, "stripe"), field.Printed("Cause", string(r.Cause), "signature_mismatch"), field.Printed("RemoteAddr", r.RemoteAddr, "203.0.113.9"),
+		field.Printed("RequestID", r.RequestID, "req-1"), field.Printed("Message given", r.Message != "", true), field.Printed("Suppressed", r.Suppressed, int64(0)))
 	clk.Advance(2 * time.Second)
 	forged() // the next record carries the 4 held back
 	list = f.rejections(2)

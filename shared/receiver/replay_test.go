@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/emftest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
@@ -116,8 +117,8 @@ func TestSuspectedReplayIsNeverStored(t *testing.T) {
 		}
 		var doc map[string]any
 		_ = json.Unmarshal(line, &doc)
-		fields(t, "replay line", field{"SuspectedReplay", doc["SuspectedReplay"], 1.0}, field{"source", doc["source"], "gh"},
-			field{"stored_event_id", doc["stored_event_id"], "d-original"}, field{"carries the body's 1347", bytes.Contains(line, []byte("1347")), false})
+		field.Must(t, "replay line", field.Printed("SuspectedReplay", doc["SuspectedReplay"], 1.0), field.Printed("source", doc["source"], "gh"),
+			field.Printed("stored_event_id", doc["stored_event_id"], "d-original"), field.Printed("carries the body's 1347", bytes.Contains(line, []byte("1347")), false))
 	}
 	if replays != 3 {
 		t.Fatalf("%d suspected_replay lines, want 3", replays)

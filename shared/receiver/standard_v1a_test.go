@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
@@ -63,8 +64,8 @@ func TestStandardV1aThroughTheReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields(t, "stored", field{"EventID", ev.EventID, "msg_v1a_1"}, field{"Type", ev.Type, "invoice.paid"},
-		field{"SourceKind", ev.SourceKind, source.KindStandard}, field{"Body", string(ev.Body), string(body)})
+	field.Must(t, "stored", field.Printed("EventID", ev.EventID, "msg_v1a_1"), field.Printed("Type", ev.Type, "invoice.paid"),
+		field.Printed("SourceKind", ev.SourceKind, source.KindStandard), field.Printed("Body", string(ev.Body), string(body)))
 	// A retry (same id, new timestamp, new signature) is a duplicate.
 	if d := f.do(v1aRequest(sender, "asym", "msg_v1a_1", ts+60, body)); d.Code != 200 || d.Status != "duplicate" {
 		t.Fatalf("retry: %+v", d)

@@ -73,3 +73,18 @@ func show(v any) string {
 	}
 	return fmt.Sprintf("%+v", v)
 }
+
+// Printed wants got and want to print alike (fmt.Sprint): for values of
+// different types that mean the same, an untyped 2 and an int64's 2.
+func Printed(name string, got, want any) Want {
+	return Want{name: name, got: got, want: want, ok: fmt.Sprint(got) == fmt.Sprint(want)}
+}
+
+// Must is Check, and stops the test (t.FailNow) when a field is not as
+// wanted: for a caller whose next lines depend on the value.
+func Must(t testing.TB, what string, wants ...Want) {
+	t.Helper()
+	if !Check(t, what, wants...) {
+		t.FailNow()
+	}
+}

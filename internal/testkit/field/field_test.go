@@ -43,3 +43,14 @@ func TestCheckPassesSilently(t *testing.T) {
 		t.Fatalf("Check = %v, %q; want true and no message", ok, r.msgs)
 	}
 }
+
+func TestPrintedComparesAsPrinted(t *testing.T) {
+	t.Parallel()
+	var r recorder
+	if !Check(&r, "printed alike", Printed("n", int64(2), 2)) || len(r.msgs) != 0 {
+		t.Errorf("int64(2) against 2: %q, want no failure", r.msgs)
+	}
+	if Check(&r, "x", Printed("n", int64(2), 3)) || len(r.msgs) != 1 || r.msgs[0] != "x: n = 2, want 3" {
+		t.Errorf("2 against 3: %q, want one failure naming n", r.msgs)
+	}
+}
