@@ -10,47 +10,22 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"golang.org/x/mod/modfile"
+	"github.com/webhook-inbox/webhook-inbox/internal/devstack/pinnedtools"
 )
 
 // Storage returns the text of shared/storage's query name (its
 // `-- name: <name> :kind` line in shared/storage/queries), as sqlc wrote it
 // into the generated package.
 func Storage(name string) (string, error) {
-	root, err := moduleRoot()
+	root, err := pinnedtools.RepoRoot()
 	if err != nil {
 		return "", fmt.Errorf("query %s: %w", name, err)
 	}
 	return Find(filepath.Join(root, "shared", "storage", "internal", "dbsqlc"), name)
-}
-
-// module is the main module's path, whose root holds shared/.
-const module = "github.com/webhook-inbox/webhook-inbox"
-
-// moduleRoot finds the main module's folder from the working directory (a
-// test's is its package's, the bench's is bench/, a module of its own):
-// the nearest folder above whose go.mod declares module. The source file's
-// own path would not do: a -trimpath build records none.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modfile.ModulePath(data) == module {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no folder above the working directory holds the go.mod of %s", module)
-		}
-		dir = parent
-	}
 }
 
 // Find returns the text of the query name among the string constants of the
