@@ -85,6 +85,7 @@ type received struct {
 	hasContentType      bool
 	contentLength       int64
 	body                []byte
+	at                  time.Time // when it arrived
 }
 
 // responder stands in for the pre-signed S3 URL CloudFormation gives: it
@@ -102,7 +103,7 @@ func newResponder(t *testing.T, statuses ...int) *responder {
 		body, _ := io.ReadAll(req.Body)
 		ct, has := req.Header["Content-Type"]
 		r.mu.Lock()
-		r.got = append(r.got, received{method: req.Method, contentType: strings.Join(ct, ","), hasContentType: has, contentLength: req.ContentLength, body: body})
+		r.got = append(r.got, received{method: req.Method, contentType: strings.Join(ct, ","), hasContentType: has, contentLength: req.ContentLength, body: body, at: time.Now()})
 		status := http.StatusOK
 		if len(r.statuses) > 0 {
 			status, r.statuses = r.statuses[0], r.statuses[1:]
