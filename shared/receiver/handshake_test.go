@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/sender"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/poll"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
@@ -226,9 +229,21 @@ func TestHandshakeRecordsAreSampled(t *testing.T) {
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Then a refusal, recorded as the first of its kind: records are
+	// written in order, so once it is there every handshake record before
+	// it is too.
+	if w := f.raw(httptest.NewRequest(http.MethodPost, "/webhooks/meta", strings.NewReader(`{}`))); w.Code < 400 {
+		t.Fatalf("an unsigned POST answered %d", w.Code)
+	}
+	var list []inbox.Rejection
+	poll.Until(t, 10*time.Second, func() (bool, string) {
+		var err error
+		list, err = f.store.RejectionList(t.Context(), time.Time{}, 10000)
+		return err == nil && slices.ContainsFunc(list, func(rj inbox.Rejection) bool { return rj.Cause != inbox.CauseHandshake }),
+			fmt.Sprintf("%d records, %v; want the refusal's", len(list), err)
+	})
 	var n int
-	for _, rj := range f.rejections(1) {
+	for _, rj := range list {
 		if rj.Cause == inbox.CauseHandshake {
 			n++
 		}
