@@ -37,9 +37,7 @@ func main() {
 	// wait for an answer an exited function never sends (the resource's
 	// ServiceTimeout, an hour by default). It answers FAILED at once (in
 	// apply mode, it returns FAILED to the front, which answers).
-	lambdastart.StartAnswering("migrator", func(ctx context.Context, getenv func(string) string) (any, func(), error) {
-		return setup(ctx, getenv)
-	}, "every Create and Update is answered FAILED", func(cause error, log *slog.Logger) any {
+	lambdastart.StartAnswering("migrator", setup, "every Create and Update is answered FAILED", func(cause error, log *slog.Logger) any {
 		return failing(os.Getenv, cause, log)
 	})
 }
@@ -53,7 +51,7 @@ type handler func(context.Context, json.RawMessage) (any, error)
 // connects at the first request. The front reads its secrets at each
 // request (a rotation between deploys is seen), and the apply mode opens a
 // pool per request with the credentials the front sends.
-func setup(ctx context.Context, getenv func(string) string) (handler, func(), error) {
+func setup(ctx context.Context, getenv func(string) string) (_ handler, _ func(), err error) {
 	mode, modeErr := migrator.ModeFromEnv(getenv)
 	switch mode {
 	case migrator.ModeFront:
@@ -95,9 +93,9 @@ func setup(ctx context.Context, getenv func(string) string) (handler, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
+	defer c.CloseOnError(&err)
 	h, err := migrator.New(c.Config, migrator.Deps{Pool: c.Pool, Schemas: handlers.Schemas, Logger: c.Log})
 	if err != nil {
-		c.Pool.Close()
 		return nil, nil, err
 	}
 	return func(ctx context.Context, raw json.RawMessage) (any, error) { return h.HandleEvent(ctx, raw) }, c.Pool.Close, nil
