@@ -410,9 +410,8 @@ func (h *Handler) handshake(w http.ResponseWriter, r *http.Request, src *source.
 	h.deps.Logger.Info("webhook handshake answered", append([]any{"source", src.Name, "cause", inbox.CauseHandshake, "request_id", requestID, "method", r.Method},
 		h.cfg.Metrics.Attrs([]string{"source"}, metrics.C("Handshake", 1))...)...)
 	h.recordRejection(r, src.Name, "", inbox.CauseHandshake, "answered the "+src.Kind+" sender's endpoint verification ("+r.Method+"); nothing stored", requestID)
+	// ServeHTTP has set no-store and nosniff, as on every answer.
 	w.Header().Set("Content-Type", ans.ContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(ans.Body)
 	return true
