@@ -63,13 +63,12 @@ func openDirectOps(cmd *cobra.Command, access operations.Access) (*ops, *operati
 	// The operator function's own configuration, read as it reads it:
 	// the archive's settings and bucket when ARCHIVE_BUCKET is set,
 	// ARCHIVE_MIN_AGE. Its pool is the command's (openOps).
-	cfg, err := operations.ConfigFromEnv(o.getenv)
-	var s3 blobstore.Config
-	if operations.ArchiveConfigured(o.getenv) {
-		var s3Err error
-		s3, s3Err = blobstore.ConfigFromEnv(o.getenv)
-		err = settings.JoinUnique(err, s3Err)
-	}
+	var (
+		cfg operations.Config
+		s3  blobstore.Config
+	)
+	err = settings.ReadAll(o.getenv, settings.Into(&cfg, operations.ConfigFromEnv),
+		settings.If(operations.ArchiveConfigured(o.getenv), settings.Into(&s3, blobstore.ConfigFromEnv)))
 	if err != nil {
 		o.close()
 		return nil, nil, err
