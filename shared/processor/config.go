@@ -56,7 +56,7 @@ const (
 // kinds. Every problem is reported at once, each naming its variable.
 //
 // What the processor runs on is the caller's to read and open: the
-// database (storage.PoolConfigFromEnv, then Config.PoolConfig), the
+// database (storage.PoolConfigFromEnv, then Config.Pool), the
 // wake-ups (wake.ConfigFromEnv) and, for replays of archived events, the
 // archive (blobstore.ConfigFromEnv when ARCHIVE_BUCKET is set). The
 // wake-ups' debounce is read here too, only to check PROCESSOR_RUN_FOR
@@ -136,7 +136,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c, e.Err()
 }
 
-// PoolConfig returns db, the database's connection settings
+// Pool returns db, the database's connection settings
 // (storage.PoolConfigFromEnv), as the processor's pool needs them: its
 // application name, two connections, a short connect timeout, the session
 // timeouts of SessionParams(HandlerTimeout), and CancelOnContext, so that

@@ -143,7 +143,7 @@ type Config struct {
 type Deps struct {
 	// Pool is the database, with at least 2 connections (a claim's
 	// transaction holds one while the claim is recorded on the other).
-	// Open it from Config.PoolConfig, which gives it
+	// Open it from Config.Pool, which gives it
 	// SessionParams(HandlerTimeout), so the server ends what a frozen or
 	// dead processor left open, and storage.PoolConfig.CancelOnContext, so
 	// that a handler's timeout cancels its statement rather than its

@@ -276,7 +276,7 @@ func (s *Server) Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", s
 // BlobConfig returns the client configuration for bucket on this server:
 // endpoint override, path-style addressing and the server's static keys,
 // the same client code as in AWS otherwise. Create the bucket with
-// blobstore's CreateBucket.
+// CreateBucket (bucket.go).
 func (s *Server) BlobConfig(bucket string) blobstore.Config {
 	return blobstore.Config{
 		Bucket:          bucket,
