@@ -104,7 +104,7 @@ type Configs struct {
 // variables (above), and what keeps the terminal readable unless local.EMF
 // asks for the Lambdas' output (the metrics emitters are off and the
 // processor logs no metrics line per run). The archiver's passes that did
-// nothing are kept off the terminal by its logger (quietIdle), not here.
+// nothing are debug lines with metrics off (archive.Archiver.RunOnce), not here.
 func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	c := Configs{EMF: local.EMF, StandIns: map[string]string{}}
 	standIn := func(name, value string) {

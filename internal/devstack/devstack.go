@@ -286,7 +286,7 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	archLog := quietIdle(log.Handler())
+	archLog := log.Handler()
 	if o.ArchiveLog != nil {
 		archLog = slog.NewMultiHandler(o.ArchiveLog, archLog)
 	}

@@ -273,6 +273,17 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	}
 	res.StoreUnavailable = runErr != nil && inbox.CauseOf(runErr) == inbox.CauseArchiveStoreUnavailable
 
+	// With metrics off (make dev, where a person reads the log and no
+	// alarm reads the zeros) a run that did nothing is a debug line; a
+	// line the logger drops needs no bloat estimate either. Deployed,
+	// every run's line is its metrics and is logged.
+	level := slog.LevelInfo
+	if a.cfg.Metrics.Off && runErr == nil && res.Events == 0 && res.Swept == 0 {
+		level = slog.LevelDebug
+	}
+	if runErr == nil && !a.log.Enabled(ctx, level) {
+		return res, nil
+	}
 	attrs := []any{
 		"events", res.Events, "objects", res.Batches, "object_bytes", res.ObjectBytes, "body_bytes", res.BodyBytes,
 		"swept", res.Swept, "truncated", res.Truncated, "cutoff", cutoff,
@@ -289,7 +300,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	case runErr != nil:
 		a.log.Error("archive: run failed", append(attrs, "cause", string(inbox.CauseOf(runErr)), "err", runErr)...)
 	default:
-		a.log.Info("archive: run done", attrs...)
+		a.log.Log(ctx, level, "archive: run done", attrs...)
 	}
 	return res, runErr
 }
