@@ -4,28 +4,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/pgtest"
+	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testclock"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
-
-// clock is an injectable clock a test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // bare is a console over a database of its own, served in-process (no
 // listener): each request is built by the test, Host and remote address
@@ -88,7 +75,7 @@ func TestConsoleRefusesForeignHosts(t *testing.T) {
 // limited.
 func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	c := bare(t, func(cfg *console.Config) { cfg.Now = clk.Now })
 	const host, attacker = "127.0.0.1:8089", "127.0.0.1:40000"
 	for i := range console.TokenAttempts {
@@ -108,7 +95,7 @@ func TestConsoleRateLimitsWrongTokens(t *testing.T) {
 		t.Errorf("another address = %d, want the login's 303", w.Code)
 	}
 	// Time gives attempts back.
-	clk.Add(console.TokenAttemptEvery)
+	clk.Advance(console.TokenAttemptEvery)
 	w := send(c, host, "/?token="+testToken, attacker)
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("after %s = %d, want the login's 303", console.TokenAttemptEvery, w.Code)
@@ -161,7 +148,7 @@ func TestConsoleTokenLength(t *testing.T) {
 // The address a browser keeps in its history is spent.
 func TestConsoleSignInCodeIsOneTime(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testclock.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	c := bare(t, func(cfg *console.Config) { cfg.Now = clk.Now })
 	const host = "127.0.0.1:8089"
 	code := c.SignInCode()
@@ -173,7 +160,7 @@ func TestConsoleSignInCodeIsOneTime(t *testing.T) {
 		t.Fatalf("second use = %d, cookie %q: want 401 and no session", w.Code, w.Header().Get("Set-Cookie"))
 	}
 	late := c.SignInCode()
-	clk.Add(console.SignInCodeTTL)
+	clk.Advance(console.SignInCodeTTL)
 	if w := send(c, host, "/?code="+late, "127.0.0.4:40000"); w.Code != http.StatusUnauthorized {
 		t.Fatalf("a code used after %s = %d, want 401", console.SignInCodeTTL, w.Code)
 	}
