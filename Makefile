@@ -92,8 +92,8 @@ test: setup setup-browser build lint generate-check ## everything: install, buil
 	WEBHOOK_INBOX_SUITE_IN_COPY=1 $(GO) test -count=1 -timeout 30m -run TestGeneratedHandlerLeavesTheSuiteGreen ./internal/scaffold
 
 .PHONY: test-short
-test-short: ## the inner loop: go test -short ./..., every package on one throwaway Postgres server (webhookdev postgres)
-	$(GO) run ./cmd/webhookdev postgres -- $(GO) test -short ./...
+test-short: ## the inner loop: every test under -short (as go test -short ./...), on one throwaway Postgres server (webhookdev postgres), from test binaries linked again only when they change
+	$(GO) run ./cmd/webhookdev postgres -- env GO=$(GO) ./scripts/test-short.sh
 
 .PHONY: cost
 cost: ## each deployment profile's monthly cost from the translated template and dated prices; fails when docs/deploy.md disagrees (go run ./cmd/webhookdev cost -w rewrites it)

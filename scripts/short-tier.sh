@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Times the inner loop, `go test -short ./...`, and prints one line with
-# two figures, both measured here, with a warm build cache:
+# Times the inner loop and prints one line with its figures, all measured
+# here with a warm build cache:
 #
-#   - the plain `go test -short -count=1 ./...` wall time. `go test` links
-#     every package's test binary again on each run (the build cache keeps
-#     compiled packages, not linked binaries), so this includes linking.
-#   - the wall time of running prebuilt test binaries (`go test -c`), with
-#     -test.short, in each package's folder, as many at a time as `go test`
-#     runs (-p, the number of CPUs): the tests alone, without linking. The
-#     time taken to link them is printed beside it.
+#   - `make test-short` as a developer runs it again and again:
+#     ./scripts/test-short.sh with its test binaries up to date (the script
+#     runs it once first, untimed). Every test runs; only linking is saved.
+#   - the plain `go test -short -count=1 ./...`, which links every
+#     package's test binary again before running it (go test keeps
+#     compiled packages in the build cache, not linked test binaries).
+#   - the time linking every test binary afresh takes (into an empty
+#     folder, as many at a time as CPUs): what a change to a package that
+#     every test links (shared/storage, say) costs on top of the first
+#     figure.
 #
-# and the five slowest packages of the prebuilt run. CONTRIBUTING and
-# internal/testkit/tier quote that line; run this again after adding or
-# moving a test and update them if the figures moved.
+# and the five slowest packages of the timed `make test-short` run.
+# CONTRIBUTING and internal/testkit/tier quote that line; run this again
+# after adding or moving a test and update them if the figures moved.
 #
-# Both runs have every package on one throwaway PostgreSQL server, as
+# All runs have every package on one throwaway PostgreSQL server, as
 # `make test-short` runs them (`webhookdev postgres`, which sets
 # DATABASE_URL): the script starts it once, outside the timed runs, rather
 # than each test binary starting a cluster of its own.
@@ -26,7 +29,6 @@
 #
 #   ./scripts/short-tier.sh              # the whole module
 #   ./scripts/short-tier.sh ./shared/... # a part of it
-#   VERBOSE=1 ./scripts/short-tier.sh    # and the go test output as it runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,64 +44,38 @@ if [ -z "${SHORT_TIER_SHARED_SERVER:-}" ]; then
 	rm -rf "$bin"
 	exit "$status"
 fi
-module=$("$GO" list -m)
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-"$GO" test -short -count=1 -run '^$' "$@" >/dev/null
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
-# The plain run.
-start=$(now)
 status=0
-if [ -n "${VERBOSE:-}" ]; then
-	"$GO" test -short -count=1 "$@" 2>&1 | tee "$work/plain.out" || status=$?
-else
-	"$GO" test -short -count=1 "$@" >"$work/plain.out" 2>&1 || status=$?
-fi
-plain=$(since "$start")
-if [ "$status" -ne 0 ]; then
-	[ -n "${VERBOSE:-}" ] || grep -v '^ok ' "$work/plain.out" >&2 || true
-	echo "short-tier: go test -short failed (exit $status)" >&2
-fi
 
-# The packages with tests, as "name path folder": path is the import path
-# below the module, name that path with / as _ (a file name, unique where
-# the last element is not).
-"$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "$@" |
-	awk -v mod="$module/" 'NF == 2 { p = $1; sub("^" mod, "", p); n = p; gsub("/", "_", n); print n, p, $1, $2 }' >"$work/pkgs"
+"$GO" test -short -count=1 -run '^$' "$@" >/dev/null
+# Brings the test binaries up to date, running the tests once.
+./scripts/test-short.sh "$@" >"$work/first.out" 2>&1 || { cat "$work/first.out" >&2; echo "short-tier: make test-short failed" >&2; status=1; }
 
-# Linking alone: every package is compiled already. -s -w is what `go
-# test` links its test binaries with.
 start=$(now)
-awk '{ print $1, $3 }' "$work/pkgs" |
+./scripts/test-short.sh "$@" >"$work/warm.out" 2>&1 || { cat "$work/warm.out" >&2; echo "short-tier: make test-short failed" >&2; status=1; }
+warm=$(since "$start")
+
+start=$(now)
+"$GO" test -short -count=1 "$@" >"$work/plain.out" 2>&1 || { grep -v '^ok ' "$work/plain.out" >&2 || true; echo "short-tier: go test -short failed" >&2; status=1; }
+plain=$(since "$start")
+
+# Linking alone, into an empty folder: every package is compiled already.
+"$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "$@" >"$work/pkgs"
+packages=$(wc -l <"$work/pkgs")
+start=$(now)
+awk '{ n = $1; gsub("/", "_", n); print n, $1 }' "$work/pkgs" |
 	xargs -P "$cpus" -L1 sh -c '"$0" test -c -ldflags="-s -w" -o "$1/$2.test" "$3"' "$GO" "$work" 2>&1 |
 	sed 's/^/short-tier: link: /' >&2
 link=$(since "$start")
 
-# The prebuilt binaries, each in its package's folder as go test runs it.
-start=$(now)
-awk '{ print $1, $4 }' "$work/pkgs" |
-	xargs -P "$cpus" -L1 sh -c '
-		s=$(date +%s.%N)
-		rc=0
-		(cd "$2" && "$0/$1.test" -test.short -test.count=1 >"$0/$1.out" 2>&1) || rc=$?
-		awk -v n="$1" -v rc="$rc" -v a="$s" -v b="$(date +%s.%N)" "BEGIN { printf \"%s %d %.2f\\n\", n, rc, b - a }" >>"$0/times"
-	' "$work" || true
-prebuilt=$(since "$start")
-
-while read -r name rc _; do
-	[ "$rc" -eq 0 ] && continue
-	cat "$work/$name.out" >&2
-	echo "short-tier: prebuilt $(awk -v n="$name" '$1 == n { print $2 }' "$work/pkgs") failed (exit $rc)" >&2
-	status=1
-done <"$work/times"
-
-slowest=$(awk 'NR == FNR { path[$1] = $2; next } { print $3, path[$1] }' "$work/pkgs" "$work/times" |
+module=$("$GO" list -m)
+slowest=$(awk -v mod="$module/" '$1 == "ok" { p = $2; sub("^" mod, "", p); t = $3; sub("s$", "", t); print t, p }' "$work/warm.out" |
 	sort -rn | head -5 | awk '{ printf "%s%s %.1fs", (NR > 1 ? ", " : ""), $2, $1 }')
-printf 'go test -short %s (warm, %d CPUs, one shared Postgres server): %ss wall; prebuilt test binaries, %d at a time: %ss wall (linking them: %ss); slowest: %s\n' \
-	"$*" "$cpus" "$plain" "$cpus" "$prebuilt" "$link" "$slowest"
+printf 'make test-short %s (warm: build cache and test binaries up to date, %d CPUs, one shared Postgres server): %ss wall; plain go test -short -count=1: %ss wall; linking the %d test binaries afresh: %ss; slowest: %s\n' \
+	"$*" "$cpus" "$warm" "$plain" "$packages" "$link" "$slowest"
 exit "$status"

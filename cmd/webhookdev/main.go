@@ -4,7 +4,7 @@
 // `make local` runs), signed sample deliveries (`sample`, `send`),
 // each deployment profile's monthly cost (`cost`, what `make cost` runs),
 // and a throwaway PostgreSQL server for a command (`postgres`, what `make
-// test-short` runs go test under).
+// test-short` runs the tests under).
 // Operators use webhookctl, which links none of this.
 package main
 

@@ -39,7 +39,7 @@ CMD's status. Signals it gets are passed on to CMD.
 
 The tests' packages (internal/testkit/pgtest) then share that one server
 instead of each starting its own, each in databases of its own that it
-drops: make test-short runs go test -short ./... so.`,
+drops: make test-short runs its tests so.`,
 		Example: "  webhookdev postgres -- go test -short ./...",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
