@@ -313,6 +313,14 @@ const (
 	ActionReplay  = "replay"
 	ActionRequeue = "requeue"
 	ActionExpunge = "expunge"
+	// ActionPause and ActionResume hold a source's or a handler's events
+	// back from the processor, and let them go again.
+	ActionPause  = "pause"
+	ActionResume = "resume"
+	// ActionResolve closes dead letters without running their events
+	// again; ActionDiscard makes due events never run. Both say why.
+	ActionResolve = "resolve"
+	ActionDiscard = "discard"
 )
 
 // OperatorAction is the record of one operator action: who, when, what

@@ -141,7 +141,7 @@ CREATE TABLE public.webhook_operator_actions (
     filter jsonb DEFAULT '{}'::jsonb NOT NULL,
     events integer DEFAULT 0 NOT NULL,
     reason text DEFAULT ''::text NOT NULL,
-    CONSTRAINT webhook_operator_actions_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'requeue'::text, 'expunge'::text]))),
+    CONSTRAINT webhook_operator_actions_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'requeue'::text, 'expunge'::text, 'pause'::text, 'resume'::text, 'resolve'::text, 'discard'::text]))),
     CONSTRAINT webhook_operator_actions_actor_check CHECK (((octet_length(actor) >= 1) AND (octet_length(actor) <= 200))),
     CONSTRAINT webhook_operator_actions_events_check CHECK ((events >= 0)),
     CONSTRAINT webhook_operator_actions_reason_check CHECK ((octet_length(reason) <= 2000))
