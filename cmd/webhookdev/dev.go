@@ -109,7 +109,10 @@ func runWatching(cmd *cobra.Command) error {
 		Args: childArgs(cmd.Flags()), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 	}
 	s := &watch.Supervisor{
-		Files: watch.Files{Root: root, Extra: []string{filepath.Join("dev", "sources.json")}},
+		// Not dev/sources.json: the receiver reads it again every couple
+		// of seconds, so a source added there is served without a restart
+		// (devstack.SourcesRefresh), and a bad edit leaves the stack up.
+		Files: watch.Files{Root: root},
 		Build: c.Build, Start: c.Start, Out: cmd.ErrOrStderr(),
 	}
 	return s.Run(cmd.Context())

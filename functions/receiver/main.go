@@ -12,6 +12,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdahttp"
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
@@ -36,8 +37,14 @@ func setup(ctx context.Context, getenv func(string) string) (_ func(context.Cont
 	if err != nil {
 		return nil, nil, err
 	}
+	// The sources are read again from where they were read at init (the
+	// relay's S3 copy when deployed), with a client made now.
+	readSources, err := secrets.SourcesReader(ctx, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
 	h, err := receiver.New(env.cfg, receiver.Deps{
-		Sources: env.sources, Store: storage.New(c.Pool), Wake: waker, Logger: log, RequestID: lambdahttp.RequestID,
+		Sources: env.sources, ReadSources: readSources, Store: storage.New(c.Pool), Wake: waker, Logger: log, RequestID: lambdahttp.RequestID,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -31,6 +31,11 @@ const (
 	// set: short, so a developer sees an event archived a minute after it
 	// was processed rather than in a week.
 	ArchiveAge = time.Minute
+	// SourcesRefresh is SOURCES_REFRESH_INTERVAL when it is not set: a
+	// source added to the sources file is served a moment after it is
+	// saved, as a developer expects of a file they edit, for a read of a
+	// local file every two seconds (deployed, the default's minute).
+	SourcesRefresh = 2 * time.Second
 )
 
 // Local is what the dev stack provides itself. Each value stands in for a
@@ -125,6 +130,7 @@ func ConfigsFromEnv(getenv func(string) string, local Local) (Configs, error) {
 	}
 	standIn(blobstore.EnvBucket, Bucket)
 	standIn(archive.EnvPrefix, ArchivePrefix)
+	standIn(receiver.EnvSourcesRefresh, SourcesRefresh.String())
 	if local.ArchiveAge > 0 {
 		c.StandIns[archive.EnvMinAge] = local.ArchiveAge.String()
 	} else {

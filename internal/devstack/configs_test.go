@@ -92,6 +92,7 @@ func samples(t *testing.T) map[string]sample {
 		"WEBHOOK_SOURCES_FILE":      {value: other},
 		"WEBHOOK_MAX_BODY_BYTES":    {value: "2048"},
 		"WEBHOOK_STORE_TIMEOUT":     {value: "9s"},
+		"SOURCES_REFRESH_INTERVAL":  {value: "5m"},
 		"METRICS_NAMESPACE":         {value: "Acme/Hooks"},
 		"PROCESSOR_BATCH_SIZE":      {value: "10"},
 		"PROCESSOR_MAX_ATTEMPTS":    {value: "5"},
@@ -257,6 +258,7 @@ func TestConfigsForAPerson(t *testing.T) {
 		field.Eq("LocalDatabase", c.LocalDatabase, true),
 		field.Eq("LocalS3", c.LocalS3, true),
 		field.Eq("SourcesFrom", c.SourcesFrom, l.SourcesFile),
+		field.Eq("Receiver.SourcesRefresh", c.Receiver.SourcesRefresh, devstack.SourcesRefresh),
 	) {
 		t.FailNow()
 	}

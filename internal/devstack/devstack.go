@@ -316,7 +316,19 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	h, err := receiver.New(rc, receiver.Deps{Sources: cfgs.Sources, Store: storage.New(recvPool), Logger: log, RequestID: lambdahttp.RequestID})
+	// Its sources are read again as the Lambda reads them again: from the
+	// sources file (a stand-in's included) or the secret named, so that a
+	// source added there is served without a restart.
+	readSources, err := secrets.SourcesReader(ctx, func(k string) string {
+		if v, ok := cfgs.StandIns[k]; ok {
+			return v
+		}
+		return getenv(k)
+	})
+	if err != nil {
+		return err
+	}
+	h, err := receiver.New(rc, receiver.Deps{Sources: cfgs.Sources, ReadSources: readSources, Store: storage.New(recvPool), Logger: log, RequestID: lambdahttp.RequestID})
 	if err != nil {
 		return err
 	}
@@ -399,7 +411,11 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 		}
 	}()
 
-	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s): %v\n", base, cfgs.SourcesFrom, cfgs.Sources.Names())
+	rereads := ""
+	if readSources != nil && rc.SourcesRefresh > 0 {
+		rereads = fmt.Sprintf(", read again every %s", rc.SourcesRefresh)
+	}
+	fmt.Fprintf(out, "receiver: %s/webhooks/{source}   sources (%s%s): %v\n", base, cfgs.SourcesFrom, rereads, cfgs.Sources.Names())
 	fmt.Fprintf(out, "processor: %s; archiver: every %s, events processed over %s ago\n", processorPlan(procCfg), o.ArchiveEvery, ac.MinAge)
 	fmt.Fprintf(out, "operator: go run ./cmd/webhookctl stats (it finds this stack through %s)\n", o.StackFile)
 	fmt.Fprintf(out, "operator API: %s (acting), %s (read-only), IAM stood in for: go run ./cmd/webhookctl --via-api stats\n", opAPI.URL, opAPI.ReadURL)

@@ -31,6 +31,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/testhandler"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -88,7 +89,16 @@ func TestDevStack(t *testing.T) {
 	tier.Heavy(t, "runs the whole dev stack")
 	t.Parallel()
 	url := pgtest.URL(t)
-	env := map[string]string{"DATABASE_URL": url, "LOG_LEVEL": "info"}
+	// The checked-in sources, in a file the test may edit.
+	devSources, err := os.ReadFile(filepath.Join("..", "..", "dev", "sources.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sourcesFile := filepath.Join(t.TempDir(), "sources.json")
+	if err := os.WriteFile(sourcesFile, devSources, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DATABASE_URL": url, "LOG_LEVEL": "info", "WEBHOOK_SOURCES_FILE": sourcesFile}
 	stackFile := filepath.Join(t.TempDir(), "devstack.json")
 	samEnvFile := filepath.Join(t.TempDir(), "env.json")
 	rolesFile := filepath.Join(t.TempDir(), "roles.json")
@@ -298,6 +308,46 @@ func TestDevStack(t *testing.T) {
 			strings.Contains(lastError, `processor.HandlerSchema Grants ("dev_undeclared": {"INSERT", ...}) and deploy (make dev applies it at start)`), "last_error = " + lastError
 	})
 
+	// A source added to the sources file is served without a restart: the
+	// receiver reads the file again every couple of seconds.
+	if !strings.Contains(out.String(), "sources ("+sourcesFile+", read again every 2s)") {
+		t.Errorf("the start-up lines do not say the sources are read again:\n%s", out.String())
+	}
+	var doc map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(devSources, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["sources"]["stripe-added"] = json.RawMessage(`{"kind":"stripe","secrets":["whsec_dev_added_0123456789abcdef"]}`)
+	edited, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sourcesFile+".new", edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(sourcesFile+".new", sourcesFile); err != nil {
+		t.Fatal(err)
+	}
+	addedSet, err := source.Parse(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, _ := addedSet.Lookup("stripe-added")
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		req, err := sender.Sample(added, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body, err := req.Post(ctx, http.DefaultClient, m[1])
+		return err == nil && code == 200 && bytes.Contains(body, []byte("accepted")), fmt.Sprintf("the added source: %d %s %v", code, body, err)
+	})
+	// Its event is processed and archived like any other.
+	poll.Until(t, 30*time.Second, func() (bool, string) {
+		var archived bool
+		_ = conn.QueryRow(ctx, `SELECT archived_at IS NOT NULL FROM webhook_events WHERE provider = 'stripe-added'`).Scan(&archived)
+		return archived, fmt.Sprintf("the added source's event is not archived\n%s", out.String())
+	})
+
 	// Every component connected as its function's role.
 	wantRoles := map[string]string{
 		"webhook-inbox-receiver": "webhook_receiver", "webhook-inbox-processor": "webhook_processor", "webhook-inbox-archiver": "webhook_archiver",
@@ -353,8 +403,8 @@ func TestDevStack(t *testing.T) {
 	if strings.Contains(log, "_aws") || strings.Contains(log, `{"time"`) {
 		t.Errorf("EMF or JSON in the dev stack's log:\n%s", log)
 	}
-	if n := strings.Count(log, "archive: run done"); n != 1 {
-		t.Errorf("%d archiver run lines, want 1 (the pass that archived; idle passes are quiet):\n%s", n, log)
+	if n := strings.Count(log, "archive: run done"); n != 2 {
+		t.Errorf("%d archiver run lines, want 2 (the passes that archived the sample and the added source's event; idle passes are quiet):\n%s", n, log)
 	}
 }
 

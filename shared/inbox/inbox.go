@@ -133,6 +133,19 @@ const (
 	CauseBodyOverBudget Cause = "body_over_budget"
 )
 
+// Causes of the receiver's re-reads of its sources document (logged
+// only: no request is answered by them).
+const (
+	// CauseSourcesReloadRefused: the sources document read again is not
+	// valid (source.Parse refused it): the receiver keeps the sources it
+	// has, and its alarm fires.
+	CauseSourcesReloadRefused Cause = "sources_reload_refused"
+	// CauseSourcesReloadFailed: the sources document could not be read
+	// again (its file, S3 copy or secret): the receiver keeps the sources
+	// it has and tries at the next re-read.
+	CauseSourcesReloadFailed Cause = "sources_reload_failed"
+)
+
 // Causes of the archiver and of reading bodies back.
 const (
 	// CauseArchiveStoreUnavailable: S3 could not be reached or did not

@@ -16,6 +16,18 @@ const (
 	EnvMaxBodyBytes = "WEBHOOK_MAX_BODY_BYTES"
 	// EnvStoreTimeout is Config.StoreTimeout: past it the answer is 503.
 	EnvStoreTimeout = "WEBHOOK_STORE_TIMEOUT"
+	// EnvSourcesRefresh is Config.SourcesRefresh: how often the sources
+	// document is read again; 0 turns the interval's re-reads off.
+	EnvSourcesRefresh = "SOURCES_REFRESH_INTERVAL"
+)
+
+// The bounds of SOURCES_REFRESH_INTERVAL beside 0 (off): a re-read costs
+// the request that finds it due one read of a file, an S3 object or a
+// secret, so not more than once a second; and a change waits at most a
+// day.
+const (
+	minSourcesRefresh = time.Second
+	maxSourcesRefresh = 24 * time.Hour
 )
 
 // The receiver's pool. A container serves one request at a time: two
@@ -38,17 +50,24 @@ const (
 // waits at most 30 s for its integration, and the answer needs the rest.
 const MaxStoreTimeout = 28 * time.Second
 
-// ConfigFromEnv reads the receiver's settings with getenv: the limits and
-// the metrics' namespace. Every problem is reported at once, each naming
-// its variable. The sources (source.Load), the database
-// (storage.PoolConfigFromEnv, then Config.Pool) and the wake-ups
+// ConfigFromEnv reads the receiver's settings with getenv: the limits, the
+// sources document's refresh interval and the metrics' namespace. Every
+// problem is reported at once, each naming its variable. The sources
+// (source.Load, and secrets.SourcesReader to read them again), the
+// database (storage.PoolConfigFromEnv, then Config.Pool) and the wake-ups
 // (wake.ConfigFromEnv) are read by the caller, who opens them as Deps.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := settings.NewEnv(getenv)
 	c := Config{
 		MaxBodyBytes: e.Bytes(EnvMaxBodyBytes, DefaultMaxBodyBytes),
 		StoreTimeout: e.DurationIn(EnvStoreTimeout, DefaultStoreTimeout, time.Second, MaxStoreTimeout),
-		Metrics:      metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
+		// 0 is allowed here, and the one value below the minimum that is.
+		SourcesRefresh: e.DurationIn(EnvSourcesRefresh, DefaultSourcesRefresh, 0, maxSourcesRefresh),
+		Metrics:        metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
+	}
+	if c.SourcesRefresh > 0 && c.SourcesRefresh < minSourcesRefresh {
+		e.Errorf("%s must be 0 (off) or a duration from %s to %s, got %q", EnvSourcesRefresh, minSourcesRefresh, maxSourcesRefresh, getenv(EnvSourcesRefresh))
+		c.SourcesRefresh = DefaultSourcesRefresh
 	}
 	return c, e.Err()
 }

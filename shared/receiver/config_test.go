@@ -25,6 +25,9 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 	if c.StoreTimeout != receiver.DefaultStoreTimeout {
 		t.Errorf("StoreTimeout = %v, want %v", c.StoreTimeout, receiver.DefaultStoreTimeout)
 	}
+	if c.SourcesRefresh != receiver.DefaultSourcesRefresh {
+		t.Errorf("SourcesRefresh = %v, want %v", c.SourcesRefresh, receiver.DefaultSourcesRefresh)
+	}
 	if c.Metrics.Namespace != "" || c.Metrics.Off {
 		t.Errorf("the Lambda's metrics: namespace %q, off %v; want the default namespace, on", c.Metrics.Namespace, c.Metrics.Off)
 	}
@@ -67,7 +70,7 @@ func TestPoolIsTheReceiversOwn(t *testing.T) {
 func TestConfigFromEnvReadsEverything(t *testing.T) {
 	t.Parallel()
 	c, err := receiver.ConfigFromEnv(getenvOf(map[string]string{
-		"WEBHOOK_MAX_BODY_BYTES": "2048", "WEBHOOK_STORE_TIMEOUT": "2s", "METRICS_NAMESPACE": "Acme/Webhooks",
+		"WEBHOOK_MAX_BODY_BYTES": "2048", "WEBHOOK_STORE_TIMEOUT": "2s", "METRICS_NAMESPACE": "Acme/Webhooks", "SOURCES_REFRESH_INTERVAL": "5m",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +80,9 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 	}
 	if c.StoreTimeout != 2*time.Second {
 		t.Errorf("StoreTimeout = %v, want 2s", c.StoreTimeout)
+	}
+	if c.SourcesRefresh != 5*time.Minute {
+		t.Errorf("SourcesRefresh = %v, want 5m", c.SourcesRefresh)
 	}
 	if c.Metrics.Namespace != "Acme/Webhooks" {
 		t.Errorf("Metrics.Namespace = %q", c.Metrics.Namespace)
@@ -94,6 +100,10 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 	if got := pool(t, c, url).ConnectTimeout; got != 23*time.Second {
 		t.Errorf("dial with a 25 s store timeout: %s, want 23s", got)
 	}
+	// 0 turns the interval's re-reads off.
+	if c, err := receiver.ConfigFromEnv(getenvOf(map[string]string{"SOURCES_REFRESH_INTERVAL": "0"})); err != nil || c.SourcesRefresh != 0 {
+		t.Errorf("SOURCES_REFRESH_INTERVAL=0: %v %v, want off", c.SourcesRefresh, err)
+	}
 	// Past what API Gateway waits for: refused.
 	if _, err := receiver.ConfigFromEnv(getenvOf(map[string]string{"WEBHOOK_STORE_TIMEOUT": "29s"})); err == nil || !strings.Contains(err.Error(), "WEBHOOK_STORE_TIMEOUT") {
 		t.Fatalf("a 29 s store timeout: %v", err)
@@ -105,7 +115,7 @@ func TestConfigFromEnvReadsEverything(t *testing.T) {
 func TestConfigFromEnvFailsFast(t *testing.T) {
 	t.Parallel()
 	_, err := receiver.ConfigFromEnv(getenvOf(map[string]string{
-		"WEBHOOK_MAX_BODY_BYTES": "lots", "WEBHOOK_STORE_TIMEOUT": "0s",
+		"WEBHOOK_MAX_BODY_BYTES": "lots", "WEBHOOK_STORE_TIMEOUT": "0s", "SOURCES_REFRESH_INTERVAL": "10ms",
 	}))
 	if err == nil {
 		t.Fatal("accepted")
@@ -113,9 +123,15 @@ func TestConfigFromEnvFailsFast(t *testing.T) {
 	for _, want := range []string{
 		`WEBHOOK_MAX_BODY_BYTES must be a positive number of bytes, got "lots"`,
 		`WEBHOOK_STORE_TIMEOUT must be a duration from 1s to 28s`,
+		`SOURCES_REFRESH_INTERVAL must be 0 (off) or a duration from 1s to 24h0m0s, got "10ms"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	for _, v := range []string{"-1s", "25h", "soon"} {
+		if _, err := receiver.ConfigFromEnv(getenvOf(map[string]string{"SOURCES_REFRESH_INTERVAL": v})); err == nil || !strings.Contains(err.Error(), "SOURCES_REFRESH_INTERVAL") {
+			t.Errorf("SOURCES_REFRESH_INTERVAL=%s: %v", v, err)
 		}
 	}
 }

@@ -63,6 +63,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// StoreTimeout bounds the database work of one request.
 	StoreTimeout time.Duration
+	// SourcesRefresh is how often Deps.ReadSources reads the sources
+	// document again, checked at the start of each request: 0 reads it
+	// only after a burst of refusals. ConfigFromEnv's default
+	// is DefaultSourcesRefresh; a zero Config's is 0.
+	SourcesRefresh time.Duration
 	// Metrics makes each outcome's log line a CloudWatch EMF record; Off
 	// leaves plain log lines. Its clock is Deps.Clock.
 	Metrics metrics.Emitter
@@ -85,6 +90,13 @@ type Clock interface {
 type Deps struct {
 	// Sources are the configured senders (source.Load). Required.
 	Sources *source.Set
+	// ReadSources, when set, reads the sources document again from where
+	// Sources came from (secrets.SourcesReader): on Config.SourcesRefresh's
+	// interval and after a burst of one name's unauthenticated refusals, a
+	// changed document that parses replaces Sources for new requests,
+	// and one that does not is refused (reload.go). nil: Sources never
+	// change.
+	ReadSources func(context.Context) ([]byte, error)
 	// Store is where events are stored (*storage.Store). Required.
 	Store EventStore
 	// Wake, when set, is called after each stored event and each
@@ -116,6 +128,8 @@ type Handler struct {
 	mux        *http.ServeMux
 	sampler    *sampler
 	rejections *rejectionWriter
+	// sources is Deps.Sources, as re-reads replace it.
+	sources *sourcesReloader
 }
 
 // New returns a Handler for cfg over deps.
@@ -148,7 +162,8 @@ func New(cfg Config, deps Deps) (*Handler, error) {
 		}
 	}
 	h := &Handler{cfg: cfg, deps: deps, mux: http.NewServeMux(), sampler: newSampler(rejectionSampleInterval),
-		rejections: newRejectionWriter(deps.Store, deps.Logger, cfg.Metrics)}
+		rejections: newRejectionWriter(deps.Store, deps.Logger, cfg.Metrics),
+		sources:    newSourcesReloader(deps.Sources, deps.ReadSources, max(cfg.SourcesRefresh, 0), deps.Clock, deps.Logger, cfg.Metrics)}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
 	h.mux.HandleFunc("/webhooks/{source}/{token}", h.serveWebhook)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -252,7 +267,6 @@ func answerOf(cause inbox.Cause, msg string) (int, response) {
 // costs the same read and gets the same answer as a known one.
 func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
-	token, tokened := r.PathValue("token"), r.PathValue("token") != ""
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET, POST")
 		h.refuse(w, r, name, inbox.Errorf(inbox.CauseMethodNotAllowed, "webhooks are delivered with POST (GET only for a sender's endpoint verification)"))
@@ -263,35 +277,30 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, name, err)
 		return
 	}
-	src, ok := h.deps.Sources.Lookup(name)
-	if !ok {
-		hashLikeAVerifier(body)
-		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnknownSource, "no such source is configured"))
-		return
-	}
-	if !src.AllowsEndpoint(token, tokened) {
-		hashLikeAVerifier(body)
-		msg := "the path's endpoint token is not the source's"
-		if !tokened {
-			msg = "the source is reachable only at its tokened path"
+	// The request is served with one set from here on, whatever a re-read
+	// swaps in meanwhile.
+	set := h.sources.sources(r.Context())
+	src, ident, answered, err := h.authenticate(w, r, set, name, body)
+	if err != nil && authCauses[inbox.CauseOf(err)] {
+		// A burst of refusals may be a source changed since the sources
+		// were read (a secret rolled, a source added): when the document
+		// read again at once changed them, the request is authenticated
+		// again with the sources as they now are. Every unauthenticated
+		// cause counts, for a configured name and for any other alike, so
+		// that the read's time does not tell a configured name from
+		// another (docs/security.md, "Names cost alike").
+		key := unknownSource
+		if _, configured := set.Lookup(name); configured {
+			key = name
 		}
-		h.refuse(w, r, name, inbox.Errorf(inbox.CauseEndpointTokenMismatch, "%s", msg))
+		if next := h.sources.refused(r.Context(), key); next != nil {
+			src, ident, answered, err = h.authenticate(w, r, next, name, body)
+		}
+	}
+	if answered {
 		return
 	}
-	if h.handshake(w, r, src, body) {
-		return
-	}
-	if r.Method == http.MethodGet {
-		// Any name, any kind: one answer, so a GET does not tell which
-		// names are sources, nor which of them handshake.
-		h.refuse(w, r, name, inbox.Errorf(inbox.CauseUnauthenticated, "a GET is answered only as an authenticated handshake of the source's kind"))
-		return
-	}
-	ident, err := src.Verifier.Verify(r.Header, body, h.deps.Clock.Now())
 	if err != nil {
-		if refusedBeforeTheMAC(inbox.CauseOf(err)) {
-			hashLikeAVerifier(body)
-		}
 		h.refuse(w, r, name, err)
 		return
 	}
@@ -350,6 +359,44 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		log.Info("webhook duplicate", append([]any{"id", res.ID}, h.cfg.Metrics.Attrs(bySource, metrics.C("Duplicate", 1))...)...)
 	}
 	writeJSON(w, http.StatusOK, response{Status: StatusDuplicate})
+}
+
+// authenticate checks the request against set: the source, its endpoint,
+// a handshake of its kind, and the signature. answered reports that the
+// request was answered (a handshake, or its refusal); otherwise err is the
+// refusal, or nil with the source and the event's identity. Every refusal
+// costs the hash a verifier would have made.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, set *source.Set, name string, body []byte) (src *source.Source, ident inbox.Identity, answered bool, err error) {
+	token, tokened := r.PathValue("token"), r.PathValue("token") != ""
+	src, ok := set.Lookup(name)
+	if !ok {
+		hashLikeAVerifier(body)
+		return nil, ident, false, inbox.Errorf(inbox.CauseUnknownSource, "no such source is configured")
+	}
+	if !src.AllowsEndpoint(token, tokened) {
+		hashLikeAVerifier(body)
+		msg := "the path's endpoint token is not the source's"
+		if !tokened {
+			msg = "the source is reachable only at its tokened path"
+		}
+		return nil, ident, false, inbox.Errorf(inbox.CauseEndpointTokenMismatch, "%s", msg)
+	}
+	if h.handshake(w, r, src, body) {
+		return nil, ident, true, nil
+	}
+	if r.Method == http.MethodGet {
+		// Any name, any kind: one answer, so a GET does not tell which
+		// names are sources, nor which of them handshake.
+		return nil, ident, false, inbox.Errorf(inbox.CauseUnauthenticated, "a GET is answered only as an authenticated handshake of the source's kind")
+	}
+	ident, err = src.Verifier.Verify(r.Header, body, h.deps.Clock.Now())
+	if err != nil {
+		if refusedBeforeTheMAC(inbox.CauseOf(err)) {
+			hashLikeAVerifier(body)
+		}
+		return nil, ident, false, err
+	}
+	return src, ident, false, nil
 }
 
 // decoyKey is a per-process random key for hashLikeAVerifier: nothing
@@ -537,7 +584,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, sourceName stri
 	// in requested_source, escaped, instead.
 	source, requested := sourceName, ""
 	attrs := []any{"cause", cause, "request_id", requestID, "status", status, "message", msg}
-	if _, configured := h.deps.Sources.Lookup(sourceName); !configured || cause == inbox.CauseUnknownSource {
+	if _, configured := h.sources.current.Load().Lookup(sourceName); !configured || cause == inbox.CauseUnknownSource {
 		requested = cleanText(sourceName, inbox.MaxSourceNameLen)
 		attrs = append(attrs, "requested_source", requested)
 		source = unknownSource

@@ -4,11 +4,13 @@
 // secret sits in a function's environment.
 //
 // Secrets are fetched at init and kept for the container's life, so no
-// invocation pays for a fetch, with one exception: the database password.
-// A rotation changes it while containers run, so the pool asks for the
+// invocation pays for a fetch, with two exceptions. The database password:
+// a rotation changes it while containers run, so the pool asks for the
 // credentials of every new connection (DatabaseCredentials), and when the
 // database refuses them the secret is read again, at most once a second
-// and less often while it still holds the refused password.
+// and less often while it still holds the refused password. And the
+// sources document, which the receiver reads again on an interval and
+// after a burst of refused requests (SourcesReader).
 package secrets
 
 import (
@@ -19,8 +21,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
-	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 )
 
 // EnvSourcesSecretARN names a secret holding the sources document.
@@ -84,12 +84,7 @@ func sourcesObject(getenv func(string) string) (bucket, key string, ok bool, err
 
 // FetchObject returns the object's content as the sources document.
 func FetchObject(ctx context.Context, getenv func(string) string, bucket, key string) (string, error) {
-	cfg, err := blobstore.ConnectionFromEnv(getenv)
-	if err != nil {
-		return "", err
-	}
-	cfg.Bucket = bucket
-	store, err := blobstore.Open(ctx, cfg)
+	store, err := openObjectBucket(ctx, getenv, bucket)
 	if err != nil {
 		return "", err
 	}

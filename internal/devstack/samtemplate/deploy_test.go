@@ -660,10 +660,12 @@ var alarmed = map[string][]string{
 	"RelayFunction":     {"Errors"},
 }
 
-// checkAlarms: the 18 alarms, each notifying the alarm topic when it goes
+// checkAlarms: the 19 alarms, each notifying the alarm topic when it goes
 // into ALARM and when it is OK again; among them the wake-ups'
-// (WakeFailedAlarm on the receiver's WakeFailed metric) and the functions'
-// of alarmed, and nothing else on a function.
+// (WakeFailedAlarm on the receiver's WakeFailed metric), the sources
+// document's (SourcesReloadRefusedAlarm on the receiver's
+// SourcesReloadRefused) and the functions' of alarmed, and nothing else on
+// a function.
 func (d deployed) checkAlarms(t *testing.T) {
 	t.Helper()
 	topic := canon([]any{map[string]any{"Ref": "AlarmTopic"}})
@@ -689,8 +691,8 @@ func (d deployed) checkAlarms(t *testing.T) {
 			}
 		}
 	}
-	if n != 18 {
-		t.Errorf("%d alarms, want 18", n)
+	if n != 19 {
+		t.Errorf("%d alarms, want 19", n)
 	}
 	for fn := range watched {
 		sort.Strings(watched[fn])
@@ -701,6 +703,11 @@ func (d deployed) checkAlarms(t *testing.T) {
 	wake := d.res["WakeFailedAlarm"].Properties
 	if wake["Namespace"] != "WebhookInbox" || wake["MetricName"] != "WakeFailed" || wake["Statistic"] != "Sum" || wake["ComparisonOperator"] != "GreaterThanThreshold" || canon(wake["Threshold"]) != "0" {
 		t.Errorf("WakeFailedAlarm = %s", canon(wake))
+	}
+	refused := d.res["SourcesReloadRefusedAlarm"].Properties
+	if refused["Namespace"] != "WebhookInbox" || refused["MetricName"] != "SourcesReloadRefused" || refused["Statistic"] != "Sum" ||
+		refused["ComparisonOperator"] != "GreaterThanThreshold" || canon(refused["Threshold"]) != "0" || refused["TreatMissingData"] != "notBreaching" {
+		t.Errorf("SourcesReloadRefusedAlarm = %s", canon(refused))
 	}
 	relay := d.res["RelayErrorsAlarm"].Properties
 	if relay["Namespace"] != "AWS/Lambda" || relay["MetricName"] != "Errors" || canon(relay["Dimensions"]) != canon([]any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": "RelayFunction"}}}) {

@@ -763,7 +763,7 @@ func TestOperations(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable", "SuspectedReplay",
-		archive.MetricTableBloat, archive.MetricIndexBloat, "WakeFailed"} {
+		archive.MetricTableBloat, archive.MetricIndexBloat, "WakeFailed", "SourcesReloadRefused"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}

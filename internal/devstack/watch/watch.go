@@ -27,7 +27,7 @@ const DefaultEvery = 500 * time.Millisecond
 
 // Files says which files of a module make the binary: its .go files but
 // tests, its .sql files (migrations and queries are embedded), go.mod and
-// go.sum, and the Extra files (the dev stack's sources document), skipping
+// go.sum, and the Extra files (what else a start reads), skipping
 // hidden folders (.git, .local), testdata and nested modules (tools/,
 // bench/: they build nothing of the stack).
 type Files struct {
