@@ -69,6 +69,9 @@ a run would archive now.`,
 			default:
 				fmt.Fprintf(out, "archived %d events in %d objects (%s of bodies in %s of objects); swept %d orphan objects\n",
 					res.Events, res.Objects, operations.Bytes(res.BodyBytes), operations.Bytes(res.ObjectBytes), res.Swept)
+				if res.ExpiredObjects > 0 || res.ExpiredEvents > 0 {
+					fmt.Fprintf(out, "body retention: removed the bodies of %d events, deleting %d objects past it\n", res.ExpiredEvents, res.ExpiredObjects)
+				}
 				if res.Truncated {
 					fmt.Fprintln(out, "stopped early (--max-batches, or another archiver held the next batch): run it again for the rest")
 				}
@@ -114,6 +117,8 @@ func archiveRun(cmd *cobra.Command, api operations.API, r operations.ArchiveRunR
 			total.ObjectBytes += res.ObjectBytes
 			total.BodyBytes += res.BodyBytes
 			total.Swept += res.Swept
+			total.ExpiredObjects += res.ExpiredObjects
+			total.ExpiredEvents += res.ExpiredEvents
 			total.Keys = append(total.Keys, res.Keys...)
 			total.Truncated = res.Truncated
 			b.Add(res.Events)
@@ -125,7 +130,8 @@ func archiveRun(cmd *cobra.Command, api operations.API, r operations.ArchiveRunR
 			return total, err
 		}
 		left -= res.Objects
-		if !res.Truncated || res.Events == 0 || (maxBatches > 0 && left <= 0) {
+		progress := res.Events > 0 || res.ExpiredObjects > 0 || res.ExpiredEvents > 0
+		if !res.Truncated || !progress || (maxBatches > 0 && left <= 0) {
 			return total, nil
 		}
 	}

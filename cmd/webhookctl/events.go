@@ -226,9 +226,9 @@ them with 'webhookdev send'.`,
 			if !noBody || bodyOut != "" {
 				body, bodyErr = api.EventBody(ctx, d.Event.ID)
 			}
-			// An expunged body is gone on purpose: shown as such, no
-			// failure.
-			expunged := inbox.CauseOf(bodyErr) == inbox.CauseEventExpunged
+			// An expunged body, or one past the body retention, is gone on
+			// purpose: shown as such, no failure.
+			expunged := inbox.CauseOf(bodyErr) == inbox.CauseEventExpunged || inbox.CauseOf(bodyErr) == inbox.CauseBodyExpired
 
 			if bodyOut != "" {
 				if bodyErr != nil {
@@ -329,6 +329,9 @@ func printEvent(out io.Writer, d *operations.EventDetail) error {
 	}
 	if e.ExpungedAt != nil {
 		fmt.Fprintf(tw, "  expunged\t%s\n", operations.Stamp(e.ExpungedAt))
+	}
+	if e.BodyExpiredAt != nil {
+		fmt.Fprintf(tw, "  body expired\t%s: removed past the body retention; the row, id and hash stay\n", operations.Stamp(e.BodyExpiredAt))
 	}
 	fmt.Fprintf(tw, "  body\t%d bytes, sha256 %s\n", e.BodySize, e.BodySHA256)
 	for _, k := range e.MetadataKeys() {

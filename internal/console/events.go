@@ -142,6 +142,9 @@ func (s *Server) body(r *http.Request, e *operations.Event) (body, from, note st
 	if e.ExpungedAt != nil {
 		return "", "", "the body was expunged (erased on request)"
 	}
+	if e.BodyExpiredAt != nil {
+		return "", "", "the body was removed on " + operations.Stamp(e.BodyExpiredAt) + ", past the body retention (its row, id and hash stay)"
+	}
 	b, err := s.api.EventBody(r.Context(), e.ID)
 	switch {
 	case err == nil:

@@ -56,6 +56,10 @@ import (
 // ErrExpunged is returned (wrapped) by Body for an expunged event.
 var ErrExpunged = errors.New("event body expunged")
 
+// errBodyExpired is wrapped by Body's error for an event whose body the
+// retention pass removed.
+var errBodyExpired = errors.New("event body past retention")
+
 // ErrCorrupt is returned (wrapped) when archived bytes fail verification.
 var ErrCorrupt = errors.New("archived body failed verification")
 
@@ -104,6 +108,12 @@ type Config struct {
 	// this, by the clock, so never an upload whose commit may still be
 	// pending. Default DefaultOrphanMinAge.
 	OrphanMinAge time.Duration
+	// BodyRetention, when set, is how long after receipt an event's body
+	// is kept: each run's retention pass (retention.go) then deletes the
+	// archive objects whose events are all older, and clears the bodies
+	// of older processed events still in Postgres, keeping every row, its
+	// dedup key and hash. Zero keeps bodies for ever.
+	BodyRetention time.Duration
 	// Metrics makes the run's summary line an EMF record (see
 	// metrics.go); its zero value uses the default namespace, and Off
 	// leaves the line a plain log line. Its clock is Deps.Clock.
@@ -174,7 +184,7 @@ func New(cfg Config, deps Deps) (*Archiver, error) {
 	if deps.Store == nil || deps.Blobs == nil {
 		return nil, errors.New("archive: Store and Blobs are required")
 	}
-	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.OrphanMinAge < 0 {
+	if cfg.MinAge < 0 || cfg.BatchSize < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBatches < 0 || cfg.OrphanMinAge < 0 || cfg.BodyRetention < 0 {
 		return nil, errors.New("archive: negative setting")
 	}
 	// Zero takes the default; negatives were refused above.
@@ -208,6 +218,11 @@ type Result struct {
 	Keys []string
 	// Swept is the number of orphan objects deleted.
 	Swept int
+	// ExpiredObjects and ExpiredEvents are what the retention pass did
+	// (Config.BodyRetention): the objects it deleted, and the events whose
+	// bodies it removed (from those objects or from their rows).
+	ExpiredObjects int
+	ExpiredEvents  int
 	// Truncated is true when the run stopped with work possibly left: the
 	// deadline was near, or MaxBatches was reached.
 	Truncated bool
@@ -263,6 +278,14 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 		res.BodyBytes += b.bodyBytes
 		res.Keys = append(res.Keys, b.key)
 	}
+	// Archiving done, the retention pass, when configured: after the
+	// batches, so that it never races this run's own uploads.
+	if runErr == nil {
+		exp, err := a.expireBodies(ctx)
+		res.ExpiredObjects, res.ExpiredEvents = exp.objects, exp.events
+		res.Truncated = res.Truncated || exp.truncated
+		runErr = err
+	}
 	// A failed batch may have left an orphan: sweep, unless S3 is out.
 	if !a.noSweep && inbox.CauseOf(runErr) != inbox.CauseArchiveStoreUnavailable {
 		swept, err := a.sweepOrphans(ctx, abandoned)
@@ -278,7 +301,7 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	// line the logger drops needs no bloat estimate either. Deployed,
 	// every run's line is its metrics and is logged.
 	level := slog.LevelInfo
-	if a.cfg.Metrics.Off && runErr == nil && res.Events == 0 && res.Swept == 0 {
+	if a.cfg.Metrics.Off && runErr == nil && res.Events == 0 && res.Swept == 0 && res.ExpiredEvents == 0 && res.ExpiredObjects == 0 {
 		level = slog.LevelDebug
 	}
 	if runErr == nil && !a.log.Enabled(ctx, level) {
@@ -286,7 +309,8 @@ func (a *Archiver) RunOnce(ctx context.Context) (Result, error) {
 	}
 	attrs := []any{
 		"events", res.Events, "objects", res.Batches, "object_bytes", res.ObjectBytes, "body_bytes", res.BodyBytes,
-		"swept", res.Swept, "truncated", res.Truncated, "cutoff", cutoff,
+		"swept", res.Swept, "expired_objects", res.ExpiredObjects, "expired_events", res.ExpiredEvents,
+		"truncated", res.Truncated, "cutoff", cutoff,
 		"duration_ms", time.Since(start).Milliseconds(),
 	}
 	gauges, bloatAttrs := a.bloatGauges(ctx)
@@ -327,6 +351,15 @@ func (a *Archiver) archiveBatch(ctx context.Context, cutoff time.Time) (batch, e
 	data := ob.buf.Bytes()
 	sum := sha256.Sum256(data)
 	obj := inbox.ArchiveObject{Key: key, Source: events[0].Source, EventCount: len(events), Size: int64(len(data)), SHA256: sum[:]}
+	// The span the retention pass judges the object by: it is deleted
+	// only once its newest event is past retention.
+	obj.FirstID, obj.LastID, obj.LastReceivedAt = events[0].ID, events[0].ID, &events[0].CreatedAt
+	for _, e := range events[1:] {
+		obj.FirstID, obj.LastID = min(obj.FirstID, e.ID), max(obj.LastID, e.ID)
+		if e.CreatedAt.After(*obj.LastReceivedAt) {
+			obj.LastReceivedAt = &e.CreatedAt
+		}
+	}
 	log := a.log.With("key", key, "source", obj.Source, "events", obj.EventCount)
 
 	if _, err := a.blobs.Put(ctx, key, data, ContentType); err != nil {

@@ -258,7 +258,9 @@ func (f *fixture) objects() []blobstore.Object {
 //   - every event line appears in exactly one object (no duplicate), and the
 //     event row points at that object, at the member holding the line;
 //   - every archived row is in its object, and every row still holding its
-//     body is neither archived nor in any object's line.
+//     body is neither archived nor in any object's line;
+//   - a row whose body the retention pass removed points at no stored
+//     object, and an object it deleted is gone from the bucket.
 //
 // It returns the number of archived events.
 func (f *fixture) check() int {
@@ -269,7 +271,7 @@ func (f *fixture) check() int {
 		off, len int64
 	}
 	archived := map[int64]loc{}
-	rows, err := f.pool.Query(ctx, `SELECT id, archive_key, archive_offset, archive_length, body IS NOT NULL, archived_at IS NOT NULL, expunged_at IS NOT NULL FROM webhook_events`)
+	rows, err := f.pool.Query(ctx, `SELECT id, archive_key, archive_offset, archive_length, body IS NOT NULL, archived_at IS NOT NULL, expunged_at IS NOT NULL, body_expired_at IS NOT NULL FROM webhook_events`)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -277,8 +279,8 @@ func (f *fixture) check() int {
 		var id int64
 		var key *string
 		var off, n *int64
-		var hasBody, isArchived, expunged bool
-		if err := rows.Scan(&id, &key, &off, &n, &hasBody, &isArchived, &expunged); err != nil {
+		var hasBody, isArchived, expunged, expired bool
+		if err := rows.Scan(&id, &key, &off, &n, &hasBody, &isArchived, &expunged, &expired); err != nil {
 			f.t.Fatal(err)
 		}
 		switch {
@@ -286,26 +288,33 @@ func (f *fixture) check() int {
 			f.t.Errorf("event %d: archived but key %v, body present %v", id, key, hasBody)
 		case !isArchived && key != nil:
 			f.t.Errorf("event %d: not archived but has key %s", id, *key)
-		case !isArchived && !hasBody && !expunged:
-			f.t.Errorf("event %d: body gone but neither archived nor expunged: PAYLOAD LOST", id)
+		case !isArchived && !hasBody && !expunged && !expired:
+			f.t.Errorf("event %d: body gone but neither archived, expunged nor expired: PAYLOAD LOST", id)
+		case expired && hasBody:
+			f.t.Errorf("event %d: body expired but still in its row", id)
 		}
-		if isArchived && !expunged && key != nil {
+		if isArchived && !expunged && !expired && key != nil {
 			archived[id] = loc{*key, *off, *n}
 		}
 	}
 	rows.Close()
 
 	manifest := map[string]int64{} // committed key -> size
-	mrows, err := f.pool.Query(ctx, `SELECT key, size, committed_at IS NOT NULL FROM webhook_archive_objects`)
+	expiredObjects := map[string]bool{}
+	mrows, err := f.pool.Query(ctx, `SELECT key, size, committed_at IS NOT NULL, expired_at IS NOT NULL FROM webhook_archive_objects`)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	for mrows.Next() {
 		var key string
 		var size int64
-		var committed bool
-		if err := mrows.Scan(&key, &size, &committed); err != nil {
+		var committed, expired bool
+		if err := mrows.Scan(&key, &size, &committed, &expired); err != nil {
 			f.t.Fatal(err)
+		}
+		if expired {
+			expiredObjects[key] = true
+			continue
 		}
 		if !committed {
 			f.t.Errorf("manifest: %s still pending after the run", key)
@@ -320,6 +329,10 @@ func (f *fixture) check() int {
 	inBucket := map[string]bool{}
 	for _, o := range objs {
 		inBucket[o.Key] = true
+		if expiredObjects[o.Key] {
+			f.t.Errorf("object %s: deleted past retention by the manifest, still in the bucket", o.Key)
+			continue
+		}
 		size, ok := manifest[o.Key]
 		if !ok {
 			f.t.Errorf("object %s: not a committed archive object: ORPHAN", o.Key)

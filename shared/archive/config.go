@@ -23,7 +23,14 @@ const (
 	EnvMaxBatchBytes = "ARCHIVE_MAX_BATCH_BYTES"
 	// EnvOrphanMinAge is Config.OrphanMinAge, the orphan sweep's age guard.
 	EnvOrphanMinAge = "ARCHIVE_ORPHAN_MIN_AGE"
+	// EnvBodyRetentionDays is Config.BodyRetention in whole days; 0 (the
+	// default) keeps bodies for ever.
+	EnvBodyRetentionDays = "ARCHIVE_BODY_RETENTION_DAYS"
 )
+
+// MaxBodyRetentionDays bounds EnvBodyRetentionDays: a hundred years is
+// for ever, and the bound keeps a typo from overflowing a duration.
+const MaxBodyRetentionDays = 36500
 
 // MinOrphanMinAge is the least age guard accepted: Lambda's longest
 // timeout, so that no upload still in flight is ever old enough to sweep,
@@ -58,6 +65,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		BatchSize:     e.IntIn(EnvBatchSize, DefaultBatchSize, 1, MaxBatchSize, "events"),
 		MaxBatchBytes: e.Bytes(EnvMaxBatchBytes, DefaultMaxBatchBytes),
 		OrphanMinAge:  e.DurationIn(EnvOrphanMinAge, DefaultOrphanMinAge, MinOrphanMinAge, 30*24*time.Hour),
+		BodyRetention: time.Duration(e.IntIn(EnvBodyRetentionDays, 0, 0, MaxBodyRetentionDays, "days")) * 24 * time.Hour,
 		Metrics:       metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
 	}
 	return c, e.Err()

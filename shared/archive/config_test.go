@@ -30,6 +30,9 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 	if cfg.Prefix != "a/b" {
 		t.Errorf("Prefix = %q, want a/b", cfg.Prefix)
 	}
+	if cfg.BodyRetention != 0 {
+		t.Errorf("BodyRetention = %v, want 0 (bodies kept for ever)", cfg.BodyRetention)
+	}
 	if cfg.Metrics.Namespace != "" || cfg.Metrics.Off {
 		t.Errorf("the Lambda's metrics: namespace %q, off %v; want the default namespace, on", cfg.Metrics.Namespace, cfg.Metrics.Off)
 	}
@@ -63,6 +66,7 @@ func TestConfigFromEnvReadsEverySetting(t *testing.T) {
 	env := map[string]string{
 		"ARCHIVE_MIN_AGE": "30d", "ARCHIVE_BATCH_SIZE": "250",
 		"ARCHIVE_MAX_BATCH_BYTES": "1048576", "METRICS_NAMESPACE": "Acme", "ARCHIVE_ORPHAN_MIN_AGE": "3h",
+		"ARCHIVE_BODY_RETENTION_DAYS": "90",
 	}
 	cfg, err := archive.ConfigFromEnv(getenvOf(env))
 	if err != nil {
@@ -83,16 +87,19 @@ func TestConfigFromEnvReadsEverySetting(t *testing.T) {
 	if cfg.OrphanMinAge != 3*time.Hour {
 		t.Errorf("OrphanMinAge = %v, want 3h", cfg.OrphanMinAge)
 	}
+	if cfg.BodyRetention != 90*24*time.Hour {
+		t.Errorf("BodyRetention = %v, want 90 days", cfg.BodyRetention)
+	}
 }
 
 func TestConfigFromEnvNamesEveryBadVariable(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"ARCHIVE_MIN_AGE": "soon", "ARCHIVE_BATCH_SIZE": "-3", "ARCHIVE_MAX_BATCH_BYTES": "lots", "ARCHIVE_ORPHAN_MIN_AGE": "1m"}
+	env := map[string]string{"ARCHIVE_MIN_AGE": "soon", "ARCHIVE_BATCH_SIZE": "-3", "ARCHIVE_MAX_BATCH_BYTES": "lots", "ARCHIVE_ORPHAN_MIN_AGE": "1m", "ARCHIVE_BODY_RETENTION_DAYS": "-1"}
 	_, err := archive.ConfigFromEnv(getenvOf(env))
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, name := range []string{"ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "ARCHIVE_MAX_BATCH_BYTES", "ARCHIVE_ORPHAN_MIN_AGE"} {
+	for _, name := range []string{"ARCHIVE_MIN_AGE", "ARCHIVE_BATCH_SIZE", "ARCHIVE_MAX_BATCH_BYTES", "ARCHIVE_ORPHAN_MIN_AGE", "ARCHIVE_BODY_RETENTION_DAYS"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}

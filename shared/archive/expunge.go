@@ -124,7 +124,8 @@ func (a *Archiver) expunge(ctx context.Context, source, eventID string, by inbox
 		return rep, dbError(err, "expunge event")
 	}
 	rep.Event, rep.AlreadyExpunged = ev, ev.ExpungedAt != nil
-	if ev.ArchiveKey != "" && ev.ExpungedAt == nil {
+	// An object the retention pass deleted holds nothing to rewrite.
+	if ev.ArchiveKey != "" && ev.ExpungedAt == nil && ev.BodyExpiredAt == nil {
 		if err := tx.ArchiveObjectLock(ctx, ev.ArchiveKey); err != nil {
 			return rep, dbError(err, "expunge event")
 		}

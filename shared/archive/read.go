@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -31,16 +32,22 @@ func OpenBodies(ctx context.Context, s3 blobstore.Config, pool *pgxpool.Pool) (*
 // of its gzip member. Either way the bytes are checked against the SHA-256
 // recorded at receipt, so what comes back is what the sender signed.
 //
-// Errors carry a cause: event_expunged (ErrExpunged), archive_corrupt
-// (ErrCorrupt), archive_store_unavailable, archive_store_failed.
+// Errors carry a cause: event_expunged (ErrExpunged), body_expired
+// (past retention), archive_corrupt (ErrCorrupt), archive_store_unavailable,
+// archive_store_failed.
 func (a *Archiver) Body(ctx context.Context, ev *inbox.Event) ([]byte, error) {
 	body, err := a.readLocated(ctx, ev)
-	if err != nil && errors.Is(err, ErrCorrupt) && ev.ArchiveKey != "" {
-		// An expunge may have rewritten the object between the read of the
-		// row and of the object: then the answer is "expunged", not
-		// "corrupt".
-		if again, lerr := a.store.EventGetByID(ctx, ev.ID); lerr == nil && again.ExpungedAt != nil {
-			return nil, expungedError(ev.Source, ev.EventID)
+	if err != nil && ev.ArchiveKey != "" && (errors.Is(err, ErrCorrupt) || inbox.CauseOf(err) == inbox.CauseArchiveStoreFailed) {
+		// An expunge may have rewritten the object, or the retention pass
+		// deleted it, between the read of the row and of the object: then
+		// the answer is "expunged" or "expired", not "corrupt" or "missing".
+		if again, lerr := a.store.EventGetByID(ctx, ev.ID); lerr == nil {
+			switch {
+			case again.ExpungedAt != nil:
+				return nil, expungedError(ev.Source, ev.EventID)
+			case again.BodyExpiredAt != nil:
+				return nil, expiredError(ev.Source, ev.EventID, *again.BodyExpiredAt)
+			}
 		}
 	}
 	return body, err
@@ -50,6 +57,8 @@ func (a *Archiver) readLocated(ctx context.Context, loc *inbox.Event) ([]byte, e
 	switch {
 	case loc.ExpungedAt != nil:
 		return nil, expungedError(loc.Source, loc.EventID)
+	case loc.BodyExpiredAt != nil:
+		return nil, expiredError(loc.Source, loc.EventID, *loc.BodyExpiredAt)
 	case loc.Body != nil:
 		if err := verifyBody(loc, loc.Body); err != nil {
 			return nil, inbox.WrapError(inbox.CauseArchiveCorrupt, err, "stored body failed verification")
@@ -98,4 +107,10 @@ func verifyBody(loc *inbox.Event, body []byte) error {
 
 func expungedError(source, eventID string) error {
 	return inbox.WrapError(inbox.CauseEventExpunged, fmt.Errorf("%s/%s: %w", source, eventID, ErrExpunged), "event body was expunged")
+}
+
+func expiredError(source, eventID string, at time.Time) error {
+	return inbox.WrapError(inbox.CauseBodyExpired,
+		fmt.Errorf("%s/%s: %w on %s", source, eventID, errBodyExpired, at.UTC().Format(time.DateOnly)),
+		"event body is past the body retention and was removed")
 }

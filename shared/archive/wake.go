@@ -61,7 +61,21 @@ func (a *Archiver) armNext(ctx context.Context, res Result, runErr error) error 
 			// under steady traffic a body comes of age every minute, and
 			// an object a minute would cost a PUT (and a run) each.
 			at = p.OldestProcessedAt.Add(a.cfg.MinAge).Truncate(time.Hour).Add(time.Hour)
-		default:
+			if r := a.cfg.BodyRetention; r > 0 && r < a.cfg.MinAge {
+				// Its body passes retention before it comes of age.
+				at = p.OldestProcessedAt.Add(r).Truncate(time.Hour).Add(time.Hour)
+			}
+		}
+		// With no traffic left to archive, the retention pass still has
+		// to run when the next stored object passes retention.
+		next, err := a.nextExpiry(ctx)
+		if err != nil {
+			return fmt.Errorf("archive: arm the next run: %w", err)
+		}
+		if next != nil && (at.IsZero() || next.Before(at)) {
+			at = next.Truncate(time.Hour).Add(time.Hour)
+		}
+		if at.IsZero() {
 			return nil
 		}
 	}

@@ -92,3 +92,37 @@ func TestFailedRunArmsARetry(t *testing.T) {
 		t.Fatalf("armed %v after a failed run, want %s", rec.at, want)
 	}
 }
+
+// TestIdleArchiverArmsForTheNextExpiry: with nothing left to archive, an
+// archiver with a body retention arms its next run for the hour after the
+// stored object's newest event passes retention, and an archiver without
+// one arms nothing.
+func TestIdleArchiverArmsForTheNextExpiry(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := time.Now().Truncate(time.Microsecond)
+	f.bulk("stripe", 2, 64, func(int) time.Time { return now.Add(-3 * time.Hour) }) // received 3h ago
+	rec := &arms{}
+	clock := clockFunc(func() time.Time { return now })
+	a := f.archiver(func(c *archive.Config, d *archive.Deps) { d.Wake, d.Clock = rec, clock })
+	if res, err := a.Invocation(context.Background()); err != nil || res.Events != 2 {
+		t.Fatalf("archiving run: %+v, %v", res, err)
+	}
+	if len(rec.at) != 0 {
+		t.Fatalf("armed %v with nothing left and no retention", rec.at)
+	}
+	var received time.Time
+	if err := f.pool.QueryRow(context.Background(), `SELECT max(created_at) FROM webhook_events`).Scan(&received); err != nil {
+		t.Fatal(err)
+	}
+	retaining := f.archiver(func(c *archive.Config, d *archive.Deps) {
+		d.Wake, d.Clock, c.BodyRetention = rec, clock, 24*time.Hour
+	})
+	if res, err := retaining.Invocation(context.Background()); err != nil || res.ExpiredObjects != 0 {
+		t.Fatalf("retaining run: %+v, %v", res, err)
+	}
+	want := received.Add(24 * time.Hour).Truncate(time.Hour).Add(time.Hour)
+	if len(rec.at) != 1 || !rec.at[0].Equal(want) {
+		t.Fatalf("armed %v, want the hour after the object passes retention (%s)", rec.at, want)
+	}
+}

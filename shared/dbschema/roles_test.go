@@ -283,6 +283,18 @@ func TestArchiverRunsAsItsRole(t *testing.T) {
 	if !bytes.Contains(logs.Bytes(), []byte(`"`+archive.MetricTableBloat+`"`)) || bytes.Contains(logs.Bytes(), []byte("bloat_err")) {
 		t.Fatalf("the bloat was not estimated:\n%s", logs.String())
 	}
+	// Two days on, with a day's body retention: the object is deleted and
+	// its events marked, and the body of an event processed since (not
+	// archivable with this archiver's long age) is cleared in Postgres.
+	factory.Event(ctx, t, store, &factory.EventOpts{State: inbox.StateProcessed, CreatedAt: time.Now().Add(-time.Hour)})
+	expiring, err := archive.New(archive.Config{Prefix: "archive", MinAge: 30 * 24 * time.Hour, BodyRetention: 24 * time.Hour},
+		archive.Deps{Store: asArchiver, Blobs: blobs, Clock: testclock.At(time.Now().Add(48 * time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := expiring.RunOnce(ctx); err != nil || res.ExpiredObjects != 1 || res.ExpiredEvents != 4 {
+		t.Fatalf("retention run = %+v, %v", res, err)
+	}
 	// An upload no manifest row names (it landed after its batch died),
 	// swept once older than the guard: recorded, locked, deleted.
 	late := "archive/provider=stripe/dt=2026-01-02/900-901.jsonl.gz"

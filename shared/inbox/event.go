@@ -80,6 +80,10 @@ type Event struct {
 	ArchivedAt    *time.Time
 	// ExpungedAt records a privacy erasure of the body.
 	ExpungedAt *time.Time
+	// BodyExpiredAt is when the archiver's retention pass removed the body
+	// (ARCHIVE_BODY_RETENTION_DAYS): its archive object deleted, or its
+	// copy in the row cleared. The row, its key and hash stay.
+	BodyExpiredAt *time.Time
 }
 
 // Attempt is one processing attempt of an event (webhook_attempts): its
@@ -295,6 +299,13 @@ type ArchiveObject struct {
 	CreatedAt   time.Time
 	CommittedAt *time.Time
 	RewrittenAt *time.Time
+	// FirstID and LastID bound its events' ids, and LastReceivedAt is the
+	// newest receipt among them: the retention pass deletes the object
+	// only once that is past retention (known once committed).
+	FirstID, LastID int64
+	LastReceivedAt  *time.Time
+	// ExpiredAt is when the retention pass deleted the object.
+	ExpiredAt *time.Time
 }
 
 // Actor is who performs an operator action (a replay, a requeue, an

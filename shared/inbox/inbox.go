@@ -163,6 +163,9 @@ const (
 	CauseEventNotFound Cause = "event_not_found"
 	// CauseEventExpunged: the event's body was erased on request.
 	CauseEventExpunged Cause = "event_expunged"
+	// CauseBodyExpired: the event's body is past the configured body
+	// retention and was removed (its row, key and hash stay).
+	CauseBodyExpired Cause = "body_expired"
 )
 
 // Causes of the operator API (shared/operations, shared/operatorapi): what

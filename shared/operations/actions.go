@@ -140,6 +140,14 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 	if err != nil {
 		return nil, err
 	}
+	if sel.ID > 0 {
+		// One event asked for by its id: say why it cannot be replayed
+		// when its body is gone, rather than count nothing. A selection of
+		// many leaves such events out (EventCountReplay).
+		if err := s.checkReplayable(ctx, sel.ID); err != nil {
+			return nil, err
+		}
+	}
 	res := &ReplayResult{DryRun: r.DryRun}
 	if r.DryRun {
 		if r.Continue != nil {
@@ -192,6 +200,25 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 		s.wake(ctx)
 	}
 	return res, nil
+}
+
+// checkReplayable refuses the replay of event id when the body retention
+// removed its body (cause body_expired).
+func (s *Service) checkReplayable(ctx context.Context, id int64) error {
+	return s.read(ctx, func(tx *storage.Tx, _ time.Time) error {
+		e, err := EventRef{ID: id}.get(ctx, tx)
+		if inbox.CauseOf(err) == inbox.CauseEventNotFound {
+			// No such event: the replay counts nothing, as before.
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if e.BodyExpiredAt != nil && e.ExpungedAt == nil {
+			return bodyExpired(e)
+		}
+		return nil
+	})
 }
 
 // checkContinuation lets a replay go on only under its own record: a
@@ -370,19 +397,24 @@ type ArchiveRunResult struct {
 	MinAge        Span    `json:"min_age"`
 	MinAgeSeconds float64 `json:"min_age_seconds"`
 	// Archivable is what the pass found to archive when it started.
-	Archivable  int64    `json:"archivable"`
-	Events      int      `json:"events"`
-	Objects     int      `json:"objects"`
-	ObjectBytes int64    `json:"object_bytes"`
-	BodyBytes   int64    `json:"body_bytes"`
-	Swept       int      `json:"swept"`
-	Truncated   bool     `json:"truncated"`
-	Keys        []string `json:"keys"`
+	Archivable  int64 `json:"archivable"`
+	Events      int   `json:"events"`
+	Objects     int   `json:"objects"`
+	ObjectBytes int64 `json:"object_bytes"`
+	BodyBytes   int64 `json:"body_bytes"`
+	Swept       int   `json:"swept"`
+	// ExpiredObjects and ExpiredEvents are what the body retention pass
+	// removed (the archive's ARCHIVE_BODY_RETENTION_DAYS; none when unset).
+	ExpiredObjects int      `json:"expired_objects"`
+	ExpiredEvents  int      `json:"expired_events"`
+	Truncated      bool     `json:"truncated"`
+	Keys           []string `json:"keys"`
 }
 
 // ArchiveRun does what one invocation of the archiver function does, at
 // most MaxBatches objects of it: the bodies of events processed more than
-// MinAge ago go to S3, oldest first, then orphan objects are swept. It is
+// MinAge ago go to S3, oldest first, the body retention pass runs (when
+// the archive's settings have one), then orphan objects are swept. It is
 // safe beside the deployed archiver: concurrent archivers take disjoint
 // batches. A dry run counts what a pass would archive now.
 func (s *Service) ArchiveRun(ctx context.Context, r ArchiveRunRequest) (*ArchiveRunResult, error) {
@@ -426,6 +458,7 @@ func (s *Service) ArchiveRun(ctx context.Context, r ArchiveRunRequest) (*Archive
 	run, runErr := a.RunOnce(ctx)
 	res.Events, res.Objects, res.ObjectBytes, res.BodyBytes = run.Events, run.Batches, run.ObjectBytes, run.BodyBytes
 	res.Swept, res.Truncated = run.Swept, run.Truncated
+	res.ExpiredObjects, res.ExpiredEvents = run.ExpiredObjects, run.ExpiredEvents
 	if run.Keys != nil {
 		res.Keys = run.Keys
 	}

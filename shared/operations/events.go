@@ -303,7 +303,8 @@ type Body struct {
 // EventBody reads an event's body: from its row while it is there
 // (checked against the hash recorded at receipt), else from its archive
 // object (a ranged read, checked the same way). An expunged body is an
-// error with cause event_expunged.
+// error with cause event_expunged; one past the body retention, with cause
+// body_expired.
 func (s *Service) EventBody(ctx context.Context, id int64) (*Body, error) {
 	if id <= 0 {
 		return nil, invalid("not an event's id: %d", id)
@@ -321,6 +322,8 @@ func (s *Service) EventBody(ctx context.Context, id int64) (*Body, error) {
 	switch {
 	case e.ExpungedAt != nil:
 		return nil, inbox.Errorf(inbox.CauseEventExpunged, "the body of event %d was expunged (erased on request)", e.ID)
+	case e.BodyExpiredAt != nil:
+		return nil, bodyExpired(e)
 	case e.Body != nil:
 		sum := sha256.Sum256(e.Body)
 		if len(e.Body) != e.BodySize || !bytes.Equal(sum[:], e.BodySHA256) {
@@ -347,4 +350,12 @@ func (s *Service) EventBody(ctx context.Context, id int64) (*Body, error) {
 	}
 	b.Bytes, b.From, b.ArchiveKey = body, BodyFromArchive, e.ArchiveKey
 	return b, nil
+}
+
+// bodyExpired is the refusal to read or replay e, whose body the
+// archiver's body retention removed.
+func bodyExpired(e *inbox.Event) error {
+	return inbox.Errorf(inbox.CauseBodyExpired,
+		"the body of event %d was removed on %s, past the body retention (ARCHIVE_BODY_RETENTION_DAYS); its row, id and hash stay",
+		e.ID, Stamp(e.BodyExpiredAt))
 }

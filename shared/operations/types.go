@@ -52,6 +52,9 @@ type Event struct {
 	ArchiveLength  *int64     `json:"archive_length"`
 	ArchivedAt     *time.Time `json:"archived_at"`
 	ExpungedAt     *time.Time `json:"expunged_at"`
+	// BodyExpiredAt: when the archiver's body retention removed the body
+	// (the row, its key and hash stay).
+	BodyExpiredAt *time.Time `json:"body_expired_at"`
 }
 
 func eventOf(now time.Time, e *inbox.Event) Event {
@@ -61,6 +64,7 @@ func eventOf(now time.Time, e *inbox.Event) Event {
 		ReceivedAt: e.CreatedAt, ProcessedAt: e.ProcessedAt, DeadAt: e.DeadAt, LastError: orNull(e.LastError),
 		ClaimedUntil: e.ClaimedUntil, ClaimedBy: orNull(e.ClaimedBy), BodySize: e.BodySize, BodySHA256: hex.EncodeToString(e.BodySHA256),
 		Metadata: e.Metadata, BodyInPostgres: e.Body != nil, ArchiveKey: orNull(e.ArchiveKey), ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
+		BodyExpiredAt: e.BodyExpiredAt,
 	}
 	if e.ProcessedAt == nil && e.DeadAt == nil {
 		// Only meaningful while the event waits for the processor.

@@ -368,6 +368,7 @@ var statuses = map[inbox.Cause]int{
 	inbox.CauseCountChanged:            http.StatusConflict,
 	inbox.CauseConfirmationMismatch:    http.StatusConflict,
 	inbox.CauseEventExpunged:           http.StatusGone,
+	inbox.CauseBodyExpired:             http.StatusGone,
 	inbox.CausePayloadTooLarge:         http.StatusRequestEntityTooLarge,
 	inbox.CauseInternal:                http.StatusInternalServerError,
 	inbox.CauseArchiveCorrupt:          http.StatusInternalServerError,

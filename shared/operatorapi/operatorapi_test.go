@@ -328,7 +328,7 @@ func TestStatusOf(t *testing.T) {
 	t.Parallel()
 	for c, want := range map[inbox.Cause]int{
 		inbox.CauseInvalidArgument: 400, inbox.CauseUnauthenticated: 401, inbox.CauseReadOnly: 403, inbox.CauseForbidden: 403,
-		inbox.CauseEventNotFound: 404, inbox.CauseCountChanged: 409, inbox.CauseEventExpunged: 410, inbox.CausePayloadTooLarge: 413,
+		inbox.CauseEventNotFound: 404, inbox.CauseCountChanged: 409, inbox.CauseEventExpunged: 410, inbox.CauseBodyExpired: 410, inbox.CausePayloadTooLarge: 413,
 		inbox.CauseInternal: 500, inbox.CauseArchiveStoreFailed: 502, inbox.CauseDatabaseUnavailable: 503, inbox.CauseArchiveNotConfigured: 503,
 		inbox.Cause("made_up"): 500,
 	} {

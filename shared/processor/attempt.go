@@ -74,7 +74,7 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 		// A body that can never be had is final; an archive out of reach
 		// is retried.
 		cause := inbox.CauseOf(err)
-		p.fail(&a, ce, cause, err, cause == inbox.CauseBodyOverBudget || cause == inbox.CauseArchiveCorrupt || cause == inbox.CauseEventExpunged)
+		p.fail(&a, ce, cause, err, cause == inbox.CauseBodyOverBudget || cause == inbox.CauseArchiveCorrupt || cause == inbox.CauseEventExpunged || cause == inbox.CauseBodyExpired)
 		return a, nil
 	}
 

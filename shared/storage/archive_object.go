@@ -74,6 +74,7 @@ func (e executor) ArchiveObjectLockPending(ctx context.Context, key string) (boo
 func (e executor) ArchiveObjectCommit(ctx context.Context, o inbox.ArchiveObject) error {
 	n, err := queries.ArchiveObjectCommit(ctx, e.db, dbsqlc.ArchiveObjectCommitParams{
 		Key: o.Key, EventCount: int32(o.EventCount), Size: o.Size, SHA256: o.SHA256,
+		FirstID: o.FirstID, LastID: o.LastID, LastReceivedAt: deref(o.LastReceivedAt),
 	})
 	if err != nil {
 		return fmt.Errorf("commit archive object %s: %w", o.Key, err)
@@ -93,6 +94,7 @@ func (e executor) ArchiveObjectGet(ctx context.Context, key string) (*inbox.Arch
 	return &inbox.ArchiveObject{
 		Key: r.Key, Source: r.Source, EventCount: int(deref(r.EventCount)), Size: deref(r.Size), SHA256: r.SHA256,
 		CreatedAt: r.CreatedAt, CommittedAt: r.CommittedAt, RewrittenAt: r.RewrittenAt,
+		FirstID: deref(r.FirstID), LastID: deref(r.LastID), LastReceivedAt: r.LastReceivedAt, ExpiredAt: r.ExpiredAt,
 	}, nil
 }
 
@@ -180,4 +182,49 @@ func (e executor) ArchiveObjectLockUnrecorded(ctx context.Context, key string) (
 		return false, fmt.Errorf("lock listed archive object %s: %w", key, err)
 	}
 	return true, nil
+}
+
+// ExpirableObject is a stored archive object whose events are all past
+// the body retention: its key, and the range of its events' ids.
+type ExpirableObject struct {
+	Key             string
+	FirstID, LastID int64
+}
+
+// ArchiveObjectLockExpirable locks, for the retention pass's transaction,
+// the stored object whose newest event was received longest ago, when
+// that is before receivedBefore; ok=false when there is none (or every
+// one is held by another pass or an expunge).
+func (e executor) ArchiveObjectLockExpirable(ctx context.Context, receivedBefore time.Time) (ExpirableObject, bool, error) {
+	r, err := queries.ArchiveObjectLockExpirable(ctx, e.db, receivedBefore)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ExpirableObject{}, false, nil
+	case err != nil:
+		return ExpirableObject{}, false, fmt.Errorf("find archive objects past retention: %w", err)
+	}
+	return ExpirableObject(r), true, nil
+}
+
+// ArchiveObjectMarkExpired records that the retention pass deleted the
+// object key.
+func (e executor) ArchiveObjectMarkExpired(ctx context.Context, key string) error {
+	if _, err := queries.ArchiveObjectMarkExpired(ctx, e.db, key); err != nil {
+		return fmt.Errorf("mark archive object %s expired: %w", key, err)
+	}
+	return nil
+}
+
+// ArchiveObjectGetNextExpiry returns the newest receipt among the events
+// of the stored object that comes past retention first; nil when no
+// object is stored.
+func (e executor) ArchiveObjectGetNextExpiry(ctx context.Context) (*time.Time, error) {
+	t, err := queries.ArchiveObjectGetNextExpiry(ctx, e.db)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("find the next archive object to expire: %w", err)
+	}
+	return &t, nil
 }

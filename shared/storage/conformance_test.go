@@ -222,6 +222,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_events/by_event_id", testEventListByEventID},
 	{"webhook_events/list_window", testEventListWindow},
 	{"webhook_archive_objects/batch", testArchiveBatch},
+	{"webhook_archive_objects/retention", testBodyRetention},
 	{"webhook_archive_objects/batch_changed", testArchiveBatchChanged},
 	{"webhook_archive_objects/orphans", testArchiveOrphans},
 	{"webhook_archive_objects/expunge", testArchiveExpunge},
@@ -1176,6 +1177,104 @@ func testArchiveBatch(t *testing.T, e *env) {
 	pr := must[storage.ArchiveProgress](t)(s.EventGetArchiveProgress(e.ctx, e.now))
 	if pr.Waiting != 2 || pr.Due != 2 || pr.OldestProcessedAt == nil {
 		t.Fatalf("progress %+v", pr)
+	}
+}
+
+// The retention pass: an object is found past retention only once its
+// newest event is, its events are marked (and their bodies cleared, the
+// dead letters' copies too) once, and bodies still in Postgres of
+// processed events past it are cleared; an expired event is no longer
+// replayable, and a dead one keeps its body.
+func testBodyRetention(t *testing.T, e *env) {
+	s := e.store
+	old, newer := e.now.Add(-40*24*time.Hour), e.now.Add(-39*24*time.Hour)
+	var evs []*inbox.Event
+	for _, at := range []time.Time{old, newer} {
+		evs = append(evs, factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "r", State: inbox.StateProcessed,
+			CreatedAt: at, ProcessedAt: new(e.now.Add(-time.Hour)), Now: e.now}))
+	}
+	if next := must[*time.Time](t)(s.ArchiveObjectGetNextExpiry(e.ctx)); next != nil {
+		t.Fatalf("next expiry with no object stored: %v", next)
+	}
+	ids := []int64{evs[0].ID, evs[1].ID}
+	check(t, s.ArchiveObjectPrepare(e.ctx, "r", "r"))
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	must[bool](t)(tx.ArchiveObjectLockPending(e.ctx, "r"))
+	must[[]*inbox.Event](t)(tx.EventLockForArchive(e.ctx, ids))
+	check(t, tx.EventMarkArchived(e.ctx, "r", []storage.ArchiveLocation{{EventPK: ids[0], Offset: 0, Length: 10}, {EventPK: ids[1], Offset: 10, Length: 10}}))
+	sum := sha256.Sum256([]byte("object"))
+	check(t, tx.ArchiveObjectCommit(e.ctx, inbox.ArchiveObject{Key: "r", EventCount: 2, Size: 20, SHA256: sum[:],
+		FirstID: ids[0], LastID: ids[1], LastReceivedAt: &newer}))
+	check(t, tx.Commit(e.ctx))
+	if next := must[*time.Time](t)(s.ArchiveObjectGetNextExpiry(e.ctx)); next == nil || !next.Equal(newer) {
+		t.Fatalf("next expiry = %v, want the newest receipt %v", next, newer)
+	}
+
+	// Between its events' receipts: the newer one is within retention.
+	if _, ok, err := s.ArchiveObjectLockExpirable(e.ctx, newer); err != nil || ok {
+		t.Fatalf("object locked as expirable while an event in it is not: %v, %v", ok, err)
+	}
+	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
+	o, ok, err := tx.ArchiveObjectLockExpirable(e.ctx, newer.Add(time.Second))
+	if err != nil || !ok || !field.Check(t, "expirable", field.Eq("Key", o.Key, "r"), field.Eq("FirstID", o.FirstID, ids[0]), field.Eq("LastID", o.LastID, ids[1])) {
+		t.Fatalf("expirable: %+v, %v, %v", o, ok, err)
+	}
+	if n := must[int64](t)(tx.EventExpireArchived(e.ctx, o)); n != 2 {
+		t.Fatalf("marked %d, want 2", n)
+	}
+	check(t, tx.ArchiveObjectMarkExpired(e.ctx, o.Key))
+	check(t, tx.Commit(e.ctx))
+	if n := must[int64](t)(s.EventExpireArchived(e.ctx, o)); n != 0 {
+		t.Fatalf("marked again: %d", n)
+	}
+	got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ids[0]))
+	field.Check(t, "expired event", field.Is("BodyExpiredAt", got.BodyExpiredAt, got.BodyExpiredAt != nil, "set"),
+		field.Eq("ArchiveKey", got.ArchiveKey, "r"), field.Eq("BodySize", got.BodySize, evs[0].BodySize))
+	mo := must[*inbox.ArchiveObject](t)(s.ArchiveObjectGet(e.ctx, "r"))
+	field.Check(t, "manifest", field.Is("ExpiredAt", mo.ExpiredAt, mo.ExpiredAt != nil, "set"), field.Eq("FirstID", mo.FirstID, ids[0]))
+	if st := must[storage.ArchiveObjectStats](t)(s.ArchiveObjectGetStats(e.ctx)); st.Objects != 0 {
+		t.Fatalf("stats count the expired object: %+v", st)
+	}
+	if next := must[*time.Time](t)(s.ArchiveObjectGetNextExpiry(e.ctx)); next != nil {
+		t.Fatalf("next expiry with the only object expired: %v", next)
+	}
+	if _, ok, _ := s.ArchiveObjectLockExpirable(e.ctx, e.now); ok {
+		t.Fatal("an expired object is expirable again")
+	}
+	if dry := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, storage.ReplayFilter{ID: ids[0]}, storage.ReplayOptions{Now: e.now, DryRun: true})); dry.Matched != 0 {
+		t.Fatalf("an expired event counts as replayable: %+v", dry)
+	}
+
+	// Bodies still in Postgres: the processed one past retention, not the
+	// dead one, nor the one within retention.
+	inPG := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "p", State: inbox.StateProcessed, CreatedAt: old, Now: e.now})
+	dead := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "p", State: inbox.StateDead, CreatedAt: old, Now: e.now})
+	fresh := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "p", State: inbox.StateProcessed, Now: e.now})
+	// One dead-lettered once, requeued and processed: its dead letter's
+	// copy of the body goes with it.
+	requeued := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "q", State: inbox.StateDead, CreatedAt: old, Now: e.now})
+	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "q"}, time.Now(), inbox.Actor{Name: "test"})); n != 1 {
+		t.Fatalf("requeued %d", n)
+	}
+	factory.ProcessDue(e.ctx, t, s, e.now)
+	if n := must[int64](t)(s.EventExpireBodies(e.ctx, newer, 10)); n != 2 {
+		t.Fatalf("cleared %d bodies, want 2", n)
+	}
+	dls := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, requeued.ID))
+	if len(dls) != 1 || dls[0].Body != nil || dls[0].Payload != nil {
+		t.Fatalf("the requeued event's dead letters after the expiry: %+v", dls)
+	}
+	if n := must[int64](t)(s.EventExpireBodies(e.ctx, newer, 10)); n != 0 {
+		t.Fatalf("cleared %d bodies again", n)
+	}
+	for _, c := range []struct {
+		ev      *inbox.Event
+		expired bool
+	}{{inPG, true}, {dead, false}, {fresh, false}} {
+		got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, c.ev.ID))
+		field.Check(t, fmt.Sprintf("event %d", c.ev.ID), field.Eq("expired", got.BodyExpiredAt != nil, c.expired),
+			field.Eq("body kept", got.Body != nil, !c.expired), field.Eq("EventID", got.EventID, c.ev.EventID))
 	}
 }
 

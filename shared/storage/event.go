@@ -27,7 +27,7 @@ func eventFromRow(r dbsqlc.WebhookEvent) (*inbox.Event, error) {
 		NextAttemptAt: r.NextAttemptAt,
 		LastError:     deref(r.LastError), Outcome: inbox.Outcome(deref(r.Outcome)), ProcessedAt: r.ProcessedAt, DeadAt: r.DeadAt,
 		ArchiveKey: deref(r.ArchiveKey), ArchiveOffset: deref(r.ArchiveOffset), ArchiveLength: deref(r.ArchiveLength),
-		ArchivedAt: r.ArchivedAt, ExpungedAt: r.ExpungedAt,
+		ArchivedAt: r.ArchivedAt, ExpungedAt: r.ExpungedAt, BodyExpiredAt: r.BodyExpiredAt,
 	}
 	if r.Payload != nil {
 		e.Payload = json.RawMessage(r.Payload)
@@ -711,6 +711,29 @@ func (e executor) EventExpunge(ctx context.Context, id int64) (EventScrub, error
 		return EventScrub{}, fmt.Errorf("expunge event %d: %w", id, err)
 	}
 	return EventScrub{Payload: r.HadPayload, Body: r.HadBody, Metadata: r.HadMetadata, LastError: r.HadLastError}, nil
+}
+
+// EventExpireArchived marks the events of the archive object o, which the
+// retention pass has just deleted, as expired (clearing any body left in
+// their rows and in their dead letters), and returns how many it marked;
+// rows already marked are left alone. The caller holds o's manifest row.
+func (e executor) EventExpireArchived(ctx context.Context, o ExpirableObject) (int64, error) {
+	n, err := queries.EventExpireArchived(ctx, e.db, dbsqlc.EventExpireArchivedParams{Key: o.Key, FirstID: o.FirstID, LastID: o.LastID})
+	if err != nil {
+		return 0, fmt.Errorf("mark the events of %s expired: %w", o.Key, err)
+	}
+	return n, nil
+}
+
+// EventExpireBodies clears the bodies still in Postgres of at most max
+// processed events received before receivedBefore (and their dead
+// letters' copies), marking them expired, and returns how many.
+func (e executor) EventExpireBodies(ctx context.Context, receivedBefore time.Time, max int) (int64, error) {
+	n, err := queries.EventExpireBodies(ctx, e.db, dbsqlc.EventExpireBodiesParams{ReceivedBefore: receivedBefore, Max: int32(max)})
+	if err != nil {
+		return 0, fmt.Errorf("clear bodies past retention: %w", err)
+	}
+	return n, nil
 }
 
 // EventCountByBucket counts the events stored in each bucket of b, by

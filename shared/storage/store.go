@@ -47,6 +47,8 @@ type Executor interface {
 	EventLockForArchive(ctx context.Context, ids []int64) ([]*inbox.Event, error)
 	EventMarkArchived(ctx context.Context, key string, locs []ArchiveLocation) error
 	EventExpunge(ctx context.Context, id int64) (EventScrub, error)
+	EventExpireArchived(ctx context.Context, o ExpirableObject) (int64, error)
+	EventExpireBodies(ctx context.Context, receivedBefore time.Time, max int) (int64, error)
 
 	// webhook_attempts
 	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
@@ -103,6 +105,9 @@ type Executor interface {
 	ArchiveObjectLock(ctx context.Context, key string) error
 	ArchiveObjectMarkRewritten(ctx context.Context, key string, size int64, sha256 []byte) error
 	ArchiveObjectGetStats(ctx context.Context) (ArchiveObjectStats, error)
+	ArchiveObjectLockExpirable(ctx context.Context, receivedBefore time.Time) (o ExpirableObject, ok bool, err error)
+	ArchiveObjectMarkExpired(ctx context.Context, key string) error
+	ArchiveObjectGetNextExpiry(ctx context.Context) (*time.Time, error)
 
 	// the server
 	PGNow(ctx context.Context) (time.Time, error)

@@ -713,6 +713,48 @@ func TestArchiveKeepsASafetyNet(t *testing.T) {
 	}
 }
 
+// TestBodyRetentionRule: with BodyRetentionDays set, the archive bucket
+// expires objects under archive/ that many days after they were stored
+// (the backstop of the archiver's retention pass), their noncurrent
+// versions still go by the safety net's rule, and the archiver and the
+// acting operator get the setting; with the default 0 there is no such
+// rule and bodies are kept for ever.
+func TestBodyRetentionRule(t *testing.T) {
+	t.Parallel()
+	retention := func(params map[string]any) (rule map[string]any, noncurrent bool) {
+		_, res := load(t, params)
+		for _, r := range props(t, res, "ArchiveBucket")["LifecycleConfiguration"].(map[string]any)["Rules"].([]any) {
+			r := r.(map[string]any)
+			if _, ok := r["ExpirationInDays"]; ok {
+				rule = r
+			}
+			if _, ok := r["NoncurrentVersionExpiration"]; ok && r["Prefix"] == nil && r["Status"] == "Enabled" {
+				noncurrent = true
+			}
+		}
+		return rule, noncurrent
+	}
+	if rule, _ := retention(nil); rule != nil {
+		t.Errorf("by default the bucket expires objects: %s", mustJSON(rule))
+	}
+	rule, noncurrent := retention(map[string]any{"BodyRetentionDays": 30})
+	switch {
+	case rule == nil:
+		t.Fatal("BodyRetentionDays=30: no expiration rule on the archive bucket")
+	case fmt.Sprint(rule["ExpirationInDays"]) != "30" || rule["Prefix"] != "archive/" || rule["Status"] != "Enabled":
+		t.Errorf("BodyRetentionDays=30: rule %s, want archive/ expired after 30 days, enabled", mustJSON(rule))
+	case !noncurrent:
+		t.Error("BodyRetentionDays=30: no rule expires the noncurrent versions the expiry leaves")
+	}
+	_, res := load(t, map[string]any{"BodyRetentionDays": 30})
+	for _, fn := range []string{"ArchiverFunction", "OperatorFunction"} {
+		env := props(t, res, fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := fmt.Sprint(env["ARCHIVE_BODY_RETENTION_DAYS"]); got != "30" {
+			t.Errorf("%s: ARCHIVE_BODY_RETENTION_DAYS = %q, want 30", fn, got)
+		}
+	}
+}
+
 // TestOperations: every function logs to its own log group with a
 // retention; the receiver, the processor and the archiver, which run
 // unattended, have an alarm on their errors and on their throttles, the

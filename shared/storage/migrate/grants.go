@@ -122,19 +122,25 @@ func CoreGrants() []Grant {
 		// privilege), EventMarkArchived writes the archive columns and
 		// clears the payload and body.
 		{Role: RoleArchiver, On: "webhook_events", Privileges: []string{"SELECT"}},
+		// The retention pass (EventExpireArchived, EventExpireBodies) marks
+		// rows body_expired_at and clears their payload and body, and their
+		// dead letters' copies of both.
 		{Role: RoleArchiver, On: "webhook_events", Privileges: []string{"UPDATE"},
-			Columns: []string{"archive_key", "archive_offset", "archive_length", "archived_at", "payload", "body"}},
+			Columns: []string{"archive_key", "archive_offset", "archive_length", "archived_at", "payload", "body", "body_expired_at"}},
+		{Role: RoleArchiver, On: "webhook_dead_letters", Privileges: []string{"SELECT", "UPDATE"}, Columns: []string{"payload", "body"}},
+		{Role: RoleArchiver, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"event_pk"}},
 		// Its bloat gauges read the planner's statistics, which PostgreSQL
 		// shows only for tables the role may read: the attempt history and
 		// the claims grow and churn with the inbox. Neither holds a body.
 		{Role: RoleArchiver, On: "webhook_attempts", Privileges: []string{"SELECT"}},
 		{Role: RoleArchiver, On: "webhook_claims", Privileges: []string{"SELECT"}},
-		// The manifest is the archiver's own: prepare, lock, commit, and the
-		// orphan sweep's delete.
+		// The manifest is the archiver's own: prepare, lock, commit (with
+		// its events' span), the orphan sweep's delete, and the retention
+		// pass's expired_at.
 		{Role: RoleArchiver, On: "webhook_archive_objects", Privileges: []string{"SELECT", "DELETE"}},
 		{Role: RoleArchiver, On: "webhook_archive_objects", Privileges: []string{"INSERT"}, Columns: []string{"key", "provider"}},
 		{Role: RoleArchiver, On: "webhook_archive_objects", Privileges: []string{"UPDATE"},
-			Columns: []string{"committed_at", "event_count", "size", "sha256"}},
+			Columns: []string{"committed_at", "event_count", "size", "sha256", "first_id", "last_id", "last_received_at", "expired_at"}},
 
 		// The acting operator: what its actions write, beyond the reads
 		// both operator roles share (below).
@@ -146,13 +152,14 @@ func CoreGrants() []Grant {
 		// EventExpunge erases (payload, body, metadata, last_error) and
 		// stamps it (expunged_at, and outcome and processed_at of an
 		// unprocessed one); an archive run's EventMarkArchived writes the
-		// archive columns and clears payload and body. An expunge's
+		// archive columns and clears payload and body, and its retention
+		// pass sets body_expired_at. An expunge's
 		// EventGetByKeyForUpdate and the run's FOR NO KEY UPDATE locks need
 		// an UPDATE privilege too. Never the key, the hash, the type or the
 		// attempt counts.
 		{Role: RoleOperator, On: "webhook_events", Privileges: []string{"UPDATE"},
 			Columns: []string{"dead_at", "failed_attempts", "last_error", "next_attempt_at", "processed_at", "outcome",
-				"payload", "body", "metadata", "expunged_at", "archive_key", "archive_offset", "archive_length", "archived_at"}},
+				"payload", "body", "metadata", "expunged_at", "archive_key", "archive_offset", "archive_length", "archived_at", "body_expired_at"}},
 		// AttemptExpunge redacts an expunged event's attempt errors; the
 		// history is otherwise never changed.
 		{Role: RoleOperator, On: "webhook_attempts", Privileges: []string{"UPDATE"}, Columns: []string{"error"}},
@@ -180,7 +187,7 @@ func CoreGrants() []Grant {
 		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"DELETE"}},
 		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"INSERT"}, Columns: []string{"key", "provider"}},
 		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"UPDATE"},
-			Columns: []string{"committed_at", "event_count", "size", "sha256", "rewritten_at"}},
+			Columns: []string{"committed_at", "event_count", "size", "sha256", "rewritten_at", "first_id", "last_id", "last_received_at", "expired_at"}},
 	}
 	// Both operator roles read every core table whole: the operator pages
 	// show events with their bodies (EventGetByID, EventList, the

@@ -35,8 +35,10 @@ SELECT key FROM webhook_archive_objects WHERE key = @key::text AND committed_at 
 
 -- name: ArchiveObjectCommit :execrows
 -- Marks a pending object committed with its size and hash, in the
--- transaction that points its events at it.
-UPDATE webhook_archive_objects SET committed_at = now(), event_count = @event_count::int, size = @size::bigint, sha256 = @sha256::bytea
+-- transaction that points its events at it, and the span of its events
+-- (their ids, the newest receipt), which the retention pass judges it by.
+UPDATE webhook_archive_objects SET committed_at = now(), event_count = @event_count::int, size = @size::bigint, sha256 = @sha256::bytea,
+       first_id = @first_id::bigint, last_id = @last_id::bigint, last_received_at = @last_received_at::timestamptz
  WHERE key = @key::text AND committed_at IS NULL;
 
 -- name: ArchiveObjectGet :one
@@ -68,9 +70,10 @@ UPDATE webhook_archive_objects SET size = @size::bigint, sha256 = @sha256::bytea
 -- name: ArchiveObjectGetStats :one
 -- The committed objects (count, bytes, events) and the pending ones. The
 -- manifest is small: one row per object.
-SELECT count(*) FILTER (WHERE committed_at IS NOT NULL) AS objects,
-       coalesce(sum(size) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS object_bytes,
-       coalesce(sum(event_count) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS archived_events,
+-- Objects the retention pass deleted (expired_at) are no longer stored.
+SELECT count(*) FILTER (WHERE committed_at IS NOT NULL AND expired_at IS NULL) AS objects,
+       coalesce(sum(size) FILTER (WHERE committed_at IS NOT NULL AND expired_at IS NULL), 0)::bigint AS object_bytes,
+       coalesce(sum(event_count) FILTER (WHERE committed_at IS NOT NULL AND expired_at IS NULL), 0)::bigint AS archived_events,
        count(*) FILTER (WHERE committed_at IS NULL) AS pending_objects
   FROM webhook_archive_objects;
 
@@ -86,3 +89,35 @@ SELECT key FROM webhook_archive_objects WHERE key = ANY(@keys::text[]) AND commi
 -- key, upload to it or commit it. No row: a batch holds it (SKIP LOCKED),
 -- or it is committed.
 SELECT key FROM webhook_archive_objects WHERE key = @key::text AND committed_at IS NULL FOR UPDATE SKIP LOCKED;
+
+-- name: ArchiveObjectLockExpirable :one
+-- The stored object whose newest event was received longest ago, if that
+-- is before @received_before (every event in it is past retention), for
+-- the retention pass's transaction. Locked without waiting: concurrent
+-- passes take different objects, and an expunge rewriting it (which holds
+-- the same lock) finishes first. An object committed without its span (by
+-- an archiver older than its columns) is judged by when it was recorded,
+-- after all its events were received. first_id and last_id, when unknown,
+-- span every id.
+SELECT key, coalesce(first_id, 0)::bigint AS first_id, coalesce(last_id, 9223372036854775807)::bigint AS last_id
+  FROM webhook_archive_objects
+ WHERE committed_at IS NOT NULL AND expired_at IS NULL
+   AND coalesce(last_received_at, created_at) < @received_before::timestamptz
+ ORDER BY coalesce(last_received_at, created_at)
+ LIMIT 1
+ FOR UPDATE SKIP LOCKED;
+
+-- name: ArchiveObjectMarkExpired :execrows
+-- Records that the retention pass deleted the object, in the transaction
+-- that marks its events.
+UPDATE webhook_archive_objects SET expired_at = now() WHERE key = @key::text AND expired_at IS NULL;
+
+-- name: ArchiveObjectGetNextExpiry :one
+-- When the next stored object comes past retention: the earliest newest
+-- receipt (or recording) among them; no row when no object is stored.
+-- The archiver arms its next run from it.
+SELECT coalesce(last_received_at, created_at)::timestamptz AS next_at
+  FROM webhook_archive_objects
+ WHERE committed_at IS NOT NULL AND expired_at IS NULL
+ ORDER BY coalesce(last_received_at, created_at)
+ LIMIT 1;

@@ -324,7 +324,8 @@ SELECT count(*) AS count,
  WHERE e.processed_at IS NULL AND e.dead_at IS NULL;
 
 -- name: EventCountReplay :one
--- What a replay filter selects among processed, unexpunged, live events:
+-- What a replay filter selects among processed, unexpunged, live events
+-- whose body is still somewhere (not expired by the retention pass):
 -- replayable, the events EventListReplayableIDs returns and EventReplay
 -- resets, and archived, the part of them whose body is in S3 (the
 -- processor reads it back from its archive object, hash verified). NULL
@@ -336,7 +337,7 @@ SELECT count(*) AS replayable,
        coalesce(max(e.id), 0)::bigint AS last_id
   FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+   AND (e.body IS NOT NULL OR (e.archived_at IS NOT NULL AND e.body_expired_at IS NULL))
    AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
    AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
    AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
@@ -354,7 +355,7 @@ SELECT count(*) AS replayable,
 -- processed again meanwhile is behind the cursor, never replayed twice.
 SELECT e.id FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+   AND (e.body IS NOT NULL OR (e.archived_at IS NOT NULL AND e.body_expired_at IS NULL))
    AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
    AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
    AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
@@ -379,7 +380,7 @@ WITH replayed AS (
        SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = @now::timestamptz
      WHERE e.id = ANY(@ids::bigint[])
        AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-       AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+       AND (e.body IS NOT NULL OR (e.archived_at IS NOT NULL AND e.body_expired_at IS NULL))
     RETURNING e.id
 ), link AS (
     INSERT INTO webhook_operator_action_events (event_pk, action_id)
@@ -470,6 +471,51 @@ UPDATE webhook_events e SET payload = NULL, body = NULL, metadata = NULL,
  WHERE e.id = old.id
 RETURNING old.had_payload::boolean AS had_payload, old.had_body::boolean AS had_body,
           old.had_metadata::boolean AS had_metadata, old.had_last_error::boolean AS had_last_error;
+
+-- name: EventExpireArchived :one
+-- Marks the events of an archive object the retention pass has just
+-- deleted (@key, its events' ids within @first_id..@last_id, which the
+-- primary key finds without a scan for the key), in the transaction that
+-- holds its manifest row: body_expired_at set, and any payload or body
+-- still in the row cleared, with the copies their dead letters hold. The
+-- key, the hash, the metadata and the processing record stay: a
+-- redelivery is still a duplicate. Rows already marked are left alone.
+WITH expired AS (
+    UPDATE webhook_events e SET body_expired_at = now(), payload = NULL, body = NULL
+     WHERE e.id BETWEEN @first_id::bigint AND @last_id::bigint AND e.archive_key = @key::text AND e.body_expired_at IS NULL
+    RETURNING e.id
+), copies AS (
+    UPDATE webhook_dead_letters d SET payload = NULL, body = NULL
+      FROM expired WHERE d.event_pk = expired.id AND (d.payload IS NOT NULL OR d.body IS NOT NULL)
+)
+SELECT count(*) FROM expired;
+
+-- name: EventExpireBodies :one
+-- Clears, for the retention pass, the bodies still in Postgres of at most
+-- @max processed events received before @received_before (the archiver
+-- did not take them yet, or retention is shorter than its age), oldest
+-- processed first through webhook_events_archivable_idx, skipping rows an
+-- archive batch holds: body_expired_at set, payload and body cleared, and
+-- their dead letters' copies. An event not processed (due, or dead) keeps
+-- its body: the drain or a requeue still needs it. The conditions are
+-- restated in the update, so that a row replayed meanwhile is left alone.
+WITH chosen AS (
+    SELECT id FROM webhook_events
+     WHERE processed_at IS NOT NULL AND archived_at IS NULL AND body IS NOT NULL
+       AND created_at < @received_before::timestamptz
+     ORDER BY processed_at, id
+     LIMIT @max::int
+     FOR NO KEY UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE webhook_events e SET body_expired_at = now(), payload = NULL, body = NULL
+      FROM chosen
+     WHERE e.id = chosen.id AND e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
+    RETURNING e.id
+), copies AS (
+    UPDATE webhook_dead_letters d SET payload = NULL, body = NULL
+      FROM expired WHERE d.event_pk = expired.id AND (d.payload IS NOT NULL OR d.body IS NOT NULL)
+)
+SELECT count(*) FROM expired;
 
 -- name: EventCountByBucket :many
 -- Events stored (accepted) per time bucket of bucket_seconds from since

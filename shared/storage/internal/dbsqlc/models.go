@@ -9,14 +9,18 @@ import (
 )
 
 type WebhookArchiveObject struct {
-	Key         string
-	Source      string
-	EventCount  *int32
-	Size        *int64
-	SHA256      []byte
-	CreatedAt   time.Time
-	CommittedAt *time.Time
-	RewrittenAt *time.Time
+	Key            string
+	Source         string
+	EventCount     *int32
+	Size           *int64
+	SHA256         []byte
+	CreatedAt      time.Time
+	CommittedAt    *time.Time
+	RewrittenAt    *time.Time
+	FirstID        *int64
+	LastID         *int64
+	LastReceivedAt *time.Time
+	ExpiredAt      *time.Time
 }
 
 type WebhookAttempt struct {
@@ -83,6 +87,7 @@ type WebhookEvent struct {
 	FailedAttempts int32
 	Solo           bool
 	BodyGuard      bool
+	BodyExpiredAt  *time.Time
 }
 
 type WebhookOperatorAction struct {

@@ -11,24 +11,32 @@ import (
 )
 
 const archiveObjectCommit = `-- name: ArchiveObjectCommit :execrows
-UPDATE webhook_archive_objects SET committed_at = now(), event_count = $1::int, size = $2::bigint, sha256 = $3::bytea
- WHERE key = $4::text AND committed_at IS NULL
+UPDATE webhook_archive_objects SET committed_at = now(), event_count = $1::int, size = $2::bigint, sha256 = $3::bytea,
+       first_id = $4::bigint, last_id = $5::bigint, last_received_at = $6::timestamptz
+ WHERE key = $7::text AND committed_at IS NULL
 `
 
 type ArchiveObjectCommitParams struct {
-	EventCount int32
-	Size       int64
-	SHA256     []byte
-	Key        string
+	EventCount     int32
+	Size           int64
+	SHA256         []byte
+	FirstID        int64
+	LastID         int64
+	LastReceivedAt time.Time
+	Key            string
 }
 
 // Marks a pending object committed with its size and hash, in the
-// transaction that points its events at it.
+// transaction that points its events at it, and the span of its events
+// (their ids, the newest receipt), which the retention pass judges it by.
 func (q *Queries) ArchiveObjectCommit(ctx context.Context, db DBTX, arg ArchiveObjectCommitParams) (int64, error) {
 	result, err := db.Exec(ctx, archiveObjectCommit,
 		arg.EventCount,
 		arg.Size,
 		arg.SHA256,
+		arg.FirstID,
+		arg.LastID,
+		arg.LastReceivedAt,
 		arg.Key,
 	)
 	if err != nil {
@@ -47,7 +55,7 @@ func (q *Queries) ArchiveObjectDelete(ctx context.Context, db DBTX, key string) 
 }
 
 const archiveObjectGet = `-- name: ArchiveObjectGet :one
-SELECT key, provider, event_count, size, sha256, created_at, committed_at, rewritten_at FROM webhook_archive_objects WHERE key = $1::text
+SELECT key, provider, event_count, size, sha256, created_at, committed_at, rewritten_at, first_id, last_id, last_received_at, expired_at FROM webhook_archive_objects WHERE key = $1::text
 `
 
 func (q *Queries) ArchiveObjectGet(ctx context.Context, db DBTX, key string) (WebhookArchiveObject, error) {
@@ -62,14 +70,36 @@ func (q *Queries) ArchiveObjectGet(ctx context.Context, db DBTX, key string) (We
 		&i.CreatedAt,
 		&i.CommittedAt,
 		&i.RewrittenAt,
+		&i.FirstID,
+		&i.LastID,
+		&i.LastReceivedAt,
+		&i.ExpiredAt,
 	)
 	return i, err
 }
 
+const archiveObjectGetNextExpiry = `-- name: ArchiveObjectGetNextExpiry :one
+SELECT coalesce(last_received_at, created_at)::timestamptz AS next_at
+  FROM webhook_archive_objects
+ WHERE committed_at IS NOT NULL AND expired_at IS NULL
+ ORDER BY coalesce(last_received_at, created_at)
+ LIMIT 1
+`
+
+// When the next stored object comes past retention: the earliest newest
+// receipt (or recording) among them; no row when no object is stored.
+// The archiver arms its next run from it.
+func (q *Queries) ArchiveObjectGetNextExpiry(ctx context.Context, db DBTX) (time.Time, error) {
+	row := db.QueryRow(ctx, archiveObjectGetNextExpiry)
+	var next_at time.Time
+	err := row.Scan(&next_at)
+	return next_at, err
+}
+
 const archiveObjectGetStats = `-- name: ArchiveObjectGetStats :one
-SELECT count(*) FILTER (WHERE committed_at IS NOT NULL) AS objects,
-       coalesce(sum(size) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS object_bytes,
-       coalesce(sum(event_count) FILTER (WHERE committed_at IS NOT NULL), 0)::bigint AS archived_events,
+SELECT count(*) FILTER (WHERE committed_at IS NOT NULL AND expired_at IS NULL) AS objects,
+       coalesce(sum(size) FILTER (WHERE committed_at IS NOT NULL AND expired_at IS NULL), 0)::bigint AS object_bytes,
+       coalesce(sum(event_count) FILTER (WHERE committed_at IS NOT NULL AND expired_at IS NULL), 0)::bigint AS archived_events,
        count(*) FILTER (WHERE committed_at IS NULL) AS pending_objects
   FROM webhook_archive_objects
 `
@@ -83,6 +113,7 @@ type ArchiveObjectGetStatsRow struct {
 
 // The committed objects (count, bytes, events) and the pending ones. The
 // manifest is small: one row per object.
+// Objects the retention pass deleted (expired_at) are no longer stored.
 func (q *Queries) ArchiveObjectGetStats(ctx context.Context, db DBTX) (ArchiveObjectGetStatsRow, error) {
 	row := db.QueryRow(ctx, archiveObjectGetStats)
 	var i ArchiveObjectGetStatsRow
@@ -147,6 +178,37 @@ func (q *Queries) ArchiveObjectLockAbandoned(ctx context.Context, db DBTX, key s
 	return key_2, err
 }
 
+const archiveObjectLockExpirable = `-- name: ArchiveObjectLockExpirable :one
+SELECT key, coalesce(first_id, 0)::bigint AS first_id, coalesce(last_id, 9223372036854775807)::bigint AS last_id
+  FROM webhook_archive_objects
+ WHERE committed_at IS NOT NULL AND expired_at IS NULL
+   AND coalesce(last_received_at, created_at) < $1::timestamptz
+ ORDER BY coalesce(last_received_at, created_at)
+ LIMIT 1
+ FOR UPDATE SKIP LOCKED
+`
+
+type ArchiveObjectLockExpirableRow struct {
+	Key     string
+	FirstID int64
+	LastID  int64
+}
+
+// The stored object whose newest event was received longest ago, if that
+// is before @received_before (every event in it is past retention), for
+// the retention pass's transaction. Locked without waiting: concurrent
+// passes take different objects, and an expunge rewriting it (which holds
+// the same lock) finishes first. An object committed without its span (by
+// an archiver older than its columns) is judged by when it was recorded,
+// after all its events were received. first_id and last_id, when unknown,
+// span every id.
+func (q *Queries) ArchiveObjectLockExpirable(ctx context.Context, db DBTX, receivedBefore time.Time) (ArchiveObjectLockExpirableRow, error) {
+	row := db.QueryRow(ctx, archiveObjectLockExpirable, receivedBefore)
+	var i ArchiveObjectLockExpirableRow
+	err := row.Scan(&i.Key, &i.FirstID, &i.LastID)
+	return i, err
+}
+
 const archiveObjectLockOrphan = `-- name: ArchiveObjectLockOrphan :one
 SELECT key FROM webhook_archive_objects
  WHERE committed_at IS NULL AND created_at < $1::timestamptz
@@ -194,6 +256,20 @@ func (q *Queries) ArchiveObjectLockUnrecorded(ctx context.Context, db DBTX, key 
 	var key_2 string
 	err := row.Scan(&key_2)
 	return key_2, err
+}
+
+const archiveObjectMarkExpired = `-- name: ArchiveObjectMarkExpired :execrows
+UPDATE webhook_archive_objects SET expired_at = now() WHERE key = $1::text AND expired_at IS NULL
+`
+
+// Records that the retention pass deleted the object, in the transaction
+// that marks its events.
+func (q *Queries) ArchiveObjectMarkExpired(ctx context.Context, db DBTX, key string) (int64, error) {
+	result, err := db.Exec(ctx, archiveObjectMarkExpired, key)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const archiveObjectMarkRewritten = `-- name: ArchiveObjectMarkRewritten :exec

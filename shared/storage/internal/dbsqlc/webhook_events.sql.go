@@ -271,7 +271,7 @@ SELECT count(*) AS replayable,
        coalesce(max(e.id), 0)::bigint AS last_id
   FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+   AND (e.body IS NOT NULL OR (e.archived_at IS NOT NULL AND e.body_expired_at IS NULL))
    AND ($1::bigint IS NULL OR e.id = $1::bigint)
    AND ($2::text IS NULL OR e.provider = $2::text)
    AND ($3::text IS NULL OR e.event_type = $3::text)
@@ -295,7 +295,8 @@ type EventCountReplayRow struct {
 	LastID     int64
 }
 
-// What a replay filter selects among processed, unexpunged, live events:
+// What a replay filter selects among processed, unexpunged, live events
+// whose body is still somewhere (not expired by the retention pass):
 // replayable, the events EventListReplayableIDs returns and EventReplay
 // resets, and archived, the part of them whose body is in S3 (the
 // processor reads it back from its archive object, hash verified). NULL
@@ -401,6 +402,78 @@ func (q *Queries) EventDeadLetter(ctx context.Context, db DBTX, ids []int64) ([]
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventExpireArchived = `-- name: EventExpireArchived :one
+WITH expired AS (
+    UPDATE webhook_events e SET body_expired_at = now(), payload = NULL, body = NULL
+     WHERE e.id BETWEEN $1::bigint AND $2::bigint AND e.archive_key = $3::text AND e.body_expired_at IS NULL
+    RETURNING e.id
+), copies AS (
+    UPDATE webhook_dead_letters d SET payload = NULL, body = NULL
+      FROM expired WHERE d.event_pk = expired.id AND (d.payload IS NOT NULL OR d.body IS NOT NULL)
+)
+SELECT count(*) FROM expired
+`
+
+type EventExpireArchivedParams struct {
+	FirstID int64
+	LastID  int64
+	Key     string
+}
+
+// Marks the events of an archive object the retention pass has just
+// deleted (@key, its events' ids within @first_id..@last_id, which the
+// primary key finds without a scan for the key), in the transaction that
+// holds its manifest row: body_expired_at set, and any payload or body
+// still in the row cleared, with the copies their dead letters hold. The
+// key, the hash, the metadata and the processing record stay: a
+// redelivery is still a duplicate. Rows already marked are left alone.
+func (q *Queries) EventExpireArchived(ctx context.Context, db DBTX, arg EventExpireArchivedParams) (int64, error) {
+	row := db.QueryRow(ctx, eventExpireArchived, arg.FirstID, arg.LastID, arg.Key)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const eventExpireBodies = `-- name: EventExpireBodies :one
+WITH chosen AS (
+    SELECT id FROM webhook_events
+     WHERE processed_at IS NOT NULL AND archived_at IS NULL AND body IS NOT NULL
+       AND created_at < $1::timestamptz
+     ORDER BY processed_at, id
+     LIMIT $2::int
+     FOR NO KEY UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE webhook_events e SET body_expired_at = now(), payload = NULL, body = NULL
+      FROM chosen
+     WHERE e.id = chosen.id AND e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.body IS NOT NULL
+    RETURNING e.id
+), copies AS (
+    UPDATE webhook_dead_letters d SET payload = NULL, body = NULL
+      FROM expired WHERE d.event_pk = expired.id AND (d.payload IS NOT NULL OR d.body IS NOT NULL)
+)
+SELECT count(*) FROM expired
+`
+
+type EventExpireBodiesParams struct {
+	ReceivedBefore time.Time
+	Max            int32
+}
+
+// Clears, for the retention pass, the bodies still in Postgres of at most
+// @max processed events received before @received_before (the archiver
+// did not take them yet, or retention is shorter than its age), oldest
+// processed first through webhook_events_archivable_idx, skipping rows an
+// archive batch holds: body_expired_at set, payload and body cleared, and
+// their dead letters' copies. An event not processed (due, or dead) keeps
+// its body: the drain or a requeue still needs it. The conditions are
+// restated in the update, so that a row replayed meanwhile is left alone.
+func (q *Queries) EventExpireBodies(ctx context.Context, db DBTX, arg EventExpireBodiesParams) (int64, error) {
+	row := db.QueryRow(ctx, eventExpireBodies, arg.ReceivedBefore, arg.Max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const eventExpunge = `-- name: EventExpunge :one
@@ -656,7 +729,7 @@ func (q *Queries) EventGetByBodyHash(ctx context.Context, db DBTX, arg EventGetB
 }
 
 const eventGetByID = `-- name: EventGetByID :one
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.body_expired_at, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.id = $1::bigint
@@ -699,6 +772,7 @@ func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGet
 		&i.WebhookEvent.FailedAttempts,
 		&i.WebhookEvent.Solo,
 		&i.WebhookEvent.BodyGuard,
+		&i.WebhookEvent.BodyExpiredAt,
 		&i.ClaimedBy,
 		&i.ClaimedUntil,
 	)
@@ -706,7 +780,7 @@ func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGet
 }
 
 const eventGetByKey = `-- name: EventGetByKey :one
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.body_expired_at, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.provider = $1::text AND e.event_id = $2::text
@@ -753,6 +827,7 @@ func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyP
 		&i.WebhookEvent.FailedAttempts,
 		&i.WebhookEvent.Solo,
 		&i.WebhookEvent.BodyGuard,
+		&i.WebhookEvent.BodyExpiredAt,
 		&i.ClaimedBy,
 		&i.ClaimedUntil,
 	)
@@ -760,7 +835,7 @@ func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyP
 }
 
 const eventGetByKeyForUpdate = `-- name: EventGetByKeyForUpdate :one
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, body_expired_at FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
 `
 
 type EventGetByKeyForUpdateParams struct {
@@ -801,6 +876,7 @@ func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg Event
 		&i.FailedAttempts,
 		&i.Solo,
 		&i.BodyGuard,
+		&i.BodyExpiredAt,
 	)
 	return i, err
 }
@@ -968,7 +1044,7 @@ INSERT INTO webhook_events (
     $20::text, $21::bigint, $22::bigint,
     $23::timestamptz, $24::timestamptz
 )
-RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard
+RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, body_expired_at
 `
 
 type EventInsertFullParams struct {
@@ -1055,6 +1131,7 @@ func (q *Queries) EventInsertFull(ctx context.Context, db DBTX, arg EventInsertF
 		&i.FailedAttempts,
 		&i.Solo,
 		&i.BodyGuard,
+		&i.BodyExpiredAt,
 	)
 	return i, err
 }
@@ -1159,7 +1236,7 @@ WITH RECURSIVE p AS (
     SELECT (SELECT w.provider FROM webhook_events w WHERE w.provider > p.provider ORDER BY w.provider LIMIT 1)
       FROM p WHERE p.provider IS NOT NULL
 )
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = $1::text
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.body_expired_at FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = $1::text
  ORDER BY e.id
  LIMIT $2::int
 `
@@ -1210,6 +1287,7 @@ func (q *Queries) EventListByEventID(ctx context.Context, db DBTX, arg EventList
 			&i.FailedAttempts,
 			&i.Solo,
 			&i.BodyGuard,
+			&i.BodyExpiredAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1224,7 +1302,7 @@ func (q *Queries) EventListByEventID(ctx context.Context, db DBTX, arg EventList
 const eventListReplayableIDs = `-- name: EventListReplayableIDs :many
 SELECT e.id FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-   AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+   AND (e.body IS NOT NULL OR (e.archived_at IS NOT NULL AND e.body_expired_at IS NULL))
    AND ($1::bigint IS NULL OR e.id = $1::bigint)
    AND ($2::text IS NULL OR e.provider = $2::text)
    AND ($3::text IS NULL OR e.event_type = $3::text)
@@ -1301,7 +1379,7 @@ func (q *Queries) EventLockClaimed(ctx context.Context, db DBTX, id int64) (int6
 }
 
 const eventLockForArchive = `-- name: EventLockForArchive :many
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard FROM webhook_events
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, body_expired_at FROM webhook_events
  WHERE id = ANY($1::bigint[]) AND processed_at IS NOT NULL AND archived_at IS NULL AND body IS NOT NULL
  ORDER BY processed_at, id
    FOR NO KEY UPDATE SKIP LOCKED
@@ -1347,6 +1425,7 @@ func (q *Queries) EventLockForArchive(ctx context.Context, db DBTX, ids []int64)
 			&i.FailedAttempts,
 			&i.Solo,
 			&i.BodyGuard,
+			&i.BodyExpiredAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1478,7 +1557,7 @@ WITH replayed AS (
        SET processed_at = NULL, outcome = NULL, failed_attempts = 0, last_error = NULL, next_attempt_at = $1::timestamptz
      WHERE e.id = ANY($2::bigint[])
        AND e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
-       AND (e.body IS NOT NULL OR e.archived_at IS NOT NULL)
+       AND (e.body IS NOT NULL OR (e.archived_at IS NOT NULL AND e.body_expired_at IS NULL))
     RETURNING e.id
 ), link AS (
     INSERT INTO webhook_operator_action_events (event_pk, action_id)
