@@ -52,6 +52,11 @@ type Event struct {
 	ArchiveLength  *int64     `json:"archive_length"`
 	ArchivedAt     *time.Time `json:"archived_at"`
 	ExpungedAt     *time.Time `json:"expunged_at"`
+	// HeldBy names the pause that holds it ("source:NAME",
+	// "handler:ROUTE"; state paused), HeldDueAt when it was due: a
+	// resume makes it due then, or at once if that has passed.
+	HeldBy    *string    `json:"held_by"`
+	HeldDueAt *time.Time `json:"held_due_at"`
 }
 
 func eventOf(now time.Time, e *inbox.Event) Event {
@@ -62,7 +67,12 @@ func eventOf(now time.Time, e *inbox.Event) Event {
 		ClaimedUntil: e.ClaimedUntil, ClaimedBy: orNull(e.ClaimedBy), BodySize: e.BodySize, BodySHA256: hex.EncodeToString(e.BodySHA256),
 		Metadata: e.Metadata, BodyInPostgres: e.Body != nil, ArchiveKey: orNull(e.ArchiveKey), ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
 	}
-	if e.ProcessedAt == nil && e.DeadAt == nil {
+	switch {
+	case e.ProcessedAt == nil && e.DeadAt == nil && e.HeldBy != "":
+		// A held event is due at no time (its row says the far future):
+		// when it was due is what a resume gives back.
+		v.HeldBy, v.HeldDueAt = &e.HeldBy, e.HeldDueAt
+	case e.ProcessedAt == nil && e.DeadAt == nil:
 		// Only meaningful while the event waits for the processor.
 		v.NextAttemptAt = &e.NextAttemptAt
 	}
