@@ -214,6 +214,8 @@ type loadOpts struct {
 	// Tag goes into the event ids, so that loads kept side by side do not
 	// collide.
 	Tag string
+	// Source is the events' source (default sourceName).
+	Source string
 }
 
 // loadEvents stores n events with distinct 1 KiB bodies (COPY; not
@@ -238,6 +240,10 @@ func (b *bench) loadEvents(ctx context.Context, t target, n int, o loadOpts) err
 		at, handled := time.Now().Add(-24*time.Hour), string(inbox.OutcomeHandled)
 		processedAt, outcome = &at, &handled
 	}
+	src := sourceName
+	if o.Source != "" {
+		src = o.Source
+	}
 	i := 0
 	rows := pgx.CopyFromFunc(func() ([]any, error) {
 		if i == n {
@@ -247,7 +253,7 @@ func (b *bench) loadEvents(ctx context.Context, t target, n int, o loadOpts) err
 		body := stripeBody(id, newRand(b.s.Seed, streamDrain+uint64(i)))
 		sum := sha256.Sum256(body)
 		i++
-		return []any{sourceName, source.KindStripe, id, eventType, string(body), body, sum[:], len(body), due, due, processedAt, outcome}, nil
+		return []any{src, source.KindStripe, id, eventType, string(body), body, sum[:], len(body), due, due, processedAt, outcome}, nil
 	})
 	_, err = conn.CopyFrom(ctx, pgx.Identifier{"webhook_events"},
 		[]string{"provider", "source_kind", "event_id", "event_type", "payload", "body", "body_sha256", "body_size",

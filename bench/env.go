@@ -37,6 +37,7 @@ const (
 	dbHistory   = "history"       // millions of processed, archived events, then ingest and drain
 	dbRiverHist = "river_history" // River's, with as many completed jobs
 	dbConsole   = "console"       // a million events behind the console's pages
+	dbPause     = "pause"         // a drain beside a paused source's held events, and without
 	// dbHistoryEmpty is the history stage's empty tables, measured in
 	// turns with the history.
 	dbHistoryEmpty = "history_empty"

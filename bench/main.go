@@ -110,10 +110,14 @@ type Settings struct {
 	ConsoleEvents   int      `json:"console_events"`
 	ConsoleRequests int      `json:"console_requests"`
 	Stages          []string `json:"stages"`
+	// PauseEvents is what the pause stage drains, PauseHeld what the
+	// paused source holds beside them.
+	PauseEvents int `json:"pause_events"`
+	PauseHeld   int `json:"pause_held"`
 }
 
 // allStages is every stage, in the order they run.
-var allStages = []string{"ingest", "drain", "latency", "history", "console", "archive", "lambda"}
+var allStages = []string{"ingest", "drain", "latency", "history", "console", "archive", "lambda", "pause"}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -148,6 +152,8 @@ func run(args []string) error {
 		histRiver   = fs.Bool("history-river", true, "give River as many completed jobs in the history stage")
 		conEvents   = fs.Int("console-events", 1_000_000, "events stored before the console stage times its pages")
 		conRequests = fs.Int("console-requests", 200, "timed requests per console page")
+		pauseEvents = fs.Int("pause-events", 20000, "events the pause stage drains, with a paused source beside them and without")
+		pauseHeld   = fs.Int("pause-held", 200000, "events the paused source holds in the pause stage")
 		stages      = fs.String("stages", strings.Join(allStages, ","), "stages to run (comma-separated): "+strings.Join(allStages, ", "))
 		profileDir  = fs.String("profiles", "", "folder for the CPU profiles (default: a temporary folder, printed at the end)")
 		render      = fs.String("render", "", "only write the page and the JSON again from this benchmarks.json (after editing the templates); "+
@@ -177,6 +183,7 @@ func run(args []string) error {
 		ReceiverConns: latencyReceiverConns,
 		HistoryEvents: *histEvents, HistoryRiver: *histRiver,
 		ConsoleEvents: *conEvents, ConsoleRequests: *conRequests,
+		PauseEvents: *pauseEvents, PauseHeld: *pauseHeld,
 	}
 	for _, f := range strings.Split(*latRates, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -187,6 +194,9 @@ func run(args []string) error {
 	}
 	if s.LatencyDuration < time.Second || s.LatencyMinEvents < 0 || s.LatencyWarmup < 0 || s.LatencyGrace < 0 || s.HistoryEvents < 0 {
 		return errors.New("-latency-duration must be at least 1s, -latency-min-events, -latency-warmup, -latency-grace and -history not negative")
+	}
+	if s.PauseEvents < processor.DefaultBatchSize || s.PauseHeld < 1 {
+		return errors.New("-pause-events must be at least one batch, -pause-held positive")
 	}
 	if s.ConsoleEvents < 1000 || s.ConsoleRequests < 1 {
 		return errors.New("-console-events must be at least 1000 (one dead event in a thousand), -console-requests positive")
@@ -281,6 +291,8 @@ func run(args []string) error {
 			err = b.archive(ctx)
 		case "lambda":
 			err = b.lambda(ctx)
+		case "pause":
+			err = b.pause(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", st, err)
@@ -329,6 +341,8 @@ func stageDatabases(s Settings) (fast, durable []string) {
 			fast = append(fast, dbDrain)
 		case "lambda":
 			fast = append(fast, dbLambda)
+		case "pause":
+			fast = append(fast, dbPause)
 		}
 	}
 	slices.Sort(fast)

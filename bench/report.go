@@ -27,6 +27,7 @@ type Report struct {
 	Console      *ConsoleFigure  `json:"console,omitempty"`
 	Archive      *ArchiveFigure  `json:"archive,omitempty"`
 	Lambda       []LambdaFigure  `json:"lambda,omitempty"`
+	Pause        *PauseFigure    `json:"pause,omitempty"`
 	Stages       []StageTime     `json:"stages"`
 	Noise        Noise           `json:"noise"`
 	Notes        []string        `json:"notes,omitempty"`
@@ -419,6 +420,9 @@ func (r *Report) Summary() string {
 	}
 	for _, l := range r.Lambda {
 		fmt.Fprintf(&sb, "%-42s %9.1f MB %8.1f ms init\n", "lambda "+l.Function+" (arm64)", float64(l.Arm64Bytes)/1e6, l.InitMsMedian)
+	}
+	if p := r.Pause; p != nil {
+		fmt.Fprintf(&sb, "%-42s %12s %12s %7.2f\n", fmt.Sprintf("drain beside %d held events", p.Held), thousands(p.With.Median), thousands(p.Without.Median), p.Ratio)
 	}
 	fmt.Fprintf(&sb, "stages: %s; total %.0fs\n", r.stageTimes(), r.TotalSeconds)
 	fmt.Fprintf(&sb, "noise: runs spread median %.0f%%, max %.0f%% (%s); other processes used up to %.2f cores\n",

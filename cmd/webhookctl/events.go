@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -40,7 +41,9 @@ func newEventsListCmd() *cobra.Command {
 		Long: fmt.Sprintf(`list prints the events matching the filters, newest first, at most --limit;
 --before ID pages on (the JSON's next_before).
 
-States: %v. The backlog is pending + retrying + in_flight;
+States: %v. The backlog is pending + retrying + paused + in_flight
+(paused: held by the pause of its source or handler, 'webhookctl sources
+resume' or 'handlers resume' lets it run);
 processed and archived events are done (archived: body in S3; unhandled:
 processed without a handler); dead events are in the dead letters (see
 dead-letters list).`, operations.EventStates()),
@@ -154,6 +157,8 @@ func eventNote(now time.Time, e operations.Event) string {
 		return "dead " + operations.Ago(now, *e.DeadAt) + ": " + oneLine(deref(e.LastError), 60)
 	case inbox.StateExpunged:
 		return "body erased"
+	case inbox.StatePaused:
+		return pausedNote(now, e)
 	}
 	if e.NextAttemptAt == nil {
 		return ""
@@ -305,6 +310,8 @@ func printEvent(out io.Writer, d *operations.EventDetail) error {
 		fmt.Fprintf(tw, "  processed\t%s (%s), outcome %s\n", operations.Stamp(e.ProcessedAt), operations.Ago(now, *e.ProcessedAt), deref(e.Outcome))
 	} else if e.NextAttemptAt != nil && e.State != inbox.StateInFlight {
 		fmt.Fprintf(tw, "  next attempt\t%s (%s)\n", operations.Stamp(e.NextAttemptAt), operations.Ago(now, *e.NextAttemptAt))
+	} else if e.HeldBy != nil {
+		fmt.Fprintf(tw, "  held\t%s\n", pausedNote(now, e))
 	}
 	solo := ""
 	if e.Solo {
@@ -425,4 +432,13 @@ func printBody(out io.Writer, body *operations.Body, bodyErr error) {
 		// and --body-out gives them exactly.
 		fmt.Fprintf(out, "\nBODY (%d bytes from %s, verified against its sha256)\n%s\n", len(body.Bytes), where, safeText(string(body.Bytes)))
 	}
+}
+
+// pausedNote says which pause holds a paused event, and when it was due.
+func pausedNote(now time.Time, e operations.Event) string {
+	note := "held by " + strings.Replace(deref(e.HeldBy), ":", " ", 1)
+	if e.HeldDueAt != nil {
+		note += ", due " + operations.Ago(now, *e.HeldDueAt)
+	}
+	return note
 }

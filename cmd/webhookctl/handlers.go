@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
@@ -37,7 +38,11 @@ by the source's name shadows.
 It is local only: it lists the handlers compiled into this webhookctl, not
 those of a deployed stack (--stack and --operator-url do not apply). Build
 webhookctl from the commit you deployed to see the deployed routes. A route
-registered twice fails the command as it fails the processor's start-up.`,
+registered twice fails the command as it fails the processor's start-up.
+
+'handlers pause ROUTE' and 'handlers resume ROUTE' hold a route's events
+back from the processor and let them go: they act on the stack, as every
+other command does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Flags only: an exported WEBHOOK_INBOX_STACK is meant for the
@@ -69,6 +74,12 @@ registered twice fails the command as it fails the processor's start-up.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	// Its pause and resume act on the stack, as every other command.
+	cmd.AddCommand(newPauseCmds(inbox.PauseHandler, func(route string) bool {
+		reg := processor.NewRegistry()
+		register(reg)
+		return slices.ContainsFunc(reg.Routes(), func(rt processor.Route) bool { return rt.String() == route })
+	})...)
 	return cmd
 }
 

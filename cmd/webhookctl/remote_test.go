@@ -119,6 +119,10 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		{"events", "show", "7", "--body-out", body},
 		{"expunge", "stripe", "evt_body", "--dry-run", "--json"}, {"expunge", "stripe", "evt_body", "--yes", "--reason", "GDPR-1"},
 		{"events", "show", "7", "--json"},
+		{"sources", "pause", "stripe", "--dry-run"}, {"sources", "pause", "stripe", "--reason", "INC-5", "--json"},
+		{"events", "list", "--state", "paused"}, {"sources", "pause", "stripe"},
+		{"handlers", "pause", "kind github, any type", "--reason", "INC-6"}, {"sources", "resume", "stripe"},
+		{"handlers", "resume", "kind github, any type", "--json"},
 		{"actions"}, {"actions", "--json", "--since", "1h"},
 	}
 	for _, args := range script {
@@ -141,7 +145,7 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		Actions []operations.Action `json:"actions"`
 	}
 	remote.runJSON(&acts, "actions")
-	if len(acts.Actions) != 3 {
+	if len(acts.Actions) != 7 {
 		t.Fatalf("actions = %+v", acts.Actions)
 	}
 	for _, a := range acts.Actions {

@@ -9,10 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/checkout"
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 )
 
 func newSourcesCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "sources", Short: "Inspect the configured sources"}
+	cmd := &cobra.Command{Use: "sources", Short: "Inspect the configured sources; pause and resume one"}
 	var base string
 	var asJSON bool
 	check := &cobra.Command{
@@ -88,5 +89,6 @@ here, as at start-up, with the reason (docs/sources/hmac.md).`,
 	check.Flags().StringVar(&base, "base-url", "https://<api-id>.execute-api.<region>.amazonaws.com", "the receiver's public base URL (the stack's WebhookUrl output without /webhooks/{source})")
 	check.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(check)
+	cmd.AddCommand(newPauseCmds(inbox.PauseSource, nil)...)
 	return cmd
 }

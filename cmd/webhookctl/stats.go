@@ -123,7 +123,10 @@ func printStats(out io.Writer, r *operations.Stats) error {
 
 	b := r.Backlog
 	fmt.Fprintf(tw, "\nBACKLOG\n")
-	fmt.Fprintf(tw, "  unprocessed\t%d\tdue %d, in flight %d, retrying %d\n", b.Unprocessed, b.Due, b.InFlight, b.Retrying)
+	fmt.Fprintf(tw, "  unprocessed\t%d\tdue %d, in flight %d, retrying %d, paused %d\n", b.Unprocessed, b.Due, b.InFlight, b.Retrying, b.Paused)
+	for _, ps := range r.Pauses {
+		fmt.Fprintf(tw, "  paused %s\t%s\tsince %s by %s%s\n", ps.Scope, ps.Name, operations.Ago(now, ps.PausedAt), ps.Actor, reasonNote(ps.Reason))
+	}
 	if b.OldestDueAt != nil {
 		fmt.Fprintf(tw, "  oldest due\tdue since %s\t(a woken processor picks due events up within seconds, a retry within about two minutes of its time, a lost wake-up at the sweep 5 minutes after its receipt; longer means stuck)\n", operations.Ago(now, *b.OldestDueAt))
 	} else {
@@ -230,4 +233,12 @@ func printBloat(out io.Writer, b *operations.Bloat) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// reasonNote is ": REASON", or nothing without one.
+func reasonNote(reason *string) string {
+	if reason == nil {
+		return ""
+	}
+	return ": " + oneLine(*reason, 60)
 }

@@ -200,6 +200,8 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /dead-letters", s.serve(s.deadLetters))
 	mux.HandleFunc("POST /dead-letters/requeue", s.action(s.requeue))
 	mux.HandleFunc("GET /actions", s.serve(s.actions))
+	mux.HandleFunc("POST /pauses/pause", s.action(s.pause))
+	mux.HandleFunc("POST /pauses/resume", s.action(s.resume))
 
 	// Cross-origin POSTs are refused before the session is looked at:
 	// Sec-Fetch-Site, else Origin against Host (the standard library's).

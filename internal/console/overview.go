@@ -18,6 +18,8 @@ type overviewData struct {
 	Received, Processing chart
 	Width                operations.Span
 	Charted              bool
+	// Note says what a pause or a resume just did (pauseNote).
+	Note string
 }
 
 func (d overviewData) at() time.Time { return d.At }
@@ -27,7 +29,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := overviewData{Stats: st}
+	d := overviewData{Stats: st, Note: pauseNote(r.URL.Query())}
 	if c := st.Charts; c != nil {
 		d.Received, d.Processing = receivedChart(c), processingChart(c)
 		d.Width, d.Charted = operations.Span(c.Width()), true

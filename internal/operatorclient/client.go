@@ -319,3 +319,13 @@ func unavailable(err error, msg string) error {
 // DefaultTimeout bounds one request: an action's call (a replay's share,
 // an archive run's objects) fits in the acting function's 300 s timeout.
 const DefaultTimeout = 330 * time.Second
+
+// Pause counts at the read-only URL, pauses at the acting one.
+func (c *Client) Pause(ctx context.Context, r operations.PauseRequest) (*operations.PauseResult, error) {
+	return postAs[operations.PauseResult](ctx, c, r.DryRun, "/v1/pause", r)
+}
+
+// Resume counts at the read-only URL, resumes at the acting one.
+func (c *Client) Resume(ctx context.Context, r operations.PauseRequest) (*operations.PauseResult, error) {
+	return postAs[operations.PauseResult](ctx, c, r.DryRun, "/v1/resume", r)
+}

@@ -98,11 +98,13 @@ func setupOperator(t *testing.T) *operatorFixture {
 		t.Fatalf("payload mismatch: %v %v", ok, err)
 	}
 
-	// The live inbox: one event in each unprocessed state, dead letters,
+	// The live inbox: one event in each unprocessed state (a paused one
+	// included), dead letters,
 	// processed events, a refusal.
 	factory.Event(ctx, t, f.store, nil)
 	factory.Event(ctx, t, f.store, &factory.EventOpts{State: inbox.StateRetrying})
 	factory.Event(ctx, t, f.store, &factory.EventOpts{State: inbox.StateInFlight, ClaimedUntil: new(time.Now().Add(time.Hour))})
+	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "held", State: inbox.StatePaused})
 	f.dead = factory.Events(ctx, t, f.store, 2, &factory.EventOpts{Type: deadType, State: inbox.StateDead, Now: ago(time.Hour)})
 	processed := func(n int, source, typ string) []*inbox.Event {
 		return factory.Events(ctx, t, f.store, n, &factory.EventOpts{Source: source, SourceKind: "stripe", Type: typ, State: inbox.StateProcessed, Now: ago(2 * time.Hour)})

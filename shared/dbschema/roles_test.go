@@ -194,8 +194,13 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		{Source: "test", SourceKind: "test", Type: "unhandled.too", State: inbox.StateInFlight, ClaimedUntil: new(time.Now())},
 		// Its run's attempts are spent: a dead letter, nothing run.
 		{Source: "test", SourceKind: "test", Type: "fails", State: inbox.StateRetrying, Attempts: processor.DefaultMaxAttempts, NextAttemptAt: time.Now()},
+		// Its source is paused (below): held at its claim, not run.
+		{Source: "paused", SourceKind: "test", Type: "fails"},
 	} {
 		factory.Event(ctx, t, store, &o)
+	}
+	if ok, err := store.PauseInsert(ctx, inbox.Pause{Scope: inbox.PauseSource, Name: "paused", PausedAt: time.Now(), Actor: "ops@test"}); err != nil || !ok {
+		t.Fatalf("pause: %v, %v", ok, err)
 	}
 	// The metrics' line carries the backlog and the open dead letters, read
 	// at the end of the drain.
@@ -219,6 +224,7 @@ func TestProcessorRunsAsItsRole(t *testing.T) {
 		field.Eq("Retried", st.Retried, 1),
 		field.Eq("DeadLettered", st.DeadLettered, 2),
 		field.Eq("Interrupted", st.Interrupted, 1),
+		field.Eq("Held", st.Held, 1),
 	) {
 		t.FailNow()
 	}

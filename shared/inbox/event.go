@@ -84,6 +84,14 @@ type Event struct {
 	// (ARCHIVE_BODY_RETENTION_DAYS): its archive object deleted, or its
 	// copy in the row cleared. The row, its key and hash stay.
 	BodyExpiredAt *time.Time
+
+	// HeldBy names the pause that holds the event back from the
+	// processor (HoldOf: "source:NAME" or "handler:ROUTE"), "" when
+	// none does; HeldDueAt is when it was due, which a resume gives back.
+	// A held event's NextAttemptAt is the far future (infinity), beyond
+	// every claim.
+	HeldBy    string
+	HeldDueAt *time.Time
 }
 
 // Attempt is one processing attempt of an event (webhook_attempts): its
@@ -163,6 +171,9 @@ const (
 	// StateInFlight: held by the claim of a processor whose lease has not
 	// passed.
 	StateInFlight EventState = "in_flight"
+	// StatePaused: unprocessed, held back by the pause of its source or
+	// its handler until that is resumed.
+	StatePaused EventState = "paused"
 	// StateProcessed: processed (handled or unhandled), body in Postgres.
 	StateProcessed EventState = "processed"
 	// StateArchived: processed, body moved to S3.
@@ -175,7 +186,7 @@ const (
 
 // EventStates lists the states in the order of an event's life.
 func EventStates() []EventState {
-	return []EventState{StatePending, StateRetrying, StateInFlight, StateProcessed, StateArchived, StateDead, StateExpunged}
+	return []EventState{StatePending, StateRetrying, StatePaused, StateInFlight, StateProcessed, StateArchived, StateDead, StateExpunged}
 }
 
 // ParseEventState reads a state name; "" is every state.
@@ -206,6 +217,8 @@ func (e *Event) State(now time.Time) EventState {
 		return StateProcessed
 	case e.ClaimedUntil != nil && e.ClaimedUntil.After(now):
 		return StateInFlight
+	case e.HeldBy != "":
+		return StatePaused
 	case e.FailedAttempts > 0:
 		return StateRetrying
 	default:
@@ -333,6 +346,35 @@ const (
 	ActionResolve = "resolve"
 	ActionDiscard = "discard"
 )
+
+// PauseScope is what a pause names: a source, or a handler's route.
+type PauseScope string
+
+// Pause scopes (webhook_pauses.scope).
+const (
+	// PauseSource holds the events of one source (its name).
+	PauseSource PauseScope = "source"
+	// PauseHandler holds the events one route sends to its handler (the
+	// route as `webhookctl handlers` prints it: "source stripe, type
+	// invoice.paid", "kind github, any type", "fallback"), while the
+	// events of other routes run.
+	PauseHandler PauseScope = "handler"
+)
+
+// Pause is a source or a handler an operator paused (webhook_pauses):
+// its events are stored as ever, but wait until it is resumed.
+type Pause struct {
+	Scope PauseScope
+	Name  string
+	// PausedAt, Actor and Reason: when, who and why.
+	PausedAt time.Time
+	Actor    string
+	Reason   string
+}
+
+// HoldOf is what the events a pause of this scope and name holds record
+// as their HeldBy: "source:NAME" or "handler:ROUTE".
+func HoldOf(scope PauseScope, name string) string { return string(scope) + ":" + name }
 
 // OperatorAction is the record of one operator action: who, when, what
 // selection, and how many events it changed.

@@ -207,6 +207,13 @@ const (
 	// CauseBodyCorrupt: a body stored in Postgres does not match the hash
 	// recorded when it was received.
 	CauseBodyCorrupt Cause = "body_corrupt"
+	// CauseAlreadyPaused: a pause of a source or a handler that is
+	// already paused: nothing was changed (the pause in place keeps its
+	// operator and reason).
+	CauseAlreadyPaused Cause = "already_paused"
+	// CauseNotPaused: a resume of a source or a handler that is not
+	// paused: nothing was changed.
+	CauseNotPaused Cause = "not_paused"
 )
 
 // Error is an error with a cause code. Message is safe to show to the

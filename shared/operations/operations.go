@@ -69,6 +69,12 @@ type API interface {
 	// ArchiveRun archives what is due now, in a bounded number of
 	// objects, or counts it (DryRun).
 	ArchiveRun(ctx context.Context, r ArchiveRunRequest) (*ArchiveRunResult, error)
+	// Pause holds a source's or a handler's events back from the
+	// processor until Resume, or counts what it would hold (DryRun).
+	Pause(ctx context.Context, r PauseRequest) (*PauseResult, error)
+	// Resume lets a paused source's or handler's events run again, or
+	// counts them (DryRun).
+	Resume(ctx context.Context, r PauseRequest) (*PauseResult, error)
 }
 
 // Access is what an operator API may do: read, or also act.

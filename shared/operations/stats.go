@@ -58,15 +58,20 @@ type Stats struct {
 	// Tables and Bloat are there when asked (StatsQuery.Storage).
 	Tables []TableSize `json:"tables,omitempty"`
 	Bloat  *Bloat      `json:"bloat,omitempty"`
+	// Pauses are the sources and handlers paused now, sources first.
+	Pauses []Pause `json:"pauses"`
 }
 
 // Backlog is what waits for the processor.
 type Backlog struct {
-	// Unprocessed is due + in flight + waiting for a retry.
+	// Unprocessed is due + in flight + waiting for a retry + paused.
 	Unprocessed int64 `json:"unprocessed"`
 	Due         int64 `json:"due"`
 	InFlight    int64 `json:"in_flight"`
 	Retrying    int64 `json:"retrying"`
+	// Paused is the part of Unprocessed a pause holds: never due, so
+	// never the oldest due event either.
+	Paused int64 `json:"paused"`
 	// OldestDueAt is when the oldest due event became due: a woken
 	// processor picks due events up within seconds, a retry within about
 	// two minutes of its time (its wake-up is armed on a whole minute), and
@@ -209,12 +214,17 @@ func (s *Service) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 			return err
 		}
 		r.Backlog = Backlog{
-			Unprocessed: b.Count, Due: b.Due, InFlight: b.InFlight, Retrying: b.Retrying,
+			Unprocessed: b.Count, Due: b.Due, InFlight: b.InFlight, Retrying: b.Retrying, Paused: b.Paused,
 			OldestDueAt: b.OldestDueAt, OldestDueAgeSeconds: b.OldestDueAge(now).Seconds(), OldestReceivedAt: b.OldestCreatedAt,
 		}
 		if b.OldestCreatedAt != nil {
 			r.Backlog.OldestReceivedAgeSeconds = max(0, now.Sub(*b.OldestCreatedAt).Seconds())
 		}
+		pauses, err := tx.PauseList(ctx)
+		if err != nil {
+			return err
+		}
+		r.Pauses = pausesOf(pauses)
 		dls, err := tx.DeadLetterCountByType(ctx)
 		if err != nil {
 			return err

@@ -55,6 +55,11 @@ type Event struct {
 	// BodyExpiredAt: when the archiver's body retention removed the body
 	// (the row, its key and hash stay).
 	BodyExpiredAt *time.Time `json:"body_expired_at"`
+	// HeldBy names the pause that holds it ("source:NAME",
+	// "handler:ROUTE"; state paused), HeldDueAt when it was due: a
+	// resume makes it due then, or at once if that has passed.
+	HeldBy    *string    `json:"held_by"`
+	HeldDueAt *time.Time `json:"held_due_at"`
 }
 
 func eventOf(now time.Time, e *inbox.Event) Event {
@@ -66,7 +71,12 @@ func eventOf(now time.Time, e *inbox.Event) Event {
 		Metadata: e.Metadata, BodyInPostgres: e.Body != nil, ArchiveKey: orNull(e.ArchiveKey), ArchivedAt: e.ArchivedAt, ExpungedAt: e.ExpungedAt,
 		BodyExpiredAt: e.BodyExpiredAt,
 	}
-	if e.ProcessedAt == nil && e.DeadAt == nil {
+	switch {
+	case e.ProcessedAt == nil && e.DeadAt == nil && e.HeldBy != "":
+		// A held event is due at no time (its row says the far future):
+		// when it was due is what a resume gives back.
+		v.HeldBy, v.HeldDueAt = &e.HeldBy, e.HeldDueAt
+	case e.ProcessedAt == nil && e.DeadAt == nil:
 		// Only meaningful while the event waits for the processor.
 		v.NextAttemptAt = &e.NextAttemptAt
 	}

@@ -29,6 +29,8 @@
 //	POST /v1/replay         operations.ReplayRequest
 //	POST /v1/expunge        operations.ExpungeRequest
 //	POST /v1/archive-run    operations.ArchiveRunRequest
+//	POST /v1/pause          operations.PauseRequest
+//	POST /v1/resume         operations.PauseRequest
 package operatorapi
 
 import (
@@ -148,6 +150,8 @@ func New(deps Deps) (*Handler, error) {
 		"/v1/replay":       {http.MethodPost, act(h, deps.API.Replay)},
 		"/v1/expunge":      {http.MethodPost, act(h, deps.API.Expunge)},
 		"/v1/archive-run":  {http.MethodPost, act(h, deps.API.ArchiveRun)},
+		"/v1/pause":        {http.MethodPost, act(h, deps.API.Pause)},
+		"/v1/resume":       {http.MethodPost, act(h, deps.API.Resume)},
 	}
 	return h, nil
 }
@@ -366,6 +370,8 @@ var statuses = map[inbox.Cause]int{
 	inbox.CauseEventNotFound:           http.StatusNotFound,
 	inbox.CauseMethodNotAllowed:        http.StatusMethodNotAllowed,
 	inbox.CauseCountChanged:            http.StatusConflict,
+	inbox.CauseAlreadyPaused:           http.StatusConflict,
+	inbox.CauseNotPaused:               http.StatusConflict,
 	inbox.CauseConfirmationMismatch:    http.StatusConflict,
 	inbox.CauseEventExpunged:           http.StatusGone,
 	inbox.CauseBodyExpired:             http.StatusGone,

@@ -55,6 +55,21 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 		}
 		return 0, nil
 	}
+	claimed := len(evs)
+	if evs, err = p.holdPaused(ctx, tx, evs, st); err != nil {
+		p.rollback(ctx, tx)
+		return 0, p.bookkeepingFailed(err, p.log)
+	}
+	if len(evs) == 0 {
+		// Every event claimed is paused: the holds are all there is to
+		// commit. The count claimed keeps the drain going.
+		if err := p.commitHolds(ctx, tx); err != nil {
+			st.Held -= claimed
+			return 0, p.bookkeepingFailed(err, p.log)
+		}
+		st.Claimed += claimed
+		return claimed, nil
+	}
 	c := &claim{solo: solo, events: evs, Claim: storage.Claim{
 		Processor: worker, Token: worker + "#" + strconv.FormatUint(p.seq.Add(1), 10),
 		EventIDs: make([]int64, len(evs)), ClaimedAt: now, LockedUntil: now.Add(p.cfg.Lease),
@@ -68,10 +83,11 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 	// attempts that never finished.
 	if err := p.store.ClaimSet(ctx, c.Claim); err != nil {
 		p.rollback(ctx, tx)
+		st.Held -= claimed - len(evs)
 		return 0, p.bookkeepingFailed(err, p.log)
 	}
 	st.Batches++
-	st.Claimed += len(evs)
+	st.Claimed += claimed
 	if solo {
 		st.Solo++
 	}
@@ -80,15 +96,89 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 	if txErr == nil {
 		if txErr = p.commit(ctx, tx, c, attempts); txErr == nil {
 			p.report(c, attempts, st)
-			return len(evs), nil
+			return claimed, nil
 		}
 	}
 	p.rollback(ctx, tx)
+	// The holds rolled back with the claim's transaction: those events
+	// are due again, and the next claim holds them.
+	st.Held -= claimed - len(evs)
 	if errors.Is(txErr, errClaimLost) {
 		p.claimLost(c, st)
-		return len(evs), nil
+		return claimed, nil
 	}
-	return len(evs), p.fallback(ctx, c, attempts, txErr, st)
+	return claimed, p.fallback(ctx, c, attempts, txErr, st)
+}
+
+// holdPaused reads the pauses in the claim's transaction, after the claim
+// (a pause committed before it is seen), holds the claimed events they
+// cover (EventHoldClaimed: no attempt is counted) and returns the others,
+// to run. With no pause, the common case, it costs that one read of a
+// table of a few rows; routes are resolved only under a handler's pause.
+func (p *Processor) holdPaused(ctx context.Context, tx *storage.Tx, evs []storage.ClaimedEvent, st *Stats) ([]storage.ClaimedEvent, error) {
+	pauses, err := tx.PauseList(ctx)
+	if err != nil || len(pauses) == 0 {
+		return evs, err
+	}
+	sources, handlers := map[string]bool{}, map[string]bool{}
+	for _, ps := range pauses {
+		switch ps.Scope {
+		case inbox.PauseSource:
+			sources[ps.Name] = true
+		case inbox.PauseHandler:
+			handlers[ps.Name] = true
+		}
+	}
+	var holds []storage.Hold
+	run := evs[:0:0]
+	for _, ce := range evs {
+		if by := p.pausedBy(&ce, sources, handlers); by != "" {
+			holds = append(holds, storage.Hold{ID: ce.ID, HeldBy: by})
+			continue
+		}
+		run = append(run, ce)
+	}
+	if len(holds) == 0 {
+		return evs, nil
+	}
+	if _, err := tx.EventHoldClaimed(ctx, holds); err != nil {
+		return nil, err
+	}
+	st.Held += len(holds)
+	p.log.Debug("processor: paused events held", "events", len(holds))
+	return run, nil
+}
+
+// pausedBy names the pause that covers a claimed event (inbox.HoldOf), ""
+// when none does: its source's, else its route's, as Lookup would route
+// it now.
+func (p *Processor) pausedBy(ce *storage.ClaimedEvent, sources, handlers map[string]bool) string {
+	if sources[ce.Source] {
+		return inbox.HoldOf(inbox.PauseSource, ce.Source)
+	}
+	if len(handlers) == 0 {
+		return ""
+	}
+	kind := ce.SourceKind
+	if kind == "" {
+		kind = p.cfg.SourceKinds[ce.Source]
+	}
+	rt, ok := p.reg.Resolve(ce.Source, kind, ce.Type)
+	if !ok || !handlers[rt.String()] {
+		return ""
+	}
+	return inbox.HoldOf(inbox.PauseHandler, rt.String())
+}
+
+// commitHolds commits a claim's transaction that only held events.
+func (p *Processor) commitHolds(ctx context.Context, tx *storage.Tx) error {
+	bctx, cancel := p.bookkeepingContext(ctx)
+	defer cancel()
+	if err := tx.Commit(bctx); err != nil {
+		p.rollback(ctx, tx)
+		return fmt.Errorf("commit the holds of paused events: %w", err)
+	}
+	return nil
 }
 
 // runEvents runs a claim's events in tx, one after the other, while they

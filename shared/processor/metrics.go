@@ -46,7 +46,7 @@ const (
 	// only if its last drain did).
 	MetricDrainFailed = "DrainFailed"
 	// MetricBacklogCount: unprocessed live events when the drain ended
-	// (due, waiting for a retry, or in flight).
+	// (due, waiting for a retry, in flight, or held by a pause).
 	MetricBacklogCount = "BacklogCount"
 	// MetricBacklogDue: the part of the backlog due when the drain ended.
 	MetricBacklogDue = "BacklogDue"
@@ -54,6 +54,11 @@ const (
 	// when the drain ended, in seconds (0 when none). Alarm on it: it
 	// grows when processors stop keeping up or stop running.
 	MetricBacklogOldestAge = "BacklogOldestAgeSeconds"
+	// MetricBacklogPaused: the part of the backlog a pause of its source
+	// or handler holds when the drain ended. Held events are never due,
+	// so they never age BacklogOldestAgeSeconds: a pause raises no
+	// alarm, and this says how much waits for the resume.
+	MetricBacklogPaused = "BacklogPaused"
 	// MetricDeadLettersOpen: open dead letters (not requeued) when the
 	// line was written, a gauge: it stays above zero until an operator
 	// requeues them, which is what its alarm watches.
@@ -139,6 +144,7 @@ func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr e
 			metrics.C(MetricBacklogCount, float64(b.Count)),
 			metrics.C(MetricBacklogDue, float64(b.Due)),
 			metrics.Metric{Name: MetricBacklogOldestAge, Unit: metrics.Seconds, Value: b.OldestDueAge(now).Seconds()},
+			metrics.C(MetricBacklogPaused, float64(b.Paused)),
 		)
 	}
 	if d, err := p.store.DeadLetterGetOpenStats(bctx); err != nil {

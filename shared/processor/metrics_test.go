@@ -97,6 +97,7 @@ func TestDrainMetricsLine(t *testing.T) {
 		processor.MetricBatchSize: 3.5, processor.MetricDrainFailed: 0,
 		// The two failed events wait for their retry: backlog, not due.
 		processor.MetricBacklogCount: 2, processor.MetricBacklogDue: 0, processor.MetricBacklogOldestAge: 0,
+		processor.MetricBacklogPaused: 0,
 		// The poison event is open in the dead letters, dead just now.
 		processor.MetricDeadLettersOpen: 1, processor.MetricDeadLetterOldestAge: 0,
 	}

@@ -391,7 +391,8 @@ const (
 // Stats counts what one Drain did.
 type Stats struct {
 	// Batches is the claims made (each a transaction), Claimed the events
-	// in them, and Solo the claims of one event that had to run alone.
+	// in them (those held by a pause included), and Solo the claims of one
+	// event that had to run alone.
 	Batches int `json:"batches"`
 	Claimed int `json:"claimed"`
 	Solo    int `json:"solo"`
@@ -415,6 +416,9 @@ type Stats struct {
 	// Interrupted counts the attempts this drain found interrupted (the
 	// claims of processors that died) and recorded.
 	Interrupted int `json:"interrupted"`
+	// Held events were claimed while their source or handler was paused,
+	// and held (no attempt) until it is resumed.
+	Held int `json:"held"`
 	// Stopped says why the drain ended (Stop* constants).
 	Stopped string `json:"stopped"`
 	// Latencies are the receipt-to-processed times (processed_at minus
@@ -435,6 +439,7 @@ func (s *Stats) add(o Stats) {
 	s.LeaseLost += o.LeaseLost
 	s.Fallbacks += o.Fallbacks
 	s.Interrupted += o.Interrupted
+	s.Held += o.Held
 	s.Latencies = append(s.Latencies, o.Latencies...)
 }
 

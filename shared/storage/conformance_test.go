@@ -230,6 +230,7 @@ var conformanceCases = []conformanceCase{
 	{"time_buckets", testTimeBuckets},
 	{"webhook_payload_mismatches", testPayloadMismatches},
 	{"pg_misc", testPGMisc},
+	{"webhook_pauses", testPauses},
 }
 
 // The receiver's insert: new, duplicate, duplicate with another body, and

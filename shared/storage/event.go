@@ -27,7 +27,7 @@ func eventFromRow(r dbsqlc.WebhookEvent) (*inbox.Event, error) {
 		NextAttemptAt: r.NextAttemptAt,
 		LastError:     deref(r.LastError), Outcome: inbox.Outcome(deref(r.Outcome)), ProcessedAt: r.ProcessedAt, DeadAt: r.DeadAt,
 		ArchiveKey: deref(r.ArchiveKey), ArchiveOffset: deref(r.ArchiveOffset), ArchiveLength: deref(r.ArchiveLength),
-		ArchivedAt: r.ArchivedAt, ExpungedAt: r.ExpungedAt, BodyExpiredAt: r.BodyExpiredAt,
+		ArchivedAt: r.ArchivedAt, ExpungedAt: r.ExpungedAt, BodyExpiredAt: r.BodyExpiredAt, HeldBy: deref(r.HeldBy), HeldDueAt: r.HeldDueAt,
 	}
 	if r.Payload != nil {
 		e.Payload = json.RawMessage(r.Payload)
@@ -311,6 +311,8 @@ type Backlog struct {
 	// OldestDueAt is the earliest next_attempt_at among the due events,
 	// nil when none is due.
 	OldestDueAt *time.Time
+	// Paused is the part of Count a pause holds (never due).
+	Paused int64
 }
 
 // OldestDueAge is how long the oldest due event has waited at now; zero
@@ -329,7 +331,7 @@ func (e executor) EventGetBacklog(ctx context.Context, now time.Time) (Backlog, 
 	if err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)
 	}
-	return Backlog{Count: r.Count, Due: r.Due, OldestDueAt: anyTime(r.OldestDueAt)}, nil
+	return Backlog{Count: r.Count, Due: r.Due, OldestDueAt: anyTime(r.OldestDueAt), Paused: r.Paused}, nil
 }
 
 // EventGetNextWake returns when the processor next has work: the earliest
@@ -364,7 +366,7 @@ func (e executor) EventGetBacklogStats(ctx context.Context, now time.Time) (Back
 		return BacklogStats{}, fmt.Errorf("read backlog: %w", err)
 	}
 	return BacklogStats{
-		Backlog:  Backlog{Count: r.Count, Due: r.Due, OldestDueAt: anyTime(r.OldestDueAt)},
+		Backlog:  Backlog{Count: r.Count, Due: r.Due, OldestDueAt: anyTime(r.OldestDueAt), Paused: r.Paused},
 		InFlight: r.InFlight, Retrying: r.Retrying, OldestCreatedAt: anyTime(r.OldestCreatedAt),
 	}, nil
 }
@@ -990,4 +992,62 @@ func (e executor) EventRecordInterrupted(ctx context.Context, p EventRecordInter
 		out[i] = RecordedInterruption{ID: r.ID, Source: r.Source, EventID: r.EventID, Attempt: int(r.Attempts), Dead: r.Dead}
 	}
 	return out, nil
+}
+
+// Hold is one claimed event a pause covers, and the pause that holds it
+// (inbox.Pause.Hold).
+type Hold struct {
+	ID     int64
+	HeldBy string
+}
+
+// EventHoldSource holds the waiting events of a source in the pause's
+// transaction (held by inbox.HoldOf(inbox.PauseSource, source)), skipping
+// those a processor's claim holds, and returns how many it held.
+func (e executor) EventHoldSource(ctx context.Context, source string) (int, error) {
+	n, err := queries.EventHoldSource(ctx, e.db, dbsqlc.EventHoldSourceParams{Source: source, HeldBy: inbox.HoldOf(inbox.PauseSource, source)})
+	if err != nil {
+		return 0, fmt.Errorf("hold the events of source %s: %w", source, err)
+	}
+	return int(n), nil
+}
+
+// EventHoldClaimed holds claimed events a pause covers, in the claim's
+// transaction, without counting an attempt; it returns how many it held.
+func (e executor) EventHoldClaimed(ctx context.Context, holds []Hold) (int, error) {
+	ids, by := make([]int64, len(holds)), make([]string, len(holds))
+	for i, h := range holds {
+		ids[i], by[i] = h.ID, h.HeldBy
+	}
+	n, err := queries.EventHoldClaimed(ctx, e.db, dbsqlc.EventHoldClaimedParams{IDs: ids, HeldBy: by})
+	if err != nil {
+		return 0, fmt.Errorf("hold %d paused events: %w", len(holds), err)
+	}
+	return int(n), nil
+}
+
+// EventRelease makes the events held by heldBy due again when they were
+// due, or at now if that has passed, and returns how many.
+func (e executor) EventRelease(ctx context.Context, heldBy string, now time.Time) (int, error) {
+	n, err := queries.EventRelease(ctx, e.db, dbsqlc.EventReleaseParams{HeldBy: heldBy, Now: now})
+	if err != nil {
+		return 0, fmt.Errorf("release the events held by %s: %w", heldBy, err)
+	}
+	return int(n), nil
+}
+
+// HeldCount is what EventCountHeld counts: the events a pause holds, and
+// those of its source it would hold now.
+type HeldCount struct {
+	Held, Waiting int
+}
+
+// EventCountHeld counts the events held by heldBy and, when source is
+// not "", the waiting events of that source a pause would hold now.
+func (e executor) EventCountHeld(ctx context.Context, heldBy, source string) (HeldCount, error) {
+	r, err := queries.EventCountHeld(ctx, e.db, dbsqlc.EventCountHeldParams{HeldBy: heldBy, Source: ptr(source)})
+	if err != nil {
+		return HeldCount{}, fmt.Errorf("count the events held by %s: %w", heldBy, err)
+	}
+	return HeldCount{Held: int(r.Held), Waiting: int(r.Waiting)}, nil
 }

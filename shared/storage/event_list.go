@@ -53,8 +53,9 @@ var eventOutcomeWhere = map[inbox.Outcome]string{
 
 var eventStateWhere = map[inbox.EventState]string{
 	"":                   ``,
-	inbox.StatePending:   ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.failed_attempts = 0` + notRunning,
-	inbox.StateRetrying:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.failed_attempts > 0` + notRunning,
+	inbox.StatePending:   ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.held_by IS NULL AND e.failed_attempts = 0` + notRunning,
+	inbox.StateRetrying:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.held_by IS NULL AND e.failed_attempts > 0` + notRunning,
+	inbox.StatePaused:    ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND e.held_by IS NOT NULL` + notRunning,
 	inbox.StateInFlight:  ` AND e.processed_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL AND c.locked_until > $7`,
 	inbox.StateProcessed: ` AND e.processed_at IS NOT NULL AND e.archived_at IS NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL`,
 	inbox.StateArchived:  ` AND e.archived_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL`,
@@ -72,7 +73,7 @@ const eventListSQL = `-- name: EventList :many
 SELECT e.id, e.provider, e.source_kind, e.event_id, e.event_type, e.body_sha256, e.body_size, e.metadata, e.created_at,
        e.attempts, e.failed_attempts, e.solo, e.last_attempt_at, e.next_attempt_at, c.locked_until, c.processor,
        e.last_error, e.outcome, e.processed_at,
-       e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at
+       e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.held_by, e.held_due_at
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE ($1::text IS NULL OR e.provider = $1)
@@ -150,18 +151,18 @@ func (e executor) EventList(ctx context.Context, f EventFilter, now time.Time, l
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*inbox.Event, error) {
 		var ev inbox.Event
-		var claimedBy, lastError, outcome, archiveKey *string
+		var claimedBy, lastError, outcome, archiveKey, heldBy *string
 		var archiveOffset, archiveLength *int64
 		var metadata []byte
 		err := r.Scan(&ev.ID, &ev.Source, &ev.SourceKind, &ev.EventID, &ev.Type, &ev.BodySHA256, &ev.BodySize, &metadata, &ev.CreatedAt,
 			&ev.Attempts, &ev.FailedAttempts, &ev.Solo, &ev.LastAttemptAt, &ev.NextAttemptAt, &ev.ClaimedUntil, &claimedBy,
 			&lastError, &outcome, &ev.ProcessedAt,
-			&ev.DeadAt, &archiveKey, &archiveOffset, &archiveLength, &ev.ArchivedAt, &ev.ExpungedAt)
+			&ev.DeadAt, &archiveKey, &archiveOffset, &archiveLength, &ev.ArchivedAt, &ev.ExpungedAt, &heldBy, &ev.HeldDueAt)
 		if err != nil {
 			return nil, err
 		}
 		ev.ClaimedBy, ev.LastError, ev.Outcome, ev.ArchiveKey = deref(claimedBy), deref(lastError), inbox.Outcome(deref(outcome)), deref(archiveKey)
-		ev.ArchiveOffset, ev.ArchiveLength = deref(archiveOffset), deref(archiveLength)
+		ev.ArchiveOffset, ev.ArchiveLength, ev.HeldBy = deref(archiveOffset), deref(archiveLength), deref(heldBy)
 		if err := decodeJSON(metadata, &ev.Metadata); err != nil {
 			return nil, fmt.Errorf("event %d: metadata: %w", ev.ID, err)
 		}

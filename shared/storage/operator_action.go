@@ -130,3 +130,20 @@ func actionsFromRows(rows []dbsqlc.WebhookOperatorAction) []inbox.OperatorAction
 	}
 	return out
 }
+
+// OperatorActionRecordCounted records an action that changed events
+// events without linking each (a pause or a resume: a whole backlog);
+// run it in the transaction that changes them.
+func (e executor) OperatorActionRecordCounted(ctx context.Context, action string, by inbox.Actor, selection any, events int) (int64, error) {
+	sel, err := actionArgs(by, selection)
+	if err != nil {
+		return 0, err
+	}
+	id, err := queries.OperatorActionRecordCounted(ctx, e.db, dbsqlc.OperatorActionRecordCountedParams{
+		Kind: action, Actor: by.Name, Selection: sel, Reason: by.Reason, Events: int32(events),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record the %s: %w", action, err)
+	}
+	return id, nil
+}

@@ -101,6 +101,8 @@ CREATE TABLE public.webhook_events (
     failed_attempts integer DEFAULT 0 NOT NULL,
     solo boolean DEFAULT false NOT NULL,
     body_guard boolean DEFAULT false NOT NULL,
+    held_by text,
+    held_due_at timestamp with time zone,
     body_expired_at timestamp with time zone,
     CONSTRAINT webhook_events_archive_length_check CHECK ((archive_length > 0)),
     CONSTRAINT webhook_events_archive_offset_check CHECK ((archive_offset >= 0)),
@@ -122,6 +124,7 @@ ALTER TABLE ONLY public.webhook_events ALTER COLUMN outcome SET STORAGE MAIN;
 ALTER TABLE ONLY public.webhook_events ALTER COLUMN archive_key SET STORAGE MAIN;
 ALTER TABLE ONLY public.webhook_events ALTER COLUMN metadata SET STORAGE MAIN;
 ALTER TABLE ONLY public.webhook_events ALTER COLUMN source_kind SET STORAGE MAIN;
+ALTER TABLE ONLY public.webhook_events ALTER COLUMN held_by SET STORAGE MAIN;
 
 CREATE SEQUENCE public.webhook_events_id_seq
     START WITH 1
@@ -160,6 +163,18 @@ CREATE SEQUENCE public.webhook_operator_actions_id_seq
     CACHE 1;
 
 ALTER SEQUENCE public.webhook_operator_actions_id_seq OWNED BY public.webhook_operator_actions.id;
+
+CREATE TABLE public.webhook_pauses (
+    scope text NOT NULL,
+    name text NOT NULL,
+    paused_at timestamp with time zone DEFAULT now() NOT NULL,
+    actor text NOT NULL,
+    reason text DEFAULT ''::text NOT NULL,
+    CONSTRAINT webhook_pauses_actor_check CHECK (((octet_length(actor) >= 1) AND (octet_length(actor) <= 200))),
+    CONSTRAINT webhook_pauses_name_check CHECK (((octet_length(name) >= 1) AND (octet_length(name) <= 600))),
+    CONSTRAINT webhook_pauses_reason_check CHECK ((octet_length(reason) <= 2000)),
+    CONSTRAINT webhook_pauses_scope_known CHECK ((scope = ANY (ARRAY['source'::text, 'handler'::text])))
+);
 
 CREATE TABLE public.webhook_payload_mismatches (
     id bigint NOT NULL,
@@ -234,6 +249,9 @@ ALTER TABLE ONLY public.webhook_operator_action_events
 
 ALTER TABLE ONLY public.webhook_operator_actions
     ADD CONSTRAINT webhook_operator_actions_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.webhook_pauses
+    ADD CONSTRAINT webhook_pauses_pkey PRIMARY KEY (scope, name);
 
 ALTER TABLE ONLY public.webhook_payload_mismatches
     ADD CONSTRAINT webhook_payload_mismatches_pkey PRIMARY KEY (id);

@@ -49,6 +49,10 @@ type Executor interface {
 	EventExpunge(ctx context.Context, id int64) (EventScrub, error)
 	EventExpireArchived(ctx context.Context, o ExpirableObject) (int64, error)
 	EventExpireBodies(ctx context.Context, receivedBefore time.Time, max int) (int64, error)
+	EventHoldSource(ctx context.Context, source string) (int, error)
+	EventHoldClaimed(ctx context.Context, holds []Hold) (int, error)
+	EventRelease(ctx context.Context, heldBy string, now time.Time) (int, error)
+	EventCountHeld(ctx context.Context, heldBy, source string) (HeldCount, error)
 
 	// webhook_attempts
 	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
@@ -79,6 +83,12 @@ type Executor interface {
 	OperatorActionGetByID(ctx context.Context, id int64) (inbox.OperatorAction, error)
 	OperatorActionListPage(ctx context.Context, since time.Time, before int64, limit int) ([]inbox.OperatorAction, error)
 	OperatorActionListByEvent(ctx context.Context, eventPK int64) ([]inbox.OperatorAction, error)
+	OperatorActionRecordCounted(ctx context.Context, action string, by inbox.Actor, selection any, events int) (int64, error)
+
+	// webhook_pauses
+	PauseInsert(ctx context.Context, p inbox.Pause) (ok bool, err error)
+	PauseDelete(ctx context.Context, scope inbox.PauseScope, name string) (inbox.Pause, bool, error)
+	PauseList(ctx context.Context) ([]inbox.Pause, error)
 
 	// webhook_rejections
 	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error

@@ -63,6 +63,11 @@ type EventOpts struct {
 	ArchiveOffset int64
 	ArchiveLength int64
 	ExpungedAt    *time.Time
+	// HeldBy is the pause that holds a paused event (default the pause of
+	// its source, inbox.HoldOf(inbox.PauseSource, Source)). Only the hold
+	// is written, as the processor writes it (EventHoldClaimed): no
+	// pause's row.
+	HeldBy string
 }
 
 var seq atomic.Int64
@@ -131,6 +136,14 @@ func Event(ctx context.Context, t testing.TB, exec storage.Executor, opts *Event
 		}
 		if err := exec.ClaimSet(ctx, c); err != nil {
 			t.Fatalf("factory: %v", err)
+		}
+	case inbox.StatePaused:
+		by := opts.HeldBy
+		if by == "" {
+			by = inbox.HoldOf(inbox.PauseSource, stored.Source)
+		}
+		if n, err := exec.EventHoldClaimed(ctx, []storage.Hold{{ID: stored.ID, HeldBy: by}}); err != nil || n != 1 {
+			t.Fatalf("factory: hold event %d: %d held, %v", stored.ID, n, err)
 		}
 	}
 	for _, r := range results {
@@ -216,7 +229,7 @@ func build(opts *EventOpts) *inbox.Event {
 	// What the state implies of the row itself, where the caller said
 	// nothing; Event records the processing.
 	switch opts.State {
-	case "", inbox.StatePending, inbox.StateRetrying, inbox.StateInFlight, inbox.StateProcessed, inbox.StateDead:
+	case "", inbox.StatePending, inbox.StateRetrying, inbox.StateInFlight, inbox.StateProcessed, inbox.StateDead, inbox.StatePaused:
 	case inbox.StateArchived:
 		if ev.ArchivedAt == nil {
 			ev.ArchivedAt = new(at)

@@ -103,7 +103,12 @@ func CoreGrants() []Grant {
 		// EventGetBacklog counts.
 		{Role: RoleProcessor, On: "webhook_events", Privileges: []string{"SELECT"}},
 		{Role: RoleProcessor, On: "webhook_events", Privileges: []string{"UPDATE"},
-			Columns: []string{"attempts", "failed_attempts", "solo", "last_attempt_at", "next_attempt_at", "last_error", "outcome", "processed_at", "dead_at"}},
+			Columns: []string{"attempts", "failed_attempts", "solo", "last_attempt_at", "next_attempt_at", "last_error", "outcome", "processed_at", "dead_at",
+				"held_by", "held_due_at"}},
+		// The pauses: the processor reads them once per claim, and holds
+		// (EventHoldClaimed: held_by, held_due_at and next_attempt_at) the
+		// claimed events they cover instead of running them.
+		{Role: RoleProcessor, On: "webhook_pauses", Privileges: []string{"SELECT"}},
 		// The attempt history: the processor appends to it (and reads it
 		// for a dead letter's copy); it never changes a row.
 		{Role: RoleProcessor, On: "webhook_attempts", Privileges: []string{"SELECT", "INSERT"}},
@@ -159,7 +164,12 @@ func CoreGrants() []Grant {
 		// attempt counts.
 		{Role: RoleOperator, On: "webhook_events", Privileges: []string{"UPDATE"},
 			Columns: []string{"dead_at", "failed_attempts", "last_error", "next_attempt_at", "processed_at", "outcome",
-				"payload", "body", "metadata", "expunged_at", "archive_key", "archive_offset", "archive_length", "archived_at", "body_expired_at"}},
+				"payload", "body", "metadata", "expunged_at", "archive_key", "archive_offset", "archive_length", "archived_at", "body_expired_at",
+				"held_by", "held_due_at"}},
+		// A pause writes its row and holds its source's waiting events
+		// (EventHoldSource); a resume deletes the row and releases them
+		// (EventRelease): held_by, held_due_at and next_attempt_at.
+		{Role: RoleOperator, On: "webhook_pauses", Privileges: []string{"INSERT", "DELETE"}},
 		// AttemptExpunge redacts an expunged event's attempt errors; the
 		// history is otherwise never changed.
 		{Role: RoleOperator, On: "webhook_attempts", Privileges: []string{"UPDATE"}, Columns: []string{"error"}},
@@ -210,4 +220,5 @@ func CoreGrants() []Grant {
 var operatorTables = []string{
 	"webhook_events", "webhook_attempts", "webhook_claims", "webhook_dead_letters", "webhook_operator_actions",
 	"webhook_operator_action_events", "webhook_rejections", "webhook_payload_mismatches", "webhook_archive_objects",
+	"webhook_pauses",
 }

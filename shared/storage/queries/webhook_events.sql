@@ -285,9 +285,12 @@ RETURNING id, event_pk;
 -- webhook_events_due_idx's, and every column read is in it, so this is an
 -- index-only scan of the backlog: its cost follows the backlog, never the
 -- table. Events a live claim holds are running, not waiting: they are in
--- the count, not in the due part. The processor runs it at the end of
--- each run.
+-- the count, not in the due part. Events a pause holds (next_attempt_at
+-- 9999-12-31, 00017) are in the count, never due (so never the oldest
+-- due), and counted apart as paused, still from the index alone. The
+-- processor runs it at the end of each run.
 SELECT count(*) AS count,
+       count(*) FILTER (WHERE next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) AS paused,
        count(*) FILTER (WHERE next_attempt_at <= @now::timestamptz AND id NOT IN (
            SELECT unnest(c.event_ids) FROM webhook_claims c WHERE c.locked_until > @now::timestamptz)) AS due,
        min(next_attempt_at) FILTER (WHERE next_attempt_at <= @now::timestamptz AND id NOT IN (
@@ -301,8 +304,13 @@ SELECT count(*) AS count,
 -- events (the first entry of webhook_events_due_idx, whose predicate this
 -- restates), and the earliest end of a claim's lease (a processor that
 -- died leaves its events to be recovered then). NULL: nothing is waiting.
+--
+-- Held events (a pause's: next_attempt_at 9999-12-31, 00017) wait for a
+-- resume, which wakes the processor itself: they are left out, which
+-- stops the scan at the held part of the index.
 SELECT least(
-    (SELECT min(next_attempt_at) FROM webhook_events WHERE processed_at IS NULL AND dead_at IS NULL),
+    (SELECT min(next_attempt_at) FROM webhook_events
+      WHERE processed_at IS NULL AND dead_at IS NULL AND next_attempt_at < '9999-12-31 00:00:00+00'::timestamptz),
     (SELECT min(locked_until) FROM webhook_claims WHERE cardinality(event_ids) > 0)
 ) AS next_wake_at;
 
@@ -310,7 +318,8 @@ SELECT least(
 -- The backlog in an operator's detail. It visits every backlog row
 -- (created_at and failed_attempts are not in the index): fine for a
 -- command, not for every drain. in_flight counts what live claims hold;
--- retrying the others with a failed or interrupted attempt in this run.
+-- retrying the others with a failed or interrupted attempt in this run;
+-- paused the events a pause holds (00017), never due.
 WITH running AS (
     SELECT unnest(c.event_ids) AS id FROM webhook_claims c WHERE c.locked_until > @now::timestamptz
 )
@@ -318,7 +327,8 @@ SELECT count(*) AS count,
        count(*) FILTER (WHERE e.next_attempt_at <= @now::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS due,
        min(e.next_attempt_at) FILTER (WHERE e.next_attempt_at <= @now::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS oldest_due_at,
        count(*) FILTER (WHERE e.id IN (SELECT id FROM running)) AS in_flight,
-       count(*) FILTER (WHERE e.failed_attempts > 0 AND e.id NOT IN (SELECT id FROM running)) AS retrying,
+       count(*) FILTER (WHERE e.failed_attempts > 0 AND e.held_by IS NULL AND e.id NOT IN (SELECT id FROM running)) AS retrying,
+       count(*) FILTER (WHERE e.held_by IS NOT NULL) AS paused,
        min(e.created_at) AS oldest_created_at
   FROM webhook_events e
  WHERE e.processed_at IS NULL AND e.dead_at IS NULL;
@@ -538,3 +548,57 @@ SELECT provider, source_kind, event_type, count(*) AS count
  WHERE outcome = 'unhandled' AND expunged_at IS NULL
  GROUP BY provider, source_kind, event_type
  ORDER BY provider, source_kind, event_type;
+
+-- name: EventHoldSource :execrows
+-- Holds the waiting events of a paused source, in the pause's transaction
+-- (00017): each keeps when it was due (held_due_at) and gets
+-- next_attempt_at 9999-12-31 (the far future; not 'infinity', which a
+-- Go time cannot hold), beyond every claim's range scan. The
+-- predicate restates webhook_events_due_idx's, so the backlog is what it
+-- reads. Events a claim holds (locked, or in webhook_claims) are left to
+-- run: the processor holds them when it meets them again (a retry, or
+-- the recovery of a dead processor's claim), and one claimed just before
+-- the pause commits runs once more.
+WITH waiting AS (
+    SELECT e.id FROM webhook_events e
+     WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND e.next_attempt_at < '9999-12-31 00:00:00+00'::timestamptz
+       AND e.provider = @source::text
+       AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)
+       FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE webhook_events e
+   SET held_by = @held_by::text, held_due_at = e.next_attempt_at, next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+  FROM waiting w
+ WHERE e.id = w.id;
+
+-- name: EventHoldClaimed :execrows
+-- Holds claimed events that a pause covers instead of running them, in
+-- the claim's transaction, which locks them: no attempt is counted. Per
+-- event (parallel arrays) the pause that holds it, 'source:NAME' or
+-- 'handler:ROUTE'.
+UPDATE webhook_events e
+   SET held_by = h.held_by, held_due_at = e.next_attempt_at, next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+  FROM (SELECT unnest(@ids::bigint[]) AS id, unnest(@held_by::text[]) AS held_by) h
+ WHERE e.id = h.id AND e.processed_at IS NULL AND e.dead_at IS NULL;
+
+-- name: EventRelease :execrows
+-- Releases the events a pause held (@held_by), in the resume's
+-- transaction: each is due again when it was due, or at @now if that has
+-- passed, with its attempts as they were. It reads the held part of
+-- webhook_events_due_idx only (next_attempt_at 9999-12-31).
+UPDATE webhook_events
+   SET next_attempt_at = greatest(held_due_at, @now::timestamptz), held_by = NULL, held_due_at = NULL
+ WHERE processed_at IS NULL AND dead_at IS NULL AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+   AND held_by = @held_by::text;
+
+-- name: EventCountHeld :one
+-- How many events a pause (@held_by) holds, and, for a source's pause
+-- (@source, NULL for a handler's), how many more it would hold now: what
+-- a pause's or a resume's dry run counts. Both read the backlog's part of
+-- webhook_events_due_idx only.
+SELECT count(*) FILTER (WHERE held_by = @held_by::text AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) AS held,
+       count(*) FILTER (WHERE provider = sqlc.narg('source')::text AND held_by IS NULL
+                          AND next_attempt_at < '9999-12-31 00:00:00+00'::timestamptz
+                          AND id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS waiting
+  FROM webhook_events
+ WHERE processed_at IS NULL AND dead_at IS NULL;

@@ -54,3 +54,11 @@ SELECT a.* FROM webhook_operator_actions a
   JOIN webhook_operator_action_events l ON l.action_id = a.id
  WHERE l.event_pk = @event_pk::bigint
  ORDER BY a.id;
+
+-- name: OperatorActionRecordCounted :one
+-- Records an action with the count of the events it changed but no link
+-- to each: a pause or a resume holds or releases a whole source's backlog,
+-- which may be large exactly when a pause is needed.
+INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
+VALUES (@kind::text, @actor::text, sqlc.arg('selection')::text::jsonb, @reason::text, @events::int)
+RETURNING id;

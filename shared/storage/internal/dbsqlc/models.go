@@ -87,6 +87,8 @@ type WebhookEvent struct {
 	FailedAttempts int32
 	Solo           bool
 	BodyGuard      bool
+	HeldBy         *string
+	HeldDueAt      *time.Time
 	BodyExpiredAt  *time.Time
 }
 
@@ -104,6 +106,14 @@ type WebhookOperatorAction struct {
 type WebhookOperatorActionEvent struct {
 	EventPK  int64
 	ActionID int64
+}
+
+type WebhookPause struct {
+	Scope    string
+	Name     string
+	PausedAt time.Time
+	Actor    string
+	Reason   string
 }
 
 type WebhookPayloadMismatch struct {

@@ -265,6 +265,36 @@ func (q *Queries) EventCountByBucket(ctx context.Context, db DBTX, arg EventCoun
 	return items, nil
 }
 
+const eventCountHeld = `-- name: EventCountHeld :one
+SELECT count(*) FILTER (WHERE held_by = $1::text AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) AS held,
+       count(*) FILTER (WHERE provider = $2::text AND held_by IS NULL
+                          AND next_attempt_at < '9999-12-31 00:00:00+00'::timestamptz
+                          AND id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS waiting
+  FROM webhook_events
+ WHERE processed_at IS NULL AND dead_at IS NULL
+`
+
+type EventCountHeldParams struct {
+	HeldBy string
+	Source *string
+}
+
+type EventCountHeldRow struct {
+	Held    int64
+	Waiting int64
+}
+
+// How many events a pause (@held_by) holds, and, for a source's pause
+// (@source, NULL for a handler's), how many more it would hold now: what
+// a pause's or a resume's dry run counts. Both read the backlog's part of
+// webhook_events_due_idx only.
+func (q *Queries) EventCountHeld(ctx context.Context, db DBTX, arg EventCountHeldParams) (EventCountHeldRow, error) {
+	row := db.QueryRow(ctx, eventCountHeld, arg.HeldBy, arg.Source)
+	var i EventCountHeldRow
+	err := row.Scan(&i.Held, &i.Waiting)
+	return i, err
+}
+
 const eventCountReplay = `-- name: EventCountReplay :one
 SELECT count(*) AS replayable,
        count(*) FILTER (WHERE e.archived_at IS NOT NULL) AS archived,
@@ -635,6 +665,7 @@ func (q *Queries) EventGetArchiveProgress(ctx context.Context, db DBTX, cutoff t
 
 const eventGetBacklog = `-- name: EventGetBacklog :one
 SELECT count(*) AS count,
+       count(*) FILTER (WHERE next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) AS paused,
        count(*) FILTER (WHERE next_attempt_at <= $1::timestamptz AND id NOT IN (
            SELECT unnest(c.event_ids) FROM webhook_claims c WHERE c.locked_until > $1::timestamptz)) AS due,
        min(next_attempt_at) FILTER (WHERE next_attempt_at <= $1::timestamptz AND id NOT IN (
@@ -645,6 +676,7 @@ SELECT count(*) AS count,
 
 type EventGetBacklogRow struct {
 	Count       int64
+	Paused      int64
 	Due         int64
 	OldestDueAt interface{}
 }
@@ -653,12 +685,19 @@ type EventGetBacklogRow struct {
 // webhook_events_due_idx's, and every column read is in it, so this is an
 // index-only scan of the backlog: its cost follows the backlog, never the
 // table. Events a live claim holds are running, not waiting: they are in
-// the count, not in the due part. The processor runs it at the end of
-// each run.
+// the count, not in the due part. Events a pause holds (next_attempt_at
+// 9999-12-31, 00017) are in the count, never due (so never the oldest
+// due), and counted apart as paused, still from the index alone. The
+// processor runs it at the end of each run.
 func (q *Queries) EventGetBacklog(ctx context.Context, db DBTX, now time.Time) (EventGetBacklogRow, error) {
 	row := db.QueryRow(ctx, eventGetBacklog, now)
 	var i EventGetBacklogRow
-	err := row.Scan(&i.Count, &i.Due, &i.OldestDueAt)
+	err := row.Scan(
+		&i.Count,
+		&i.Paused,
+		&i.Due,
+		&i.OldestDueAt,
+	)
 	return i, err
 }
 
@@ -670,7 +709,8 @@ SELECT count(*) AS count,
        count(*) FILTER (WHERE e.next_attempt_at <= $1::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS due,
        min(e.next_attempt_at) FILTER (WHERE e.next_attempt_at <= $1::timestamptz AND e.id NOT IN (SELECT id FROM running)) AS oldest_due_at,
        count(*) FILTER (WHERE e.id IN (SELECT id FROM running)) AS in_flight,
-       count(*) FILTER (WHERE e.failed_attempts > 0 AND e.id NOT IN (SELECT id FROM running)) AS retrying,
+       count(*) FILTER (WHERE e.failed_attempts > 0 AND e.held_by IS NULL AND e.id NOT IN (SELECT id FROM running)) AS retrying,
+       count(*) FILTER (WHERE e.held_by IS NOT NULL) AS paused,
        min(e.created_at) AS oldest_created_at
   FROM webhook_events e
  WHERE e.processed_at IS NULL AND e.dead_at IS NULL
@@ -682,13 +722,15 @@ type EventGetBacklogStatsRow struct {
 	OldestDueAt     interface{}
 	InFlight        int64
 	Retrying        int64
+	Paused          int64
 	OldestCreatedAt interface{}
 }
 
 // The backlog in an operator's detail. It visits every backlog row
 // (created_at and failed_attempts are not in the index): fine for a
 // command, not for every drain. in_flight counts what live claims hold;
-// retrying the others with a failed or interrupted attempt in this run.
+// retrying the others with a failed or interrupted attempt in this run;
+// paused the events a pause holds (00017), never due.
 func (q *Queries) EventGetBacklogStats(ctx context.Context, db DBTX, now time.Time) (EventGetBacklogStatsRow, error) {
 	row := db.QueryRow(ctx, eventGetBacklogStats, now)
 	var i EventGetBacklogStatsRow
@@ -698,6 +740,7 @@ func (q *Queries) EventGetBacklogStats(ctx context.Context, db DBTX, now time.Ti
 		&i.OldestDueAt,
 		&i.InFlight,
 		&i.Retrying,
+		&i.Paused,
 		&i.OldestCreatedAt,
 	)
 	return i, err
@@ -729,7 +772,7 @@ func (q *Queries) EventGetByBodyHash(ctx context.Context, db DBTX, arg EventGetB
 }
 
 const eventGetByID = `-- name: EventGetByID :one
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.body_expired_at, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.held_by, e.held_due_at, e.body_expired_at, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.id = $1::bigint
@@ -772,6 +815,8 @@ func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGet
 		&i.WebhookEvent.FailedAttempts,
 		&i.WebhookEvent.Solo,
 		&i.WebhookEvent.BodyGuard,
+		&i.WebhookEvent.HeldBy,
+		&i.WebhookEvent.HeldDueAt,
 		&i.WebhookEvent.BodyExpiredAt,
 		&i.ClaimedBy,
 		&i.ClaimedUntil,
@@ -780,7 +825,7 @@ func (q *Queries) EventGetByID(ctx context.Context, db DBTX, id int64) (EventGet
 }
 
 const eventGetByKey = `-- name: EventGetByKey :one
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.body_expired_at, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.held_by, e.held_due_at, e.body_expired_at, coalesce(c.processor, '')::text AS claimed_by, c.locked_until AS claimed_until
   FROM webhook_events e
   LEFT JOIN LATERAL (SELECT processor, locked_until FROM webhook_claims WHERE e.id = ANY(event_ids) LIMIT 1) c ON true
  WHERE e.provider = $1::text AND e.event_id = $2::text
@@ -827,6 +872,8 @@ func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyP
 		&i.WebhookEvent.FailedAttempts,
 		&i.WebhookEvent.Solo,
 		&i.WebhookEvent.BodyGuard,
+		&i.WebhookEvent.HeldBy,
+		&i.WebhookEvent.HeldDueAt,
 		&i.WebhookEvent.BodyExpiredAt,
 		&i.ClaimedBy,
 		&i.ClaimedUntil,
@@ -835,7 +882,7 @@ func (q *Queries) EventGetByKey(ctx context.Context, db DBTX, arg EventGetByKeyP
 }
 
 const eventGetByKeyForUpdate = `-- name: EventGetByKeyForUpdate :one
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, body_expired_at FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, held_by, held_due_at, body_expired_at FROM webhook_events WHERE provider = $1::text AND event_id = $2::text FOR UPDATE
 `
 
 type EventGetByKeyForUpdateParams struct {
@@ -876,6 +923,8 @@ func (q *Queries) EventGetByKeyForUpdate(ctx context.Context, db DBTX, arg Event
 		&i.FailedAttempts,
 		&i.Solo,
 		&i.BodyGuard,
+		&i.HeldBy,
+		&i.HeldDueAt,
 		&i.BodyExpiredAt,
 	)
 	return i, err
@@ -948,7 +997,8 @@ func (q *Queries) EventGetNewestCreatedAt(ctx context.Context, db DBTX) (time.Ti
 
 const eventGetNextWake = `-- name: EventGetNextWake :one
 SELECT least(
-    (SELECT min(next_attempt_at) FROM webhook_events WHERE processed_at IS NULL AND dead_at IS NULL),
+    (SELECT min(next_attempt_at) FROM webhook_events
+      WHERE processed_at IS NULL AND dead_at IS NULL AND next_attempt_at < '9999-12-31 00:00:00+00'::timestamptz),
     (SELECT min(locked_until) FROM webhook_claims WHERE cardinality(event_ids) > 0)
 ) AS next_wake_at
 `
@@ -958,11 +1008,75 @@ SELECT least(
 // events (the first entry of webhook_events_due_idx, whose predicate this
 // restates), and the earliest end of a claim's lease (a processor that
 // died leaves its events to be recovered then). NULL: nothing is waiting.
+//
+// Held events (a pause's: next_attempt_at 9999-12-31, 00017) wait for a
+// resume, which wakes the processor itself: they are left out, which
+// stops the scan at the held part of the index.
 func (q *Queries) EventGetNextWake(ctx context.Context, db DBTX) (interface{}, error) {
 	row := db.QueryRow(ctx, eventGetNextWake)
 	var next_wake_at interface{}
 	err := row.Scan(&next_wake_at)
 	return next_wake_at, err
+}
+
+const eventHoldClaimed = `-- name: EventHoldClaimed :execrows
+UPDATE webhook_events e
+   SET held_by = h.held_by, held_due_at = e.next_attempt_at, next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+  FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::text[]) AS held_by) h
+ WHERE e.id = h.id AND e.processed_at IS NULL AND e.dead_at IS NULL
+`
+
+type EventHoldClaimedParams struct {
+	IDs    []int64
+	HeldBy []string
+}
+
+// Holds claimed events that a pause covers instead of running them, in
+// the claim's transaction, which locks them: no attempt is counted. Per
+// event (parallel arrays) the pause that holds it, 'source:NAME' or
+// 'handler:ROUTE'.
+func (q *Queries) EventHoldClaimed(ctx context.Context, db DBTX, arg EventHoldClaimedParams) (int64, error) {
+	result, err := db.Exec(ctx, eventHoldClaimed, arg.IDs, arg.HeldBy)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const eventHoldSource = `-- name: EventHoldSource :execrows
+WITH waiting AS (
+    SELECT e.id FROM webhook_events e
+     WHERE e.processed_at IS NULL AND e.dead_at IS NULL AND e.next_attempt_at < '9999-12-31 00:00:00+00'::timestamptz
+       AND e.provider = $2::text
+       AND e.id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)
+       FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE webhook_events e
+   SET held_by = $1::text, held_due_at = e.next_attempt_at, next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+  FROM waiting w
+ WHERE e.id = w.id
+`
+
+type EventHoldSourceParams struct {
+	HeldBy string
+	Source string
+}
+
+// Holds the waiting events of a paused source, in the pause's transaction
+// (00017): each keeps when it was due (held_due_at) and gets
+// next_attempt_at 9999-12-31 (the far future; not 'infinity', which a
+// Go time cannot hold), beyond every claim's range scan. The
+// predicate restates webhook_events_due_idx's, so the backlog is what it
+// reads. Events a claim holds (locked, or in webhook_claims) are left to
+// run: the processor holds them when it meets them again (a retry, or
+// the recovery of a dead processor's claim), and one claimed just before
+// the pause commits runs once more.
+func (q *Queries) EventHoldSource(ctx context.Context, db DBTX, arg EventHoldSourceParams) (int64, error) {
+	result, err := db.Exec(ctx, eventHoldSource, arg.HeldBy, arg.Source)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const eventInsert = `-- name: EventInsert :one
@@ -1044,7 +1158,7 @@ INSERT INTO webhook_events (
     $20::text, $21::bigint, $22::bigint,
     $23::timestamptz, $24::timestamptz
 )
-RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, body_expired_at
+RETURNING id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, held_by, held_due_at, body_expired_at
 `
 
 type EventInsertFullParams struct {
@@ -1131,6 +1245,8 @@ func (q *Queries) EventInsertFull(ctx context.Context, db DBTX, arg EventInsertF
 		&i.FailedAttempts,
 		&i.Solo,
 		&i.BodyGuard,
+		&i.HeldBy,
+		&i.HeldDueAt,
 		&i.BodyExpiredAt,
 	)
 	return i, err
@@ -1236,7 +1352,7 @@ WITH RECURSIVE p AS (
     SELECT (SELECT w.provider FROM webhook_events w WHERE w.provider > p.provider ORDER BY w.provider LIMIT 1)
       FROM p WHERE p.provider IS NOT NULL
 )
-SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.body_expired_at FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = $1::text
+SELECT e.id, e.provider, e.event_id, e.event_type, e.payload, e.body, e.body_sha256, e.body_size, e.processed_at, e.created_at, e.attempts, e.next_attempt_at, e.last_error, e.outcome, e.dead_at, e.archive_key, e.archive_offset, e.archive_length, e.archived_at, e.expunged_at, e.metadata, e.source_kind, e.last_attempt_at, e.failed_attempts, e.solo, e.body_guard, e.held_by, e.held_due_at, e.body_expired_at FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_id = $1::text
  ORDER BY e.id
  LIMIT $2::int
 `
@@ -1287,6 +1403,8 @@ func (q *Queries) EventListByEventID(ctx context.Context, db DBTX, arg EventList
 			&i.FailedAttempts,
 			&i.Solo,
 			&i.BodyGuard,
+			&i.HeldBy,
+			&i.HeldDueAt,
 			&i.BodyExpiredAt,
 		); err != nil {
 			return nil, err
@@ -1379,7 +1497,7 @@ func (q *Queries) EventLockClaimed(ctx context.Context, db DBTX, id int64) (int6
 }
 
 const eventLockForArchive = `-- name: EventLockForArchive :many
-SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, body_expired_at FROM webhook_events
+SELECT id, provider, event_id, event_type, payload, body, body_sha256, body_size, processed_at, created_at, attempts, next_attempt_at, last_error, outcome, dead_at, archive_key, archive_offset, archive_length, archived_at, expunged_at, metadata, source_kind, last_attempt_at, failed_attempts, solo, body_guard, held_by, held_due_at, body_expired_at FROM webhook_events
  WHERE id = ANY($1::bigint[]) AND processed_at IS NOT NULL AND archived_at IS NULL AND body IS NOT NULL
  ORDER BY processed_at, id
    FOR NO KEY UPDATE SKIP LOCKED
@@ -1425,6 +1543,8 @@ func (q *Queries) EventLockForArchive(ctx context.Context, db DBTX, ids []int64)
 			&i.FailedAttempts,
 			&i.Solo,
 			&i.BodyGuard,
+			&i.HeldBy,
+			&i.HeldDueAt,
 			&i.BodyExpiredAt,
 		); err != nil {
 			return nil, err
@@ -1549,6 +1669,30 @@ func (q *Queries) EventRecordInterrupted(ctx context.Context, db DBTX, arg Event
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventRelease = `-- name: EventRelease :execrows
+UPDATE webhook_events
+   SET next_attempt_at = greatest(held_due_at, $1::timestamptz), held_by = NULL, held_due_at = NULL
+ WHERE processed_at IS NULL AND dead_at IS NULL AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz
+   AND held_by = $2::text
+`
+
+type EventReleaseParams struct {
+	Now    time.Time
+	HeldBy string
+}
+
+// Releases the events a pause held (@held_by), in the resume's
+// transaction: each is due again when it was due, or at @now if that has
+// passed, with its attempts as they were. It reads the held part of
+// webhook_events_due_idx only (next_attempt_at 9999-12-31).
+func (q *Queries) EventRelease(ctx context.Context, db DBTX, arg EventReleaseParams) (int64, error) {
+	result, err := db.Exec(ctx, eventRelease, arg.Now, arg.HeldBy)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const eventReplay = `-- name: EventReplay :one

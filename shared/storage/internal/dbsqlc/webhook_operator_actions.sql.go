@@ -219,3 +219,33 @@ func (q *Queries) OperatorActionRecord(ctx context.Context, db DBTX, arg Operato
 	err := row.Scan(&id)
 	return id, err
 }
+
+const operatorActionRecordCounted = `-- name: OperatorActionRecordCounted :one
+INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
+VALUES ($1::text, $2::text, $3::text::jsonb, $4::text, $5::int)
+RETURNING id
+`
+
+type OperatorActionRecordCountedParams struct {
+	Kind      string
+	Actor     string
+	Selection string
+	Reason    string
+	Events    int32
+}
+
+// Records an action with the count of the events it changed but no link
+// to each: a pause or a resume holds or releases a whole source's backlog,
+// which may be large exactly when a pause is needed.
+func (q *Queries) OperatorActionRecordCounted(ctx context.Context, db DBTX, arg OperatorActionRecordCountedParams) (int64, error) {
+	row := db.QueryRow(ctx, operatorActionRecordCounted,
+		arg.Kind,
+		arg.Actor,
+		arg.Selection,
+		arg.Reason,
+		arg.Events,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
