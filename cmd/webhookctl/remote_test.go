@@ -120,6 +120,8 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		{"expunge", "stripe", "evt_body", "--dry-run", "--json"}, {"expunge", "stripe", "evt_body", "--yes", "--reason", "GDPR-1"},
 		{"events", "show", "7", "--json"},
 		{"actions"}, {"actions", "--json", "--since", "1h"},
+		{"events", "list", "--match", `{"data":{"amount":4200}}`, "--from", "2020-01-01"},
+		{"events", "list", "--match", `{"type":"ok"}`, "--from", "2020-01-01", "--json"}, {"events", "list", "--header", "X-Customer=1"},
 	}
 	for _, args := range script {
 		dOut, dErr, dRunErr := direct.run(args...)
