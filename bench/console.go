@@ -157,12 +157,71 @@ func (b *bench) console(ctx context.Context) error {
 		{"operator actions, a deep page", "/actions?before=" + strconv.FormatInt(mid.action, 10)},
 		{"overview", "/"},
 	}
+	if err := b.timePages(ctx, c, cookies[0], fig, pages); err != nil {
+		return err
+	}
+	return b.consoleSearch(ctx, pool, c, cookies[0], fig)
+}
+
+// consoleSearch times the events list's search by content (match=,
+// header=), after the other pages (its rows change what they read): the
+// newest consoleSearchRows events get a payload as the processor leaves
+// one before the archiver runs (about 1 kB of JSON, stored out of line
+// like a real one: a customer, a total, four order lines) and Shopify's
+// their shop's domain in the metadata; the older ones stay archived,
+// payload NULL. Each search walks the window newest first within the
+// request's budget of rows and time (operations' search), so a page
+// that finds nothing, or few, is the slowest.
+func (b *bench) consoleSearch(ctx context.Context, pool *pgxpool.Pool, c http.Handler, cookie *http.Cookie, fig *ConsoleFigure) error {
+	first := max(int64(fig.Events)-consoleSearchRows, 0)
+	start := time.Now()
+	if _, err := pool.Exec(ctx, consoleSearchSQL, first); err != nil {
+		return fmt.Errorf("give the newest events their payload: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE webhook_events`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	b.log.Info("console search rows loaded", "events_with_payload", min(consoleSearchRows, fig.Events), "seconds", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
+	var rare string
+	if err := pool.QueryRow(ctx, `SELECT event_id FROM webhook_events WHERE id = $1`, first+1).Scan(&rare); err != nil {
+		return fmt.Errorf("the oldest event with a payload: %w", err)
+	}
+	year := "since=365d&"
+	return b.timePages(ctx, c, cookie, fig, []struct{ name, path string }{
+		{"search, the last day (the default window)", "/events?match=" + url.QueryEscape(`{"customer":"cus_000042"}`)},
+		{"search a customer over the year (1 in 1 000)", "/events?" + year + "match=" + url.QueryEscape(`{"customer":"cus_000042"}`)},
+		{"search an order line over the year (nested array, 1 in 500)", "/events?" + year + "match=" + url.QueryEscape(`{"data":{"lines":[{"sku":"sku_42"}]}}`)},
+		{"search one event's id over the year (1 match, the budget spent)", "/events?" + year + "match=" + url.QueryEscape(`{"id":"`+rare+`"}`)},
+		{"search that matches nothing over the year", "/events?" + year + "match=" + url.QueryEscape(`{"customer":"cus_nobody"}`)},
+		{"search a kept header over the year (a shop, 1 in 50)", "/events?" + year + "header=" + url.QueryEscape("X-Shopify-Shop-Domain=shop-7.myshopify.com")},
+	})
+}
+
+// consoleSearchRows is how many of the newest events the search pages find
+// with a payload: more than one request's budget of rows.
+const consoleSearchRows = 200_000
+
+// consoleSearchSQL gives the events from id $1 on a payload (and
+// Shopify's events their shop in the metadata), unarchived.
+const consoleSearchSQL = `
+UPDATE webhook_events SET
+    payload = jsonb_build_object('id', event_id, 'type', event_type, 'created', extract(epoch FROM created_at)::bigint,
+        'customer', 'cus_' || lpad((id % 1000)::text, 6, '0'), 'total', (id * 7919) % 3000, 'currency', 'eur',
+        'data', jsonb_build_object('lines', (SELECT jsonb_agg(jsonb_build_object('sku', 'sku_' || ((id + k) % 2000), 'quantity', 1 + k,
+            'description', md5((id + k)::text) || md5((id * k)::text) || md5((id - k)::text))) FROM generate_series(1, 4) AS k))),
+    metadata = CASE WHEN provider = 'shopify' THEN jsonb_build_object('shopify_shop_domain', 'shop-' || (id % 50) || '.myshopify.com') END,
+    archive_key = NULL, archive_offset = NULL, archive_length = NULL, archived_at = NULL
+ WHERE id > $1 AND dead_at IS NULL`
+
+// timePages times each page: Warmup untimed requests, then Requests timed
+// ones, one after another.
+func (b *bench) timePages(ctx context.Context, c http.Handler, cookie *http.Cookie, fig *ConsoleFigure, pages []struct{ name, path string }) error {
 	for _, p := range pages {
 		page := ConsolePage{Name: p.name, Path: p.path}
 		times := make([]time.Duration, 0, fig.Requests)
 		for i := range fig.Warmup + fig.Requests {
 			req := httptest.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:8080"+p.path, nil)
-			req.AddCookie(cookies[0])
+			req.AddCookie(cookie)
 			rec := httptest.NewRecorder()
 			began := time.Now()
 			c.ServeHTTP(rec, req)

@@ -27,7 +27,8 @@
 //     and drain again over them, beside the empty-table figures;
 //   - console: a million stored events (and dead letters, operator
 //     actions), then each page of the operator console timed server-side,
-//     its handler called in process, against the console's 100 ms bound;
+//     its handler called in process, against the console's 100 ms bound,
+//     the events list's search by content last;
 //   - archive: the archiver moving the drained events' payloads to versitygw;
 //   - lambda: the bootstrap binaries' sizes and init durations under the
 //     Lambda Runtime Interface Emulator.

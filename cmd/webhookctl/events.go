@@ -30,6 +30,7 @@ func newEventsCmd() *cobra.Command {
 func newEventsListCmd() *cobra.Command {
 	var (
 		source, typ, state string
+		match, header      string
 		window             timeFlags
 		limit              int
 		before             int64
@@ -46,7 +47,17 @@ States: %v. The backlog is pending + retrying + paused + in_flight
 resume' or 'handlers resume' lets it run);
 processed and archived events are done (archived: body in S3; unhandled:
 processed without a handler); dead events are in the dead letters (see
-dead-letters list).`, operations.EventStates()),
+dead-letters list).
+
+Search by content: --match '{"customer":"cus_123"}' keeps the events whose
+stored payload contains that JSON (an object or array; nested objects,
+array elements, numbers and strings compare as JSON, exactly), and
+--header NAME=VALUE those whose kind kept that header (only a few headers
+are kept: an unknown one is refused with the list). A search walks the
+receipt window (--since/--from/--to; without a start, the last %s)
+newest first, a bounded number of events per request, and says how far
+down it searched; archived, expired and expunged events keep no payload
+here and are not matched (docs/operations.md, "Search by content").`, operations.EventStates(), operations.DefaultSearchWindow),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit <= 0 || limit > maxListLimit {
@@ -61,7 +72,8 @@ dead-letters list).`, operations.EventStates()),
 				return err
 			}
 			defer closeAPI()
-			page, err := listEvents(cmd, api, operations.EventQuery{Source: source, Type: typ, State: state, Window: w, Before: before}, limit)
+			page, err := listEvents(cmd, api, operations.EventQuery{Source: source, Type: typ, State: state, Window: w, Before: before,
+				Match: match, Header: header}, limit)
 			if err != nil {
 				return err
 			}
@@ -71,6 +83,7 @@ dead-letters list).`, operations.EventStates()),
 			}
 			if len(page.Events) == 0 {
 				fmt.Fprintln(out, "no events match")
+				printSearch(out, page)
 				return nil
 			}
 			now := page.At
@@ -83,6 +96,7 @@ dead-letters list).`, operations.EventStates()),
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			printSearch(out, page)
 			if page.NextBefore != nil {
 				fmt.Fprintf(out, "(more: --before %d)\n", *page.NextBefore)
 			}
@@ -96,13 +110,63 @@ dead-letters list).`, operations.EventStates()),
 	cmd.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
 	cmd.Flags().Int64Var(&before, "before", 0, "only events with a smaller id (paging)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&match, "match", "", `only events whose payload contains this JSON, such as '{"customer":"cus_123"}'`)
+	cmd.Flags().StringVar(&header, "header", "", "only events whose kind kept this header with this value: NAME=VALUE")
 	return cmd
 }
 
+// printSearch says how far a search by content got.
+func printSearch(out io.Writer, page *operations.EventPage) {
+	sr := page.Search
+	if sr == nil {
+		return
+	}
+	to := "now"
+	if !sr.To.IsZero() {
+		to = operations.Stamp(&sr.To)
+	}
+	if sr.Complete {
+		fmt.Fprintf(out, "searched %d events, the whole window received %s to %s\n", sr.Scanned, operations.Stamp(&sr.From), to)
+		return
+	}
+	fmt.Fprintf(out, "searched %d events received %s to %s, down to %s; the older ones are not searched yet\n",
+		sr.Scanned, operations.Stamp(&sr.From), to, operations.Stamp(&sr.DownTo))
+}
+
 // listEvents reads up to limit events of q, page after page, as one page:
-// the time of its first read, and the cursor after its last event.
+// the time of its first read, and the cursor after its last event. A
+// search by content's page may hold few events or none and still go on
+// (each request reads a bounded number of events): it is followed to the
+// limit or the window's end, and the page says how far it got over all
+// its requests.
 func listEvents(cmd *cobra.Command, api operations.API, q operations.EventQuery, limit int) (*operations.EventPage, error) {
 	all := &operations.EventPage{}
+	if q.Match != "" || q.Header != "" {
+		all.Events = []operations.Event{}
+		for {
+			q.Limit = min(limit-len(all.Events), operations.MaxLimit)
+			p, err := api.Events(cmd.Context(), q)
+			if err != nil {
+				return nil, err
+			}
+			if all.At.IsZero() {
+				all.At = p.At
+			}
+			scanned := 0
+			if all.Search != nil {
+				scanned = all.Search.Scanned
+			}
+			all.Search = p.Search
+			if all.Search != nil {
+				all.Search.Scanned += scanned
+			}
+			all.Events, all.NextBefore = append(all.Events, p.Events...), p.NextBefore
+			if p.NextBefore == nil || len(all.Events) >= limit {
+				return all, nil
+			}
+			q.Before = *p.NextBefore
+		}
+	}
 	var err error
 	all.Events, all.NextBefore, err = readPages(limit, q.Before, func(n int, before int64) ([]operations.Event, *int64, error) {
 		q.Limit, q.Before = n, before

@@ -439,3 +439,59 @@ func TestWindowsAreSpans(t *testing.T) {
 		}
 	}
 }
+
+// events list --match and --header search by content: the table holds
+// exactly the matching events and says how far the search went; a search
+// with filters combines them; what cannot be searched is refused, saying
+// why.
+func TestEventsListSearch(t *testing.T) {
+	t.Parallel()
+	f := newOpsFixture(t)
+	a := f.insertBody("stripe", "evt_a", "order.paid", []byte(`{"customer":"cus_123","total":1500,"lines":[{"sku":"x"}]}`))
+	f.insertBody("stripe", "evt_b", "order.paid", []byte(`{"customer":"cus_456","total":1500}`))
+	c := f.insertBody("shop", "evt_c", "order.paid", []byte(`{"customer":"cus_123","total":20}`))
+	gh := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "gh", SourceKind: "github", EventID: "gh_hook", Type: "push",
+		Body: []byte(`{}`), Metadata: map[string]string{"github_hook_id": "77"}}).ID
+
+	var page eventsListJSON
+	f.runJSON(&page, "events", "list", "--match", `{"customer":"cus_123"}`)
+	if got := listIDs(page); !slices.Equal(got, []int64{c, a}) || page.Search == nil || !page.Search.Complete {
+		t.Fatalf("--match customer: %v (search %+v), want %d and %d, the whole window searched", got, page.Search, c, a)
+	}
+	f.runJSON(&page, "events", "list", "--match", `{"lines":[{"sku":"x"}]}`, "--source", "stripe", "--type", "order.paid", "--since", "1h")
+	if got := listIDs(page); !slices.Equal(got, []int64{a}) {
+		t.Fatalf("--match lines with source and type: %v, want %d", got, a)
+	}
+	f.runJSON(&page, "events", "list", "--header", "x-github-hook-id=77")
+	if got := listIDs(page); !slices.Equal(got, []int64{gh}) {
+		t.Fatalf("--header: %v, want %d", got, gh)
+	}
+	out := f.runOK("events", "list", "--match", `{"total":1500}`, "--from", "2020-01-01")
+	if !strings.Contains(out, "evt_a") || !strings.Contains(out, "evt_b") || strings.Contains(out, "evt_c") ||
+		!strings.Contains(out, "searched 4 events, the whole window received 2020-01-01 00:00:00 to now") {
+		t.Fatalf("--match total printed:\n%s", out)
+	}
+	out = f.runOK("events", "list", "--match", `{"total":1500}`, "--from", "2020-01-01", "--limit", "1")
+	if !strings.Contains(out, "evt_b") || strings.Contains(out, "evt_a") || !strings.Contains(out, "the older ones are not searched yet") ||
+		!strings.Contains(out, "(more: --before ") {
+		t.Fatalf("a search stopped at its limit printed:\n%s", out)
+	}
+	out = f.runOK("events", "list", "--match", `{"customer":"cus_999"}`)
+	if !strings.Contains(out, "no events match") || !strings.Contains(out, "searched 4 events, the whole window") {
+		t.Fatalf("a search finding nothing printed:\n%s", out)
+	}
+	for args, want := range map[string]string{
+		`{"customer":`:          "match: not JSON",
+		`"cus_123"`:             "match: a JSON object or array",
+		`header:X-Customer=123`: "the receiver stores only these headers, which can be searched: ",
+	} {
+		flag, val := "--match", args
+		if h, ok := strings.CutPrefix(args, "header:"); ok {
+			flag, val = "--header", h
+		}
+		_, stderr, err := f.run("events", "list", flag, val)
+		if err == nil || !strings.Contains(err.Error()+stderr, want) {
+			t.Errorf("events list %s %s: %v %s, want %q", flag, val, err, stderr, want)
+		}
+	}
+}

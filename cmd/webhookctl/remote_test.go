@@ -124,6 +124,8 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		{"handlers", "pause", "kind github, any type", "--reason", "INC-6"}, {"sources", "resume", "stripe"},
 		{"handlers", "resume", "kind github, any type", "--json"},
 		{"actions"}, {"actions", "--json", "--since", "1h"},
+		{"events", "list", "--match", `{"data":{"amount":4200}}`, "--from", "2020-01-01"},
+		{"events", "list", "--match", `{"type":"ok"}`, "--from", "2020-01-01", "--json"}, {"events", "list", "--header", "X-Customer=1"},
 	}
 	for _, args := range script {
 		dOut, dErr, dRunErr := direct.run(args...)

@@ -582,6 +582,7 @@ func TestEveryPageIsTheSameThroughTheOperatorAPI(t *testing.T) {
 		"/", "/refusals", "/events", "/events?source=github", "/events?state=dead", "/events?type=invoice.paid&since=1d",
 		"/events?find=gh-1", "/events?find=nothing", "/events/" + itoa(archived.ID), "/events/" + itoa(inPG.ID), "/events/" + itoa(dead.ID),
 		"/events/999999", "/dead-letters", "/dead-letters?source=github", "/actions", "/events?state=sleeping",
+		"/events?match=" + url.QueryEscape(`{"x":1}`), "/events?match=" + url.QueryEscape(`{"x":`), "/events?header=X-Nope%3D1",
 	} {
 		var pages []string
 		var codes []int

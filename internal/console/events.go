@@ -38,6 +38,8 @@ type eventsData struct {
 	Replayed string
 	// Found is the sender's id several sources have (the events listed).
 	Found string
+	// Search is how far a search by content (match=, header=) got.
+	Search *operations.Search
 }
 
 func (d eventsData) at() time.Time { return d.Now }
@@ -61,8 +63,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		d.Error = messageOf(err)
 		return s.render(w, r, err, "events", "Events", d)
 	}
-	d.Now, d.Events = p.At, p.Events
-	d.Source, d.Type, d.Replayable = q.Source, q.Type, q.State == "" && q.Window.IsZero()
+	d.Now, d.Events, d.Search = p.At, p.Events, p.Search
+	// A replay takes a source and a type, not a state, a time or content.
+	d.Source, d.Type, d.Replayable = q.Source, q.Type, q.State == "" && q.Window.IsZero() && p.Search == nil
 	if p.NextBefore != nil {
 		q.Before = *p.NextBefore
 		d.Next = template.URL("/events?" + operatorapi.EventsValues(q).Encode())

@@ -220,3 +220,40 @@ func TestNewChecksTheURLs(t *testing.T) {
 		t.Errorf("a function URL: %v", err)
 	}
 }
+
+// A search by content answers the same through the API, its refusals
+// keep their cause (a 400, never a 5xx), and the API bounds the document
+// before anything reads it.
+func TestSearchIsTheSameThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := storage.New(pgtest.Pool(t))
+	hit := factory.Event(ctx, t, store, &factory.EventOpts{Source: "gh", SourceKind: "github", Body: []byte(`{"customer":{"id":"cus_123"},"total":1500}`),
+		Metadata: map[string]string{"github_hook_id": "42"}})
+	factory.Event(ctx, t, store, &factory.EventOpts{Source: "gh", SourceKind: "github", Body: []byte(`{"customer":{"id":"cus_456"},"total":1500}`)})
+	direct, err := operations.New(operations.Config{Access: operations.AccessRead}, operations.Deps{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := operatortest.Start(t, store, nil, nil)
+	viewer := remote.Client(t, remote.Viewer)
+	q := operations.EventQuery{Match: `{"customer":{"id":"cus_123"}}`, Header: "X-GitHub-Hook-ID=42", Source: "gh",
+		Window: operations.Window{From: time.Now().Add(-time.Hour)}}
+	d := must[*operations.EventPage](t)(direct.Events(ctx, q))
+	r := must[*operations.EventPage](t)(viewer.Events(ctx, q))
+	same(t, "search", d, r)
+	if len(r.Events) != 1 || r.Events[0].ID != hit.ID || r.Search == nil || !r.Search.Complete {
+		t.Fatalf("the search through the API found %+v (search %+v), want event %d alone", r.Events, r.Search, hit.ID)
+	}
+	for name, q := range map[string]operations.EventQuery{
+		"not JSON":          {Match: `{"customer"`},
+		"a scalar":          {Match: `"cus_123"`},
+		"too long":          {Match: `{"a":"` + strings.Repeat("x", operations.MaxMatchBytes) + `"}`},
+		"a header not kept": {Header: "X-Customer=cus_123"},
+	} {
+		_, err := viewer.Events(ctx, q)
+		if inbox.CauseOf(err) != inbox.CauseInvalidArgument {
+			t.Errorf("%s: %v (cause %s), want %s", name, err, inbox.CauseOf(err), inbox.CauseInvalidArgument)
+		}
+	}
+}

@@ -44,6 +44,13 @@ type EventQuery struct {
 	// NextBefore).
 	Before int64 `json:"before,omitzero"`
 	Limit  int   `json:"limit,omitzero"`
+	// Match searches by content: JSON (an object or array, at most
+	// MaxMatchBytes) the stored payload contains (jsonb @>). Archived,
+	// expired and expunged events keep no payload and never match.
+	Match string `json:"match,omitzero"`
+	// Header searches by a header a kind keeps in its events' metadata:
+	// "NAME=VALUE" (source.KeptHeaders).
+	Header string `json:"header,omitzero"`
 }
 
 // EventPage is a page of events, newest first.
@@ -53,6 +60,9 @@ type EventPage struct {
 	// NextBefore is the cursor of the next (older) page; null on the
 	// last.
 	NextBefore *int64 `json:"next_before"`
+	// Search is how far a search by content (Match, Header) got; nil
+	// for a plain list.
+	Search *Search `json:"search,omitempty"`
 }
 
 // Events reads a page of events in one snapshot.
@@ -61,9 +71,21 @@ func (s *Service) Events(ctx context.Context, q EventQuery) (*EventPage, error) 
 	if err != nil {
 		return nil, err
 	}
+	match, metadata, err := q.searchFilter()
+	if err != nil {
+		return nil, err
+	}
 	p := &EventPage{}
 	err = s.read(ctx, func(tx *storage.Tx, now time.Time) error {
 		p.At = now
+		if q.searching() {
+			evs, next, sr, err := s.search(ctx, tx, f, match, metadata, now, n, q.Window)
+			if err != nil {
+				return err
+			}
+			p.Events, p.NextBefore, p.Search = eventsOf(now, evs), next, sr
+			return nil
+		}
 		f.CreatedFrom, f.CreatedTo = q.Window.Bounds(now)
 		// One more than the page says whether another follows.
 		evs, err := tx.EventList(ctx, f, now, n+1)

@@ -121,6 +121,8 @@ type Service struct {
 	cfg  Config
 	deps Deps
 	log  *slog.Logger
+	// budget bounds a search by content (search.go).
+	budget budget
 }
 
 var _ API = (*Service)(nil)
@@ -136,7 +138,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, deps: deps, log: deps.Logger}, nil
+	return &Service{cfg: cfg, deps: deps, log: deps.Logger, budget: defaultBudget}, nil
 }
 
 // archiver returns an Archiver on the Service's database and bucket, with

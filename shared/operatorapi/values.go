@@ -1,10 +1,12 @@
 package operatorapi
 
 import (
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 )
 
@@ -18,7 +20,7 @@ import (
 var (
 	statsKeys      = []string{"window", "charts", "storage"}
 	refusalsKeys   = []string{"window", "limit"}
-	eventsKeys     = []string{"source", "type", "state", "since", "from", "to", "before", "limit"}
+	eventsKeys     = []string{"source", "type", "state", "since", "from", "to", "before", "limit", "match", "header"}
 	findKeys       = []string{"find", "source"}
 	eventKeys      = []string{"id", "source", "event_id"}
 	bodyKeys       = []string{"id", "offset"}
@@ -82,12 +84,23 @@ func EventsValues(q operations.EventQuery) url.Values {
 	setWindow(v, q.Window)
 	setInt(v, "before", q.Before)
 	setInt(v, "limit", int64(q.Limit))
+	setText(v, "match", q.Match)
+	setText(v, "header", q.Header)
 	return v
 }
 
 // ParseEvents reads an EventQuery.
 func ParseEvents(v url.Values) (operations.EventQuery, error) {
-	q := operations.EventQuery{Source: get(v, "source"), Type: get(v, "type"), State: get(v, "state")}
+	q := operations.EventQuery{Source: get(v, "source"), Type: get(v, "type"), State: get(v, "state"),
+		Match: get(v, "match"), Header: get(v, "header")}
+	// The search's documents are bounded here too, before anything
+	// else reads them (operations checks what they say).
+	if len(q.Match) > operations.MaxMatchBytes {
+		return q, invalidParam("match", fmt.Sprintf("JSON of at most %d bytes", operations.MaxMatchBytes))
+	}
+	if len(q.Header) > operations.MaxFilterBytes+1+inbox.MaxEventIDBytes {
+		return q, invalidParam("header", "NAME=VALUE, such as X-GitHub-Hook-ID=123456")
+	}
 	var err error
 	if q.Window, err = window(v); err != nil {
 		return q, err

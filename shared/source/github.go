@@ -66,7 +66,7 @@ func (v *githubVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.
 	return checkIdentity(inbox.Identity{
 		EventID:   id,
 		EventType: typ,
-		Metadata:  headerMetadata(h, [2]string{"github_hook_id", githubHookIDHeader}),
+		Metadata:  headerMetadata(h, keptHeaders[KindGitHub]...),
 	})
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -122,6 +124,36 @@ func headerIdentity(h http.Header, name string, cause inbox.Cause) (string, erro
 	default:
 		return "", inbox.Errorf(cause, "the %s header appears %d times; exactly one is accepted", name, len(vals))
 	}
+}
+
+// keptHeaders are the headers each kind keeps in an event's metadata
+// (metadata key, header), the only ones an operator can search by
+// (KeptHeaders): the receiver stores no other header.
+var keptHeaders = map[string][][2]string{
+	KindGitHub:  {{"github_hook_id", githubHookIDHeader}},
+	KindShopify: shopifyMetadata,
+	KindSlack:   {{"slack_retry_num", slackRetryNumHeader}, {"slack_retry_reason", slackRetryReasonHeader}},
+	KindTwilio:  {{"twilio_idempotency_token", twilioIdempotencyHeader}},
+	KindZoom:    {{"zoom_tracking_id", zoomTrackingIDHeader}},
+}
+
+// KeptHeader is a header a kind keeps in its events' metadata, under Key.
+type KeptHeader struct {
+	Kind   string `json:"kind"`
+	Header string `json:"header"`
+	Key    string `json:"key"`
+}
+
+// KeptHeaders are the headers the kinds keep in their events' metadata,
+// by kind, in the order each kind lists them.
+func KeptHeaders() []KeptHeader {
+	var out []KeptHeader
+	for _, kind := range slices.Sorted(maps.Keys(keptHeaders)) {
+		for _, kv := range keptHeaders[kind] {
+			out = append(out, KeptHeader{Kind: kind, Header: kv[1], Key: kv[0]})
+		}
+	}
+	return out
 }
 
 // headerMetadata copies sender-specific identifiers from headers into

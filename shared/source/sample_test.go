@@ -129,3 +129,45 @@ func TestSampleWithoutSampler(t *testing.T) {
 		t.Fatal("SignEvent without a signer must be an error")
 	}
 }
+
+// Operators search metadata by the header it came from (KeptHeaders):
+// every key a kind's sample leaves in the metadata is listed there, under
+// its kind, and a header names one key whatever the kind.
+func TestKeptHeadersListEveryMetadataKey(t *testing.T) {
+	t.Parallel()
+	listed := map[string]map[string]bool{}
+	keyOf := map[string]string{}
+	for _, k := range KeptHeaders() {
+		if listed[k.Kind] == nil {
+			listed[k.Kind] = map[string]bool{}
+		}
+		listed[k.Kind][k.Key] = true
+		h := http.CanonicalHeaderKey(k.Header)
+		if prev, ok := keyOf[h]; ok && prev != k.Key {
+			t.Errorf("header %s kept as %q and %q", h, prev, k.Key)
+		}
+		keyOf[h] = k.Key
+	}
+	// Twilio's form body, not a header, gives these.
+	fromBody := map[string]bool{"twilio_account_sid": true, "twilio_sid": true}
+	seen := 0
+	for _, src := range sampleSources(t) {
+		a, err := src.Sample(now)
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		id, err := src.Verifier.Verify(signSample(t, src, a, now), a.Body, now)
+		if err != nil {
+			t.Fatalf("%s: %v", src.Name, err)
+		}
+		for key := range id.Metadata {
+			seen++
+			if !listed[src.Kind][key] && !fromBody[key] {
+				t.Errorf("%s (%s): metadata key %q is not in KeptHeaders", src.Name, src.Kind, key)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no sample kept any metadata: nothing was checked")
+	}
+}

@@ -155,8 +155,7 @@ func (v *slackVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox
 	return checkIdentity(inbox.Identity{
 		EventID:   f["event_id"],
 		EventType: typ,
-		Metadata: headerMetadata(h, [2]string{"slack_retry_num", slackRetryNumHeader},
-			[2]string{"slack_retry_reason", slackRetryReasonHeader}),
+		Metadata:  headerMetadata(h, keptHeaders[KindSlack]...),
 	})
 }
 

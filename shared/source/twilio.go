@@ -224,7 +224,7 @@ func (v *twilioVerifier) identity(params []formParam, h http.Header) inbox.Ident
 			typ = "call." + get("CallStatus")
 		}
 	}
-	meta := headerMetadata(h, [2]string{"twilio_idempotency_token", twilioIdempotencyHeader})
+	meta := headerMetadata(h, keptHeaders[KindTwilio]...)
 	keep := func(key, val string) {
 		if val == "" || len(val) > inbox.MaxEventIDBytes || !printable(val) {
 			return

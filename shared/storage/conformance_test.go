@@ -213,6 +213,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_events/interrupted", testEventInterrupted},
 	{"webhook_events/next_wake", testEventNextWake},
 	{"webhook_events/list", testEventList},
+	{"webhook_events/search", testEventSearch},
 	{"webhook_events/replay", testEventReplay},
 	{"webhook_events/replay in calls", testEventReplayInCalls},
 	{"webhook_dead_letters", testDeadLetters},
@@ -855,6 +856,47 @@ func testEventList(t *testing.T, e *env) {
 		return c.Source == "shop" && c.EventType == unhandled.Type && c.SourceKind == unhandled.SourceKind && c.Count == 1
 	}) {
 		t.Fatalf("unhandled per route: %+v", counts)
+	}
+}
+
+// A search chunk reads exactly the next Chunk events of the window, source
+// and type below BeforeID, newest first, and names those whose payload and
+// metadata contain what is asked; the list keeps the hits by id and state.
+func testEventSearch(t *testing.T, e *env) {
+	s := e.store
+	from := e.now.Add(-time.Hour)
+	var ids []int64
+	for i := range 5 {
+		opts := &factory.EventOpts{Source: "srch", Body: []byte(fmt.Sprintf(`{"n":%d,"odd":%t}`, i, i%2 == 1)), Now: e.now, CreatedAt: from.Add(time.Duration(i+1) * time.Minute)}
+		if i == 3 {
+			opts.Metadata = map[string]string{"github_hook_id": "7"}
+			opts.State = inbox.StateDead
+		}
+		ids = append(ids, factory.Event(e.ctx, t, s, opts).ID)
+	}
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "other", Body: []byte(`{"odd":true}`), Now: e.now, CreatedAt: from.Add(3 * time.Minute)})
+	q := storage.EventSearch{CreatedFrom: from, CreatedTo: e.now, Source: "srch", Match: `{"odd":true}`, BeforeID: 1 << 62, Chunk: 3}
+	r := must[storage.EventSearchResult](t)(s.EventSearchChunk(e.ctx, q))
+	field.Check(t, "first chunk", field.Eq("Scanned", r.Scanned, 3), field.Eq("LowestID", r.LowestID, ids[2]),
+		field.Eq("LowestCreatedAt", r.LowestCreatedAt.Equal(from.Add(3*time.Minute)), true), field.Printed("Hits", r.Hits, []int64{ids[3]}))
+	q.BeforeID = r.LowestID
+	r = must[storage.EventSearchResult](t)(s.EventSearchChunk(e.ctx, q))
+	field.Check(t, "last chunk", field.Eq("Scanned", r.Scanned, 2), field.Eq("LowestID", r.LowestID, ids[0]), field.Printed("Hits", r.Hits, []int64{ids[1]}))
+	q.BeforeID, q.Match, q.Metadata, q.Chunk = 1<<62, "", `{"github_hook_id":"7"}`, 10
+	r = must[storage.EventSearchResult](t)(s.EventSearchChunk(e.ctx, q))
+	field.Check(t, "by metadata", field.Eq("Scanned", r.Scanned, 5), field.Printed("Hits", r.Hits, []int64{ids[3]}))
+	q.CreatedTo = from
+	r = must[storage.EventSearchResult](t)(s.EventSearchChunk(e.ctx, q))
+	field.Check(t, "an empty window", field.Eq("Scanned", r.Scanned, 0), field.Eq("LowestID", r.LowestID, int64(0)),
+		field.Eq("LowestCreatedAt", r.LowestCreatedAt.Equal(q.CreatedFrom), true), field.Printed("Hits", r.Hits, []int64{}))
+	// The list by ids: alone, and after the state's own parameter.
+	got := must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{IDs: []int64{ids[1], ids[3]}}, e.now, 10))
+	if len(got) != 2 || got[0].ID != ids[3] || got[1].ID != ids[1] {
+		t.Fatalf("list by ids: %d events", len(got))
+	}
+	got = must[[]*inbox.Event](t)(s.EventList(e.ctx, storage.EventFilter{IDs: []int64{ids[1], ids[3]}, State: inbox.StatePending}, e.now, 10))
+	if len(got) != 1 || got[0].ID != ids[1] {
+		t.Fatalf("list by ids, pending: %d events", len(got))
 	}
 }
 

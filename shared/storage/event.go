@@ -291,6 +291,50 @@ func (e executor) EventListByEventID(ctx context.Context, eventID string, limit 
 	return eventsFromRows(rows)
 }
 
+// EventSearch is one chunk of a search by content: the window, source and
+// type to walk, the containment wanted, where to start and how many rows
+// to read.
+type EventSearch struct {
+	// CreatedFrom (inclusive) and CreatedTo (exclusive) bound the receipt
+	// time; both are required.
+	CreatedFrom, CreatedTo time.Time
+	Source, EventType      string
+	// Match is JSON the payload must contain, Metadata JSON the metadata
+	// must contain (jsonb @>); "" for either matches anything.
+	Match, Metadata string
+	// BeforeID: only events with a smaller id.
+	BeforeID int64
+	// Chunk is how many events to read.
+	Chunk int
+}
+
+// EventSearchResult is what one chunk found.
+type EventSearchResult struct {
+	// Scanned is how many events the chunk read: fewer than asked means
+	// the window holds no more below BeforeID.
+	Scanned int
+	// LowestID and LowestCreatedAt are the oldest event read (0 and
+	// CreatedFrom when none was).
+	LowestID        int64
+	LowestCreatedAt time.Time
+	// Hits are the ids of the events that matched, newest first.
+	Hits []int64
+}
+
+// EventSearchChunk reads one chunk of a search by content (s.Chunk events
+// newest first, whatever matches).
+func (e executor) EventSearchChunk(ctx context.Context, s EventSearch) (EventSearchResult, error) {
+	r, err := queries.EventSearchChunk(ctx, e.db, dbsqlc.EventSearchChunkParams{
+		CreatedFrom: s.CreatedFrom, CreatedTo: s.CreatedTo, BeforeID: s.BeforeID,
+		Source: ptr(s.Source), EventType: ptr(s.EventType), Chunk: int32(s.Chunk),
+		Match: ptr(s.Match), Metadata: ptr(s.Metadata),
+	})
+	if err != nil {
+		return EventSearchResult{}, fmt.Errorf("search events below id %d: %w", s.BeforeID, err)
+	}
+	return EventSearchResult{Scanned: int(r.Scanned), LowestID: r.LowestID, LowestCreatedAt: r.LowestCreatedAt, Hits: r.Hits}, nil
+}
+
 // EventGetByKeyForUpdate is EventGetByKey with the row locked until the
 // transaction ends (use it on a *Tx).
 func (e executor) EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error) {

@@ -34,6 +34,9 @@ type EventFilter struct {
 	CreatedTo   time.Time
 	// BeforeID pages backwards: only events with a smaller id.
 	BeforeID int64
+	// IDs, when not nil, keeps only these events: the hits of a search
+	// by content (EventSearchChunk), judged here by state.
+	IDs []int64
 }
 
 // eventStateWhere holds one constant predicate per state; it selects
@@ -61,6 +64,13 @@ var eventStateWhere = map[inbox.EventState]string{
 	inbox.StateArchived:  ` AND e.archived_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL`,
 	inbox.StateDead:      ` AND e.dead_at IS NOT NULL AND e.expunged_at IS NULL`,
 	inbox.StateExpunged:  ` AND e.expunged_at IS NOT NULL`,
+}
+
+// idsWhere keeps the events of EventFilter.IDs, by the parameter's
+// position (after 6 or 7 others).
+var idsWhere = map[int]string{
+	6: ` AND e.id = ANY($7::bigint[])`,
+	7: ` AND e.id = ANY($8::bigint[])`,
 }
 
 // notRunning: no live claim holds the event (c is its claim, if any).
@@ -129,6 +139,12 @@ func (e executor) EventList(ctx context.Context, f EventFilter, now time.Time, l
 	args := []any{ptr(f.Source), ptr(f.EventType), timePtr(f.CreatedFrom), timePtr(f.CreatedTo), ptr(f.BeforeID), limit}
 	if strings.Contains(stateWhere, "$7") {
 		args = append(args, now)
+	}
+	// The ids take the next parameter, $7 or $8: every mode refuses an
+	// unused one.
+	if f.IDs != nil {
+		stateWhere += idsWhere[len(args)]
+		args = append(args, f.IDs)
 	}
 	// A time window is restated without its "IS NULL OR", so that even a
 	// generic plan can read it through webhook_events_created_at_brin (00010)

@@ -28,6 +28,7 @@ type Executor interface {
 	EventListByEventID(ctx context.Context, eventID string, limit int) ([]*inbox.Event, error)
 	EventGetByKeyForUpdate(ctx context.Context, source, eventID string) (*inbox.Event, error)
 	EventList(ctx context.Context, f EventFilter, now time.Time, limit int) ([]*inbox.Event, error)
+	EventSearchChunk(ctx context.Context, s EventSearch) (EventSearchResult, error)
 	EventGetDue(ctx context.Context, now time.Time) (Due, error)
 	EventClaimBatch(ctx context.Context, p ClaimParams) ([]ClaimedEvent, error)
 	EventClaimSolo(ctx context.Context, now time.Time, bodyBudget int64) ([]ClaimedEvent, error)

@@ -104,6 +104,36 @@ SELECT e.* FROM p JOIN webhook_events e ON e.provider = p.provider AND e.event_i
 -- key. EventList weighs a bounded time window with it.
 SELECT created_at FROM webhook_events ORDER BY id DESC LIMIT 1;
 
+-- name: EventSearchChunk :one
+-- One chunk of a search by content (the operator's events list with a
+-- payload or metadata filter): the next @chunk events below @before_id in
+-- the receipt window, of the source and type when given, newest first;
+-- which of them contain @match in their payload and @metadata in their
+-- metadata (jsonb @>, NULL: any); and how far down the walk got. The chunk
+-- reads ids and receipt times alone (the primary key, or the receipt
+-- time's BRIN index for a window far in the past), and only its rows are
+-- joined back for the containment test: a chunk costs @chunk rows
+-- whatever matches, so that a search without a payload index stays
+-- bounded. NULL payloads (archived, expired, expunged) never match.
+WITH chunk AS (
+    SELECT e.id, e.created_at FROM webhook_events e
+     WHERE e.id < @before_id::bigint
+       AND e.created_at >= @created_from::timestamptz AND e.created_at < @created_to::timestamptz
+       AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
+       AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
+     ORDER BY e.id DESC
+     LIMIT @chunk::int
+), tested AS MATERIALIZED (
+    SELECT c.id, c.created_at,
+           (sqlc.narg('match')::text IS NULL OR e.payload @> sqlc.narg('match')::text::jsonb)
+           AND (sqlc.narg('metadata')::text IS NULL OR e.metadata @> sqlc.narg('metadata')::text::jsonb) AS hit
+      FROM chunk c JOIN webhook_events e ON e.id = c.id
+)
+SELECT count(*)::int AS scanned, coalesce(min(id), 0)::bigint AS lowest_id,
+       coalesce(min(created_at), @created_from::timestamptz)::timestamptz AS lowest_created_at,
+       coalesce(array_agg(id ORDER BY id DESC) FILTER (WHERE hit), '{}')::bigint[] AS hits
+  FROM tested;
+
 -- name: EventGetByKeyForUpdate :one
 -- Locks the event for an expunge: expunges of one event take turns, and an
 -- expunge waits for an archive batch, or a processor's transaction,

@@ -1731,3 +1731,73 @@ func (q *Queries) EventReplay(ctx context.Context, db DBTX, arg EventReplayParam
 	err := row.Scan(&count)
 	return count, err
 }
+
+const eventSearchChunk = `-- name: EventSearchChunk :one
+WITH chunk AS (
+    SELECT e.id, e.created_at FROM webhook_events e
+     WHERE e.id < $2::bigint
+       AND e.created_at >= $1::timestamptz AND e.created_at < $3::timestamptz
+       AND ($4::text IS NULL OR e.provider = $4::text)
+       AND ($5::text IS NULL OR e.event_type = $5::text)
+     ORDER BY e.id DESC
+     LIMIT $6::int
+), tested AS MATERIALIZED (
+    SELECT c.id, c.created_at,
+           ($7::text IS NULL OR e.payload @> $7::text::jsonb)
+           AND ($8::text IS NULL OR e.metadata @> $8::text::jsonb) AS hit
+      FROM chunk c JOIN webhook_events e ON e.id = c.id
+)
+SELECT count(*)::int AS scanned, coalesce(min(id), 0)::bigint AS lowest_id,
+       coalesce(min(created_at), $1::timestamptz)::timestamptz AS lowest_created_at,
+       coalesce(array_agg(id ORDER BY id DESC) FILTER (WHERE hit), '{}')::bigint[] AS hits
+  FROM tested
+`
+
+type EventSearchChunkParams struct {
+	CreatedFrom time.Time
+	BeforeID    int64
+	CreatedTo   time.Time
+	Source      *string
+	EventType   *string
+	Chunk       int32
+	Match       *string
+	Metadata    *string
+}
+
+type EventSearchChunkRow struct {
+	Scanned         int32
+	LowestID        int64
+	LowestCreatedAt time.Time
+	Hits            []int64
+}
+
+// One chunk of a search by content (the operator's events list with a
+// payload or metadata filter): the next @chunk events below @before_id in
+// the receipt window, of the source and type when given, newest first;
+// which of them contain @match in their payload and @metadata in their
+// metadata (jsonb @>, NULL: any); and how far down the walk got. The chunk
+// reads ids and receipt times alone (the primary key, or the receipt
+// time's BRIN index for a window far in the past), and only its rows are
+// joined back for the containment test: a chunk costs @chunk rows
+// whatever matches, so that a search without a payload index stays
+// bounded. NULL payloads (archived, expired, expunged) never match.
+func (q *Queries) EventSearchChunk(ctx context.Context, db DBTX, arg EventSearchChunkParams) (EventSearchChunkRow, error) {
+	row := db.QueryRow(ctx, eventSearchChunk,
+		arg.CreatedFrom,
+		arg.BeforeID,
+		arg.CreatedTo,
+		arg.Source,
+		arg.EventType,
+		arg.Chunk,
+		arg.Match,
+		arg.Metadata,
+	)
+	var i EventSearchChunkRow
+	err := row.Scan(
+		&i.Scanned,
+		&i.LowestID,
+		&i.LowestCreatedAt,
+		&i.Hits,
+	)
+	return i, err
+}
