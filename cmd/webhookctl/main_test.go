@@ -77,13 +77,16 @@ func TestSourcesCheckPrintsTheTokenedURL(t *testing.T) {
 	t.Setenv(source.EnvSources, `{"sources":{
 	  "plain":  {"kind": "stripe", "secrets": ["whsec_plain_secret_0123456789abcdef"]},
 	  "both":   {"kind": "stripe", "secrets": ["whsec_both_secret_0123456789abcdef"], "endpoint_token": "`+token+`"},
-	  "hidden": {"kind": "stripe", "secrets": ["whsec_hidden_secret_0123456789abcdef"], "endpoint_token": "`+token+`", "untokened_path": false}}}`)
+	  "hidden": {"kind": "stripe", "secrets": ["whsec_hidden_secret_0123456789abcdef"], "endpoint_token": "`+token+`", "untokened_path": false, "silent_after": "6h"}}}`)
 	out, err := run(t, nil, "sources", "check", "--base-url", "https://hooks.example.com/", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var res struct {
-		Sources []struct{ Name, Endpoint, URL string } `json:"sources"`
+		Sources []struct {
+			Name, Endpoint, URL string
+			SilentAfter         string `json:"silent_after"`
+		} `json:"sources"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
@@ -97,8 +100,12 @@ func TestSourcesCheckPrintsTheTokenedURL(t *testing.T) {
 		if w := want[s.Name]; s.Endpoint != w[0] || s.URL != w[1] {
 			t.Errorf("%s: %s %s, want %v", s.Name, s.Endpoint, s.URL, w)
 		}
+		if (s.Name == "hidden") != (s.SilentAfter == "6h0m0s") {
+			t.Errorf("%s: silent_after %q", s.Name, s.SilentAfter)
+		}
 	}
-	if out, _ := run(t, nil, "sources", "check"); !strings.Contains(out, "/webhooks/hidden/"+token) || strings.Contains(out, "whsec_") {
+	if out, _ := run(t, nil, "sources", "check"); !strings.Contains(out, "/webhooks/hidden/"+token) || strings.Contains(out, "whsec_") ||
+		!strings.Contains(out, "silent after: hidden: 6h0m0s without a delivery") {
 		t.Fatalf("table:\n%s", out)
 	}
 }

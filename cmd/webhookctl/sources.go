@@ -36,7 +36,11 @@ under the table (and "note" in JSON): an hmac source whose signed_content
 puts {id} next to {body} refuses ids holding the separator between them,
 so that no byte can move between the id and the body under one signature.
 A template whose parts are not separated at all ("{id}{body}") is refused
-here, as at start-up, with the reason (docs/sources/hmac.md).`,
+here, as at start-up, with the reason (docs/sources/hmac.md).
+
+A source with silent_after says so under the table (and "silent_after" in
+JSON): that long without a delivery counts it as silent
+(docs/operations.md, "A source went silent").`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sources, where, err := checkout.LoadSources(cmd.Context(), envOf(cmd))
 			if err != nil {
@@ -49,6 +53,8 @@ here, as at start-up, with the reason (docs/sources/hmac.md).`,
 				Endpoint  string `json:"endpoint"`
 				URL       string `json:"url"`
 				Note      string `json:"note,omitempty"`
+				// SilentAfter is the source's silent_after ("" for none).
+				SilentAfter string `json:"silent_after,omitempty"`
 			}
 			var rows []row
 			for _, name := range sources.Names() {
@@ -64,7 +70,11 @@ here, as at start-up, with the reason (docs/sources/hmac.md).`,
 				case src.HasEndpointToken():
 					endpoint = "token, untokened open"
 				}
-				rows = append(rows, row{name, src.Kind, tol, endpoint, strings.TrimRight(base, "/") + src.Path(), src.Note})
+				silent := ""
+				if src.SilentAfter > 0 {
+					silent = src.SilentAfter.String()
+				}
+				rows = append(rows, row{name, src.Kind, tol, endpoint, strings.TrimRight(base, "/") + src.Path(), src.Note, silent})
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"from": where, "sources": rows})
@@ -81,6 +91,11 @@ here, as at start-up, with the reason (docs/sources/hmac.md).`,
 			for _, r := range rows {
 				if r.Note != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "\nnote: %s: %s\n", r.Name, r.Note)
+				}
+			}
+			for _, r := range rows {
+				if r.SilentAfter != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "\nsilent after: %s: %s without a delivery counts as silent (SourcesSilentAlarm)\n", r.Name, r.SilentAfter)
 				}
 			}
 			return nil

@@ -146,6 +146,8 @@ func printStats(out io.Writer, r *operations.Stats) error {
 		}
 	}
 
+	printSources(tw, r)
+
 	fmt.Fprintf(tw, "\nREJECTIONS (last %s)\n", r.Window)
 	if len(r.Rejections) == 0 {
 		fmt.Fprintf(tw, "  none\n")
@@ -193,6 +195,35 @@ func printStats(out io.Writer, r *operations.Stats) error {
 		return nil
 	}
 	return printBloat(out, r.Bloat)
+}
+
+// printSources prints each source's last delivery and whether it is
+// silent (SourcesSilentAlarm's count).
+func printSources(tw io.Writer, r *operations.Stats) {
+	now := r.At
+	fmt.Fprintf(tw, "\nSOURCES (silent: %d; deliveries recorded to within a minute)\n", r.SourcesSilent)
+	if len(r.Sources) == 0 {
+		fmt.Fprintf(tw, "  none recorded yet (a receiver records its sources at its first stored delivery)\n")
+		return
+	}
+	fmt.Fprintf(tw, "  SOURCE\tLAST DELIVERY\tSILENT AFTER\tSTATE\n")
+	for _, a := range r.Sources {
+		last := "none since first seen " + operations.Ago(now, a.FirstSeenAt)
+		if a.LastReceivedAt != nil {
+			last = operations.Ago(now, *a.LastReceivedAt)
+		}
+		after, state := "-", "ok"
+		if a.SilentAfter > 0 {
+			after = a.SilentAfter.String()
+		}
+		switch {
+		case !a.Configured:
+			state = "no longer configured"
+		case a.Silent:
+			state = "SILENT since " + operations.Ago(now, *a.SilentSince)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Source, last, after, state)
+	}
 }
 
 // printBloat prints the bloat section: every relation with its estimate,

@@ -71,6 +71,13 @@ func (f *opsFixture) populate() map[string]int64 {
 	}); err != nil {
 		f.t.Fatal(err)
 	}
+	// The receivers' record of the sources: stripe delivered a minute ago
+	// (6h allowed), github has not delivered in the two hours since it
+	// was configured with an hour allowed.
+	factory.SourceActivity(f.ctx, f.t, f.store, now.Add(-2*time.Hour), storage.SourceRecord{Source: "github", SilentAfter: time.Hour})
+	factory.SourceActivity(f.ctx, f.t, f.store, now.Add(-time.Minute),
+		storage.SourceRecord{Source: "github", SilentAfter: time.Hour},
+		storage.SourceRecord{Source: "stripe", SilentAfter: 6 * time.Hour, ReceivedAt: now.Add(-time.Minute)})
 	return ids
 }
 
@@ -119,11 +126,27 @@ func TestStats(t *testing.T) {
 		field.Eq("MinAgeSeconds", a.MinAgeSeconds, 0.001),
 		field.Is("OldestProcessedAt", a.OldestProcessedAt, a.OldestProcessedAt != nil, "set"),
 	)
+	if len(r.Sources) != 2 {
+		t.Errorf("sources = %+v, want github and stripe", r.Sources)
+	} else {
+		gh, st := r.Sources[0], r.Sources[1]
+		field.Check(t, "sources",
+			field.Eq("SourcesSilent", r.SourcesSilent, 1),
+			field.Eq("github", gh.Source, "github"),
+			field.Eq("github.Silent", gh.Silent, true),
+			field.Eq("github.LastReceivedAt", gh.LastReceivedAt, nil),
+			field.Is("github.SilentSince", gh.SilentSince, gh.SilentSince != nil && gh.SilentSince.Equal(gh.FirstSeenAt.Add(time.Hour)), "an hour after it was first seen"),
+			field.Eq("github.SilentAfterSeconds", gh.SilentAfterSeconds, 3600.0),
+			field.Eq("stripe.Silent", st.Silent, false),
+			field.Is("stripe.LastReceivedAt", st.LastReceivedAt, st.LastReceivedAt != nil, "set"),
+			field.Eq("stripe.Configured", st.Configured, true),
+		)
+	}
 	tables := map[string]operations.TableSize{}
 	for _, s := range r.Tables {
 		tables[s.Name] = s
 	}
-	if ev := tables["webhook_events"]; len(tables) != 10 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
+	if ev := tables["webhook_events"]; len(tables) != 11 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
 		t.Errorf("tables = %+v", r.Tables)
 	}
 	if r.WindowSeconds != 3600 || r.At.IsZero() {
@@ -144,6 +167,7 @@ func TestStats(t *testing.T) {
 	for _, want := range []string{
 		"BACKLOG", "unprocessed", "due 1, in flight 1, retrying 1", "DEAD LETTERS (open: 3)", "stripe", "poison",
 		"REJECTIONS (last 1h)", "signature_mismatch", "PAYLOAD MISMATCHES", "ARCHIVE", "TABLES", "webhook_events",
+		"SOURCES (silent: 1;", "none since first seen 2h", "SILENT since 1h", "6h", "SILENT AFTER",
 	} {
 		if !strings.Contains(human, want) {
 			t.Errorf("stats lacks %q:\n%s", want, human)
@@ -162,6 +186,7 @@ func TestStatsEmptyDatabase(t *testing.T) {
 		field.Is("DeadLetters", r.DeadLetters, r.DeadLetters != nil, "an empty list, not null"),
 		field.Is("Rejections", r.Rejections, r.Rejections != nil, "an empty list, not null"),
 		field.Is("PayloadMismatches", r.PayloadMismatches, r.PayloadMismatches != nil, "an empty list, not null"),
+		field.Is("Sources", r.Sources, r.Sources != nil, "an empty list, not null"),
 		field.Eq("Archive.MinAgeSeconds", r.Archive.MinAgeSeconds, (7*24*time.Hour).Seconds()),
 	) {
 		t.FailNow()

@@ -206,6 +206,7 @@ func testBrowser(t *testing.T, b backend) {
 		t.Errorf("the token stays in the address bar: %s", loc)
 	}
 	checkOverviewCharts(t, ctx)
+	checkOverviewSources(t, ctx)
 	screenshot(t, ctx, "overview")
 	checkRefusalsPage(t, ctx)
 

@@ -50,6 +50,27 @@ func history(ctx context.Context, t *testing.T, store *storage.Store) {
 				Message: "the signed timestamp is more than 5m0s away from now"})
 		}
 	}
+	// The receivers' record of the sources: stripe delivered a moment
+	// ago; github, expected hourly, has been quiet for three hours.
+	factory.SourceActivity(ctx, t, store, now.Add(-24*time.Hour),
+		storage.SourceRecord{Source: "github", SilentAfter: time.Hour, ReceivedAt: now.Add(-3 * time.Hour)},
+		storage.SourceRecord{Source: "stripe", SilentAfter: 6 * time.Hour, ReceivedAt: now.Add(-time.Minute)})
+}
+
+// checkOverviewSources: the overview's sources table shows each source's
+// last delivery, and github as silent.
+func checkOverviewSources(t *testing.T, ctx context.Context) {
+	t.Helper()
+	run(t, ctx, "the sources", chromedp.WaitVisible("#sources"))
+	rows := value(t, ctx, "sources rows", chromedp.Text("#sources tbody"))
+	for _, want := range []string{"github", "3h0m0s ago", "silent since 2h0m0s ago", "stripe", "ok"} {
+		if !strings.Contains(rows, want) {
+			t.Errorf("the sources table lacks %q:\n%s", want, rows)
+		}
+	}
+	if silent := value(t, ctx, "silent row", chromedp.Text("#sources tr.silent")); !strings.Contains(silent, "github") {
+		t.Errorf("the silent row is %q, want github's", silent)
+	}
 }
 
 // checkOverviewCharts: the overview shows both charts as SVG, with bars,

@@ -13,6 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
 // legendRE reads a chart's legend: each series' name and its total.
@@ -225,5 +226,41 @@ func TestRefusalsExplainEveryReceiverCause(t *testing.T) {
 		if !strings.Contains(page, `<tr id="cause-`+string(c)+`"><td><code>`+string(c)+`</code></td><td class="num">1</td><td>`) {
 			t.Errorf("cause %s is not explained:\n%s", c, page)
 		}
+	}
+}
+
+// TestOverviewSources: the overview lists each source the receivers
+// recorded, over each backend: its last delivery (or none since it was
+// first seen), its silent_after, and whether it is silent, no longer
+// configured, or fine; the heading counts the silent ones.
+func TestOverviewSources(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f := setupWith(t, b, nil, nil)
+			now := time.Now()
+			factory.SourceActivity(f.ctx, t, f.store, now.Add(-3*time.Hour),
+				storage.SourceRecord{Source: "github", SilentAfter: time.Hour},
+				storage.SourceRecord{Source: "legacy", ReceivedAt: now.Add(-3 * time.Hour)})
+			factory.SourceActivity(f.ctx, t, f.store, now.Add(-time.Minute),
+				storage.SourceRecord{Source: "github", SilentAfter: time.Hour},
+				storage.SourceRecord{Source: "stripe", SilentAfter: 6 * time.Hour, ReceivedAt: now.Add(-time.Minute)})
+			f.login()
+			code, page := f.get("/")
+			if code != http.StatusOK {
+				t.Fatalf("overview = %d\n%s", code, page)
+			}
+			for _, want := range []string{
+				`<h2>Sources: last delivery, 1 silent</h2>`,
+				`<tr class="silent"><td>github</td><td>none since first seen 3h0m0s ago</td><td>1h</td><td><strong>silent</strong> since 2h0m0s ago</td></tr>`,
+				`<tr><td>legacy</td><td>3h0m0s ago</td><td>-</td><td>no longer configured</td></tr>`,
+				`<td>stripe</td><td>1m0s ago</td><td>6h</td><td>ok</td></tr>`,
+			} {
+				if !strings.Contains(page, want) {
+					t.Errorf("overview lacks %q\n%s", want, page)
+				}
+			}
+		})
 	}
 }

@@ -389,6 +389,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`INSERT INTO webhook_archive_objects (key, provider) VALUES ('k', 'p')`,
 			`SELECT * FROM testkit_records`,
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size, processed_at) VALUES ('p', 'e', '\x00', 0, now())`,
+			`DELETE FROM webhook_source_activity`,
 		},
 		migrate.RoleProcessor: {
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
@@ -402,6 +403,9 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`INSERT INTO webhook_archive_objects (key, provider) VALUES ('k', 'p')`,
 			`DELETE FROM testkit_records`,
 			`UPDATE testkit_records SET event_type = ''`,
+			// The receivers' record of the sources is read, never written.
+			`UPDATE webhook_source_activity SET silent_after = NULL`,
+			`INSERT INTO webhook_source_activity (provider, seen_at, updated_at) VALUES ('p', now(), now())`,
 		},
 		migrate.RoleArchiver: {
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
@@ -412,6 +416,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM webhook_payload_mismatches`,
 			`SELECT * FROM testkit_records`,
 			`INSERT INTO testkit_records (source, event_id, event_type) VALUES ('s', 'e', 't')`,
+			`SELECT * FROM webhook_source_activity`,
 		},
 		// Read-only in the database itself: every write of every table,
 		// and the handlers' tables, which no operator page shows.
@@ -431,6 +436,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT nextval('webhook_operator_actions_id_seq')`,
 			`SELECT * FROM webhook_events FOR UPDATE`,
 			`SELECT * FROM testkit_records`,
+			`UPDATE webhook_source_activity SET silent_after = NULL`,
 		},
 		// The acting operator writes only what its actions write: never an
 		// event's key, hash or attempt count, a new event or dead letter,
@@ -459,6 +465,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`DELETE FROM webhook_payload_mismatches`,
 			`SELECT * FROM testkit_records`,
 			`DELETE FROM testkit_records`,
+			`UPDATE webhook_source_activity SET silent_after = NULL`,
 		},
 	}
 	for _, role := range migrate.FunctionRoles() {

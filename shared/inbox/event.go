@@ -390,3 +390,47 @@ type OperatorAction struct {
 	Events int
 	Reason string
 }
+
+// SourceActivity is what the receivers recorded of one source
+// (webhook_source_activity): whether it is configured, its silence
+// setting, and when it last delivered.
+type SourceActivity struct {
+	Source string
+	// Configured is false for a source the sources document no longer
+	// has; its row stays, with its last receipt.
+	Configured bool
+	// SilentAfter is the source's "silent_after"; 0: none.
+	SilentAfter time.Duration
+	// SeenAt is when a receiver first recorded the source; silence is
+	// counted from it until the first delivery.
+	SeenAt time.Time
+	// LastReceivedAt is its newest delivery, to within a minute (each
+	// receiver container records at most once a minute); nil: none yet.
+	LastReceivedAt *time.Time
+}
+
+// QuietSince is when the source's current quiet began: its last
+// delivery, or when it was first seen if it never delivered.
+func (a SourceActivity) QuietSince() time.Time {
+	if a.LastReceivedAt != nil {
+		return *a.LastReceivedAt
+	}
+	return a.SeenAt
+}
+
+// SilentAt is when the source becomes silent unless it delivers first;
+// ok is false for a source without a setting (or no longer configured),
+// which is never silent.
+func (a SourceActivity) SilentAt() (at time.Time, ok bool) {
+	if !a.Configured || a.SilentAfter <= 0 {
+		return time.Time{}, false
+	}
+	return a.QuietSince().Add(a.SilentAfter), true
+}
+
+// Silent reports whether the source has gone longer than its SilentAfter
+// without a delivery at now.
+func (a SourceActivity) Silent(now time.Time) bool {
+	at, ok := a.SilentAt()
+	return ok && now.After(at)
+}

@@ -131,6 +131,11 @@ const (
 	// processor's body budget (PROCESSOR_BODY_BUDGET), so it can never be
 	// held to run: dead-lettered at once.
 	CauseBodyOverBudget Cause = "body_over_budget"
+	// CauseSourceSilent: a source with a silent_after setting has not
+	// delivered for longer than it (logged by the processor's runs, which
+	// count such sources in SourcesSilent). Nothing is wrong in the stack:
+	// look at the sender's side.
+	CauseSourceSilent Cause = "source_silent"
 )
 
 // Causes of the receiver's re-reads of its sources document (logged

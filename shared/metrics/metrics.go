@@ -77,6 +77,18 @@ type metadata struct {
 // writing them here too would duplicate keys. Keep dimension values to a
 // bounded set: every distinct value is a billed metric. Off, it returns nil.
 func (e Emitter) Attrs(dims []string, ms ...Metric) []any {
+	return e.attrs(dims, true, ms...)
+}
+
+// AttrsBy is Attrs without the total: ms are recorded dimensioned by dims
+// only. It is for lines that break down, one per dimension value, what
+// another line already records in total (the processor's per-source
+// lines beside its run line), whose totals would otherwise count twice.
+func (e Emitter) AttrsBy(dims []string, ms ...Metric) []any {
+	return e.attrs(dims, len(dims) == 0, ms...)
+}
+
+func (e Emitter) attrs(dims []string, total bool, ms ...Metric) []any {
 	if e.Off {
 		return nil
 	}
@@ -92,8 +104,11 @@ func (e Emitter) Attrs(dims []string, ms ...Metric) []any {
 	// total the alarms watch, which CloudWatch cannot sum across
 	// dimension values by itself.
 	d := directive{Namespace: ns, Dimensions: [][]string{{}}, Metrics: make([]definition, len(ms))}
-	if len(dims) > 0 {
+	switch {
+	case len(dims) > 0 && total:
 		d.Dimensions = [][]string{dims, {}}
+	case len(dims) > 0:
+		d.Dimensions = [][]string{dims}
 	}
 	out := make([]any, 1, len(ms)+1)
 	for i, m := range ms {

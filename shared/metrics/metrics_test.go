@@ -49,6 +49,30 @@ func TestAttrsMakeValidEMF(t *testing.T) {
 	}
 }
 
+// TestAttrsByRecordsNoTotal: a breakdown line's metrics are recorded
+// under its dimensions alone, so that the total another line records is
+// not counted twice; without dimensions it is the total.
+func TestAttrsByRecordsNoTotal(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		dims []string
+		want string
+	}{{[]string{"source"}, `[["source"]]`}, {nil, `[[]]`}} {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		em := metrics.Emitter{}
+		log.Info("processor: source metrics", append([]any{"source", "stripe"}, em.AttrsBy(c.dims, metrics.C("Processed", 3))...)...)
+		doc := validate(t, buf.Bytes())
+		d := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		if dims, _ := json.Marshal(d["Dimensions"]); string(dims) != c.want || doc["Processed"] != 3.0 {
+			t.Errorf("dims %v: dimensions %s, line %v; want %s", c.dims, dims, doc, c.want)
+		}
+	}
+	if attrs := (metrics.Emitter{Off: true}).AttrsBy([]string{"source"}, metrics.C("Processed", 1)); len(attrs) != 0 {
+		t.Fatalf("AttrsBy of an emitter that is off = %v", attrs)
+	}
+}
+
 // TestOffLeavesPlainLines: an emitter turned off adds nothing to a line,
 // namespace or not.
 func TestOffLeavesPlainLines(t *testing.T) {

@@ -53,6 +53,11 @@ type Stats struct {
 	RejectionsTotal   int64            `json:"rejections_total"`
 	PayloadMismatches []MismatchCount  `json:"payload_mismatches"`
 	Archive           ArchiveProgress  `json:"archive"`
+	// Sources are the sources the receivers have recorded, by name: each
+	// one's last delivery and, with a silent_after setting, whether it is
+	// silent (what SourcesSilentAlarm counts); SourcesSilent their count.
+	Sources       []SourceActivity `json:"sources"`
+	SourcesSilent int              `json:"sources_silent"`
 	// Charts are there when asked (StatsQuery.Charts).
 	Charts *Charts `json:"charts,omitempty"`
 	// Tables and Bloat are there when asked (StatsQuery.Storage).
@@ -89,6 +94,26 @@ type DeadLetterCount struct {
 	Type         string    `json:"type"`
 	Count        int64     `json:"count"`
 	OldestDeadAt time.Time `json:"oldest_dead_at"`
+}
+
+// SourceActivity is one source's deliveries as the receivers record them
+// (each container at most once a minute, so a time is right to within a
+// minute).
+type SourceActivity struct {
+	Source string `json:"source"`
+	// Configured is false for a source the sources document no longer
+	// has: it stays listed with its last delivery, never silent.
+	Configured bool `json:"configured"`
+	// LastReceivedAt is its newest delivery; null when it has not
+	// delivered since a receiver first recorded it (FirstSeenAt).
+	LastReceivedAt *time.Time `json:"last_received_at"`
+	FirstSeenAt    time.Time  `json:"first_seen_at"`
+	// SilentAfter is its setting (0, left out: none); Silent says it has gone
+	// longer than that without a delivery, since SilentSince.
+	SilentAfter        Span       `json:"silent_after,omitzero"`
+	SilentAfterSeconds float64    `json:"silent_after_seconds"`
+	Silent             bool       `json:"silent"`
+	SilentSince        *time.Time `json:"silent_since,omitempty"`
 }
 
 // RejectionCount is the refusals of one source and cause.
@@ -266,6 +291,22 @@ func (s *Service) Stats(ctx context.Context, q StatsQuery) (*Stats, error) {
 		r.Archive = ArchiveProgress{
 			Objects: objs.Objects, ObjectBytes: objs.ObjectBytes, ArchivedEvents: objs.ArchivedEvents, PendingObjects: objs.PendingObjects,
 			MinAge: Span(minAge), MinAgeSeconds: minAge.Seconds(), Waiting: waiting.Waiting, Due: waiting.Due, OldestProcessedAt: waiting.OldestProcessedAt,
+		}
+		acts, err := tx.SourceActivityList(ctx)
+		if err != nil {
+			return err
+		}
+		r.Sources = make([]SourceActivity, len(acts))
+		for i, a := range acts {
+			r.Sources[i] = SourceActivity{
+				Source: a.Source, Configured: a.Configured, LastReceivedAt: a.LastReceivedAt, FirstSeenAt: a.SeenAt,
+				SilentAfter: Span(a.SilentAfter), SilentAfterSeconds: a.SilentAfter.Seconds(), Silent: a.Silent(now),
+			}
+			if r.Sources[i].Silent {
+				at, _ := a.SilentAt()
+				r.Sources[i].SilentSince = &at
+				r.SourcesSilent++
+			}
 		}
 		if q.Charts {
 			if r.Charts, err = charts(ctx, tx, now, window.Duration()); err != nil {

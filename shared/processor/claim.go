@@ -276,19 +276,28 @@ func (p *Processor) record(ctx context.Context, tx *storage.Tx, c *claim, attemp
 func (p *Processor) report(c *claim, attempts []attempt, st *Stats) {
 	for _, a := range attempts {
 		log := p.log.With("source", a.ev.Source, "event_id", a.ev.EventID, "event_type", a.ev.Type, "attempt", a.number)
+		ss := st.source(a.ev.Source)
 		switch {
 		case a.Outcome == inbox.AttemptHandled:
 			st.Handled++
-			st.Latencies = append(st.Latencies, a.FinishedAt.Sub(a.ev.CreatedAt))
+			ss.Handled++
+			lat := a.FinishedAt.Sub(a.ev.CreatedAt)
+			st.Latencies = append(st.Latencies, lat)
+			ss.Latencies = append(ss.Latencies, lat)
 		case a.Outcome == inbox.AttemptUnhandled:
 			st.Unhandled++
-			st.Latencies = append(st.Latencies, a.FinishedAt.Sub(a.ev.CreatedAt))
+			ss.Unhandled++
+			lat := a.FinishedAt.Sub(a.ev.CreatedAt)
+			st.Latencies = append(st.Latencies, lat)
+			ss.Latencies = append(ss.Latencies, lat)
 			log.Debug("processor: no handler; marked processed", "cause", inbox.CauseNoHandler)
 		case a.Dead:
 			st.DeadLettered++
+			ss.DeadLettered++
 			log.Error("processor: event moved to the dead letters", "cause", a.Cause, "err", a.Error, "batch_size", len(c.events))
 		default:
 			st.Retried++
+			ss.Retried++
 			log.Warn("processor: attempt failed; will retry", "cause", a.Cause, "err", a.Error,
 				"retry_in", a.NextAttemptAt.Sub(a.FinishedAt).String(), "next_attempt_at", a.NextAttemptAt, "batch_size", len(c.events))
 		}

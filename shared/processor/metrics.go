@@ -2,6 +2,8 @@ package processor
 
 import (
 	"context"
+	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -12,13 +14,21 @@ import (
 // Metrics of a drain or a run, on its summary log line ("processor: drain
 // metrics" for a Drain, "processor: run metrics" for a Run) in CloudWatch
 // embedded metric format unless Config.Metrics.Off: the Logs service
-// turns the line into metrics, with no API call. No dimension (one
-// processor function per deployment; every dimension value is a billed
-// metric), and every metric is on every line, zeros included, so alarms
-// see data rather than gaps; the latency percentiles alone are left out of
-// a line that processed nothing, where a zero would be a lie. The names
-// are stable: alarms and dashboards refer to them (docs/operations.md
-// lists them).
+// turns the line into metrics, with no API call. No dimension on that
+// line (one processor function per deployment; every dimension value is a
+// billed metric), and every metric is on every line, zeros included, so
+// alarms see data rather than gaps; the latency percentiles alone are left
+// out of a line that processed nothing, where a zero would be a lie. The
+// names are stable: alarms and dashboards refer to them
+// (docs/operations.md lists them).
+//
+// Beside it, one line per source the drain or run attempted events of
+// ("processor: source metrics"): the same counts and latencies with a
+// source dimension, recorded under it alone (the total is the summary
+// line's). The dimension is bounded: a name the receivers do not record
+// as configured (webhook_source_activity) nor the processor's own sources
+// document names goes under unknownSource, so the metrics a deployment
+// pays for are its sources'.
 const (
 	// MetricProcessed: events committed with their handler.
 	MetricProcessed = "Processed"
@@ -76,13 +86,26 @@ const (
 	// run's) or Average; a percentile of percentiles means nothing.
 	MetricLatencyP50 = "ReceiptToProcessedP50Ms"
 	MetricLatencyP99 = "ReceiptToProcessedP99Ms"
+	// MetricSourcesSilent: the configured sources with a silent_after
+	// setting that have not delivered for longer than it, when the line
+	// was written, a gauge (webhook_source_activity, as the receivers
+	// record it). Its alarm keeps its state while no line comes (a stack
+	// where nothing at all arrives runs the processor only when a check
+	// is due: armNext).
+	MetricSourcesSilent = "SourcesSilent"
 )
 
-// The summary lines' messages.
+// The lines' messages.
 const (
-	drainMetricsMsg = "processor: drain metrics"
-	runMetricsMsg   = "processor: run metrics"
+	drainMetricsMsg  = "processor: drain metrics"
+	runMetricsMsg    = "processor: run metrics"
+	sourceMetricsMsg = "processor: source metrics"
+	sourcesSilentMsg = "processor: sources silent"
 )
+
+// unknownSource is the one dimension value of every source name that is
+// not known to be configured: the receiver's name for the same.
+const unknownSource = "(unknown)"
 
 // gaugeTimeout bounds the gauges' queries at the end of a drain or run,
 // detached from its context so that one that stopped at its deadline or
@@ -156,6 +179,14 @@ func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr e
 			metrics.Metric{Name: MetricDeadLetterOldestAge, Unit: metrics.Seconds, Value: d.OldestAge(now).Seconds()},
 		)
 	}
+	acts, err := p.store.SourceActivityList(bctx)
+	if err != nil {
+		attrs = append(attrs, "sources_err", err.Error())
+		gaugeFailed = true
+	} else {
+		silent := p.reportSilent(ctx, acts, now)
+		ms = append(ms, metrics.C(MetricSourcesSilent, float64(silent)))
+	}
 	if gaugeFailed {
 		attrs = append(attrs, "cause", inbox.CauseDatabaseUnavailable)
 	}
@@ -163,6 +194,77 @@ func (p *Processor) emitLine(ctx context.Context, msg string, st Stats, runErr e
 		attrs = append(attrs, "err", runErr.Error())
 	}
 	p.log.Log(ctx, level, msg, append(attrs, p.cfg.Metrics.Attrs(nil, ms...)...)...)
+	p.emitSources(ctx, level, st, acts)
+}
+
+// reportSilent logs one warning naming the sources silent at now (cause
+// source_silent), with when each last delivered, and returns how many.
+func (p *Processor) reportSilent(ctx context.Context, acts []inbox.SourceActivity, now time.Time) int {
+	type silentSource struct {
+		Source      string    `json:"source"`
+		QuietSince  time.Time `json:"quiet_since"`
+		Delivered   bool      `json:"delivered"`
+		SilentAfter string    `json:"silent_after"`
+	}
+	var silent []silentSource
+	for _, a := range acts {
+		if a.Silent(now) {
+			silent = append(silent, silentSource{a.Source, a.QuietSince(), a.LastReceivedAt != nil, a.SilentAfter.String()})
+		}
+	}
+	if len(silent) > 0 {
+		names := make([]string, len(silent))
+		for i, s := range silent {
+			names[i] = s.Source
+		}
+		p.log.WarnContext(ctx, sourcesSilentMsg, "cause", inbox.CauseSourceSilent, "sources", names, "silent", silent)
+	}
+	return len(silent)
+}
+
+// emitSources logs a drain's or run's per-source metrics lines: one per
+// source it attempted events of, those not known to be configured
+// together under unknownSource. acts are the receivers' record of the
+// configured sources (nil when it could not be read: only the processor's
+// own sources document then says which are).
+func (p *Processor) emitSources(ctx context.Context, level slog.Level, st Stats, acts []inbox.SourceActivity) {
+	if len(st.Sources) == 0 {
+		return
+	}
+	configured := make(map[string]bool, len(acts)+len(p.cfg.SourceKinds))
+	for _, a := range acts {
+		configured[a.Source] = a.Configured
+	}
+	for name := range p.cfg.SourceKinds {
+		configured[name] = true
+	}
+	by := make(map[string]*SourceStats, len(st.Sources))
+	for name, ss := range st.Sources {
+		if !configured[name] {
+			name = unknownSource
+		}
+		if by[name] == nil {
+			by[name] = &SourceStats{}
+		}
+		by[name].add(ss)
+	}
+	for _, name := range slices.Sorted(maps.Keys(by)) {
+		ss := by[name]
+		ms := []metrics.Metric{
+			metrics.C(MetricProcessed, float64(ss.Handled)),
+			metrics.C(MetricUnhandled, float64(ss.Unhandled)),
+			metrics.C(MetricFailed, float64(ss.Retried)),
+			metrics.C(MetricDeadLettered, float64(ss.DeadLettered)),
+		}
+		if p50, p99, ok := latencyPercentiles(ss.Latencies); ok {
+			ms = append(ms,
+				metrics.Metric{Name: MetricLatencyP50, Unit: metrics.Milliseconds, Value: float64(p50.Milliseconds())},
+				metrics.Metric{Name: MetricLatencyP99, Unit: metrics.Milliseconds, Value: float64(p99.Milliseconds())},
+			)
+		}
+		attrs := []any{"source", name, "handled", ss.Handled, "unhandled", ss.Unhandled, "retried", ss.Retried, "dead_lettered", ss.DeadLettered}
+		p.log.Log(ctx, level, sourceMetricsMsg, append(attrs, p.cfg.Metrics.AttrsBy([]string{"source"}, ms...)...)...)
+	}
 }
 
 // latencyPercentiles returns the median and the 99th percentile of ds by

@@ -100,6 +100,8 @@ func TestDrainMetricsLine(t *testing.T) {
 		processor.MetricBacklogPaused: 0,
 		// The poison event is open in the dead letters, dead just now.
 		processor.MetricDeadLettersOpen: 1, processor.MetricDeadLetterOldestAge: 0,
+		// No source has a silent_after setting.
+		processor.MetricSourcesSilent: 0,
 	}
 	for name, v := range want {
 		if l[name] != v {
@@ -170,9 +172,9 @@ func TestDrainFailureMetrics(t *testing.T) {
 		t.Fatal("drain on a closed pool succeeded")
 	}
 	l := f.metricLines(t)[0]
-	check(t, "line", l, map[string]any{processor.MetricDrainFailed: 1, "backlog_err": set, "dead_letters_err": set, "err": set,
+	check(t, "line", l, map[string]any{processor.MetricDrainFailed: 1, "backlog_err": set, "dead_letters_err": set, "sources_err": set, "err": set,
 		"cause": "database_unavailable"})
-	for _, m := range []string{processor.MetricBacklogCount, processor.MetricDeadLettersOpen, processor.MetricLatencyP50} {
+	for _, m := range []string{processor.MetricBacklogCount, processor.MetricDeadLettersOpen, processor.MetricLatencyP50, processor.MetricSourcesSilent} {
 		if _, ok := l[m]; ok {
 			t.Fatalf("%s reported without a database: %v", m, l)
 		}

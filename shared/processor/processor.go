@@ -425,6 +425,40 @@ type Stats struct {
 	// created_at) of the events the drain processed, handled or
 	// unhandled, in no particular order: the latency metrics' samples.
 	Latencies []time.Duration `json:"-"`
+	// Sources are the same figures by source name (the events' provider),
+	// for the per-source metrics lines (metrics.go); nil until an attempt
+	// is recorded.
+	Sources map[string]*SourceStats `json:"-"`
+}
+
+// SourceStats is what a drain or run did with one source's events.
+type SourceStats struct {
+	Handled, Unhandled, Retried, DeadLettered int
+	// Latencies are the receipt-to-processed times of its processed
+	// events (Stats.Latencies' share).
+	Latencies []time.Duration
+}
+
+// source returns name's figures, made on first use: a map lookup per
+// attempt, the only per-event cost of the per-source metrics.
+func (s *Stats) source(name string) *SourceStats {
+	ss := s.Sources[name]
+	if ss == nil {
+		if s.Sources == nil {
+			s.Sources = make(map[string]*SourceStats)
+		}
+		ss = &SourceStats{}
+		s.Sources[name] = ss
+	}
+	return ss
+}
+
+func (ss *SourceStats) add(o *SourceStats) {
+	ss.Handled += o.Handled
+	ss.Unhandled += o.Unhandled
+	ss.Retried += o.Retried
+	ss.DeadLettered += o.DeadLettered
+	ss.Latencies = append(ss.Latencies, o.Latencies...)
 }
 
 func (s *Stats) add(o Stats) {
@@ -441,6 +475,9 @@ func (s *Stats) add(o Stats) {
 	s.Interrupted += o.Interrupted
 	s.Held += o.Held
 	s.Latencies = append(s.Latencies, o.Latencies...)
+	for name, ss := range o.Sources {
+		s.source(name).add(ss)
+	}
 }
 
 // Drain claims and runs events while there are due events and time: it

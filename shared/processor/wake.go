@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
 
@@ -20,7 +21,9 @@ const armTimeout = 10 * time.Second
 // end (storage's EventGetNextWake; at once when events are still due, as
 // after a run stopped by its deadline), and, when the run processed events,
 // the archiver's at the hour after they become archivable (ArchiveAfter
-// rounded up to the hour, so a busy day arms one archiver run an hour).
+// rounded up to the hour, so a busy day arms one archiver run an hour),
+// and the processor's at the hour after the next source would become
+// silent (silenceCheckAt).
 func (p *Processor) armNext(ctx context.Context, st Stats) error {
 	ctx, cancel := context.WithTimeout(ctx, armTimeout)
 	defer cancel()
@@ -38,6 +41,15 @@ func (p *Processor) armNext(ctx context.Context, st Stats) error {
 			return fmt.Errorf("processor: arm the next wake-up: %w", err)
 		}
 	}
+	acts, err := p.store.SourceActivityList(ctx)
+	if err != nil {
+		return fmt.Errorf("processor: arm the silence check: %w", err)
+	}
+	if at, ok := silenceCheckAt(acts, now); ok {
+		if err := p.wake.Arm(ctx, wake.TargetProcessor, at); err != nil {
+			return fmt.Errorf("processor: arm the silence check: %w", err)
+		}
+	}
 	if p.cfg.ArchiveAfter > 0 && st.Handled+st.Unhandled > 0 {
 		at := now.Add(p.cfg.ArchiveAfter).Truncate(time.Hour).Add(time.Hour)
 		if err := p.wake.Arm(ctx, wake.TargetArchiver, at); err != nil {
@@ -45,4 +57,36 @@ func (p *Processor) armNext(ctx context.Context, st Stats) error {
 		}
 	}
 	return nil
+}
+
+// silenceCheckAt is when a processor must run for the next source that
+// would become silent to be reported: the earliest moment after now at
+// which a source with silent_after passes it, rounded up to the hour. A
+// run is otherwise started only by deliveries, and a silent stack has
+// none, so this is the one wake-up that silence itself needs. Rounded so
+// that a busy day arms one such wake-up an hour (each Waker writes a
+// marker once), at the cost of reporting a silence up to an hour after it
+// began when nothing else runs a processor. Sources already silent are
+// left out: they were reported by this run, and a check for them would
+// wake the processor every hour for as long as they stay silent.
+func silenceCheckAt(acts []inbox.SourceActivity, now time.Time) (time.Time, bool) {
+	var next time.Time
+	for _, a := range acts {
+		at, ok := a.SilentAt()
+		if !ok || !at.After(now) {
+			continue
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if next.IsZero() {
+		return next, false
+	}
+	if h := next.Truncate(time.Hour); !h.Equal(next) {
+		next = h.Add(time.Hour)
+	}
+	// Silent only once past the moment: a run at it exactly would not
+	// yet count the source.
+	return next.Add(time.Second), true
 }

@@ -38,6 +38,7 @@ type EventStore interface {
 	EventInsert(ctx context.Context, p storage.EventInsertParams) (storage.EventInsertResult, error)
 	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error)
 	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error
+	SourceActivityRecord(ctx context.Context, sources []storage.SourceRecord, now time.Time) error
 }
 
 // Defaults for Config's zero values.
@@ -130,6 +131,8 @@ type Handler struct {
 	rejections *rejectionWriter
 	// sources is Deps.Sources, as re-reads replace it.
 	sources *sourcesReloader
+	// activity is the sources' deliveries not yet recorded (activity.go).
+	activity activity
 }
 
 // New returns a Handler for cfg over deps.
@@ -323,6 +326,9 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	bySource := []string{"source"}
 	if !res.SuspectedReplay {
 		h.wake(ctx, log, bySource)
+		// A suspected replay is not the sender's delivery: it does not
+		// count against the source's silence.
+		h.recordActivity(ctx, log, name)
 	}
 	switch {
 	case res.Inserted:

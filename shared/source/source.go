@@ -52,6 +52,9 @@ type Source struct {
 	// deliveries, for sources check to explain ("" for none): an hmac
 	// source's ids may not hold the delimiter of its signed_content.
 	Note string
+	// SilentAfter is how long the source may go without a delivery
+	// before it counts as silent ("silent_after"; silence.go); 0: never.
+	SilentAfter time.Duration
 }
 
 // identityBinder is implemented by verifiers whose event id the signature
@@ -154,6 +157,10 @@ func Parse(doc []byte) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
+		raw, silentAfter, err := takeSilentAfter(name, raw)
+		if err != nil {
+			return nil, err
+		}
 		build, ok := registry[k.Kind]
 		if !ok {
 			if k.Kind == "" {
@@ -165,7 +172,7 @@ func Parse(doc []byte) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := &Source{Name: name, Kind: k.Kind, Verifier: v, endpoint: endpoint}
+		src := &Source{Name: name, Kind: k.Kind, Verifier: v, endpoint: endpoint, SilentAfter: silentAfter}
 		if b, ok := v.(identityBinder); ok {
 			src.GuardBody = b.identityUnsigned()
 		}

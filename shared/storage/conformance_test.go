@@ -228,6 +228,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_archive_objects/orphans", testArchiveOrphans},
 	{"webhook_archive_objects/expunge", testArchiveExpunge},
 	{"webhook_rejections", testRejections},
+	{"webhook_source_activity", testSourceActivity},
 	{"time_buckets", testTimeBuckets},
 	{"webhook_payload_mismatches", testPayloadMismatches},
 	{"pg_misc", testPGMisc},
@@ -1578,6 +1579,52 @@ func testRejections(t *testing.T, e *env) {
 	}
 	if len(ring) != 2 || ring[0] != "c" || ring[1] != "b" {
 		t.Fatalf("ring = %v, want [c b]", ring)
+	}
+}
+
+// The receivers' record of their sources: a first record, a later one that
+// never moves a delivery back (containers record in any order) and changes
+// a setting, and a source dropped from the document, which stays with its
+// last delivery, no longer configured and never silent.
+func testSourceActivity(t *testing.T, e *env) {
+	s := e.store
+	t0 := e.now.Truncate(time.Millisecond)
+	if got := must[[]inbox.SourceActivity](t)(s.SourceActivityList(e.ctx)); len(got) != 0 {
+		t.Fatalf("activity before any record: %+v", got)
+	}
+	factory.SourceActivity(e.ctx, t, s, t0,
+		storage.SourceRecord{Source: "gh", SilentAfter: 6 * time.Hour, ReceivedAt: t0.Add(-time.Minute)},
+		storage.SourceRecord{Source: "stripe"},
+	)
+	factory.SourceActivity(e.ctx, t, s, t0.Add(time.Minute),
+		storage.SourceRecord{Source: "gh", SilentAfter: 90 * time.Minute, ReceivedAt: t0.Add(-time.Hour)},
+		storage.SourceRecord{Source: "stripe", ReceivedAt: t0.Add(30 * time.Second)},
+		storage.SourceRecord{Source: "zoom", SilentAfter: time.Hour},
+	)
+	got := must[[]inbox.SourceActivity](t)(s.SourceActivityList(e.ctx))
+	if len(got) != 3 {
+		t.Fatalf("%d rows, want 3: %+v", len(got), got)
+	}
+	gh, stripe, zoom := got[0], got[1], got[2]
+	if !field.Check(t, "gh",
+		field.Eq("Source", gh.Source, "gh"),
+		field.Eq("Configured", gh.Configured, true),
+		field.Eq("SilentAfter", gh.SilentAfter, 90*time.Minute),
+		field.Eq("SeenAt", gh.SeenAt.Equal(t0), true),
+		field.Eq("LastReceivedAt kept the newer", gh.LastReceivedAt != nil && gh.LastReceivedAt.Equal(t0.Add(-time.Minute)), true),
+	) || !field.Check(t, "stripe",
+		field.Eq("SilentAfter", stripe.SilentAfter, time.Duration(0)),
+		field.Eq("LastReceivedAt", stripe.LastReceivedAt != nil && stripe.LastReceivedAt.Equal(t0.Add(30*time.Second)), true),
+	) || !field.Check(t, "zoom",
+		field.Eq("SeenAt", zoom.SeenAt.Equal(t0.Add(time.Minute)), true),
+		field.Eq("LastReceivedAt", zoom.LastReceivedAt == nil, true),
+	) {
+		t.FailNow()
+	}
+	factory.SourceActivity(e.ctx, t, s, t0.Add(2*time.Minute), storage.SourceRecord{Source: "stripe"})
+	got = must[[]inbox.SourceActivity](t)(s.SourceActivityList(e.ctx))
+	if len(got) != 3 || got[0].Configured || got[0].SilentAfter != 0 || got[0].LastReceivedAt == nil || !got[1].Configured || got[2].Configured {
+		t.Fatalf("after gh and zoom left the document: %+v", got)
 	}
 }
 

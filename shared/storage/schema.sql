@@ -218,6 +218,16 @@ CREATE SEQUENCE public.webhook_rejections_seq
     NO MAXVALUE
     CACHE 1;
 
+CREATE TABLE public.webhook_source_activity (
+    provider text NOT NULL,
+    configured boolean DEFAULT true NOT NULL,
+    silent_after interval,
+    seen_at timestamp with time zone NOT NULL,
+    last_received_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT webhook_source_activity_provider_check CHECK (((octet_length(provider) >= 1) AND (octet_length(provider) <= 64)))
+);
+
 ALTER TABLE ONLY public.webhook_dead_letters ALTER COLUMN id SET DEFAULT nextval('public.webhook_dead_letters_id_seq'::regclass);
 
 ALTER TABLE ONLY public.webhook_events ALTER COLUMN id SET DEFAULT nextval('public.webhook_events_id_seq'::regclass);
@@ -258,6 +268,9 @@ ALTER TABLE ONLY public.webhook_payload_mismatches
 
 ALTER TABLE ONLY public.webhook_rejections
     ADD CONSTRAINT webhook_rejections_pkey PRIMARY KEY (slot);
+
+ALTER TABLE ONLY public.webhook_source_activity
+    ADD CONSTRAINT webhook_source_activity_pkey PRIMARY KEY (provider);
 
 CREATE INDEX webhook_archive_objects_pending_idx ON public.webhook_archive_objects USING btree (created_at) WHERE (committed_at IS NULL);
 

@@ -120,6 +120,10 @@ type Executor interface {
 	ArchiveObjectMarkExpired(ctx context.Context, key string) error
 	ArchiveObjectGetNextExpiry(ctx context.Context) (*time.Time, error)
 
+	// webhook_source_activity
+	SourceActivityRecord(ctx context.Context, sources []SourceRecord, now time.Time) error
+	SourceActivityList(ctx context.Context) ([]inbox.SourceActivity, error)
+
 	// the server
 	PGNow(ctx context.Context) (time.Time, error)
 	PGCurrentUser(ctx context.Context) (string, error)

@@ -660,12 +660,13 @@ var alarmed = map[string][]string{
 	"RelayFunction":     {"Errors"},
 }
 
-// checkAlarms: the 19 alarms, each notifying the alarm topic when it goes
+// checkAlarms: the 20 alarms, each notifying the alarm topic when it goes
 // into ALARM and when it is OK again; among them the wake-ups'
 // (WakeFailedAlarm on the receiver's WakeFailed metric), the sources
 // document's (SourcesReloadRefusedAlarm on the receiver's
-// SourcesReloadRefused) and the functions' of alarmed, and nothing else on
-// a function.
+// SourcesReloadRefused), the silent sources' (SourcesSilentAlarm on the
+// processor's SourcesSilent gauge, keeping its state while no processor
+// runs) and the functions' of alarmed, and nothing else on a function.
 func (d deployed) checkAlarms(t *testing.T) {
 	t.Helper()
 	topic := canon([]any{map[string]any{"Ref": "AlarmTopic"}})
@@ -691,8 +692,8 @@ func (d deployed) checkAlarms(t *testing.T) {
 			}
 		}
 	}
-	if n != 19 {
-		t.Errorf("%d alarms, want 19", n)
+	if n != 20 {
+		t.Errorf("%d alarms, want 20", n)
 	}
 	for fn := range watched {
 		sort.Strings(watched[fn])
@@ -708,6 +709,11 @@ func (d deployed) checkAlarms(t *testing.T) {
 	if refused["Namespace"] != "WebhookInbox" || refused["MetricName"] != "SourcesReloadRefused" || refused["Statistic"] != "Sum" ||
 		refused["ComparisonOperator"] != "GreaterThanThreshold" || canon(refused["Threshold"]) != "0" || refused["TreatMissingData"] != "notBreaching" {
 		t.Errorf("SourcesReloadRefusedAlarm = %s", canon(refused))
+	}
+	silent := d.res["SourcesSilentAlarm"].Properties
+	if silent["Namespace"] != "WebhookInbox" || silent["MetricName"] != "SourcesSilent" || silent["Statistic"] != "Maximum" ||
+		silent["ComparisonOperator"] != "GreaterThanThreshold" || canon(silent["Threshold"]) != "0" || silent["TreatMissingData"] != "ignore" {
+		t.Errorf("SourcesSilentAlarm = %s", canon(silent))
 	}
 	relay := d.res["RelayErrorsAlarm"].Properties
 	if relay["Namespace"] != "AWS/Lambda" || relay["MetricName"] != "Errors" || canon(relay["Dimensions"]) != canon([]any{map[string]any{"Name": "FunctionName", "Value": map[string]any{"Ref": "RelayFunction"}}}) {

@@ -355,3 +355,14 @@ func MarkArchived(ctx context.Context, t testing.TB, store *storage.Store, key s
 		t.Fatalf("factory: %v", err)
 	}
 }
+
+// SourceActivity records sources as a receiver does at now
+// (storage's SourceActivityRecord): each configured with its setting and,
+// where ReceivedAt is set, its newest delivery; any other source recorded
+// before is no longer configured.
+func SourceActivity(ctx context.Context, t testing.TB, exec storage.Executor, now time.Time, sources ...storage.SourceRecord) {
+	t.Helper()
+	if err := exec.SourceActivityRecord(ctx, sources, now); err != nil {
+		t.Fatalf("factory: %v", err)
+	}
+}

@@ -95,6 +95,10 @@ func CoreGrants() []Grant {
 		{Role: RoleReceiver, On: "webhook_rejections", Privileges: []string{"UPDATE"},
 			Columns: []string{"provider", "cause", "message", "request_id", "remote_addr", "body_size", "suppressed", "received_at"}},
 		{Role: RoleReceiver, On: "webhook_rejections_seq", Privileges: []string{"USAGE"}},
+		// SourceActivityRecord: the receiver's sources and their last
+		// deliveries. Its upsert reads the conflicting row (SELECT), and it
+		// marks the sources no longer configured; nothing in it is secret.
+		{Role: RoleReceiver, On: "webhook_source_activity", Privileges: []string{"SELECT", "INSERT", "UPDATE"}},
 
 		// The processor: the claims (EventClaimBatch, EventClaimSolo) read
 		// and lock whole rows (a handler gets the body; FOR NO KEY UPDATE
@@ -121,6 +125,9 @@ func CoreGrants() []Grant {
 			Columns: []string{"event_pk", "provider", "event_id", "event_type", "payload", "body", "attempts", "errors", "last_error", "dead_at"}},
 		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id", "event_pk", "requeued_at", "dead_at"}},
 		{Role: RoleProcessor, On: "webhook_dead_letters_id_seq", Privileges: []string{"USAGE"}},
+		// SourceActivityList, at the end of each run: the configured
+		// sources (the metrics' source dimension) and which are silent.
+		{Role: RoleProcessor, On: "webhook_source_activity", Privileges: []string{"SELECT"}},
 
 		// The archiver: EventListArchiveCandidates and EventLockForArchive
 		// read and lock processed rows (FOR NO KEY UPDATE needs an UPDATE
@@ -221,4 +228,5 @@ var operatorTables = []string{
 	"webhook_events", "webhook_attempts", "webhook_claims", "webhook_dead_letters", "webhook_operator_actions",
 	"webhook_operator_action_events", "webhook_rejections", "webhook_payload_mismatches", "webhook_archive_objects",
 	"webhook_pauses",
+	"webhook_source_activity",
 }

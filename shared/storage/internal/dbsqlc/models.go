@@ -6,6 +6,8 @@ package dbsqlc
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type WebhookArchiveObject struct {
@@ -139,4 +141,13 @@ type WebhookRejection struct {
 	BodySize   int64
 	Suppressed int64
 	ReceivedAt time.Time
+}
+
+type WebhookSourceActivity struct {
+	Source         string
+	Configured     bool
+	SilentAfter    pgtype.Interval
+	SeenAt         time.Time
+	LastReceivedAt *time.Time
+	UpdatedAt      time.Time
 }
