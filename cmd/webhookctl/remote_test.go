@@ -119,6 +119,8 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		{"events", "show", "7", "--body-out", body},
 		{"expunge", "stripe", "evt_body", "--dry-run", "--json"}, {"expunge", "stripe", "evt_body", "--yes", "--reason", "GDPR-1"},
 		{"events", "show", "7", "--json"},
+		{"dead-letters", "resolve", "--all", "--cause", "permanent_error"}, {"events", "discard", "--all", "--dry-run", "--json"},
+		{"dead-letters", "resolve", "--all", "--yes", "--reason", "INC-3", "--json"},
 		{"actions"}, {"actions", "--json", "--since", "1h"},
 	}
 	for _, args := range script {
@@ -141,7 +143,7 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		Actions []operations.Action `json:"actions"`
 	}
 	remote.runJSON(&acts, "actions")
-	if len(acts.Actions) != 3 {
+	if len(acts.Actions) != 4 {
 		t.Fatalf("actions = %+v", acts.Actions)
 	}
 	for _, a := range acts.Actions {

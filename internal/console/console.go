@@ -199,6 +199,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /events/{id}/expunge", s.action(s.expunge))
 	mux.HandleFunc("GET /dead-letters", s.serve(s.deadLetters))
 	mux.HandleFunc("POST /dead-letters/requeue", s.action(s.requeue))
+	mux.HandleFunc("POST /dead-letters/resolve", s.action(s.resolve))
 	mux.HandleFunc("GET /actions", s.serve(s.actions))
 
 	// Cross-origin POSTs are refused before the session is looked at:

@@ -23,12 +23,15 @@
 //	GET  /v1/events/find    find, source
 //	GET  /v1/event          id | source and event_id
 //	GET  /v1/event/body     id, offset (raw bytes, at most BodyChunk)
-//	GET  /v1/dead-letters   id, source, type, since, from, to, after, limit
+//	GET  /v1/dead-letters   id, source, type, since, from, to, after, limit,
+//	                        ids, cause, error, received_since, received_from, received_to
 //	GET  /v1/actions        since, before, limit
 //	POST /v1/requeue        operations.RequeueRequest
 //	POST /v1/replay         operations.ReplayRequest
 //	POST /v1/expunge        operations.ExpungeRequest
 //	POST /v1/archive-run    operations.ArchiveRunRequest
+//	POST /v1/resolve        operations.ResolveRequest
+//	POST /v1/discard        operations.DiscardRequest
 package operatorapi
 
 import (
@@ -148,6 +151,8 @@ func New(deps Deps) (*Handler, error) {
 		"/v1/replay":       {http.MethodPost, act(h, deps.API.Replay)},
 		"/v1/expunge":      {http.MethodPost, act(h, deps.API.Expunge)},
 		"/v1/archive-run":  {http.MethodPost, act(h, deps.API.ArchiveRun)},
+		"/v1/resolve":      {http.MethodPost, act(h, deps.API.Resolve)},
+		"/v1/discard":      {http.MethodPost, act(h, deps.API.Discard)},
 	}
 	return h, nil
 }

@@ -54,9 +54,10 @@ const (
 	// when the drain ended, in seconds (0 when none). Alarm on it: it
 	// grows when processors stop keeping up or stop running.
 	MetricBacklogOldestAge = "BacklogOldestAgeSeconds"
-	// MetricDeadLettersOpen: open dead letters (not requeued) when the
-	// line was written, a gauge: it stays above zero until an operator
-	// requeues them, which is what its alarm watches.
+	// MetricDeadLettersOpen: open dead letters (neither requeued nor
+	// resolved) when the line was written, a gauge: it stays above zero
+	// until an operator requeues or resolves them, which is what its
+	// alarm watches.
 	MetricDeadLettersOpen = "DeadLettersOpen"
 	// MetricDeadLetterOldestAge: how long the oldest open dead letter has
 	// been dead, in seconds (0 when none).

@@ -47,6 +47,7 @@ type Executor interface {
 	EventLockForArchive(ctx context.Context, ids []int64) ([]*inbox.Event, error)
 	EventMarkArchived(ctx context.Context, key string, locs []ArchiveLocation) error
 	EventExpunge(ctx context.Context, id int64) (EventScrub, error)
+	EventDiscard(ctx context.Context, f DiscardFilter, opts BulkOptions) (BulkResult, error)
 
 	// webhook_attempts
 	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
@@ -70,6 +71,7 @@ type Executor interface {
 	DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error)
 	DeadLetterExpunge(ctx context.Context, eventPK int64) (int, error)
 	DeadLetterGetOpenStats(ctx context.Context) (DeadLetterStats, error)
+	DeadLetterResolve(ctx context.Context, f DeadLetterFilter, opts BulkOptions) (BulkResult, error)
 
 	// webhook_operator_actions
 	OperatorActionRecord(ctx context.Context, action string, by inbox.Actor, selection any, eventIDs []int64) (int64, error)
