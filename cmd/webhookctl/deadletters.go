@@ -14,13 +14,14 @@ func newDeadLettersCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "dead-letters",
 		Aliases: []string{"dl"},
-		Short:   "List the dead letters, and requeue them once the cause is fixed",
+		Short:   "List the dead letters, and requeue them once the cause is fixed, or resolve them",
 	}
-	cmd.AddCommand(newDeadLettersListCmd(), newDeadLettersRequeueCmd())
+	cmd.AddCommand(newDeadLettersListCmd(), newDeadLettersRequeueCmd(), newDeadLettersResolveCmd())
 	return cmd
 }
 
-// deadLetterFlags select open dead letters: those not requeued yet.
+// deadLetterFlags select open dead letters: those neither requeued nor
+// resolved yet.
 type deadLetterFlags struct {
 	id          int64
 	source, typ string
@@ -47,6 +48,7 @@ func (f *deadLetterFlags) selection() (operations.DeadLetterSelection, error) {
 func newDeadLettersListCmd() *cobra.Command {
 	var (
 		f      deadLetterFlags
+		c      criteriaFlags
 		limit  int
 		asJSON bool
 	)
@@ -71,6 +73,9 @@ error history is in --json and in 'events show EVENT'.`,
 			}
 			defer closeAPI()
 			q := operations.DeadLetterQuery{ID: sel.ID, Source: sel.Source, Type: sel.Type, Window: sel.Window}
+			if q.Criteria, err = c.criteria(); err != nil {
+				return err
+			}
 			var all operations.DeadLetterPage
 			all.DeadLetters, all.NextAfter, err = readPages(limit, 0, func(n int, after int64) ([]operations.DeadLetter, *int64, error) {
 				q.Limit, q.After = n, after
@@ -110,6 +115,7 @@ error history is in --json and in 'events show EVENT'.`,
 		},
 	}
 	f.register(cmd)
+	c.register(cmd, "dead letters'", true)
 	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -118,6 +124,7 @@ error history is in --json and in 'events show EVENT'.`,
 func newDeadLettersRequeueCmd() *cobra.Command {
 	var (
 		f                   deadLetterFlags
+		c                   criteriaFlags
 		by                  actorFlags
 		all                 bool
 		dryRun, yes, asJSON bool
@@ -153,8 +160,12 @@ requeues them. Without a filter, --all is required.`,
 			if err != nil {
 				return err
 			}
+			if sel.Criteria, err = c.criteria(); err != nil {
+				return err
+			}
 			sel.All = all
-			if !all && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() {
+			if !all && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && len(sel.IDs) == 0 &&
+				sel.Cause == "" && sel.Error == "" && sel.Received.IsZero() {
 				// Said in the command's own words (its flags); the API
 				// refuses an empty selection all the same.
 				return errors.New("give a dead letter's id, --source, --type, a time window, or --all")
@@ -194,6 +205,7 @@ requeues them. Without a filter, --all is required.`,
 		},
 	}
 	f.register(cmd)
+	c.register(cmd, "dead letters'", true)
 	by.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "every open dead letter")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")

@@ -22,8 +22,8 @@ import (
 const maxListLimit = 10000
 
 func newEventsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "events", Short: "List events, or show one in full with its attempts, errors and raw body"}
-	cmd.AddCommand(newEventsListCmd(), newEventsShowCmd())
+	cmd := &cobra.Command{Use: "events", Short: "List events, or show one in full with its attempts, errors and raw body; discard unprocessed ones"}
+	cmd.AddCommand(newEventsListCmd(), newEventsShowCmd(), newEventsDiscardCmd())
 	return cmd
 }
 

@@ -123,6 +123,8 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		{"events", "list", "--state", "paused"}, {"sources", "pause", "stripe"},
 		{"handlers", "pause", "kind github, any type", "--reason", "INC-6"}, {"sources", "resume", "stripe"},
 		{"handlers", "resume", "kind github, any type", "--json"},
+		{"dead-letters", "resolve", "--all", "--cause", "permanent_error"}, {"events", "discard", "--all", "--dry-run", "--json"},
+		{"dead-letters", "resolve", "--all", "--yes", "--reason", "INC-3", "--json"},
 		{"actions"}, {"actions", "--json", "--since", "1h"},
 		{"events", "list", "--match", `{"data":{"amount":4200}}`, "--from", "2020-01-01"},
 		{"events", "list", "--match", `{"type":"ok"}`, "--from", "2020-01-01", "--json"}, {"events", "list", "--header", "X-Customer=1"},
@@ -147,7 +149,7 @@ func TestCommandsAreTheSameThroughTheOperatorAPI(t *testing.T) {
 		Actions []operations.Action `json:"actions"`
 	}
 	remote.runJSON(&acts, "actions")
-	if len(acts.Actions) != 7 {
+	if len(acts.Actions) != 8 {
 		t.Fatalf("actions = %+v", acts.Actions)
 	}
 	for _, a := range acts.Actions {

@@ -22,6 +22,7 @@ func newReplayCmd() *cobra.Command {
 		id                   int64
 		source, typ, outcome string
 		window               timeFlags
+		c                    criteriaFlags
 		all, dryRun, yes     bool
 		asJSON               bool
 		by                   actorFlags
@@ -71,8 +72,13 @@ the first ones at once.`,
 			if err != nil {
 				return err
 			}
-			sel := operations.ReplaySelection{ID: id, Source: source, Type: typ, Outcome: outcome, Window: w, All: all}
-			if !all && id == 0 && source == "" && typ == "" && outcome == "" && w.IsZero() {
+			crit, err := c.criteria()
+			if err != nil {
+				return err
+			}
+			sel := operations.ReplaySelection{ID: id, Source: source, Type: typ, Outcome: outcome, Window: w, Criteria: crit, All: all}
+			if !all && id == 0 && source == "" && typ == "" && outcome == "" && w.IsZero() && len(crit.IDs) == 0 &&
+				crit.Cause == "" && crit.Error == "" && crit.Received.IsZero() {
 				// Said in the command's own words (its flags); the API
 				// refuses an empty selection all the same.
 				return errors.New("give an event's id, --source, --type, --outcome, a time window, or --all")
@@ -106,8 +112,9 @@ the first ones at once.`,
 	cmd.Flags().Int64Var(&id, "id", 0, "one event, by its id")
 	cmd.Flags().StringVar(&source, "source", "", "only this source")
 	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
-	cmd.Flags().StringVar(&outcome, "outcome", "", "only events processed with this outcome: handled or unhandled")
+	cmd.Flags().StringVar(&outcome, "outcome", "", "only events processed with this outcome: handled, unhandled, or (named explicitly) discarded or resolved")
 	window.register(cmd, "processed")
+	c.register(cmd, "events'", true)
 	cmd.Flags().BoolVar(&all, "all", false, "every processed event (archived ones included)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing")
 	cmd.Flags().BoolVar(&yes, "yes", false, "replay: the handlers run again")

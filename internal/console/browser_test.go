@@ -365,3 +365,70 @@ func (f *browserFixture) deadLetter(t *testing.T, _ context.Context) {
 	t.Helper()
 	factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "stripe", Type: "invoice.failed", State: inbox.StateDead, LastError: "boom"})
 }
+
+// TestBrowserBulkResolve: the dead letters filtered by their error text,
+// resolved in bulk with a reason: the count is shown first and nothing
+// changes until it is confirmed; then the filtered list is empty, the
+// other dead letter stays open, and the action is on record.
+func TestBrowserBulkResolve(t *testing.T) {
+	tier.Heavy(t, "starts Chromium")
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testBrowserBulkResolve(t, b)
+		})
+	}
+}
+
+func testBrowserBulkResolve(t *testing.T, b backend) {
+	f := browserSetup(t, b)
+	for range 2 {
+		factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "stripe", Type: "invoice.failed", State: inbox.StateDead, DeadError: "stripe: card declined"})
+	}
+	open := func() int64 {
+		t.Helper()
+		st, err := f.store.DeadLetterGetOpenStats(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Open
+	}
+	ctx := browser(t)
+	run(t, ctx, "sign in", chromedp.Navigate(f.srv.URL+"/?token="+testToken), chromedp.WaitVisible("#backlog"))
+	run(t, ctx, "filter the dead letters by their error",
+		chromedp.Navigate(f.srv.URL+"/dead-letters"),
+		chromedp.WaitVisible("#dead-letters"),
+		chromedp.SetValue(`form.filters input[name="error"]`, "DECLINED"),
+		chromedp.Submit(`form.filters`),
+		chromedp.WaitVisible("#resolve-all"))
+	if text := value(t, ctx, "filtered list", chromedp.Text("#dead-letters tbody")); strings.Count(text, "card declined") != 2 || strings.Contains(text, "tracker") {
+		t.Fatalf("dead letters filtered by error text:\n%s", text)
+	}
+	run(t, ctx, "ask to resolve",
+		chromedp.SetValue(`#resolve-all input[name="reason"]`, "declined cards are final"),
+		chromedp.Submit("#resolve-all"),
+		chromedp.WaitVisible("#confirm-count"))
+	text := value(t, ctx, "confirmation", chromedp.Text("#confirm-count"))
+	if !strings.Contains(text, "This resolves 2 events") || !strings.Contains(text, "declined cards are final") {
+		t.Errorf("confirmation: %q", text)
+	}
+	if n := open(); n != 3 {
+		t.Fatalf("asking to confirm changed something: %d open dead letters, want 3", n)
+	}
+	screenshot(t, ctx, "resolve-confirm")
+	run(t, ctx, "confirm",
+		chromedp.Click(`#confirm button[type="submit"]`),
+		chromedp.WaitVisible("#resolved"))
+	text = value(t, ctx, "after the resolve", chromedp.Text("main"))
+	if !strings.Contains(text, "Resolved 2 events") || !strings.Contains(text, "No open dead letters match") {
+		t.Errorf("the list after the resolve:\n%s", text)
+	}
+	if n := open(); n != 1 {
+		t.Fatalf("%d open dead letters after the resolve, want 1 (github's)", n)
+	}
+	acts, err := f.store.OperatorActionList(f.ctx, time.Time{}, 1)
+	if err != nil || len(acts) != 1 || acts[0].Action != inbox.ActionResolve || acts[0].Events != 2 || acts[0].Reason != "declined cards are final" {
+		t.Fatalf("the last action = %+v, %v", acts, err)
+	}
+}

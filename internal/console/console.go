@@ -199,6 +199,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /events/{id}/expunge", s.action(s.expunge))
 	mux.HandleFunc("GET /dead-letters", s.serve(s.deadLetters))
 	mux.HandleFunc("POST /dead-letters/requeue", s.action(s.requeue))
+	mux.HandleFunc("POST /dead-letters/resolve", s.action(s.resolve))
 	mux.HandleFunc("GET /actions", s.serve(s.actions))
 	mux.HandleFunc("POST /pauses/pause", s.action(s.pause))
 	mux.HandleFunc("POST /pauses/resume", s.action(s.resume))

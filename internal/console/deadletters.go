@@ -13,7 +13,7 @@ import (
 )
 
 // The open dead letters (API.DeadLetters) and their requeue
-// (API.Requeue: counted, then confirmed).
+// (API.Requeue: counted, then confirmed); their resolve is in resolve.go.
 
 type deadLettersData struct {
 	Now time.Time
@@ -28,6 +28,8 @@ type deadLettersData struct {
 	// letter shown), "" on the last.
 	Next     template.URL
 	Requeued string
+	// Resolved is how many events a resolve that redirected here closed.
+	Resolved string
 	Error    string
 }
 
@@ -37,9 +39,12 @@ func (d deadLettersData) at() time.Time { return d.Now }
 // died.
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) error {
 	qs := r.URL.Query()
-	d := deadLettersData{Form: qs, Requeued: qs.Get("requeued")}
+	d := deadLettersData{Form: qs, Requeued: qs.Get("requeued"), Resolved: qs.Get("resolved")}
 	if _, err := strconv.Atoi(d.Requeued); err != nil {
 		d.Requeued = ""
+	}
+	if _, err := strconv.Atoi(d.Resolved); err != nil {
+		d.Resolved = ""
 	}
 	q, err := operatorapi.ParseDeadLetters(qs)
 	var p *operations.DeadLetterPage
@@ -54,8 +59,9 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) error {
 		return s.render(w, r, err, "dead_letters", "Dead letters", d)
 	}
 	d.Now, d.DeadLetters = p.At, p.DeadLetters
-	sel := operations.DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window}
-	d.Filtered = sel != (operations.DeadLetterSelection{})
+	sel := operations.DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window, Criteria: q.Criteria}
+	d.Filtered = sel.ID != 0 || sel.Source != "" || sel.Type != "" || !sel.Window.IsZero() || len(sel.IDs) > 0 ||
+		sel.Cause != "" || sel.Error != "" || !sel.Received.IsZero()
 	sel.All = !d.Filtered
 	d.Selection = selectionValues(sel)
 	if p.NextAfter != nil {
@@ -68,7 +74,7 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) error {
 // selectionValues writes a requeue's selection as its form's fields: the
 // dead letters list's keys, and all=1.
 func selectionValues(sel operations.DeadLetterSelection) url.Values {
-	v := operatorapi.DeadLettersValues(operations.DeadLetterQuery{ID: sel.ID, Source: sel.Source, Type: sel.Type, Window: sel.Window})
+	v := operatorapi.DeadLettersValues(operations.DeadLetterQuery{ID: sel.ID, Source: sel.Source, Type: sel.Type, Window: sel.Window, Criteria: sel.Criteria})
 	if sel.All {
 		v.Set("all", "1")
 	}
@@ -79,7 +85,7 @@ func selectionValues(sel operations.DeadLetterSelection) url.Values {
 // letter's id, or a filter of the list (the same keys), or all=1.
 func requeueSelection(form url.Values) (operations.DeadLetterSelection, error) {
 	q, err := operatorapi.ParseDeadLetters(form)
-	sel := operations.DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window, All: form.Get("all") == "1"}
+	sel := operations.DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window, Criteria: q.Criteria, All: form.Get("all") == "1"}
 	return sel, err
 }
 
@@ -134,7 +140,7 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 		"source", sel.Source, "event_type", sel.Type, "all", sel.All)
 	v := url.Values{}
 	if sel.ID == 0 {
-		v = operatorapi.DeadLettersValues(operations.DeadLetterQuery{Source: sel.Source, Type: sel.Type, Window: sel.Window})
+		v = operatorapi.DeadLettersValues(operations.DeadLetterQuery{Source: sel.Source, Type: sel.Type, Window: sel.Window, Criteria: sel.Criteria})
 	}
 	v.Set("requeued", strconv.Itoa(res.Events))
 	return redirect(w, r, "/dead-letters", v)

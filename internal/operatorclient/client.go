@@ -212,6 +212,16 @@ func (c *Client) ArchiveRun(ctx context.Context, r operations.ArchiveRunRequest)
 	return postAs[operations.ArchiveRunResult](ctx, c, r.DryRun, "/v1/archive-run", r)
 }
 
+// Resolve counts at the read-only URL, resolves at the acting one.
+func (c *Client) Resolve(ctx context.Context, r operations.ResolveRequest) (*operations.ResolveResult, error) {
+	return postAs[operations.ResolveResult](ctx, c, r.DryRun, "/v1/resolve", r)
+}
+
+// Discard counts at the read-only URL, discards at the acting one.
+func (c *Client) Discard(ctx context.Context, r operations.DiscardRequest) (*operations.DiscardResult, error) {
+	return postAs[operations.DiscardResult](ctx, c, r.DryRun, "/v1/discard", r)
+}
+
 func getAs[R any](ctx context.Context, c *Client, path string, q url.Values) (*R, error) {
 	var r R
 	if err := c.get(ctx, c.read, path, q, &r); err != nil {

@@ -116,6 +116,10 @@ func TestReadsAreTheSameThroughTheAPI(t *testing.T) {
 		{"dead letters", func(a operations.API) (any, error) {
 			return a.DeadLetters(ctx, operations.DeadLetterQuery{Source: "github"})
 		}},
+		{"dead letters by criteria", func(a operations.API) (any, error) {
+			return a.DeadLetters(ctx, operations.DeadLetterQuery{Criteria: operations.Criteria{
+				IDs: []int64{1, 2, 3}, Cause: string(inbox.CauseHandlerFailed), Error: "DEAD", Received: operations.Window{Since: operations.Span(time.Hour)}}})
+		}},
 		{"actions", func(a operations.API) (any, error) {
 			return a.Actions(ctx, operations.ActionQuery{Since: operations.Span(time.Hour)})
 		}},
@@ -183,6 +187,40 @@ func TestAccessIsTheIdentitysAndActionsRecordThePrincipal(t *testing.T) {
 	acts := must[*operations.ActionPage](t)(f.viewer.Actions(ctx, operations.ActionQuery{}))
 	if len(acts.Actions) != 1 || acts.Actions[0].Actor != f.remote.Operator.UserARN || *acts.Actions[0].Reason != "INC-3" {
 		t.Fatalf("actions = %+v", acts.Actions)
+	}
+}
+
+// A resolve and a discard count, refuse and act through the operator API
+// as they do directly: the same counts, the same causes, the records under
+// the principal.
+func TestResolveAndDiscardThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	f := remoteSetup(t)
+	ctx := t.Context()
+	due := factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "github", EventID: "gh-due", State: inbox.StateRetrying, LastError: "Tracker 503"})
+	rsel := operations.DeadLetterSelection{Source: "github", Criteria: operations.Criteria{Error: "factory: DEAD"}}
+	dsel := operations.DiscardSelection{Criteria: operations.Criteria{IDs: []int64{due.ID}, Error: "tracker"}}
+	same(t, "resolve dry run", must[*operations.ResolveResult](t)(f.direct.Resolve(ctx, operations.ResolveRequest{Select: rsel, DryRun: true})),
+		must[*operations.ResolveResult](t)(f.viewer.Resolve(ctx, operations.ResolveRequest{Select: rsel, DryRun: true})))
+	same(t, "discard dry run", must[*operations.DiscardResult](t)(f.direct.Discard(ctx, operations.DiscardRequest{Select: dsel, DryRun: true})),
+		must[*operations.DiscardResult](t)(f.viewer.Discard(ctx, operations.DiscardRequest{Select: dsel, DryRun: true})))
+	if _, err := f.viewer.Resolve(ctx, operations.ResolveRequest{Select: rsel, Reason: "r"}); inbox.CauseOf(err) != inbox.CauseForbidden {
+		t.Fatalf("the viewer's resolve: %v", err)
+	}
+	if _, err := f.operator.Resolve(ctx, operations.ResolveRequest{Select: rsel}); inbox.CauseOf(err) != inbox.CauseInvalidArgument {
+		t.Fatalf("a resolve without a reason: %v", err)
+	}
+	if _, err := f.operator.Discard(ctx, operations.DiscardRequest{Select: dsel, Expect: new(5), Reason: "r"}); inbox.CauseOf(err) != inbox.CauseCountChanged {
+		t.Fatalf("a discard of a stale count: %v", err)
+	}
+	rs := must[*operations.ResolveResult](t)(f.operator.Resolve(ctx, operations.ResolveRequest{Select: rsel, Expect: new(1), Reason: "tracker retired"}))
+	ds := must[*operations.DiscardResult](t)(f.operator.Discard(ctx, operations.DiscardRequest{Select: dsel, Expect: new(1), Reason: "tracker retired"}))
+	field.Must(t, "actions", field.Printed("Resolved", rs.Resolved, 1), field.Printed("Discarded", ds.Discarded, 1))
+	acts := must[*operations.ActionPage](t)(f.viewer.Actions(ctx, operations.ActionQuery{}))
+	for _, a := range acts.Actions[:2] {
+		if a.Actor != f.remote.Operator.UserARN || *a.Reason != "tracker retired" {
+			t.Errorf("action %+v", a)
+		}
 	}
 }
 

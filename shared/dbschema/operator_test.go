@@ -345,6 +345,12 @@ func TestOperatorReadRunsAsItsRole(t *testing.T) {
 	if r, err := asRead.EventReplay(ctx, storage.ReplayFilter{Source: replaySource}, storage.ReplayOptions{Now: now, By: by, Max: 2, Continue: cursor}); !insufficientPrivilege(err) {
 		t.Errorf("replay continued as %s: %+v, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, r, err)
 	}
+	if r, err := asRead.DeadLetterResolve(ctx, storage.DeadLetterFilter{All: true}, storage.BulkOptions{Now: now, By: by}); !insufficientPrivilege(err) {
+		t.Errorf("resolve as %s: %+v, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, r, err)
+	}
+	if r, err := asRead.EventDiscard(ctx, storage.DiscardFilter{All: true}, storage.BulkOptions{Now: now, By: by}); !insufficientPrivilege(err) {
+		t.Errorf("discard as %s: %+v, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, r, err)
+	}
 	a := f.archiver(t, asRead, nil)
 	if rep, err := a.Expunge(ctx, "stripe", "evt_op_history", by); !insufficientPrivilege(err) {
 		t.Errorf("expunge as %s: %+v, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, rep, err)
@@ -370,7 +376,8 @@ func TestOperatorReadRunsAsItsRole(t *testing.T) {
 }
 
 // TestOperatorRunsAsItsRole: webhook_operator runs the reads and every
-// action: a requeue, a replay whole and one in bounded calls, an expunge of
+// action: a requeue, a replay whole and one in bounded calls, a resolve, a
+// discard in bounded calls, an expunge of
 // an archived event (its object rewritten, its old version and an orphan
 // holding it deleted), and an archive run (batches, the manifest's sweep
 // and the bucket's, the bloat estimate of its line). Each action is
@@ -437,6 +444,26 @@ func TestOperatorRunsAsItsRole(t *testing.T) {
 		t.Fatalf("the replay in calls reset %d events, want 5", total)
 	}
 
+	// A resolve and a discard, each in calls of one row under its record,
+	// as the API does them.
+	factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "bulk", State: inbox.StateDead})
+	factory.Events(ctx, t, f.store, 2, &factory.EventOpts{Source: "bulk", State: inbox.StateRetrying})
+	rres, err := asOp.DeadLetterResolve(ctx, storage.DeadLetterFilter{Source: "bulk", Cause: string(inbox.CauseHandlerFailed)}, storage.BulkOptions{Now: now, By: by})
+	if err != nil || rres.Done != 1 {
+		t.Fatalf("resolve: %+v, %v", rres, err)
+	}
+	disc := storage.DiscardFilter{Source: "bulk", ErrorText: "factory"}
+	dres, err := asOp.EventDiscard(ctx, disc, storage.BulkOptions{Now: now, By: by, Max: 1})
+	if err != nil || dres.Done != 1 || dres.Next == nil {
+		t.Fatalf("discard's first call: %+v, %v", dres, err)
+	}
+	if act, err := asOp.OperatorActionGetByID(ctx, dres.Next.ActionID); err != nil || act.Action != inbox.ActionDiscard {
+		t.Fatalf("the discard's record: %+v, %v", act, err)
+	}
+	if dres, err = asOp.EventDiscard(ctx, disc, storage.BulkOptions{Now: now, By: by, Max: 1, Continue: dres.Next}); err != nil || dres.Done != 1 {
+		t.Fatalf("discard continued: %+v, %v", dres, err)
+	}
+
 	// An expunge of the archived history, with an orphan object whose id
 	// range holds it (an upload whose batch never committed): the object
 	// rewritten, its old version and the orphan deleted for good.
@@ -496,7 +523,8 @@ func TestOperatorRunsAsItsRole(t *testing.T) {
 			got = append(got, a.Action+":"+itoa(int64(a.Events))+":"+a.DBUser)
 		}
 	}
-	want := []string{"expunge:1:webhook_operator", "replay:5:webhook_operator", "replay:2:webhook_operator", "requeue:2:webhook_operator"}
+	want := []string{"expunge:1:webhook_operator", "discard:2:webhook_operator", "resolve:1:webhook_operator", "replay:5:webhook_operator",
+		"replay:2:webhook_operator", "requeue:2:webhook_operator"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the actions' records (newest first) = %v, want %v", got, want)
 	}

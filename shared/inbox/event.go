@@ -154,6 +154,12 @@ const (
 	// OutcomeExpunged: the body was erased before the event was
 	// processed, so it left the drain without running.
 	OutcomeExpunged Outcome = "expunged"
+	// OutcomeResolved: the event died and an operator resolved its dead
+	// letter: it is finished without running again.
+	OutcomeResolved Outcome = "resolved"
+	// OutcomeDiscarded: an operator discarded the event before it was
+	// processed: it is finished without running.
+	OutcomeDiscarded Outcome = "discarded"
 )
 
 // EventState is where an event is in its life, as operators filter by it.
@@ -258,9 +264,11 @@ type DeadLetter struct {
 	Errors    []AttemptError
 	LastError string
 	DeadAt    time.Time
-	// RequeuedAt is when an operator sent it back to the drain; nil while
-	// it is open.
+	// RequeuedAt is when an operator sent it back to the drain, and
+	// ResolvedAt when one closed it without running the event again; both
+	// nil while it is open.
 	RequeuedAt *time.Time
+	ResolvedAt *time.Time
 }
 
 // Rejection is one refused request, as the receiver records it in its

@@ -61,17 +61,21 @@ func (s *Service) Actions(ctx context.Context, q ActionQuery) (*ActionPage, erro
 // --- Replay ---
 
 // ReplaySelection selects processed events to replay: one by its id, or
-// by source, type, outcome and when they were processed; All, explicitly,
-// every one.
+// by source, type, outcome, when they were processed and the criteria;
+// All, explicitly, every one. An event an operator discarded or resolved
+// is selected only by its id (ID, IDs) or its outcome: a replay by source
+// or time does not run what someone decided must not run.
 type ReplaySelection struct {
 	ID     int64  `json:"id,omitzero"`
 	Source string `json:"source,omitzero"`
 	Type   string `json:"type,omitzero"`
-	// Outcome is handled or unhandled ("" either).
+	// Outcome is handled, unhandled, discarded or resolved ("" any of
+	// the first two).
 	Outcome string `json:"outcome,omitzero"`
 	// Window bounds when they were processed.
 	Window Window `json:"window,omitzero"`
-	All    bool   `json:"all,omitzero"`
+	Criteria
+	All bool `json:"all,omitzero"`
 }
 
 func (sel ReplaySelection) check() (ReplaySelection, error) {
@@ -82,18 +86,23 @@ func (sel ReplaySelection) check() (ReplaySelection, error) {
 	if err = sourceAndType(&sel.Source, &sel.Type); err != nil {
 		return sel, err
 	}
-	switch sel.Outcome {
-	case "", string(inbox.OutcomeHandled), string(inbox.OutcomeUnhandled):
+	switch inbox.Outcome(sel.Outcome) {
+	case "", inbox.OutcomeHandled, inbox.OutcomeUnhandled, inbox.OutcomeDiscarded, inbox.OutcomeResolved:
 	default:
-		return sel, invalid("outcome must be %s or %s", inbox.OutcomeHandled, inbox.OutcomeUnhandled)
+		return sel, invalid("outcome must be %s, %s, %s or %s", inbox.OutcomeHandled, inbox.OutcomeUnhandled, inbox.OutcomeDiscarded, inbox.OutcomeResolved)
+	}
+	if sel.Criteria, err = sel.Criteria.check(); err != nil {
+		return sel, err
 	}
 	return sel, sel.Window.check()
 }
 
 func (sel ReplaySelection) filter(now time.Time) storage.ReplayFilter {
 	from, to := sel.Window.Bounds(now)
+	rfrom, rto := sel.Received.Bounds(now)
 	return storage.ReplayFilter{ID: sel.ID, Source: sel.Source, EventType: sel.Type, Outcome: inbox.Outcome(sel.Outcome),
-		ProcessedFrom: from, ProcessedTo: to, All: sel.All}
+		ProcessedFrom: from, ProcessedTo: to, IDs: sel.IDs, Cause: sel.Cause, ErrorText: sel.Error,
+		ReceivedFrom: rfrom, ReceivedTo: rto, All: sel.All}
 }
 
 // ReplayCursor is where a replay done in several calls stands.

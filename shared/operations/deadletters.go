@@ -17,6 +17,8 @@ type DeadLetterQuery struct {
 	Type   string `json:"type,omitzero"`
 	// Window bounds when they died.
 	Window Window `json:"window,omitzero"`
+	// Criteria narrow the list as they narrow a requeue or a resolve.
+	Criteria
 	// After pages on (the previous page's NextAfter).
 	After int64 `json:"after,omitzero"`
 	Limit int   `json:"limit,omitzero"`
@@ -36,7 +38,7 @@ func (s *Service) DeadLetters(ctx context.Context, q DeadLetterQuery) (*DeadLett
 	if err != nil {
 		return nil, err
 	}
-	sel, err := DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window}.check()
+	sel, err := DeadLetterSelection{ID: q.ID, Source: q.Source, Type: q.Type, Window: q.Window, Criteria: q.Criteria}.check()
 	if err != nil {
 		return nil, err
 	}
@@ -60,14 +62,16 @@ func (s *Service) DeadLetters(ctx context.Context, q DeadLetterQuery) (*DeadLett
 	return p, nil
 }
 
-// DeadLetterSelection selects open dead letters for a requeue: one by its
-// id, or by source, type and when they died; All, explicitly, every one.
+// DeadLetterSelection selects open dead letters for a requeue or a
+// resolve: one by its id, or by source, type, when they died and the
+// criteria; All, explicitly, every one.
 type DeadLetterSelection struct {
 	ID     int64  `json:"id,omitzero"`
 	Source string `json:"source,omitzero"`
 	Type   string `json:"type,omitzero"`
 	Window Window `json:"window,omitzero"`
-	All    bool   `json:"all,omitzero"`
+	Criteria
+	All bool `json:"all,omitzero"`
 }
 
 func (sel DeadLetterSelection) check() (DeadLetterSelection, error) {
@@ -78,17 +82,22 @@ func (sel DeadLetterSelection) check() (DeadLetterSelection, error) {
 	if err = sourceAndType(&sel.Source, &sel.Type); err != nil {
 		return sel, err
 	}
+	if sel.Criteria, err = sel.Criteria.check(); err != nil {
+		return sel, err
+	}
 	return sel, sel.Window.check()
 }
 
 // empty reports a selection that names nothing (and is not All).
 func (sel DeadLetterSelection) empty() bool {
-	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero()
+	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && sel.Criteria.isZero()
 }
 
 func (sel DeadLetterSelection) filter(now time.Time) storage.DeadLetterFilter {
 	from, to := sel.Window.Bounds(now)
-	return storage.DeadLetterFilter{ID: sel.ID, Source: sel.Source, EventType: sel.Type, DeadFrom: from, DeadTo: to, All: sel.All}
+	rfrom, rto := sel.Received.Bounds(now)
+	return storage.DeadLetterFilter{ID: sel.ID, Source: sel.Source, EventType: sel.Type, DeadFrom: from, DeadTo: to,
+		IDs: sel.IDs, Cause: sel.Cause, ErrorText: sel.Error, ReceivedFrom: rfrom, ReceivedTo: rto, All: sel.All}
 }
 
 // RequeueRequest asks to requeue the selected dead letters, or only to
@@ -121,7 +130,7 @@ func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult
 		return nil, err
 	}
 	if sel.empty() {
-		return nil, invalid("choose a dead letter, a source, a type, a time window, or every open dead letter (all)")
+		return nil, invalid("choose a dead letter, a source, a type, a cause, an error text, a time window, or every open dead letter (all)")
 	}
 	res := &RequeueResult{DryRun: r.DryRun}
 	if r.DryRun {

@@ -250,8 +250,8 @@ type EventDetail struct {
 	History []Attempt `json:"history"`
 	// Actions are the operator actions that changed it, oldest first.
 	Actions []Action `json:"actions"`
-	// DeadLetters are its dead letters, requeued or not, oldest first;
-	// OpenDeadLetter the one not requeued (0: none).
+	// DeadLetters are its dead letters, open or not, oldest first;
+	// OpenDeadLetter the one neither requeued nor resolved (0: none).
 	DeadLetters    []DeadLetter `json:"dead_letters"`
 	OpenDeadLetter int64        `json:"open_dead_letter"`
 	// Mismatches are the deliveries of it that were not stored.
@@ -288,7 +288,7 @@ func (s *Service) Event(ctx context.Context, ref EventRef) (*EventDetail, error)
 		}
 		d.DeadLetters = deadLettersOf(dls)
 		for _, dl := range dls {
-			if dl.RequeuedAt == nil {
+			if dl.RequeuedAt == nil && dl.ResolvedAt == nil {
 				d.OpenDeadLetter = dl.ID
 			}
 		}

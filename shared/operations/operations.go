@@ -2,7 +2,8 @@
 // written once: the overview and stats, the events and one event in full
 // (its body from Postgres or the archive), the dead letters, the refusals,
 // the operator actions, and the actions that fix things (a requeue, a
-// replay, an expunge, an archive run), each counted before it runs.
+// replay, a resolve, a discard, an expunge, an archive run), each counted
+// before it runs.
 //
 // API is the one interface every front end calls: webhookctl's commands,
 // the console's pages and the operator function's JSON API. Service
@@ -75,6 +76,13 @@ type API interface {
 	// Resume lets a paused source's or handler's events run again, or
 	// counts them (DryRun).
 	Resume(ctx context.Context, r PauseRequest) (*PauseResult, error)
+	// Resolve closes open dead letters without running their events
+	// again, with a reason, or counts them (DryRun); a large resolve
+	// takes several calls.
+	Resolve(ctx context.Context, r ResolveRequest) (*ResolveResult, error)
+	// Discard makes unprocessed events never run, with a reason, or
+	// counts them (DryRun); a large discard takes several calls.
+	Discard(ctx context.Context, r DiscardRequest) (*DiscardResult, error)
 }
 
 // Access is what an operator API may do: read, or also act.

@@ -232,7 +232,7 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, storage.ErrEventNotFound):
 		return inbox.WrapError(inbox.CauseEventNotFound, err, "no such event")
-	case errors.Is(err, storage.ErrEmptyFilter), errors.Is(err, storage.ErrEmptyReplayFilter):
+	case errors.Is(err, storage.ErrEmptyFilter), errors.Is(err, storage.ErrEmptyReplayFilter), errors.Is(err, storage.ErrEmptyDiscardFilter):
 		return inbox.WrapError(inbox.CauseInvalidArgument, err, "the selection is empty: name an id, a source, a type, a time window, or all")
 	case errors.Is(err, storage.ErrNoActor):
 		return inbox.WrapError(inbox.CauseUnauthenticated, err, "an action must say who performs it")

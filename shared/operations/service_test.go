@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack/locals3"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/factory"
 	"github.com/webhook-inbox/webhook-inbox/internal/testkit/field"
@@ -26,6 +28,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
+	pool  *pgxpool.Pool
 	store *storage.Store
 	act   *operations.Service
 	read  *operations.Service
@@ -37,8 +40,9 @@ type fixture struct {
 // as the stack's is) for archived bodies, expunges and archive runs.
 func setup(t *testing.T, withArchive bool) *fixture {
 	t.Helper()
-	store := storage.New(pgtest.Pool(t))
-	f := &fixture{t: t, store: store, ctx: operations.WithOperator(t.Context(), operations.Operator{Name: "alice@ops"})}
+	pool := pgtest.Pool(t)
+	store := storage.New(pool)
+	f := &fixture{t: t, pool: pool, store: store, ctx: operations.WithOperator(t.Context(), operations.Operator{Name: "alice@ops"})}
 	if withArchive {
 		srv := s3test.ServerWith(t, locals3.Options{Versioning: true})
 		f.arch = &archive.Config{Prefix: "archive", MinAge: time.Minute, BatchSize: 2}

@@ -174,6 +174,9 @@ type DeadLetter struct {
 	Errors     []AttemptError `json:"errors"`
 	DeadAt     time.Time      `json:"dead_at"`
 	RequeuedAt *time.Time     `json:"requeued_at"`
+	// ResolvedAt is when an operator closed it without running the event
+	// again (Resolve); null while open or once requeued.
+	ResolvedAt *time.Time `json:"resolved_at"`
 	// HoldsCopy: it still holds a copy of the body, the payload or an
 	// error text (what an expunge erases).
 	HoldsCopy bool `json:"holds_copy"`
@@ -190,7 +193,7 @@ func deadLettersOf(dls []*inbox.DeadLetter) []DeadLetter {
 		}
 		out[i] = DeadLetter{
 			ID: d.ID, EventPK: d.EventPK, Source: d.Source, EventID: d.EventID, Type: d.Type, Attempts: d.Attempts,
-			LastError: orNull(d.LastError), Errors: errs, DeadAt: d.DeadAt, RequeuedAt: d.RequeuedAt, HoldsCopy: copied,
+			LastError: orNull(d.LastError), Errors: errs, DeadAt: d.DeadAt, RequeuedAt: d.RequeuedAt, ResolvedAt: d.ResolvedAt, HoldsCopy: copied,
 		}
 	}
 	return out

@@ -60,3 +60,25 @@ func TestActionsWakeTheProcessor(t *testing.T) {
 		t.Fatalf("replay with the wake-up failing: %+v, %d wake-ups", res, w.n.Load())
 	}
 }
+
+// A resolve makes nothing due, but wakes the processor all the same: its
+// line carries the DeadLettersOpen gauge, whose alarm the lower figure
+// clears. A dry run and a discard do not wake it.
+func TestResolveWakesTheProcessor(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	w := &wakes{}
+	act := must[*operations.Service](t)(operations.New(operations.Config{Access: operations.AccessAct}, operations.Deps{Store: f.store, Wake: w}))
+	factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "shop", State: inbox.StateDead})
+	factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "shop"})
+	sel := operations.DeadLetterSelection{Source: "shop"}
+	must[*operations.ResolveResult](t)(act.Resolve(f.ctx, operations.ResolveRequest{Select: sel, DryRun: true}))
+	must[*operations.DiscardResult](t)(act.Discard(f.ctx, operations.DiscardRequest{Select: operations.DiscardSelection{Source: "shop"}, Reason: "r"}))
+	if n := w.n.Load(); n != 0 {
+		t.Fatalf("%d wake-ups after a dry run and a discard", n)
+	}
+	must[*operations.ResolveResult](t)(act.Resolve(f.ctx, operations.ResolveRequest{Select: sel, Reason: "r"}))
+	if n := w.n.Load(); n != 1 {
+		t.Fatalf("%d wake-ups after a resolve, want 1", n)
+	}
+}

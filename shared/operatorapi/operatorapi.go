@@ -23,7 +23,8 @@
 //	GET  /v1/events/find    find, source
 //	GET  /v1/event          id | source and event_id
 //	GET  /v1/event/body     id, offset (raw bytes, at most BodyChunk)
-//	GET  /v1/dead-letters   id, source, type, since, from, to, after, limit
+//	GET  /v1/dead-letters   id, source, type, since, from, to, after, limit,
+//	                        ids, cause, error, received_since, received_from, received_to
 //	GET  /v1/actions        since, before, limit
 //	POST /v1/requeue        operations.RequeueRequest
 //	POST /v1/replay         operations.ReplayRequest
@@ -31,6 +32,8 @@
 //	POST /v1/archive-run    operations.ArchiveRunRequest
 //	POST /v1/pause          operations.PauseRequest
 //	POST /v1/resume         operations.PauseRequest
+//	POST /v1/resolve        operations.ResolveRequest
+//	POST /v1/discard        operations.DiscardRequest
 package operatorapi
 
 import (
@@ -152,6 +155,8 @@ func New(deps Deps) (*Handler, error) {
 		"/v1/archive-run":  {http.MethodPost, act(h, deps.API.ArchiveRun)},
 		"/v1/pause":        {http.MethodPost, act(h, deps.API.Pause)},
 		"/v1/resume":       {http.MethodPost, act(h, deps.API.Resume)},
+		"/v1/resolve":      {http.MethodPost, act(h, deps.API.Resolve)},
+		"/v1/discard":      {http.MethodPost, act(h, deps.API.Discard)},
 	}
 	return h, nil
 }

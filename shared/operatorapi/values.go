@@ -24,7 +24,7 @@ var (
 	findKeys       = []string{"find", "source"}
 	eventKeys      = []string{"id", "source", "event_id"}
 	bodyKeys       = []string{"id", "offset"}
-	deadLetterKeys = []string{"id", "source", "type", "since", "from", "to", "after", "limit"}
+	deadLetterKeys = []string{"id", "source", "type", "since", "from", "to", "after", "limit", "ids", "cause", "error", "received_since", "received_from", "received_to"}
 	actionKeys     = []string{"since", "before", "limit"}
 )
 
@@ -150,9 +150,46 @@ func DeadLettersValues(q operations.DeadLetterQuery) url.Values {
 	setText(v, "source", q.Source)
 	setText(v, "type", q.Type)
 	setWindow(v, q.Window)
+	setCriteria(v, q.Criteria)
 	setInt(v, "after", q.After)
 	setInt(v, "limit", int64(q.Limit))
 	return v
+}
+
+// setCriteria writes a selection's criteria: ids as one comma-separated
+// value, the receipt window under received_*.
+func setCriteria(v url.Values, c operations.Criteria) {
+	if len(c.IDs) > 0 {
+		ids := make([]string, len(c.IDs))
+		for i, id := range c.IDs {
+			ids[i] = strconv.FormatInt(id, 10)
+		}
+		v.Set("ids", strings.Join(ids, ","))
+	}
+	setText(v, "cause", c.Cause)
+	setText(v, "error", c.Error)
+	w := url.Values{}
+	setWindow(w, c.Received)
+	for k, vs := range w {
+		v["received_"+k] = vs
+	}
+}
+
+// criteria reads what setCriteria writes.
+func criteria(v url.Values) (operations.Criteria, error) {
+	c := operations.Criteria{Cause: get(v, "cause"), Error: get(v, "error")}
+	if s := get(v, "ids"); s != "" {
+		for f := range strings.SplitSeq(s, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil || id <= 0 {
+				return c, invalidParam("ids", "positive whole numbers separated by commas")
+			}
+			c.IDs = append(c.IDs, id)
+		}
+	}
+	var err error
+	c.Received, err = operations.ParseWindow(v.Get("received_since"), v.Get("received_from"), v.Get("received_to"))
+	return c, err
 }
 
 // ParseDeadLetters reads a DeadLetterQuery.
@@ -163,6 +200,9 @@ func ParseDeadLetters(v url.Values) (operations.DeadLetterQuery, error) {
 		return q, err
 	}
 	if q.Window, err = window(v); err != nil {
+		return q, err
+	}
+	if q.Criteria, err = criteria(v); err != nil {
 		return q, err
 	}
 	if q.After, err = number(v, "after"); err != nil {

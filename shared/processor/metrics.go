@@ -69,9 +69,10 @@ const (
 	// so they never age BacklogOldestAgeSeconds: a pause raises no
 	// alarm, and this says how much waits for the resume.
 	MetricBacklogPaused = "BacklogPaused"
-	// MetricDeadLettersOpen: open dead letters (not requeued) when the
-	// line was written, a gauge: it stays above zero until an operator
-	// requeues them, which is what its alarm watches.
+	// MetricDeadLettersOpen: open dead letters (neither requeued nor
+	// resolved) when the line was written, a gauge: it stays above zero
+	// until an operator requeues or resolves them, which is what its
+	// alarm watches.
 	MetricDeadLettersOpen = "DeadLettersOpen"
 	// MetricDeadLetterOldestAge: how long the oldest open dead letter has
 	// been dead, in seconds (0 when none).

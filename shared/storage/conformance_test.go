@@ -219,6 +219,8 @@ var conformanceCases = []conformanceCase{
 	{"webhook_dead_letters", testDeadLetters},
 	{"webhook_dead_letters/open_stats", testDeadLetterOpenStats},
 	{"webhook_dead_letters/page", testDeadLetterPage},
+	{"webhook_dead_letters/resolve", testDeadLetterResolve},
+	{"webhook_events/discard", testEventDiscard},
 	{"webhook_operator_actions/page", testOperatorActionPage},
 	{"webhook_events/by_event_id", testEventListByEventID},
 	{"webhook_events/list_window", testEventListWindow},
@@ -1988,5 +1990,116 @@ func testEventListWindow(t *testing.T, e *env) {
 	now := storage.EventFilter{CreatedFrom: e.now.Add(-time.Hour), CreatedTo: e.now.Add(time.Hour)}
 	if got := must[[]*inbox.Event](t)(s.EventList(e.ctx, now, e.now, 10)); !slices.Equal(ids(got), []int64{recent[2].ID, recent[1].ID, recent[0].ID}) {
 		t.Fatalf("a recent window = %v", ids(got))
+	}
+}
+
+// A resolve closes the selected open dead letters in chunks, in calls that
+// continue one record, and finishes their events (outcome resolved): the
+// open gauge drops, a requeue finds nothing, and the criteria (cause,
+// error text, receipt window, ids) select exactly.
+func testDeadLetterResolve(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	by := inbox.Actor{Name: "ops@test", Reason: "duplicates"}
+	dead := factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "r", State: inbox.StateDead, Now: now})
+	timeout := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "r", State: inbox.StateDead, Now: now,
+		Cause: inbox.CauseHandlerTimeout, DeadError: "upstream Timed Out", CreatedAt: now.Add(-48 * time.Hour)})
+	if _, err := s.DeadLetterResolve(e.ctx, storage.DeadLetterFilter{}, storage.BulkOptions{Now: now, By: by}); err != storage.ErrEmptyFilter {
+		t.Fatalf("empty filter: %v", err)
+	}
+	for name, f := range map[string]storage.DeadLetterFilter{
+		"cause":    {Cause: string(inbox.CauseHandlerTimeout)},
+		"error":    {ErrorText: "timed OUT"},
+		"received": {ReceivedTo: now.Add(-24 * time.Hour)},
+	} {
+		dry := must[storage.BulkResult](t)(s.DeadLetterResolve(e.ctx, f, storage.BulkOptions{Now: now, DryRun: true}))
+		if dry.Matched != 1 {
+			t.Fatalf("by %s: %d matched, want 1 (event %d)", name, dry.Matched, timeout.ID)
+		}
+	}
+	before := must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
+	if _, err := s.DeadLetterResolve(e.ctx, storage.DeadLetterFilter{Source: "r"}, storage.BulkOptions{Now: now}); err != storage.ErrNoActor {
+		t.Fatalf("resolve without an actor: %v", err)
+	}
+	f := storage.DeadLetterFilter{Source: "r", ReceivedFrom: now.Add(-time.Hour)}
+	first := must[storage.BulkResult](t)(s.DeadLetterResolve(e.ctx, f, storage.BulkInChunks(storage.BulkOptions{Now: now, By: by, Max: 2}, 1)))
+	if first.Matched != 3 || first.Done != 2 || first.Next == nil {
+		t.Fatalf("first call = %+v", first)
+	}
+	last := must[storage.BulkResult](t)(s.DeadLetterResolve(e.ctx, f, storage.BulkOptions{Now: now, By: by, Max: 2, Continue: first.Next}))
+	if last.Done != 1 || last.Next != nil || last.ActionID != first.ActionID {
+		t.Fatalf("continuation = %+v", last)
+	}
+	after := must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
+	if before.Open-after.Open != 3 {
+		t.Fatalf("open dead letters %d before, %d after, want 3 fewer", before.Open, after.Open)
+	}
+	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, storage.DeadLetterFilter{Source: "r"})); n != 1 {
+		t.Fatalf("requeueable after the resolve: %d, want the one left", n)
+	}
+	ev := must[*inbox.Event](t)(s.EventGetByID(e.ctx, dead[0].ID))
+	hist := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[0].ID))
+	acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, dead[2].ID))
+	if !field.Check(t, "resolved event",
+		field.Eq("Outcome", ev.Outcome, inbox.OutcomeResolved),
+		field.Eq("DeadAt", ev.DeadAt, nil),
+		field.Is("ProcessedAt", ev.ProcessedAt, ev.ProcessedAt != nil, "set"),
+		field.Is("ResolvedAt", hist, len(hist) == 1 && hist[0].ResolvedAt != nil && hist[0].RequeuedAt == nil, "its one dead letter resolved"),
+		field.Is("record", acts, len(acts) == 1 && acts[0].Action == inbox.ActionResolve && acts[0].Events == 3, "one resolve of 3 events"),
+	) {
+		t.FailNow()
+	}
+}
+
+// A discard finishes the selected unprocessed events (outcome discarded)
+// in chunks under one record; dead and processed events are never
+// selected, and the criteria select exactly.
+func testEventDiscard(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	by := inbox.Actor{Name: "ops@test", Reason: "test traffic"}
+	due := factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "x", Now: now})
+	retrying := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "x", State: inbox.StateRetrying, Now: now,
+		Cause: inbox.CauseHandlerTimeout, LastError: "Gateway TIMEOUT", CreatedAt: now.Add(-48 * time.Hour)})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "x", State: inbox.StateDead, Now: now})
+	factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "x", State: inbox.StateProcessed, Now: now})
+	if _, err := s.EventDiscard(e.ctx, storage.DiscardFilter{}, storage.BulkOptions{Now: now, By: by}); err != storage.ErrEmptyDiscardFilter {
+		t.Fatalf("empty filter: %v", err)
+	}
+	for name, c := range map[string]struct {
+		f    storage.DiscardFilter
+		want int
+	}{
+		"source":   {storage.DiscardFilter{Source: "x"}, 4},
+		"cause":    {storage.DiscardFilter{Cause: string(inbox.CauseHandlerTimeout)}, 1},
+		"error":    {storage.DiscardFilter{ErrorText: "gateway timeout"}, 1},
+		"received": {storage.DiscardFilter{Source: "x", ReceivedFrom: now.Add(-time.Hour)}, 3},
+		"ids":      {storage.DiscardFilter{IDs: []int64{due[0].ID, retrying.ID}}, 2},
+	} {
+		dry := must[storage.BulkResult](t)(s.EventDiscard(e.ctx, c.f, storage.BulkOptions{Now: now, DryRun: true}))
+		if dry.Matched != c.want {
+			t.Fatalf("by %s: %d matched, want %d", name, dry.Matched, c.want)
+		}
+	}
+	f := storage.DiscardFilter{Source: "x"}
+	first := must[storage.BulkResult](t)(s.EventDiscard(e.ctx, f, storage.BulkInChunks(storage.BulkOptions{Now: now, By: by, Max: 3}, 2)))
+	if first.Matched != 4 || first.Done != 3 || first.Next == nil {
+		t.Fatalf("first call = %+v", first)
+	}
+	last := must[storage.BulkResult](t)(s.EventDiscard(e.ctx, f, storage.BulkOptions{Now: now, By: by, Max: 3, Continue: first.Next}))
+	if last.Done != 1 || last.Next != nil {
+		t.Fatalf("continuation = %+v", last)
+	}
+	got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, retrying.ID))
+	acts := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, retrying.ID))
+	if !field.Check(t, "discarded event",
+		field.Eq("Outcome", got.Outcome, inbox.OutcomeDiscarded),
+		field.Is("ProcessedAt", got.ProcessedAt, got.ProcessedAt != nil, "set"),
+		field.Is("record", acts, len(acts) == 1 && acts[0].Action == inbox.ActionDiscard && acts[0].Events == 4, "one discard of 4 events"),
+	) {
+		t.FailNow()
+	}
+	if due, err := s.EventGetDue(e.ctx, now.Add(time.Hour)); err != nil || due.Solo || due.Batch {
+		t.Fatalf("something of source x is still due: %+v %v", due, err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func deadLetterFromRow(r dbsqlc.WebhookDeadLetter) (*inbox.DeadLetter, error) {
 	d := &inbox.DeadLetter{
 		ID: r.ID, EventPK: r.EventPK, Source: r.Source, EventID: r.EventID, Type: r.EventType,
-		Body: r.Body, Attempts: int(r.Attempts), LastError: deref(r.LastError), DeadAt: r.DeadAt, RequeuedAt: r.RequeuedAt,
+		Body: r.Body, Attempts: int(r.Attempts), LastError: deref(r.LastError), DeadAt: r.DeadAt, RequeuedAt: r.RequeuedAt, ResolvedAt: r.ResolvedAt,
 	}
 	if r.Payload != nil {
 		d.Payload = r.Payload
@@ -39,8 +39,9 @@ func deadLettersFromRows(rows []dbsqlc.WebhookDeadLetter) ([]*inbox.DeadLetter, 
 	return out, nil
 }
 
-// DeadLetterFilter selects open dead letters (those not requeued yet). The
-// zero value matches none: set All, or at least one field.
+// DeadLetterFilter selects open dead letters (those neither requeued nor
+// resolved yet). The zero value matches none: set All, or at least one
+// field. Every field set must match.
 type DeadLetterFilter struct {
 	// ID selects one dead letter (webhook_dead_letters.id).
 	ID int64 `json:"id,omitzero"`
@@ -50,6 +51,17 @@ type DeadLetterFilter struct {
 	// DeadFrom and DeadTo bound dead_at: From inclusive, To exclusive.
 	DeadFrom time.Time `json:"dead_from,omitzero"`
 	DeadTo   time.Time `json:"dead_to,omitzero"`
+	// IDs selects dead letters by their ids (webhook_dead_letters.id).
+	IDs []int64 `json:"ids,omitempty"`
+	// Cause is the cause of the attempt that killed the event
+	// (webhook_attempts.cause of its last attempt).
+	Cause string `json:"cause,omitzero"`
+	// ErrorText is a case-insensitive substring of the last error.
+	ErrorText string `json:"error_text,omitzero"`
+	// ReceivedFrom and ReceivedTo bound when the event was received
+	// (created_at): From inclusive, To exclusive.
+	ReceivedFrom time.Time `json:"received_from,omitzero"`
+	ReceivedTo   time.Time `json:"received_to,omitzero"`
 	// All matches every open dead letter; it must be asked for explicitly,
 	// so a forgotten flag cannot requeue everything.
 	All bool `json:"all,omitzero"`
@@ -59,7 +71,8 @@ type DeadLetterFilter struct {
 var ErrEmptyFilter = errors.New("dead letter filter is empty: give an id, a source, a type, a time window, or All")
 
 func (f DeadLetterFilter) empty() bool {
-	return !f.All && f.ID == 0 && f.Source == "" && f.EventType == "" && f.DeadFrom.IsZero() && f.DeadTo.IsZero()
+	return !f.All && f.ID == 0 && f.Source == "" && f.EventType == "" && f.DeadFrom.IsZero() && f.DeadTo.IsZero() &&
+		f.IDs == nil && f.Cause == "" && f.ErrorText == "" && f.ReceivedFrom.IsZero() && f.ReceivedTo.IsZero()
 }
 
 // params returns the filter as the queries' arguments; zero fields are
@@ -68,6 +81,8 @@ func (f DeadLetterFilter) params() dbsqlc.DeadLetterCountRequeueableParams {
 	return dbsqlc.DeadLetterCountRequeueableParams{
 		ID: ptr(f.ID), Source: ptr(f.Source), EventType: ptr(f.EventType),
 		DeadFrom: timePtr(f.DeadFrom), DeadTo: timePtr(f.DeadTo),
+		IDs: f.IDs, Cause: ptr(f.Cause), ErrorText: ptr(f.ErrorText),
+		ReceivedFrom: timePtr(f.ReceivedFrom), ReceivedTo: timePtr(f.ReceivedTo),
 	}
 }
 
@@ -79,7 +94,8 @@ func (e executor) DeadLetterList(ctx context.Context, f DeadLetterFilter, limit 
 	}
 	p := f.params()
 	rows, err := queries.DeadLetterList(ctx, e.db, dbsqlc.DeadLetterListParams{
-		ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo, Max: int32(limit),
+		ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+		IDs: p.IDs, Cause: p.Cause, ErrorText: p.ErrorText, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo, Max: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
@@ -95,7 +111,8 @@ func (e executor) DeadLetterList(ctx context.Context, f DeadLetterFilter, limit 
 func (e executor) DeadLetterListPage(ctx context.Context, f DeadLetterFilter, after int64, limit int) ([]*inbox.DeadLetter, error) {
 	p := f.params()
 	rows, err := queries.DeadLetterListPage(ctx, e.db, dbsqlc.DeadLetterListPageParams{
-		After: after, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo, Max: int32(limit),
+		After: after, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+		IDs: p.IDs, Cause: p.Cause, ErrorText: p.ErrorText, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo, Max: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
@@ -133,6 +150,7 @@ func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now
 	p := f.params()
 	n, err := queries.DeadLetterRequeue(ctx, e.db, dbsqlc.DeadLetterRequeueParams{
 		Now: now, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+		IDs: p.IDs, Cause: p.Cause, ErrorText: p.ErrorText, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo,
 		Actor: by.Name, Reason: by.Reason, Selection: string(selection),
 	})
 	if err != nil {
@@ -185,7 +203,8 @@ func (e executor) DeadLetterExpunge(ctx context.Context, eventPK int64) (int, er
 	return int(n), nil
 }
 
-// DeadLetterStats is the open dead letters (not requeued) as a gauge.
+// DeadLetterStats is the open dead letters (neither requeued nor
+// resolved) as a gauge.
 type DeadLetterStats struct {
 	// Open is how many dead letters wait for an operator.
 	Open int64
@@ -210,4 +229,32 @@ func (e executor) DeadLetterGetOpenStats(ctx context.Context) (DeadLetterStats, 
 		return DeadLetterStats{}, fmt.Errorf("read open dead letters: %w", err)
 	}
 	return DeadLetterStats{Open: r.Count, OldestDeadAt: anyTime(r.OldestDeadAt)}, nil
+}
+
+// DeadLetterResolve closes the open dead letters matching f without
+// running their events again: each dead letter is marked resolved, and its
+// event is finished as it stands (outcome resolved), in chunks of
+// opts.Max at most per call, each chunk committed with its record's count
+// (see bulk). Matched counts events, as a requeue does.
+func (e executor) DeadLetterResolve(ctx context.Context, f DeadLetterFilter, opts BulkOptions) (BulkResult, error) {
+	if f.empty() {
+		return BulkResult{}, ErrEmptyFilter
+	}
+	p := f.params()
+	return e.bulk(ctx, inbox.ActionResolve, f, opts, bulkQueries{
+		count: func(ctx context.Context) (int64, int64, error) {
+			r, err := queries.DeadLetterCountResolvable(ctx, e.db, dbsqlc.DeadLetterCountResolvableParams(p))
+			return r.Resolvable, r.LastID, err
+		},
+		list: func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
+			return queries.DeadLetterListResolvableIDs(ctx, e.db, dbsqlc.DeadLetterListResolvableIDsParams{
+				ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+				IDs: p.IDs, ErrorText: p.ErrorText, Cause: p.Cause, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo,
+				AfterID: after, ThroughID: through, Max: max,
+			})
+		},
+		apply: func(ctx context.Context, ids []int64, actionID int64) (int64, error) {
+			return queries.DeadLetterResolve(ctx, e.db, dbsqlc.DeadLetterResolveParams{Now: opts.Now, IDs: ids, ActionID: actionID})
+		},
+	})
 }

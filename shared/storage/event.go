@@ -451,6 +451,16 @@ type ReplayFilter struct {
 	// exclusive (the window a faulty handler was live, say).
 	ProcessedFrom time.Time `json:"processed_from,omitzero"`
 	ProcessedTo   time.Time `json:"processed_to,omitzero"`
+	// IDs selects events by their ids.
+	IDs []int64 `json:"ids,omitempty"`
+	// Cause is the last attempt's cause (webhook_attempts.cause); ErrorText
+	// a case-insensitive substring of last_error.
+	Cause     string `json:"cause,omitzero"`
+	ErrorText string `json:"error_text,omitzero"`
+	// ReceivedFrom and ReceivedTo bound created_at: From inclusive, To
+	// exclusive.
+	ReceivedFrom time.Time `json:"received_from,omitzero"`
+	ReceivedTo   time.Time `json:"received_to,omitzero"`
 	// All matches every replayable event; it must be asked for
 	// explicitly.
 	All bool `json:"all,omitzero"`
@@ -461,7 +471,8 @@ var ErrEmptyReplayFilter = errors.New("replay filter is empty: give an id, a sou
 
 func (f ReplayFilter) empty() bool {
 	return !f.All && f.ID == 0 && f.Source == "" && f.EventType == "" && f.Outcome == "" &&
-		f.ProcessedFrom.IsZero() && f.ProcessedTo.IsZero()
+		f.ProcessedFrom.IsZero() && f.ProcessedTo.IsZero() &&
+		f.IDs == nil && f.Cause == "" && f.ErrorText == "" && f.ReceivedFrom.IsZero() && f.ReceivedTo.IsZero()
 }
 
 // params returns the filter as the queries' arguments; zero fields are
@@ -470,6 +481,8 @@ func (f ReplayFilter) params() dbsqlc.EventCountReplayParams {
 	return dbsqlc.EventCountReplayParams{
 		ID: ptr(f.ID), Source: ptr(f.Source), EventType: ptr(f.EventType), Outcome: ptr(string(f.Outcome)),
 		ProcessedFrom: timePtr(f.ProcessedFrom), ProcessedTo: timePtr(f.ProcessedTo),
+		IDs: f.IDs, Cause: ptr(f.Cause), ErrorText: ptr(f.ErrorText),
+		ReceivedFrom: timePtr(f.ReceivedFrom), ReceivedTo: timePtr(f.ReceivedTo),
 	}
 }
 
@@ -553,6 +566,7 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 	list := dbsqlc.EventListReplayableIDsParams{
 		ID: arg.ID, Source: arg.Source, EventType: arg.EventType, Outcome: arg.Outcome,
 		ProcessedFrom: arg.ProcessedFrom, ProcessedTo: arg.ProcessedTo,
+		IDs: arg.IDs, Cause: arg.Cause, ErrorText: arg.ErrorText, ReceivedFrom: arg.ReceivedFrom, ReceivedTo: arg.ReceivedTo,
 	}
 	if opts.Max > 0 {
 		list.Max = new(int32(opts.Max))
@@ -611,6 +625,68 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		res.Replayed += int(n)
 	}
 	return res, nil
+}
+
+// DiscardFilter selects unprocessed live events (due now or later,
+// claimed or not) to discard. The zero value matches none: set All, or at
+// least one field. Every field set must match.
+type DiscardFilter struct {
+	// ID selects one event; IDs several.
+	ID        int64   `json:"id,omitzero"`
+	IDs       []int64 `json:"ids,omitempty"`
+	Source    string  `json:"source,omitzero"`
+	EventType string  `json:"event_type,omitzero"`
+	// Cause is the last attempt's cause (a retrying event's);
+	// ErrorText a case-insensitive substring of last_error.
+	Cause     string `json:"cause,omitzero"`
+	ErrorText string `json:"error_text,omitzero"`
+	// ReceivedFrom and ReceivedTo bound created_at: From inclusive, To
+	// exclusive.
+	ReceivedFrom time.Time `json:"received_from,omitzero"`
+	ReceivedTo   time.Time `json:"received_to,omitzero"`
+	// All matches every unprocessed event; it must be asked for
+	// explicitly.
+	All bool `json:"all,omitzero"`
+}
+
+// ErrEmptyDiscardFilter is returned for a DiscardFilter that selects
+// nothing.
+var ErrEmptyDiscardFilter = errors.New("discard filter is empty: give an id, a source, a type, a cause, an error text, a time window, or All")
+
+func (f DiscardFilter) empty() bool {
+	return !f.All && f.ID == 0 && f.IDs == nil && f.Source == "" && f.EventType == "" && f.Cause == "" &&
+		f.ErrorText == "" && f.ReceivedFrom.IsZero() && f.ReceivedTo.IsZero()
+}
+
+// EventDiscard finishes the unprocessed live events matching f without
+// running them (outcome discarded), in chunks of opts.Max at most per
+// call, each committed with its record's count (see bulk). Each chunk's
+// statement takes the rows' locks, so it waits for a processor's
+// transaction that holds one of them and leaves the event alone if that
+// transaction processed it; what it discards, no processor runs after.
+func (e executor) EventDiscard(ctx context.Context, f DiscardFilter, opts BulkOptions) (BulkResult, error) {
+	if f.empty() {
+		return BulkResult{}, ErrEmptyDiscardFilter
+	}
+	p := dbsqlc.EventCountDiscardableParams{
+		ID: ptr(f.ID), Source: ptr(f.Source), EventType: ptr(f.EventType), IDs: f.IDs,
+		ReceivedFrom: timePtr(f.ReceivedFrom), ReceivedTo: timePtr(f.ReceivedTo), ErrorText: ptr(f.ErrorText), Cause: ptr(f.Cause),
+	}
+	return e.bulk(ctx, inbox.ActionDiscard, f, opts, bulkQueries{
+		count: func(ctx context.Context) (int64, int64, error) {
+			r, err := queries.EventCountDiscardable(ctx, e.db, p)
+			return r.Discardable, r.LastID, err
+		},
+		list: func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
+			return queries.EventListDiscardableIDs(ctx, e.db, dbsqlc.EventListDiscardableIDsParams{
+				ID: p.ID, Source: p.Source, EventType: p.EventType, IDs: p.IDs, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo,
+				ErrorText: p.ErrorText, Cause: p.Cause, AfterID: after, ThroughID: through, Max: max,
+			})
+		},
+		apply: func(ctx context.Context, ids []int64, actionID int64) (int64, error) {
+			return queries.EventDiscard(ctx, e.db, dbsqlc.EventDiscardParams{Now: opts.Now, IDs: ids, ActionID: actionID})
+		},
+	})
 }
 
 // EventCountArchivable returns how many events an archive run with this

@@ -6,3 +6,9 @@ func InChunks(o ReplayOptions, n int) ReplayOptions {
 	o.chunk = n
 	return o
 }
+
+// BulkInChunks returns o changing n rows per statement.
+func BulkInChunks(o BulkOptions, n int) BulkOptions {
+	o.chunk = n
+	return o
+}

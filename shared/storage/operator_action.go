@@ -147,3 +147,113 @@ func (e executor) OperatorActionRecordCounted(ctx context.Context, action string
 	}
 	return id, nil
 }
+
+// BulkOptions tunes an action done in chunks: DeadLetterResolve and
+// EventDiscard.
+type BulkOptions struct {
+	// Now is the time the action stamps on what it changes (use PGNow).
+	Now time.Time
+	// DryRun counts and changes nothing.
+	DryRun bool
+	// By is who acts, and why: required unless DryRun.
+	By inbox.Actor
+	// Max bounds how many rows this call changes (0: every one): an
+	// action too large for one request is done in several calls, each
+	// continuing the one before (Continue), all under one record.
+	Max int
+	// Continue resumes an action an earlier call left unfinished (its
+	// result's Next), with the same filter.
+	Continue *ReplayCursor
+	// chunk is how many rows one statement changes; default 1000. The
+	// package's tests reach it through export_test.go.
+	chunk int
+}
+
+// BulkResult is what an action done in chunks matched and did.
+type BulkResult struct {
+	// Matched is what the filter selected when the action was counted
+	// (a dry run, or the first call); 0 for a continuation.
+	Matched int
+	// Done is how many this call changed: below what it took only if some
+	// changed between the selection and their chunk.
+	Done int
+	// ActionID is the action's record; 0 for a dry run.
+	ActionID int64
+	// Next, when set, is where the next call continues; nil when done.
+	Next *ReplayCursor
+}
+
+// bulkQueries are an action's three statements: the count (and the
+// highest id selected, which bounds the whole action), the ids in order
+// (after, through, at most max; nil: unbounded), and the change of a
+// chunk, which links the rows' events to the record and adds them to its
+// count in the same statement.
+type bulkQueries struct {
+	count func(ctx context.Context) (n, lastID int64, err error)
+	list  func(ctx context.Context, after, through *int64, max *int32) ([]int64, error)
+	apply func(ctx context.Context, ids []int64, actionID int64) (int64, error)
+}
+
+// bulk runs an action in chunks, as EventReplay does: counted, recorded
+// (who, why, the filter) before the first chunk, then each chunk changed,
+// linked and counted by one statement that commits on its own when e is
+// the pool. An action stopped between calls (or cut short by an error)
+// leaves a record whose count is exactly what was changed; continuing it
+// (Continue) takes the rest of the first call's selection, never beyond
+// its highest id.
+func (e executor) bulk(ctx context.Context, action string, selection any, opts BulkOptions, q bulkQueries) (BulkResult, error) {
+	var res BulkResult
+	if opts.chunk <= 0 {
+		opts.chunk = 1000
+	}
+	var after, through *int64
+	var max *int32
+	if opts.Max > 0 {
+		max = new(int32(opts.Max))
+	}
+	if c := opts.Continue; c != nil {
+		if opts.DryRun || c.ActionID <= 0 || c.Through <= 0 {
+			return res, fmt.Errorf("%s: a continuation needs the cursor of an earlier call, and is no dry run", action)
+		}
+		if opts.By.Name == "" {
+			return res, ErrNoActor
+		}
+		res.ActionID = c.ActionID
+		after, through = &c.After, &c.Through
+	} else {
+		n, last, err := q.count(ctx)
+		if err != nil {
+			return res, fmt.Errorf("%s: count: %w", action, err)
+		}
+		res.Matched = int(n)
+		if opts.DryRun {
+			return res, nil
+		}
+		if opts.By.Name == "" {
+			return res, ErrNoActor
+		}
+		through = &last
+	}
+	ids, err := q.list(ctx, after, through, max)
+	if err != nil {
+		return res, fmt.Errorf("%s: select: %w", action, err)
+	}
+	if opts.Continue == nil {
+		if res.ActionID, err = e.operatorActionStart(ctx, action, opts.By, selection); err != nil {
+			return res, fmt.Errorf("%s: %w", action, err)
+		}
+	}
+	if max != nil && len(ids) == opts.Max && ids[len(ids)-1] < *through {
+		res.Next = &ReplayCursor{ActionID: res.ActionID, After: ids[len(ids)-1], Through: *through}
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(opts.chunk, len(ids))]
+		ids = ids[len(chunk):]
+		n, err := q.apply(ctx, chunk, res.ActionID)
+		if err != nil {
+			return res, fmt.Errorf("%s: %d changed before: %w", action, res.Done, err)
+		}
+		res.Done += int(n)
+	}
+	return res, nil
+}

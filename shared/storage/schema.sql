@@ -62,7 +62,8 @@ CREATE TABLE public.webhook_dead_letters (
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     last_error text,
     dead_at timestamp with time zone DEFAULT now() NOT NULL,
-    requeued_at timestamp with time zone
+    requeued_at timestamp with time zone,
+    resolved_at timestamp with time zone
 );
 
 CREATE SEQUENCE public.webhook_dead_letters_id_seq
@@ -278,9 +279,9 @@ CREATE INDEX webhook_attempts_finished_at_brin ON public.webhook_attempts USING 
 
 CREATE INDEX webhook_dead_letters_event_pk_idx ON public.webhook_dead_letters USING btree (event_pk);
 
-CREATE INDEX webhook_dead_letters_open_id_idx ON public.webhook_dead_letters USING btree (id) WHERE (requeued_at IS NULL);
+CREATE INDEX webhook_dead_letters_unresolved_id_idx ON public.webhook_dead_letters USING btree (id) WHERE ((requeued_at IS NULL) AND (resolved_at IS NULL));
 
-CREATE INDEX webhook_dead_letters_open_idx ON public.webhook_dead_letters USING btree (provider, event_type, dead_at) WHERE (requeued_at IS NULL);
+CREATE INDEX webhook_dead_letters_unresolved_idx ON public.webhook_dead_letters USING btree (provider, event_type, dead_at) WHERE ((requeued_at IS NULL) AND (resolved_at IS NULL));
 
 CREATE INDEX webhook_events_archivable_idx ON public.webhook_events USING btree (processed_at, id) WHERE ((processed_at IS NOT NULL) AND (archived_at IS NULL) AND (body IS NOT NULL));
 

@@ -54,6 +54,7 @@ type Executor interface {
 	EventHoldClaimed(ctx context.Context, holds []Hold) (int, error)
 	EventRelease(ctx context.Context, heldBy string, now time.Time) (int, error)
 	EventCountHeld(ctx context.Context, heldBy, source string) (HeldCount, error)
+	EventDiscard(ctx context.Context, f DiscardFilter, opts BulkOptions) (BulkResult, error)
 
 	// webhook_attempts
 	AttemptListByEvent(ctx context.Context, eventPK int64) ([]inbox.Attempt, error)
@@ -77,6 +78,7 @@ type Executor interface {
 	DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error)
 	DeadLetterExpunge(ctx context.Context, eventPK int64) (int, error)
 	DeadLetterGetOpenStats(ctx context.Context) (DeadLetterStats, error)
+	DeadLetterResolve(ctx context.Context, f DeadLetterFilter, opts BulkOptions) (BulkResult, error)
 
 	// webhook_operator_actions
 	OperatorActionRecord(ctx context.Context, action string, by inbox.Actor, selection any, eventIDs []int64) (int64, error)

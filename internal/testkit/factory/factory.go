@@ -48,6 +48,11 @@ type EventOpts struct {
 	// processor records one; a processed event has one handled attempt.
 	Attempts  int
 	LastError string
+	// Cause is the cause of each failed attempt (default handler_failed);
+	// DeadError the error of a dead event's last one (default "factory:
+	// dead"), which its dead letter keeps as its last error.
+	Cause     inbox.Cause
+	DeadError string
 	Outcome   inbox.Outcome
 	// ProcessedAt is when a processed, archived or expunged event's
 	// attempt finished (default Now).
@@ -101,6 +106,9 @@ func Event(ctx context.Context, t testing.TB, exec storage.Executor, opts *Event
 		for i := range n {
 			r := result(inbox.AttemptFailed)
 			r.Cause, r.Error = inbox.CauseHandlerFailed, "factory: failed"
+			if opts.Cause != "" {
+				r.Cause = opts.Cause
+			}
 			if opts.LastError != "" {
 				r.Error = opts.LastError
 			}
@@ -110,6 +118,9 @@ func Event(ctx context.Context, t testing.TB, exec storage.Executor, opts *Event
 			}
 			if opts.State == inbox.StateDead && i == n-1 {
 				r.Dead, r.Error = true, "factory: dead"
+				if opts.DeadError != "" {
+					r.Error = opts.DeadError
+				}
 				if opts.DeadAt != nil {
 					r.FinishedAt = *opts.DeadAt
 				}

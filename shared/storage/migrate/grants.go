@@ -123,7 +123,7 @@ func CoreGrants() []Grant {
 		// its id; the open dead letters are a gauge of every drain.
 		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"INSERT"},
 			Columns: []string{"event_pk", "provider", "event_id", "event_type", "payload", "body", "attempts", "errors", "last_error", "dead_at"}},
-		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id", "event_pk", "requeued_at", "dead_at"}},
+		{Role: RoleProcessor, On: "webhook_dead_letters", Privileges: []string{"SELECT"}, Columns: []string{"id", "event_pk", "requeued_at", "resolved_at", "dead_at"}},
 		{Role: RoleProcessor, On: "webhook_dead_letters_id_seq", Privileges: []string{"USAGE"}},
 		// SourceActivityList, at the end of each run: the configured
 		// sources (the metrics' source dimension) and which are silent.
@@ -161,6 +161,8 @@ func CoreGrants() []Grant {
 		// (dead_at, failed_attempts, last_error, next_attempt_at);
 		// EventReplay makes a processed one unprocessed (processed_at,
 		// outcome, failed_attempts, last_error, next_attempt_at);
+		// DeadLetterResolve and EventDiscard finish one without running it
+		// (dead_at, processed_at, outcome);
 		// EventExpunge erases (payload, body, metadata, last_error) and
 		// stamps it (expunged_at, and outcome and processed_at of an
 		// unprocessed one); an archive run's EventMarkArchived writes the
@@ -180,11 +182,12 @@ func CoreGrants() []Grant {
 		// AttemptExpunge redacts an expunged event's attempt errors; the
 		// history is otherwise never changed.
 		{Role: RoleOperator, On: "webhook_attempts", Privileges: []string{"UPDATE"}, Columns: []string{"error"}},
-		// DeadLetterRequeue marks the dead letters requeued;
+		// DeadLetterRequeue marks the dead letters requeued, and
+		// DeadLetterResolve resolved;
 		// DeadLetterExpunge erases their copies of the body and their
 		// error texts. Never inserts one: only the processor does.
 		{Role: RoleOperator, On: "webhook_dead_letters", Privileges: []string{"UPDATE"},
-			Columns: []string{"requeued_at", "payload", "body", "last_error", "errors"}},
+			Columns: []string{"requeued_at", "resolved_at", "payload", "body", "last_error", "errors"}},
 		// Every action's record: DeadLetterRequeue and OperatorActionRecord
 		// (an expunge) insert it whole, OperatorActionInsert starts a
 		// replay's and EventReplay adds each chunk's events to its count.

@@ -365,7 +365,10 @@ SELECT count(*) AS count,
 
 -- name: EventCountReplay :one
 -- What a replay filter selects among processed, unexpunged, live events
--- whose body is still somewhere (not expired by the retention pass):
+-- whose body is still somewhere (not expired by the retention pass), an
+-- event an operator discarded or resolved only when the filter names it,
+-- by id or by that outcome (a replay by source or time does not run what
+-- someone decided must not run):
 -- replayable, the events EventListReplayableIDs returns and EventReplay
 -- resets, and archived, the part of them whose body is in S3 (the
 -- processor reads it back from its archive object, hash verified). NULL
@@ -383,7 +386,15 @@ SELECT count(*) AS replayable,
    AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
    AND (sqlc.narg('outcome')::text IS NULL OR e.outcome = sqlc.narg('outcome')::text)
    AND (sqlc.narg('processed_from')::timestamptz IS NULL OR e.processed_at >= sqlc.narg('processed_from')::timestamptz)
-   AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz);
+   AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz)
+   AND (sqlc.narg('ids')::bigint[] IS NULL OR e.id = ANY(sqlc.narg('ids')::bigint[]))
+   AND (sqlc.narg('received_from')::timestamptz IS NULL OR e.created_at >= sqlc.narg('received_from')::timestamptz)
+   AND (sqlc.narg('received_to')::timestamptz IS NULL OR e.created_at < sqlc.narg('received_to')::timestamptz)
+   AND (sqlc.narg('error_text')::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower(sqlc.narg('error_text')::text)) > 0)
+   AND (sqlc.narg('cause')::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = sqlc.narg('cause')::text))
+   AND (coalesce(e.outcome, '') NOT IN ('discarded', 'resolved')
+        OR sqlc.narg('id')::bigint IS NOT NULL OR sqlc.narg('ids')::bigint[] IS NOT NULL OR sqlc.narg('outcome')::text IS NOT NULL);
 
 -- name: EventListReplayableIDs :many
 -- The ids EventReplay resets (the replayable of EventCountReplay),
@@ -402,6 +413,14 @@ SELECT e.id FROM webhook_events e
    AND (sqlc.narg('outcome')::text IS NULL OR e.outcome = sqlc.narg('outcome')::text)
    AND (sqlc.narg('processed_from')::timestamptz IS NULL OR e.processed_at >= sqlc.narg('processed_from')::timestamptz)
    AND (sqlc.narg('processed_to')::timestamptz IS NULL OR e.processed_at < sqlc.narg('processed_to')::timestamptz)
+   AND (sqlc.narg('ids')::bigint[] IS NULL OR e.id = ANY(sqlc.narg('ids')::bigint[]))
+   AND (sqlc.narg('received_from')::timestamptz IS NULL OR e.created_at >= sqlc.narg('received_from')::timestamptz)
+   AND (sqlc.narg('received_to')::timestamptz IS NULL OR e.created_at < sqlc.narg('received_to')::timestamptz)
+   AND (sqlc.narg('error_text')::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower(sqlc.narg('error_text')::text)) > 0)
+   AND (sqlc.narg('cause')::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = sqlc.narg('cause')::text))
+   AND (coalesce(e.outcome, '') NOT IN ('discarded', 'resolved')
+        OR sqlc.narg('id')::bigint IS NOT NULL OR sqlc.narg('ids')::bigint[] IS NOT NULL OR sqlc.narg('outcome')::text IS NOT NULL)
    AND (sqlc.narg('after_id')::bigint IS NULL OR e.id > sqlc.narg('after_id')::bigint)
    AND (sqlc.narg('through_id')::bigint IS NULL OR e.id <= sqlc.narg('through_id')::bigint)
  ORDER BY e.id
@@ -632,3 +651,72 @@ SELECT count(*) FILTER (WHERE held_by = @held_by::text AND next_attempt_at = '99
                           AND id NOT IN (SELECT unnest(c.event_ids) FROM webhook_claims c)) AS waiting
   FROM webhook_events
  WHERE processed_at IS NULL AND dead_at IS NULL;
+
+-- name: EventCountDiscardable :one
+-- What EventDiscard would finish now: the unprocessed live events (the
+-- rows of webhook_events_due_idx, due now or later, claimed or not) a
+-- filter selects, and the highest of their ids (last_id), which bounds a
+-- discard done in several calls. The cause is the last attempt's, the
+-- error text a case-insensitive substring of last_error, the receipt
+-- window created_at; NULL values match anything.
+SELECT count(*) AS discardable, coalesce(max(e.id), 0)::bigint AS last_id
+  FROM webhook_events e
+ WHERE e.processed_at IS NULL AND e.dead_at IS NULL
+   AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
+   AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
+   AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
+   AND (sqlc.narg('ids')::bigint[] IS NULL OR e.id = ANY(sqlc.narg('ids')::bigint[]))
+   AND (sqlc.narg('received_from')::timestamptz IS NULL OR e.created_at >= sqlc.narg('received_from')::timestamptz)
+   AND (sqlc.narg('received_to')::timestamptz IS NULL OR e.created_at < sqlc.narg('received_to')::timestamptz)
+   AND (sqlc.narg('error_text')::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower(sqlc.narg('error_text')::text)) > 0)
+   AND (sqlc.narg('cause')::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = sqlc.narg('cause')::text));
+
+-- name: EventListDiscardableIDs :many
+-- The ids EventDiscard finishes (the discardable of EventCountDiscardable),
+-- in id order, at most @max (NULL: all), after the last one finished
+-- (@after_id) and up to the last one the first call counted
+-- (@through_id): an event received after the count is never discarded by
+-- the calls that continue it.
+SELECT e.id
+  FROM webhook_events e
+ WHERE e.processed_at IS NULL AND e.dead_at IS NULL
+   AND (sqlc.narg('id')::bigint IS NULL OR e.id = sqlc.narg('id')::bigint)
+   AND (sqlc.narg('source')::text IS NULL OR e.provider = sqlc.narg('source')::text)
+   AND (sqlc.narg('event_type')::text IS NULL OR e.event_type = sqlc.narg('event_type')::text)
+   AND (sqlc.narg('ids')::bigint[] IS NULL OR e.id = ANY(sqlc.narg('ids')::bigint[]))
+   AND (sqlc.narg('received_from')::timestamptz IS NULL OR e.created_at >= sqlc.narg('received_from')::timestamptz)
+   AND (sqlc.narg('received_to')::timestamptz IS NULL OR e.created_at < sqlc.narg('received_to')::timestamptz)
+   AND (sqlc.narg('error_text')::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower(sqlc.narg('error_text')::text)) > 0)
+   AND (sqlc.narg('cause')::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = sqlc.narg('cause')::text))
+   AND (sqlc.narg('after_id')::bigint IS NULL OR e.id > sqlc.narg('after_id')::bigint)
+   AND (sqlc.narg('through_id')::bigint IS NULL OR e.id <= sqlc.narg('through_id')::bigint)
+ ORDER BY e.id
+ LIMIT sqlc.narg('max')::int;
+
+-- name: EventDiscard :one
+-- Finishes a chunk of unprocessed live events without running them:
+-- outcome 'discarded', processed_at @now, so that they leave
+-- webhook_events_due_idx (no claim finds them again), the archiver
+-- archives their bodies, and a replay naming them can still run them.
+-- The UPDATE takes each row's lock, so it waits for a processor's
+-- transaction that holds the event (FOR NO KEY UPDATE) and then re-checks
+-- it: an event that transaction processed is not discarded (it ran before
+-- the discard), and one it left unprocessed is, and then every path of
+-- the processor (a claim, its fallback, the recovery of an interrupted
+-- claim) skips it, since each re-checks processed_at under its lock. The
+-- same statement links the events to the discard's record (@action_id)
+-- and adds them to its count. Returns how many it discarded.
+WITH discarded AS (
+    UPDATE webhook_events e
+       SET processed_at = @now::timestamptz, outcome = 'discarded'
+     WHERE e.id = ANY(@ids::bigint[]) AND e.processed_at IS NULL AND e.dead_at IS NULL
+    RETURNING e.id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT id, @action_id::bigint FROM discarded
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM discarded) WHERE id = @action_id::bigint
+)
+SELECT count(*) FROM discarded;

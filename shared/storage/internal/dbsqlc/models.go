@@ -60,6 +60,7 @@ type WebhookDeadLetter struct {
 	LastError  *string
 	DeadAt     time.Time
 	RequeuedAt *time.Time
+	ResolvedAt *time.Time
 }
 
 type WebhookEvent struct {

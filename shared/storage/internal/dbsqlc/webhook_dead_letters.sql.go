@@ -12,7 +12,7 @@ import (
 
 const deadLetterCountByType = `-- name: DeadLetterCountByType :many
 SELECT provider, event_type, count(*) AS count, min(dead_at) AS oldest_dead_at
-  FROM webhook_dead_letters WHERE requeued_at IS NULL
+  FROM webhook_dead_letters WHERE requeued_at IS NULL AND resolved_at IS NULL
  GROUP BY provider, event_type ORDER BY count(*) DESC, provider, event_type
 `
 
@@ -24,7 +24,7 @@ type DeadLetterCountByTypeRow struct {
 }
 
 // Open dead letters per source and type, largest first;
-// webhook_dead_letters_open_idx holds exactly these rows.
+// webhook_dead_letters_unresolved_idx holds exactly these rows.
 func (q *Queries) DeadLetterCountByType(ctx context.Context, db DBTX) ([]DeadLetterCountByTypeRow, error) {
 	rows, err := db.Query(ctx, deadLetterCountByType)
 	if err != nil {
@@ -53,20 +53,33 @@ func (q *Queries) DeadLetterCountByType(ctx context.Context, db DBTX) ([]DeadLet
 const deadLetterCountRequeueable = `-- name: DeadLetterCountRequeueable :one
 SELECT count(DISTINCT e.id)
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
- WHERE d.requeued_at IS NULL
+ WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND ($1::bigint IS NULL OR d.id = $1::bigint)
    AND ($2::text IS NULL OR d.provider = $2::text)
    AND ($3::text IS NULL OR d.event_type = $3::text)
    AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
    AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
+   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
+   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
+   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
+        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
+           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
 `
 
 type DeadLetterCountRequeueableParams struct {
-	ID        *int64
-	Source    *string
-	EventType *string
-	DeadFrom  *time.Time
-	DeadTo    *time.Time
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
 }
 
 // How many events DeadLetterRequeue would send back now: the open dead
@@ -79,10 +92,73 @@ func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg D
 		arg.EventType,
 		arg.DeadFrom,
 		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
 	)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const deadLetterCountResolvable = `-- name: DeadLetterCountResolvable :one
+SELECT count(*) AS resolvable, coalesce(max(d.id), 0)::bigint AS last_id
+  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
+ WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
+   AND ($1::bigint IS NULL OR d.id = $1::bigint)
+   AND ($2::text IS NULL OR d.provider = $2::text)
+   AND ($3::text IS NULL OR d.event_type = $3::text)
+   AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
+   AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
+   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
+   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
+   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
+        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
+           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
+`
+
+type DeadLetterCountResolvableParams struct {
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+}
+
+type DeadLetterCountResolvableRow struct {
+	Resolvable int64
+	LastID     int64
+}
+
+// What DeadLetterResolve would close now: the open dead letters a filter
+// selects whose event is still dead (resolvable), and the highest of their
+// ids (last_id), which bounds a resolve done in several calls.
+func (q *Queries) DeadLetterCountResolvable(ctx context.Context, db DBTX, arg DeadLetterCountResolvableParams) (DeadLetterCountResolvableRow, error) {
+	row := db.QueryRow(ctx, deadLetterCountResolvable,
+		arg.ID,
+		arg.Source,
+		arg.EventType,
+		arg.DeadFrom,
+		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+	)
+	var i DeadLetterCountResolvableRow
+	err := row.Scan(&i.Resolvable, &i.LastID)
+	return i, err
 }
 
 const deadLetterExpunge = `-- name: DeadLetterExpunge :execrows
@@ -117,7 +193,7 @@ func (q *Queries) DeadLetterExpunge(ctx context.Context, db DBTX, arg DeadLetter
 
 const deadLetterGetOpenStats = `-- name: DeadLetterGetOpenStats :one
 SELECT count(*) AS count, min(dead_at) AS oldest_dead_at
-  FROM webhook_dead_letters WHERE requeued_at IS NULL
+  FROM webhook_dead_letters WHERE requeued_at IS NULL AND resolved_at IS NULL
 `
 
 type DeadLetterGetOpenStatsRow struct {
@@ -125,8 +201,8 @@ type DeadLetterGetOpenStatsRow struct {
 	OldestDeadAt interface{}
 }
 
-// The open dead letters (not requeued) as a gauge: how many, and when the
-// oldest died. webhook_dead_letters_open_idx holds exactly these rows and
+// The open dead letters (neither requeued nor resolved) as a gauge: how many, and when the
+// oldest died. webhook_dead_letters_unresolved_idx holds exactly these rows and
 // dead_at, so this is an index-only scan whose cost follows the open dead
 // letters, never the table. The processor reads it for each metrics line.
 func (q *Queries) DeadLetterGetOpenStats(ctx context.Context, db DBTX) (DeadLetterGetOpenStatsRow, error) {
@@ -137,27 +213,40 @@ func (q *Queries) DeadLetterGetOpenStats(ctx context.Context, db DBTX) (DeadLett
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at FROM webhook_dead_letters d
- WHERE d.requeued_at IS NULL
+SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at, resolved_at FROM webhook_dead_letters d
+ WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND ($1::bigint IS NULL OR d.id = $1::bigint)
    AND ($2::text IS NULL OR d.provider = $2::text)
    AND ($3::text IS NULL OR d.event_type = $3::text)
    AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
    AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
+   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
+   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
+   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
+        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
+           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
  ORDER BY d.dead_at, d.id
- LIMIT $6::int
+ LIMIT $11::int
 `
 
 type DeadLetterListParams struct {
-	ID        *int64
-	Source    *string
-	EventType *string
-	DeadFrom  *time.Time
-	DeadTo    *time.Time
-	Max       int32
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	Max          int32
 }
 
-// The open dead letters (not requeued) a filter selects, oldest first.
+// The open dead letters (neither requeued nor resolved) a filter selects, oldest first.
 func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterListParams) ([]WebhookDeadLetter, error) {
 	rows, err := db.Query(ctx, deadLetterList,
 		arg.ID,
@@ -165,6 +254,11 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 		arg.EventType,
 		arg.DeadFrom,
 		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
 		arg.Max,
 	)
 	if err != nil {
@@ -187,6 +281,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.LastError,
 			&i.DeadAt,
 			&i.RequeuedAt,
+			&i.ResolvedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -199,7 +294,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 }
 
 const deadLetterListByEvent = `-- name: DeadLetterListByEvent :many
-SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at FROM webhook_dead_letters WHERE event_pk = $1::bigint ORDER BY dead_at, id
+SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at, resolved_at FROM webhook_dead_letters WHERE event_pk = $1::bigint ORDER BY dead_at, id
 `
 
 // Every dead letter of one event (requeued or not), oldest first: the
@@ -226,6 +321,7 @@ func (q *Queries) DeadLetterListByEvent(ctx context.Context, db DBTX, eventPk in
 			&i.LastError,
 			&i.DeadAt,
 			&i.RequeuedAt,
+			&i.ResolvedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -238,32 +334,45 @@ func (q *Queries) DeadLetterListByEvent(ctx context.Context, db DBTX, eventPk in
 }
 
 const deadLetterListPage = `-- name: DeadLetterListPage :many
-SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at FROM webhook_dead_letters d
- WHERE d.requeued_at IS NULL
+SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at, resolved_at FROM webhook_dead_letters d
+ WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND d.id > $1::bigint
    AND ($2::bigint IS NULL OR d.id = $2::bigint)
    AND ($3::text IS NULL OR d.provider = $3::text)
    AND ($4::text IS NULL OR d.event_type = $4::text)
    AND ($5::timestamptz IS NULL OR d.dead_at >= $5::timestamptz)
    AND ($6::timestamptz IS NULL OR d.dead_at < $6::timestamptz)
+   AND ($7::bigint[] IS NULL OR d.id = ANY($7::bigint[]))
+   AND ($8::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($8::text)) > 0)
+   AND ($9::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $9::text))
+   AND (($10::timestamptz IS NULL AND $11::timestamptz IS NULL) OR EXISTS (
+        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+           AND ($10::timestamptz IS NULL OR r.created_at >= $10::timestamptz)
+           AND ($11::timestamptz IS NULL OR r.created_at < $11::timestamptz)))
  ORDER BY d.id
- LIMIT $7::int
+ LIMIT $12::int
 `
 
 type DeadLetterListPageParams struct {
-	After     int64
-	ID        *int64
-	Source    *string
-	EventType *string
-	DeadFrom  *time.Time
-	DeadTo    *time.Time
-	Max       int32
+	After        int64
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	Max          int32
 }
 
 // A page of the open dead letters a filter selects (NULL values match
 // anything), in the order they died (id), after the cursor @after (the
 // last id of the page before; 0 for the first). Keyset paging on
-// webhook_dead_letters_open_id_idx: a page never repeats or skips a row,
+// webhook_dead_letters_unresolved_id_idx: a page never repeats or skips a row,
 // whatever dies or is requeued between pages (new dead letters come last).
 func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLetterListPageParams) ([]WebhookDeadLetter, error) {
 	rows, err := db.Query(ctx, deadLetterListPage,
@@ -273,6 +382,11 @@ func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLette
 		arg.EventType,
 		arg.DeadFrom,
 		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
 		arg.Max,
 	)
 	if err != nil {
@@ -295,6 +409,7 @@ func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLette
 			&i.LastError,
 			&i.DeadAt,
 			&i.RequeuedAt,
+			&i.ResolvedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -306,15 +421,101 @@ func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLette
 	return items, nil
 }
 
+const deadLetterListResolvableIDs = `-- name: DeadLetterListResolvableIDs :many
+SELECT d.id
+  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
+ WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
+   AND ($1::bigint IS NULL OR d.id = $1::bigint)
+   AND ($2::text IS NULL OR d.provider = $2::text)
+   AND ($3::text IS NULL OR d.event_type = $3::text)
+   AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
+   AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
+   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
+   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
+   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
+        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
+           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
+   AND ($11::bigint IS NULL OR d.id > $11::bigint)
+   AND ($12::bigint IS NULL OR d.id <= $12::bigint)
+ ORDER BY d.id
+ LIMIT $13::int
+`
+
+type DeadLetterListResolvableIDsParams struct {
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	AfterID      *int64
+	ThroughID    *int64
+	Max          *int32
+}
+
+// The ids of the dead letters DeadLetterResolve closes (the resolvable of
+// DeadLetterCountResolvable), in id order, at most @max (NULL: all), after
+// the last one closed (@after_id) and up to the last one the first call
+// counted (@through_id): a dead letter that dies after the count is not
+// taken by the calls that continue it.
+func (q *Queries) DeadLetterListResolvableIDs(ctx context.Context, db DBTX, arg DeadLetterListResolvableIDsParams) ([]int64, error) {
+	rows, err := db.Query(ctx, deadLetterListResolvableIDs,
+		arg.ID,
+		arg.Source,
+		arg.EventType,
+		arg.DeadFrom,
+		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+		arg.AfterID,
+		arg.ThroughID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterRequeue = `-- name: DeadLetterRequeue :one
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = $1::timestamptz
-     WHERE d.requeued_at IS NULL
+     WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
        AND ($2::bigint IS NULL OR d.id = $2::bigint)
        AND ($3::text IS NULL OR d.provider = $3::text)
        AND ($4::text IS NULL OR d.event_type = $4::text)
        AND ($5::timestamptz IS NULL OR d.dead_at >= $5::timestamptz)
        AND ($6::timestamptz IS NULL OR d.dead_at < $6::timestamptz)
+       AND ($7::bigint[] IS NULL OR d.id = ANY($7::bigint[]))
+       AND ($8::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($8::text)) > 0)
+       AND ($9::text IS NULL OR EXISTS (
+            SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $9::text))
+       AND (($10::timestamptz IS NULL AND $11::timestamptz IS NULL) OR EXISTS (
+            SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+               AND ($10::timestamptz IS NULL OR r.created_at >= $10::timestamptz)
+               AND ($11::timestamptz IS NULL OR r.created_at < $11::timestamptz)))
     RETURNING d.event_pk
 ), requeued AS (
     UPDATE webhook_events e
@@ -324,7 +525,7 @@ WITH dl AS (
     RETURNING e.id
 ), act AS (
     INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
-    SELECT 'requeue', $7::text, $8::text::jsonb, $9::text, count(*) FROM requeued
+    SELECT 'requeue', $12::text, $13::text::jsonb, $14::text, count(*) FROM requeued
     RETURNING id
 ), link AS (
     INSERT INTO webhook_operator_action_events (event_pk, action_id)
@@ -334,15 +535,20 @@ SELECT count(*) FROM requeued
 `
 
 type DeadLetterRequeueParams struct {
-	Now       time.Time
-	ID        *int64
-	Source    *string
-	EventType *string
-	DeadFrom  *time.Time
-	DeadTo    *time.Time
-	Actor     string
-	Selection string
-	Reason    string
+	Now          time.Time
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	Actor        string
+	Selection    string
+	Reason       string
 }
 
 // Sends the open dead letters a filter selects back to the drain, in one
@@ -361,10 +567,57 @@ func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg DeadLetter
 		arg.EventType,
 		arg.DeadFrom,
 		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
 		arg.Actor,
 		arg.Selection,
 		arg.Reason,
 	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const deadLetterResolve = `-- name: DeadLetterResolve :one
+WITH dl AS (
+    UPDATE webhook_dead_letters d SET resolved_at = $1::timestamptz
+     WHERE d.id = ANY($2::bigint[]) AND d.requeued_at IS NULL AND d.resolved_at IS NULL
+    RETURNING d.event_pk
+), resolved AS (
+    UPDATE webhook_events e
+       SET dead_at = NULL, processed_at = $1::timestamptz, outcome = 'resolved'
+      FROM dl
+     WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
+    RETURNING e.id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT id, $3::bigint FROM resolved
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM resolved) WHERE id = $3::bigint
+)
+SELECT count(*) FROM resolved
+`
+
+type DeadLetterResolveParams struct {
+	Now      time.Time
+	IDs      []int64
+	ActionID int64
+}
+
+// Closes a chunk of open dead letters without running their events again:
+// each is marked resolved at @now, and its event, still dead, is finished
+// as it stands (outcome 'resolved', processed_at @now, dead_at cleared),
+// so that it is no dead event any more, the archiver archives its body,
+// and a replay naming it can still run it. Its attempts and history stay.
+// Each row is re-checked: a dead letter requeued or resolved meanwhile is
+// left alone. The same statement links the events to the resolve's record
+// (@action_id) and adds them to its count, so none is resolved without
+// its record. Returns how many events it resolved.
+func (q *Queries) DeadLetterResolve(ctx context.Context, db DBTX, arg DeadLetterResolveParams) (int64, error) {
+	row := db.QueryRow(ctx, deadLetterResolve, arg.Now, arg.IDs, arg.ActionID)
 	var count int64
 	err := row.Scan(&count)
 	return count, err

@@ -265,6 +265,59 @@ func (q *Queries) EventCountByBucket(ctx context.Context, db DBTX, arg EventCoun
 	return items, nil
 }
 
+const eventCountDiscardable = `-- name: EventCountDiscardable :one
+SELECT count(*) AS discardable, coalesce(max(e.id), 0)::bigint AS last_id
+  FROM webhook_events e
+ WHERE e.processed_at IS NULL AND e.dead_at IS NULL
+   AND ($1::bigint IS NULL OR e.id = $1::bigint)
+   AND ($2::text IS NULL OR e.provider = $2::text)
+   AND ($3::text IS NULL OR e.event_type = $3::text)
+   AND ($4::bigint[] IS NULL OR e.id = ANY($4::bigint[]))
+   AND ($5::timestamptz IS NULL OR e.created_at >= $5::timestamptz)
+   AND ($6::timestamptz IS NULL OR e.created_at < $6::timestamptz)
+   AND ($7::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = $8::text))
+`
+
+type EventCountDiscardableParams struct {
+	ID           *int64
+	Source       *string
+	EventType    *string
+	IDs          []int64
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	ErrorText    *string
+	Cause        *string
+}
+
+type EventCountDiscardableRow struct {
+	Discardable int64
+	LastID      int64
+}
+
+// What EventDiscard would finish now: the unprocessed live events (the
+// rows of webhook_events_due_idx, due now or later, claimed or not) a
+// filter selects, and the highest of their ids (last_id), which bounds a
+// discard done in several calls. The cause is the last attempt's, the
+// error text a case-insensitive substring of last_error, the receipt
+// window created_at; NULL values match anything.
+func (q *Queries) EventCountDiscardable(ctx context.Context, db DBTX, arg EventCountDiscardableParams) (EventCountDiscardableRow, error) {
+	row := db.QueryRow(ctx, eventCountDiscardable,
+		arg.ID,
+		arg.Source,
+		arg.EventType,
+		arg.IDs,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+		arg.ErrorText,
+		arg.Cause,
+	)
+	var i EventCountDiscardableRow
+	err := row.Scan(&i.Discardable, &i.LastID)
+	return i, err
+}
+
 const eventCountHeld = `-- name: EventCountHeld :one
 SELECT count(*) FILTER (WHERE held_by = $1::text AND next_attempt_at = '9999-12-31 00:00:00+00'::timestamptz) AS held,
        count(*) FILTER (WHERE provider = $2::text AND held_by IS NULL
@@ -308,6 +361,14 @@ SELECT count(*) AS replayable,
    AND ($4::text IS NULL OR e.outcome = $4::text)
    AND ($5::timestamptz IS NULL OR e.processed_at >= $5::timestamptz)
    AND ($6::timestamptz IS NULL OR e.processed_at < $6::timestamptz)
+   AND ($7::bigint[] IS NULL OR e.id = ANY($7::bigint[]))
+   AND ($8::timestamptz IS NULL OR e.created_at >= $8::timestamptz)
+   AND ($9::timestamptz IS NULL OR e.created_at < $9::timestamptz)
+   AND ($10::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower($10::text)) > 0)
+   AND ($11::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = $11::text))
+   AND (coalesce(e.outcome, '') NOT IN ('discarded', 'resolved')
+        OR $1::bigint IS NOT NULL OR $7::bigint[] IS NOT NULL OR $4::text IS NOT NULL)
 `
 
 type EventCountReplayParams struct {
@@ -317,6 +378,11 @@ type EventCountReplayParams struct {
 	Outcome       *string
 	ProcessedFrom *time.Time
 	ProcessedTo   *time.Time
+	IDs           []int64
+	ReceivedFrom  *time.Time
+	ReceivedTo    *time.Time
+	ErrorText     *string
+	Cause         *string
 }
 
 type EventCountReplayRow struct {
@@ -326,7 +392,10 @@ type EventCountReplayRow struct {
 }
 
 // What a replay filter selects among processed, unexpunged, live events
-// whose body is still somewhere (not expired by the retention pass):
+// whose body is still somewhere (not expired by the retention pass), an
+// event an operator discarded or resolved only when the filter names it,
+// by id or by that outcome (a replay by source or time does not run what
+// someone decided must not run):
 // replayable, the events EventListReplayableIDs returns and EventReplay
 // resets, and archived, the part of them whose body is in S3 (the
 // processor reads it back from its archive object, hash verified). NULL
@@ -341,6 +410,11 @@ func (q *Queries) EventCountReplay(ctx context.Context, db DBTX, arg EventCountR
 		arg.Outcome,
 		arg.ProcessedFrom,
 		arg.ProcessedTo,
+		arg.IDs,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+		arg.ErrorText,
+		arg.Cause,
 	)
 	var i EventCountReplayRow
 	err := row.Scan(&i.Replayable, &i.Archived, &i.LastID)
@@ -432,6 +506,46 @@ func (q *Queries) EventDeadLetter(ctx context.Context, db DBTX, ids []int64) ([]
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventDiscard = `-- name: EventDiscard :one
+WITH discarded AS (
+    UPDATE webhook_events e
+       SET processed_at = $1::timestamptz, outcome = 'discarded'
+     WHERE e.id = ANY($2::bigint[]) AND e.processed_at IS NULL AND e.dead_at IS NULL
+    RETURNING e.id
+), link AS (
+    INSERT INTO webhook_operator_action_events (event_pk, action_id)
+    SELECT id, $3::bigint FROM discarded
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM discarded) WHERE id = $3::bigint
+)
+SELECT count(*) FROM discarded
+`
+
+type EventDiscardParams struct {
+	Now      time.Time
+	IDs      []int64
+	ActionID int64
+}
+
+// Finishes a chunk of unprocessed live events without running them:
+// outcome 'discarded', processed_at @now, so that they leave
+// webhook_events_due_idx (no claim finds them again), the archiver
+// archives their bodies, and a replay naming them can still run them.
+// The UPDATE takes each row's lock, so it waits for a processor's
+// transaction that holds the event (FOR NO KEY UPDATE) and then re-checks
+// it: an event that transaction processed is not discarded (it ran before
+// the discard), and one it left unprocessed is, and then every path of
+// the processor (a claim, its fallback, the recovery of an interrupted
+// claim) skips it, since each re-checks processed_at under its lock. The
+// same statement links the events to the discard's record (@action_id)
+// and adds them to its count. Returns how many it discarded.
+func (q *Queries) EventDiscard(ctx context.Context, db DBTX, arg EventDiscardParams) (int64, error) {
+	row := db.QueryRow(ctx, eventDiscard, arg.Now, arg.IDs, arg.ActionID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const eventExpireArchived = `-- name: EventExpireArchived :one
@@ -1417,6 +1531,76 @@ func (q *Queries) EventListByEventID(ctx context.Context, db DBTX, arg EventList
 	return items, nil
 }
 
+const eventListDiscardableIDs = `-- name: EventListDiscardableIDs :many
+SELECT e.id
+  FROM webhook_events e
+ WHERE e.processed_at IS NULL AND e.dead_at IS NULL
+   AND ($1::bigint IS NULL OR e.id = $1::bigint)
+   AND ($2::text IS NULL OR e.provider = $2::text)
+   AND ($3::text IS NULL OR e.event_type = $3::text)
+   AND ($4::bigint[] IS NULL OR e.id = ANY($4::bigint[]))
+   AND ($5::timestamptz IS NULL OR e.created_at >= $5::timestamptz)
+   AND ($6::timestamptz IS NULL OR e.created_at < $6::timestamptz)
+   AND ($7::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = $8::text))
+   AND ($9::bigint IS NULL OR e.id > $9::bigint)
+   AND ($10::bigint IS NULL OR e.id <= $10::bigint)
+ ORDER BY e.id
+ LIMIT $11::int
+`
+
+type EventListDiscardableIDsParams struct {
+	ID           *int64
+	Source       *string
+	EventType    *string
+	IDs          []int64
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	ErrorText    *string
+	Cause        *string
+	AfterID      *int64
+	ThroughID    *int64
+	Max          *int32
+}
+
+// The ids EventDiscard finishes (the discardable of EventCountDiscardable),
+// in id order, at most @max (NULL: all), after the last one finished
+// (@after_id) and up to the last one the first call counted
+// (@through_id): an event received after the count is never discarded by
+// the calls that continue it.
+func (q *Queries) EventListDiscardableIDs(ctx context.Context, db DBTX, arg EventListDiscardableIDsParams) ([]int64, error) {
+	rows, err := db.Query(ctx, eventListDiscardableIDs,
+		arg.ID,
+		arg.Source,
+		arg.EventType,
+		arg.IDs,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+		arg.ErrorText,
+		arg.Cause,
+		arg.AfterID,
+		arg.ThroughID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventListReplayableIDs = `-- name: EventListReplayableIDs :many
 SELECT e.id FROM webhook_events e
  WHERE e.processed_at IS NOT NULL AND e.dead_at IS NULL AND e.expunged_at IS NULL
@@ -1427,10 +1611,18 @@ SELECT e.id FROM webhook_events e
    AND ($4::text IS NULL OR e.outcome = $4::text)
    AND ($5::timestamptz IS NULL OR e.processed_at >= $5::timestamptz)
    AND ($6::timestamptz IS NULL OR e.processed_at < $6::timestamptz)
-   AND ($7::bigint IS NULL OR e.id > $7::bigint)
-   AND ($8::bigint IS NULL OR e.id <= $8::bigint)
+   AND ($7::bigint[] IS NULL OR e.id = ANY($7::bigint[]))
+   AND ($8::timestamptz IS NULL OR e.created_at >= $8::timestamptz)
+   AND ($9::timestamptz IS NULL OR e.created_at < $9::timestamptz)
+   AND ($10::text IS NULL OR strpos(lower(coalesce(e.last_error, '')), lower($10::text)) > 0)
+   AND ($11::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = e.id AND a.attempt = e.attempts AND a.cause = $11::text))
+   AND (coalesce(e.outcome, '') NOT IN ('discarded', 'resolved')
+        OR $1::bigint IS NOT NULL OR $7::bigint[] IS NOT NULL OR $4::text IS NOT NULL)
+   AND ($12::bigint IS NULL OR e.id > $12::bigint)
+   AND ($13::bigint IS NULL OR e.id <= $13::bigint)
  ORDER BY e.id
- LIMIT $9::int
+ LIMIT $14::int
 `
 
 type EventListReplayableIDsParams struct {
@@ -1440,6 +1632,11 @@ type EventListReplayableIDsParams struct {
 	Outcome       *string
 	ProcessedFrom *time.Time
 	ProcessedTo   *time.Time
+	IDs           []int64
+	ReceivedFrom  *time.Time
+	ReceivedTo    *time.Time
+	ErrorText     *string
+	Cause         *string
 	AfterID       *int64
 	ThroughID     *int64
 	Max           *int32
@@ -1460,6 +1657,11 @@ func (q *Queries) EventListReplayableIDs(ctx context.Context, db DBTX, arg Event
 		arg.Outcome,
 		arg.ProcessedFrom,
 		arg.ProcessedTo,
+		arg.IDs,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+		arg.ErrorText,
+		arg.Cause,
 		arg.AfterID,
 		arg.ThroughID,
 		arg.Max,

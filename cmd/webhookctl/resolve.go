@@ -1,0 +1,294 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/operations"
+)
+
+// criteriaFlags are the criteria every bulk action takes beside its own
+// filters (operations.Criteria): explicit ids, the last attempt's failure
+// cause, a text of the last error, and the receipt window.
+type criteriaFlags struct {
+	ids      []int64
+	cause    string
+	errText  string
+	received timeFlags
+}
+
+// register adds the flags; received names the receipt window's flags
+// (--received-since... where --since is another window; --since... where
+// the receipt window is the command's only one).
+func (c *criteriaFlags) register(cmd *cobra.Command, what string, received bool) {
+	cmd.Flags().Int64SliceVar(&c.ids, "ids", nil, "only these "+what+" ids (comma-separated, at most "+strconv.Itoa(operations.MaxIDs)+")")
+	cmd.Flags().StringVar(&c.cause, "cause", "", "only events whose last attempt failed with this cause (handler_failed, handler_timeout...)")
+	cmd.Flags().StringVar(&c.errText, "error", "", "only events whose last error contains this text (case-insensitive)")
+	if received {
+		cmd.Flags().StringVar(&c.received.since, "received-since", "", "received in the last SPAN (e.g. 2h, 1d)")
+		cmd.Flags().StringVar(&c.received.from, "received-from", "", "received at or after this time (RFC 3339, or a date)")
+		cmd.Flags().StringVar(&c.received.to, "received-to", "", "received before this time (RFC 3339, or a date)")
+	} else {
+		c.received.register(cmd, "received")
+	}
+}
+
+func (c *criteriaFlags) criteria() (operations.Criteria, error) {
+	w, err := c.received.window()
+	return operations.Criteria{IDs: c.ids, Cause: c.cause, Error: c.errText, Received: w}, err
+}
+
+// bulkCall is one call of a resolve or a discard, reduced to what the
+// loop needs: the whole selection's count (first call), what the call
+// changed, its record, and where the next call goes on.
+type bulkCall struct {
+	matched, done int
+	actionID      int64
+	next          *operations.ActionCursor
+}
+
+// runBulk calls the action until it is done, each call continuing the one
+// before under the same record, with a progress bar; it returns the whole
+// action's count, what every call changed, and the record. An error after
+// the first call says how far the action got: the record says the same.
+func runBulk(cmd *cobra.Command, what string, call func(cont *operations.ActionCursor) (bulkCall, error)) (bulkCall, error) {
+	total, err := call(nil)
+	if err != nil {
+		return total, err
+	}
+	b := newBar(cmd, int64(total.matched), what)
+	b.Set(total.done)
+	defer b.Done()
+	for next := total.next; next != nil; {
+		more, err := call(next)
+		if err != nil {
+			return total, fmt.Errorf("the %s stopped after %d of %d events (recorded as action %d; --continue %d goes on): %w",
+				what, total.done, total.matched, total.actionID, total.actionID, err)
+		}
+		total.done += more.done
+		b.Set(total.done)
+		next = more.next
+	}
+	total.next = nil
+	return total, nil
+}
+
+func newDeadLettersResolveCmd() *cobra.Command {
+	var (
+		f                   deadLetterFlags
+		c                   criteriaFlags
+		by                  actorFlags
+		all                 bool
+		dryRun, yes, asJSON bool
+		expect              int
+	)
+	cmd := &cobra.Command{
+		Use:   "resolve [ID]",
+		Short: "Close dead letters without running their events again (one, or by filter); without --yes, says how many",
+		Long: `resolve closes the open dead letters matching the filters (or the one whose
+id is given) without running their events again: when the event is one
+you meant to drop (a duplicate, a test, an order cancelled since). Each
+dead letter keeps its copy, marked resolved; its event is finished as it
+stands, with outcome resolved (its body is archived as any other's, and
+'webhookctl replay ID' can still run it). Resolved dead letters are no
+longer open: they leave the lists, the open counts, the processor's
+DeadLettersOpen gauge and so its alarm.
+
+--reason is required, and recorded with who ran it (--actor): 'webhookctl
+actions' lists it with its filter and the events it closed.
+
+Without --yes (or with --dry-run) it only counts what a resolve would
+close, with the same filter, and changes nothing; --yes resolves, unless
+the count differs from --expect (the count you saw) when it is given. A
+large resolve goes on in several calls under one record. Without a
+filter, --all is required.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				id, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil || id <= 0 {
+					return fmt.Errorf("%q is not a dead letter's id", args[0])
+				}
+				if f.id != 0 && f.id != id {
+					return errors.New("give the id once")
+				}
+				f.id = id
+			}
+			sel, err := f.selection()
+			if err != nil {
+				return err
+			}
+			if sel.Criteria, err = c.criteria(); err != nil {
+				return err
+			}
+			sel.All = all
+			if !all && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && len(sel.IDs) == 0 &&
+				sel.Cause == "" && sel.Error == "" && sel.Received.IsZero() {
+				return errors.New("give a dead letter's id, --ids, --source, --type, --cause, --error, a time window, or --all")
+			}
+			dry := dryRun || !yes
+			if !dry && by.reason == "" {
+				return errors.New("--reason is required: say why these events will never run")
+			}
+			api, closeAPI, err := openAPI(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeAPI()
+			r := operations.ResolveRequest{Select: sel, DryRun: dry, Reason: by.reason}
+			if cmd.Flags().Changed("expect") {
+				r.Expect = &expect
+			}
+			var last *operations.ResolveResult
+			total, err := runBulk(cmd, "resolving", func(cont *operations.ActionCursor) (bulkCall, error) {
+				r.Continue = cont
+				if cont != nil {
+					r.Expect = nil
+				}
+				res, err := api.Resolve(cmd.Context(), r)
+				if err != nil {
+					return bulkCall{}, err
+				}
+				last = res
+				return bulkCall{res.Matched, res.Resolved, res.ActionID, res.Next}, nil
+			})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, operations.ResolveResult{DryRun: last.DryRun, Matched: total.matched, Resolved: total.done, ActionID: total.actionID})
+			}
+			if dry {
+				fmt.Fprintf(out, "dry run: %d events would be resolved (closed without running again)", total.matched)
+				if !dryRun {
+					fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to resolve them", total.matched)
+				}
+				fmt.Fprintln(out)
+				return nil
+			}
+			fmt.Fprintf(out, "resolved %d events (of %d matched): their dead letters are closed; recorded as action %d\n", total.done, total.matched, total.actionID)
+			return nil
+		},
+	}
+	f.register(cmd)
+	c.register(cmd, "dead letters'", true)
+	by.register(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "every open dead letter")
+	cmd.Flags().IntVar(&expect, "expect", 0, "the count the dry run showed: nothing is resolved if the selection now counts otherwise")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "resolve: without it, only count")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newEventsDiscardCmd() *cobra.Command {
+	var (
+		id                  int64
+		source, typ         string
+		c                   criteriaFlags
+		by                  actorFlags
+		all                 bool
+		dryRun, yes, asJSON bool
+		expect              int
+	)
+	cmd := &cobra.Command{
+		Use:   "discard [ID]",
+		Short: "Make unprocessed events never run (one, or by filter); without --yes, says how many",
+		Long: `discard finishes the unprocessed events matching the filters (or the one whose
+id is given) without running them: pending, retrying and in-flight events,
+never dead ones (resolve those: 'dead-letters resolve'). Each is finished
+with outcome discarded: no processor claims it again. One a processor is
+running when the discard reaches it is waited for: if the processor
+processed it, it ran first and is not discarded; otherwise it never runs.
+Its body stays and is archived as any other's; 'webhookctl replay ID' can
+still run it.
+
+--reason is required, and recorded with who ran it (--actor): 'webhookctl
+actions' lists it with its filter and the events it finished.
+
+Without --yes (or with --dry-run) it only counts what a discard would
+finish, with the same filter, and changes nothing; --yes discards, unless
+the count differs from --expect when it is given. --since/--from/--to are
+the time received, as in 'events list'. A large discard goes on in
+several calls under one record. Without a filter, --all is required.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				n, err := strconv.ParseInt(args[0], 10, 64)
+				if err != nil || n <= 0 {
+					return fmt.Errorf("%q is not an event's id", args[0])
+				}
+				if id != 0 && id != n {
+					return errors.New("give the id once")
+				}
+				id = n
+			}
+			crit, err := c.criteria()
+			if err != nil {
+				return err
+			}
+			sel := operations.DiscardSelection{ID: id, Source: source, Type: typ, Criteria: crit, All: all}
+			if !all && id == 0 && source == "" && typ == "" && len(crit.IDs) == 0 && crit.Cause == "" && crit.Error == "" && crit.Received.IsZero() {
+				return errors.New("give an event's id, --ids, --source, --type, --cause, --error, a time window, or --all")
+			}
+			dry := dryRun || !yes
+			if !dry && by.reason == "" {
+				return errors.New("--reason is required: say why these events must never run")
+			}
+			api, closeAPI, err := openAPI(cmd)
+			if err != nil {
+				return err
+			}
+			defer closeAPI()
+			r := operations.DiscardRequest{Select: sel, DryRun: dry, Reason: by.reason}
+			if cmd.Flags().Changed("expect") {
+				r.Expect = &expect
+			}
+			var last *operations.DiscardResult
+			total, err := runBulk(cmd, "discarding", func(cont *operations.ActionCursor) (bulkCall, error) {
+				r.Continue = cont
+				if cont != nil {
+					r.Expect = nil
+				}
+				res, err := api.Discard(cmd.Context(), r)
+				if err != nil {
+					return bulkCall{}, err
+				}
+				last = res
+				return bulkCall{res.Matched, res.Discarded, res.ActionID, res.Next}, nil
+			})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, operations.DiscardResult{DryRun: last.DryRun, Matched: total.matched, Discarded: total.done, ActionID: total.actionID})
+			}
+			if dry {
+				fmt.Fprintf(out, "dry run: %d events would be discarded (never run)", total.matched)
+				if !dryRun {
+					fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to discard them", total.matched)
+				}
+				fmt.Fprintln(out)
+				return nil
+			}
+			fmt.Fprintf(out, "discarded %d events (of %d matched): they will never run; recorded as action %d\n", total.done, total.matched, total.actionID)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&id, "id", 0, "one event, by its id")
+	cmd.Flags().StringVar(&source, "source", "", "only this source")
+	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
+	c.register(cmd, "events'", false)
+	by.register(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "every unprocessed event")
+	cmd.Flags().IntVar(&expect, "expect", 0, "the count the dry run showed: nothing is discarded if the selection now counts otherwise")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "discard: without it, only count")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
