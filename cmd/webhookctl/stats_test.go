@@ -123,7 +123,7 @@ func TestStats(t *testing.T) {
 	for _, s := range r.Tables {
 		tables[s.Name] = s
 	}
-	if ev := tables["webhook_events"]; len(tables) != 9 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
+	if ev := tables["webhook_events"]; len(tables) != 10 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
 		t.Errorf("tables = %+v", r.Tables)
 	}
 	if r.WindowSeconds != 3600 || r.At.IsZero() {

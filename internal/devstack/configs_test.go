@@ -93,6 +93,7 @@ func samples(t *testing.T) map[string]sample {
 		"WEBHOOK_MAX_BODY_BYTES":    {value: "2048"},
 		"WEBHOOK_STORE_TIMEOUT":     {value: "9s"},
 		"SOURCES_REFRESH_INTERVAL":  {value: "5m"},
+		"WEBHOOK_QUARANTINE_CAP":    {value: "50"},
 		"METRICS_NAMESPACE":         {value: "Acme/Hooks"},
 		"PROCESSOR_BATCH_SIZE":      {value: "10"},
 		"PROCESSOR_MAX_ATTEMPTS":    {value: "5"},

@@ -69,6 +69,17 @@ type API interface {
 	// ArchiveRun archives what is due now, in a bounded number of
 	// objects, or counts it (DryRun).
 	ArchiveRun(ctx context.Context, r ArchiveRunRequest) (*ArchiveRunResult, error)
+	// Quarantine is a page of the deliveries refused for their signature
+	// or signed time and kept, newest first.
+	Quarantine(ctx context.Context, q QuarantineQuery) (*QuarantinePage, error)
+	// QuarantinedDelivery is one quarantined delivery, its kept headers
+	// and body included.
+	QuarantinedDelivery(ctx context.Context, id int64) (*QuarantinedDetail, error)
+	// Reingest verifies quarantined deliveries again with the current
+	// secrets and stores those that now verify, or counts them (DryRun).
+	Reingest(ctx context.Context, r ReingestRequest) (*ReingestResult, error)
+	// Purge deletes quarantined deliveries, or counts them (DryRun).
+	Purge(ctx context.Context, r PurgeRequest) (*PurgeResult, error)
 }
 
 // Access is what an operator API may do: read, or also act.

@@ -29,6 +29,10 @@
 //	POST /v1/replay         operations.ReplayRequest
 //	POST /v1/expunge        operations.ExpungeRequest
 //	POST /v1/archive-run    operations.ArchiveRunRequest
+//	GET  /v1/quarantine     source, since, from, to, before, limit
+//	GET  /v1/quarantine/delivery  id
+//	POST /v1/quarantine/reingest  operations.ReingestRequest
+//	POST /v1/quarantine/purge     operations.PurgeRequest
 package operatorapi
 
 import (
@@ -135,19 +139,23 @@ func New(deps Deps) (*Handler, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.routes = map[string]route{
-		"/v1/whoami":       {http.MethodGet, h.whoami},
-		"/v1/stats":        {http.MethodGet, read(h, statsKeys, ParseStats, deps.API.Stats)},
-		"/v1/refusals":     {http.MethodGet, read(h, refusalsKeys, ParseRefusals, deps.API.Refusals)},
-		"/v1/events":       {http.MethodGet, read(h, eventsKeys, ParseEvents, deps.API.Events)},
-		"/v1/events/find":  {http.MethodGet, read(h, findKeys, ParseFind, deps.API.Find)},
-		"/v1/event":        {http.MethodGet, read(h, eventKeys, ParseEvent, deps.API.Event)},
-		"/v1/event/body":   {http.MethodGet, h.body},
-		"/v1/dead-letters": {http.MethodGet, read(h, deadLetterKeys, ParseDeadLetters, deps.API.DeadLetters)},
-		"/v1/actions":      {http.MethodGet, read(h, actionKeys, ParseActions, deps.API.Actions)},
-		"/v1/requeue":      {http.MethodPost, act(h, deps.API.Requeue)},
-		"/v1/replay":       {http.MethodPost, act(h, deps.API.Replay)},
-		"/v1/expunge":      {http.MethodPost, act(h, deps.API.Expunge)},
-		"/v1/archive-run":  {http.MethodPost, act(h, deps.API.ArchiveRun)},
+		"/v1/whoami":              {http.MethodGet, h.whoami},
+		"/v1/stats":               {http.MethodGet, read(h, statsKeys, ParseStats, deps.API.Stats)},
+		"/v1/refusals":            {http.MethodGet, read(h, refusalsKeys, ParseRefusals, deps.API.Refusals)},
+		"/v1/events":              {http.MethodGet, read(h, eventsKeys, ParseEvents, deps.API.Events)},
+		"/v1/events/find":         {http.MethodGet, read(h, findKeys, ParseFind, deps.API.Find)},
+		"/v1/event":               {http.MethodGet, read(h, eventKeys, ParseEvent, deps.API.Event)},
+		"/v1/event/body":          {http.MethodGet, h.body},
+		"/v1/dead-letters":        {http.MethodGet, read(h, deadLetterKeys, ParseDeadLetters, deps.API.DeadLetters)},
+		"/v1/actions":             {http.MethodGet, read(h, actionKeys, ParseActions, deps.API.Actions)},
+		"/v1/requeue":             {http.MethodPost, act(h, deps.API.Requeue)},
+		"/v1/replay":              {http.MethodPost, act(h, deps.API.Replay)},
+		"/v1/expunge":             {http.MethodPost, act(h, deps.API.Expunge)},
+		"/v1/archive-run":         {http.MethodPost, act(h, deps.API.ArchiveRun)},
+		"/v1/quarantine":          {http.MethodGet, read(h, quarantineKeys, ParseQuarantine, deps.API.Quarantine)},
+		"/v1/quarantine/delivery": {http.MethodGet, read(h, quarantinedKeys, ParseQuarantined, deps.API.QuarantinedDelivery)},
+		"/v1/quarantine/reingest": {http.MethodPost, act(h, deps.API.Reingest)},
+		"/v1/quarantine/purge":    {http.MethodPost, act(h, deps.API.Purge)},
 	}
 	return h, nil
 }
@@ -376,6 +384,8 @@ var statuses = map[inbox.Cause]int{
 	inbox.CauseDatabaseUnavailable:     http.StatusServiceUnavailable,
 	inbox.CauseArchiveStoreUnavailable: http.StatusServiceUnavailable,
 	inbox.CauseArchiveNotConfigured:    http.StatusServiceUnavailable,
+	inbox.CauseQuarantineNotFound:      http.StatusNotFound,
+	inbox.CauseSourcesNotConfigured:    http.StatusServiceUnavailable,
 }
 
 // StatusOf is the HTTP status of an error's cause; a cause the table does
