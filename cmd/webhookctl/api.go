@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 )
 
 // openAPI returns the operations API every operator command calls (stats,
@@ -75,6 +78,12 @@ func openDirectOps(cmd *cobra.Command, access operations.Access) (*ops, *operati
 	}
 	cfg.Access = access
 	deps := operations.Deps{Store: o.store, Logger: o.logger()}
+	if o.getenv(source.EnvSources) != "" || o.getenv(source.EnvSourcesFile) != "" {
+		// A re-ingest verifies with the sources document as the receiver
+		// reads it, read again at each re-ingest (the console runs long).
+		getenv := o.getenv
+		deps.Sources = func(context.Context) (*source.Set, error) { return source.Load(getenv) }
+	}
 	if cfg.Archive != nil {
 		if deps.Blobs, err = blobstore.Open(cmd.Context(), s3); err != nil {
 			o.close()

@@ -46,5 +46,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newMigrateCmd(), newSourcesCmd(), newActionsCmd(), newWhoamiCmd(),
 		newStatsCmd(), newEventsCmd(), newDeadLettersCmd(), newReplayCmd(), newExpungeCmd(), newArchiveCmd(), newConsoleCmd(),
 		newHandlersCmd(handlers.Register))
+	root.AddCommand(newQuarantineCmd())
 	return root
 }

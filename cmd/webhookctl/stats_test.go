@@ -146,7 +146,7 @@ func TestStats(t *testing.T) {
 	for _, s := range r.Tables {
 		tables[s.Name] = s
 	}
-	if ev := tables["webhook_events"]; len(tables) != 11 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
+	if ev := tables["webhook_events"]; len(tables) != 12 || ev.TotalBytes < ev.TableBytes+ev.IndexBytes || ev.IndexBytes == 0 {
 		t.Errorf("tables = %+v", r.Tables)
 	}
 	if r.WindowSeconds != 3600 || r.At.IsZero() {

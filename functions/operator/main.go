@@ -21,7 +21,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/lambdastart"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/wake"
 )
@@ -50,6 +52,14 @@ func setup(ctx context.Context, getenv func(string) string) (_ func(context.Cont
 			return nil, nil, err
 		}
 	}
+	if cfg.Access == operations.AccessAct {
+		// A re-ingest verifies quarantined deliveries with the sources as
+		// they are at that moment: read again from where the receiver
+		// reads them (the relay's S3 copy when deployed).
+		if deps.Sources, err = sourcesReader(ctx, getenv); err != nil {
+			return nil, nil, err
+		}
+	}
 	if cfg.Archive != nil {
 		// Opening the bucket makes no request: a cold start that serves
 		// no archive request pays only for the client.
@@ -67,6 +77,29 @@ func setup(ctx context.Context, getenv func(string) string) (_ func(context.Cont
 	}
 	log.Info("operator: ready", "access", cfg.Access, "archive", cfg.Archive != nil)
 	return lambdahttp.Handler(h, h), pool.Close, nil
+}
+
+// sourcesReader reads the sources document afresh for each re-ingest
+// (secrets.SourcesReader: the file, the S3 copy or the secret), or once
+// where it is inline (WEBHOOK_SOURCES: a running container's environment
+// never changes); nil where none is configured.
+func sourcesReader(ctx context.Context, getenv func(string) string) (func(context.Context) (*source.Set, error), error) {
+	read, err := secrets.SourcesReader(ctx, getenv)
+	switch {
+	case err != nil:
+		return nil, err
+	case read != nil:
+		return func(ctx context.Context) (*source.Set, error) {
+			doc, err := read(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return source.Parse(doc)
+		}, nil
+	case getenv(source.EnvSources) != "":
+		return func(context.Context) (*source.Set, error) { return source.Load(getenv) }, nil
+	}
+	return nil, nil
 }
 
 // caller is the principal Lambda verified for the request: the function

@@ -203,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /actions", s.serve(s.actions))
 	mux.HandleFunc("POST /pauses/pause", s.action(s.pause))
 	mux.HandleFunc("POST /pauses/resume", s.action(s.resume))
+	mux.HandleFunc("GET /quarantine", s.serve(s.quarantine))
+	mux.HandleFunc("GET /quarantine/{id}", s.serve(s.quarantined))
+	mux.HandleFunc("POST /quarantine/reingest", s.action(s.reingest))
 
 	// Cross-origin POSTs are refused before the session is looked at:
 	// Sec-Fetch-Site, else Origin against Host (the standard library's).

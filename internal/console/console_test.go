@@ -570,6 +570,7 @@ func TestEveryPageIsTheSameThroughTheOperatorAPI(t *testing.T) {
 	factory.Events(ctx, t, store, 3, &factory.EventOpts{Type: "invoice.paid"})
 	factory.Event(ctx, t, store, &factory.EventOpts{State: inbox.StateExpunged})
 	factory.Rejection(ctx, t, store, &factory.RejectionOpts{Source: "stripe", Cause: inbox.CauseSignatureMismatch})
+	held := factory.Quarantined(ctx, t, store, &factory.QuarantinedOpts{Source: "github", Kind: "github", Body: []byte("{\"forged\":\"\x1b[2J\"}")})
 	var fs []*fixture
 	for _, b := range backends {
 		f := serve(t, store, b.api(t, store, arch), nil)
@@ -583,6 +584,7 @@ func TestEveryPageIsTheSameThroughTheOperatorAPI(t *testing.T) {
 		"/events?find=gh-1", "/events?find=nothing", "/events/" + itoa(archived.ID), "/events/" + itoa(inPG.ID), "/events/" + itoa(dead.ID),
 		"/events/999999", "/dead-letters", "/dead-letters?source=github", "/actions", "/events?state=sleeping",
 		"/events?match=" + url.QueryEscape(`{"x":1}`), "/events?match=" + url.QueryEscape(`{"x":`), "/events?header=X-Nope%3D1",
+		"/quarantine", "/quarantine?source=github", "/quarantine/" + itoa(held), "/quarantine/999999",
 	} {
 		var pages []string
 		var codes []int

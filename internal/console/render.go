@@ -35,6 +35,7 @@ var funcs = template.FuncMap{
 	"ago":   operations.Ago,
 	"deref": func(t *time.Time) time.Time { return *t },
 	"bytes": operations.Bytes,
+	"int64": func(n int) int64 { return int64(n) },
 	"took":  took,
 	// deadLettersHref links to the open dead letters of a source and
 	// type, with the operator API's query keys.
@@ -46,7 +47,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
-	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message", "replay", "expunge", "resolve"} {
+	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message", "replay", "expunge", "resolve", "quarantine", "quarantined", "reingest"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)

@@ -125,6 +125,7 @@ func samples(t *testing.T) map[string]sample {
 		"S3_SECRET_ACCESS_KEY":        {value: "other-secret", with: map[string]string{"S3_ACCESS_KEY_ID": "AKIAEXAMPLE"}},
 		"S3_MAX_ATTEMPTS":             {value: "5"},
 		"ARCHIVE_BODY_RETENTION_DAYS": {value: "30"},
+		"WEBHOOK_QUARANTINE_CAP":      {value: "50"},
 	}
 }
 

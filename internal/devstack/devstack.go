@@ -48,6 +48,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/migrate"
 )
@@ -350,7 +351,20 @@ func run(ctx context.Context, out io.Writer, log *slog.Logger, o Options, cfgs C
 	if err != nil {
 		return err
 	}
-	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Blobs: blobs, Logger: log})
+	// A re-ingest verifies with the sources as the receiver reads them
+	// again (an inline document never changes).
+	currentSources := func(context.Context) (*source.Set, error) { return cfgs.Sources, nil }
+	if readSources != nil {
+		currentSources = func(ctx context.Context) (*source.Set, error) {
+			doc, err := readSources(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return source.Parse(doc)
+		}
+	}
+	ops, err := operatorlocal.New(operatorlocal.Config{Store: storage.New(opPool), ReadStore: storage.New(opReadPool), Archive: cfgs.Operator.Archive, Blobs: blobs, Logger: log,
+		Sources: currentSources})
 	if err != nil {
 		return err
 	}

@@ -222,6 +222,26 @@ func (c *Client) Discard(ctx context.Context, r operations.DiscardRequest) (*ope
 	return postAs[operations.DiscardResult](ctx, c, r.DryRun, "/v1/discard", r)
 }
 
+// Quarantine reads a page of the quarantined deliveries.
+func (c *Client) Quarantine(ctx context.Context, q operations.QuarantineQuery) (*operations.QuarantinePage, error) {
+	return getAs[operations.QuarantinePage](ctx, c, "/v1/quarantine", operatorapi.QuarantineValues(q))
+}
+
+// QuarantinedDelivery reads one quarantined delivery whole.
+func (c *Client) QuarantinedDelivery(ctx context.Context, id int64) (*operations.QuarantinedDetail, error) {
+	return getAs[operations.QuarantinedDetail](ctx, c, "/v1/quarantine/delivery", operatorapi.QuarantinedValues(id))
+}
+
+// Reingest counts at the read-only URL, re-ingests at the acting one.
+func (c *Client) Reingest(ctx context.Context, r operations.ReingestRequest) (*operations.ReingestResult, error) {
+	return postAs[operations.ReingestResult](ctx, c, r.DryRun, "/v1/quarantine/reingest", r)
+}
+
+// Purge counts at the read-only URL, deletes at the acting one.
+func (c *Client) Purge(ctx context.Context, r operations.PurgeRequest) (*operations.PurgeResult, error) {
+	return postAs[operations.PurgeResult](ctx, c, r.DryRun, "/v1/quarantine/purge", r)
+}
+
 func getAs[R any](ctx context.Context, c *Client, path string, q url.Values) (*R, error) {
 	var r R
 	if err := c.get(ctx, c.read, path, q, &r); err != nil {

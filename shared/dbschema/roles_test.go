@@ -152,6 +152,15 @@ func TestReceiverRunsAsItsRole(t *testing.T) {
 	if rs, err := store.RejectionList(ctx, now.Add(-time.Hour), 10); err != nil || len(rs) != 3 {
 		t.Fatalf("rejections = %+v, %v", rs, err)
 	}
+	// The forged deliveries were refused for their signature: kept in
+	// quarantine, as the receiver's role, within its cap (counted by the
+	// provider column alone).
+	if n, err := store.QuarantineCount(ctx, storage.QuarantineFilter{Source: "stripe"}); err != nil || n != 3 {
+		t.Fatalf("quarantined = %d, %v", n, err)
+	}
+	if kept, err := asReceiver.QuarantineInsert(ctx, inbox.Quarantined{Source: "stripe", SourceKind: "stripe", Cause: inbox.CauseSignatureMismatch, ReceivedAt: now, Body: []byte("x")}, 3); err != nil || kept {
+		t.Fatalf("beyond the cap as the receiver's role: kept %v, %v", kept, err)
+	}
 	// A full ring buffer overwrites its oldest slot, an update: with a
 	// capacity of one, the second record is one.
 	for i := range 2 {
@@ -390,6 +399,10 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM testkit_records`,
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size, processed_at) VALUES ('p', 'e', '\x00', 0, now())`,
 			`DELETE FROM webhook_source_activity`,
+			`SELECT body FROM webhook_quarantine`,
+			`SELECT id FROM webhook_quarantine`,
+			`UPDATE webhook_quarantine SET last_error = ''`,
+			`DELETE FROM webhook_quarantine`,
 		},
 		migrate.RoleProcessor: {
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
@@ -406,6 +419,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			// The receivers' record of the sources is read, never written.
 			`UPDATE webhook_source_activity SET silent_after = NULL`,
 			`INSERT INTO webhook_source_activity (provider, seen_at, updated_at) VALUES ('p', now(), now())`,
+			`SELECT * FROM webhook_quarantine`,
 		},
 		migrate.RoleArchiver: {
 			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
@@ -417,6 +431,7 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM testkit_records`,
 			`INSERT INTO testkit_records (source, event_id, event_type) VALUES ('s', 'e', 't')`,
 			`SELECT * FROM webhook_source_activity`,
+			`SELECT * FROM webhook_quarantine`,
 		},
 		// Read-only in the database itself: every write of every table,
 		// and the handlers' tables, which no operator page shows.
@@ -437,13 +452,18 @@ func TestRolesCannotChangeTheSchema(t *testing.T) {
 			`SELECT * FROM webhook_events FOR UPDATE`,
 			`SELECT * FROM testkit_records`,
 			`UPDATE webhook_source_activity SET silent_after = NULL`,
+			`DELETE FROM webhook_quarantine`,
+			`UPDATE webhook_quarantine SET last_error = ''`,
+			`SELECT * FROM webhook_quarantine FOR UPDATE`,
 		},
 		// The acting operator writes only what its actions write: never an
 		// event's key, hash or attempt count, a new event or dead letter,
 		// the attempt history beyond its errors, another's claim, a
 		// record's author or time, or the handlers' tables.
 		migrate.RoleOperator: {
-			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size) VALUES ('p', 'e', '\x00', 0)`,
+			`INSERT INTO webhook_events (provider, event_id, body_sha256, body_size, attempts) VALUES ('p', 'e', '\x00', 0, 1)`,
+			`INSERT INTO webhook_quarantine (provider, source_kind, cause, body, body_sha256, body_size) VALUES ('p', 'k', 'signature_mismatch', '', '\x00', 0)`,
+			`UPDATE webhook_quarantine SET body = ''`,
 			`UPDATE webhook_events SET event_id = 'x'`,
 			`UPDATE webhook_events SET body_sha256 = '\x00'`,
 			`UPDATE webhook_events SET attempts = 0`,

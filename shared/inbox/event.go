@@ -3,6 +3,7 @@ package inbox
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -353,6 +354,10 @@ const (
 	// again; ActionDiscard makes due events never run. Both say why.
 	ActionResolve = "resolve"
 	ActionDiscard = "discard"
+	// ActionReingest verifies quarantined deliveries again and stores
+	// those that now verify; ActionPurge deletes quarantined deliveries.
+	ActionReingest = "reingest"
+	ActionPurge    = "purge"
 )
 
 // PauseScope is what a pause names: a source, or a handler's route.
@@ -383,6 +388,32 @@ type Pause struct {
 // HoldOf is what the events a pause of this scope and name holds record
 // as their HeldBy: "source:NAME" or "handler:ROUTE".
 func HoldOf(scope PauseScope, name string) string { return string(scope) + ":" + name }
+
+// Quarantined is a delivery to a configured source refused for its
+// signature or its signed time (CauseSignatureMismatch,
+// CauseTimestampOutOfTolerance), kept so that an operator can verify it
+// again once the source's secrets are fixed. Nothing in it is
+// authenticated: it is never processed as it is.
+type Quarantined struct {
+	ID         int64
+	Source     string
+	SourceKind string
+	Cause      Cause
+	RequestID  string
+	ReceivedAt time.Time
+	// Header holds only the headers the source's kind reads to verify and
+	// identify a delivery; nil in a list.
+	Header http.Header
+	// Body is the raw body; nil in a list.
+	Body       []byte
+	BodySHA256 []byte
+	BodySize   int
+	// TriedAt, LastCause and LastError: the last re-ingest that still
+	// refused it, if any.
+	TriedAt   *time.Time
+	LastCause Cause
+	LastError string
+}
 
 // OperatorAction is the record of one operator action: who, when, what
 // selection, and how many events it changed.

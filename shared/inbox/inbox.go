@@ -82,6 +82,14 @@ const (
 	// nothing is stored. Recorded in webhook_rejections like a refusal,
 	// so an operator sees when a sender verified the endpoint.
 	CauseHandshake Cause = "handshake"
+	// CauseQuarantineFull: a delivery refused for its signature or its
+	// signed time was not kept in quarantine, because its source holds
+	// as many as it may (WEBHOOK_QUARANTINE_CAP) or the receiver keeps
+	// no more this second: logged and counted, never answered.
+	CauseQuarantineFull Cause = "quarantine_full"
+	// CauseQuarantineFailed: keeping a refused delivery in quarantine
+	// failed (the database); the refusal's answer is unchanged.
+	CauseQuarantineFailed Cause = "quarantine_failed"
 )
 
 // Causes of the processor, recorded in an event's error history (key
@@ -219,6 +227,12 @@ const (
 	// CauseNotPaused: a resume of a source or a handler that is not
 	// paused: nothing was changed.
 	CauseNotPaused Cause = "not_paused"
+	// CauseSourcesNotConfigured: a re-ingest needs the sources document
+	// (to verify deliveries again with the current secrets), and none is
+	// given where the request was served.
+	CauseSourcesNotConfigured Cause = "sources_not_configured"
+	// CauseQuarantineNotFound: no quarantined delivery has that id.
+	CauseQuarantineNotFound Cause = "quarantine_not_found"
 )
 
 // Error is an error with a cause code. Message is safe to show to the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
@@ -297,8 +298,13 @@ type ExpungeResult struct {
 	OrphanObjects  []string   `json:"orphan_objects"`
 	ObjectVersions int        `json:"object_versions_deleted"`
 	ExpungedAt     *time.Time `json:"expunged_at"`
+	// QuarantinedCopies counts the quarantined deliveries of the event's
+	// source with its body, or with its event id as a kept header's value.
+	QuarantinedCopies int `json:"quarantined_copies"`
 	// NotReached lists the copies expunge cannot erase.
 	NotReached []string `json:"not_reached"`
+	// bodySHA256 finds the quarantined copies of the body.
+	bodySHA256 []byte
 }
 
 // Expunge erases the raw body and payload of one event everywhere,
@@ -344,15 +350,26 @@ func (s *Service) Expunge(ctx context.Context, r ExpungeRequest) (*ExpungeResult
 	plan.AttemptErrors, plan.DeadLetterCopies = rep.AttemptErrors, rep.DeadLetters
 	plan.MetadataStored, plan.LastErrorStored = rep.Metadata, rep.LastError
 	plan.OrphanObjects, plan.ObjectVersions = append([]string{}, rep.Orphans...), rep.Versions
+	// The quarantine is erased after the event: a failure here leaves the
+	// expunge to run again, which finds the event done and erases these.
+	if plan.QuarantinedCopies, err = s.deps.Store.QuarantineDeleteCopies(ctx, plan.Source, plan.EventID, plan.bodySHA256); err != nil {
+		return nil, inbox.WrapError(inbox.CauseOf(classify(err)), err, "the expunge did not finish (the quarantine's copies); running it again is safe and finishes the job")
+	}
 	after, err := s.deps.Store.EventGetByID(ctx, plan.ID)
 	if err != nil {
 		return nil, classify(err)
 	}
 	plan.ExpungedAt = after.ExpungedAt
 	s.log.Info("operations: event expunged", "operator", by.Name, "source", plan.Source, "event_id", plan.EventID,
-		"attempt_errors", rep.AttemptErrors, "dead_letters", rep.DeadLetters, "orphans_deleted", len(rep.Orphans), "versions_deleted", rep.Versions)
+		"attempt_errors", rep.AttemptErrors, "dead_letters", rep.DeadLetters, "quarantined_copies", plan.QuarantinedCopies, "orphans_deleted", len(rep.Orphans), "versions_deleted", rep.Versions)
 	return plan, nil
 }
+
+// quarantineUnreached is what an expunge cannot match in the quarantine:
+// it erases the copies of the event's source with its body, or with its
+// event id as a kept header's value, and nothing of a delivery is
+// trusted to say more.
+const quarantineUnreached = "quarantined deliveries of the event with another body whose kind carries the event id in the body (Stripe, Square...): purge them with webhookctl quarantine purge"
 
 // expungePlan reads what an expunge of e would erase in Postgres.
 func expungePlan(ctx context.Context, tx storage.Executor, e *inbox.Event) (*ExpungeResult, error) {
@@ -360,7 +377,11 @@ func expungePlan(ctx context.Context, tx storage.Executor, e *inbox.Event) (*Exp
 		ID: e.ID, Source: e.Source, EventID: e.EventID, AlreadyExpunged: e.ExpungedAt != nil,
 		BodyInPostgres: e.Body != nil, PayloadStored: e.Payload != nil, ExpungedAt: e.ExpungedAt,
 		MetadataStored: e.Metadata != nil, LastErrorStored: erasable(e.LastError),
-		OrphanObjects: []string{}, NotReached: archive.Unreachable,
+		OrphanObjects: []string{}, NotReached: append(slices.Clone(archive.Unreachable), quarantineUnreached), bodySHA256: e.BodySHA256,
+	}
+	var err error
+	if p.QuarantinedCopies, err = tx.QuarantineCountCopies(ctx, e.Source, e.EventID, e.BodySHA256); err != nil {
+		return nil, err
 	}
 	if e.ExpungedAt == nil {
 		p.ArchiveKey = orNull(e.ArchiveKey)

@@ -83,6 +83,17 @@ type API interface {
 	// Discard makes unprocessed events never run, with a reason, or
 	// counts them (DryRun); a large discard takes several calls.
 	Discard(ctx context.Context, r DiscardRequest) (*DiscardResult, error)
+	// Quarantine is a page of the deliveries refused for their signature
+	// or signed time and kept, newest first.
+	Quarantine(ctx context.Context, q QuarantineQuery) (*QuarantinePage, error)
+	// QuarantinedDelivery is one quarantined delivery, its kept headers
+	// and body included.
+	QuarantinedDelivery(ctx context.Context, id int64) (*QuarantinedDetail, error)
+	// Reingest verifies quarantined deliveries again with the current
+	// secrets and stores those that now verify, or counts them (DryRun).
+	Reingest(ctx context.Context, r ReingestRequest) (*ReingestResult, error)
+	// Purge deletes quarantined deliveries, or counts them (DryRun).
+	Purge(ctx context.Context, r PurgeRequest) (*PurgeResult, error)
 }
 
 // Access is what an operator API may do: read, or also act.

@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
 	"github.com/webhook-inbox/webhook-inbox/shared/settings"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -62,6 +63,11 @@ type Deps struct {
 	// sweep. Nil (webhookctl on the database, the dev stack, whose
 	// processor polls) wakes nothing.
 	Wake Waker
+	// Sources reads the sources document as it is now (source.Load, or
+	// secrets.SourcesReader then source.Parse), for a re-ingest, which
+	// verifies quarantined deliveries with the current secrets. Nil: a
+	// re-ingest fails with cause sources_not_configured.
+	Sources func(context.Context) (*source.Set, error)
 }
 
 // ConfigFromEnv reads the operator function's settings with getenv: its

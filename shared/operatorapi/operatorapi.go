@@ -34,6 +34,10 @@
 //	POST /v1/resume         operations.PauseRequest
 //	POST /v1/resolve        operations.ResolveRequest
 //	POST /v1/discard        operations.DiscardRequest
+//	GET  /v1/quarantine     source, since, from, to, before, limit
+//	GET  /v1/quarantine/delivery  id
+//	POST /v1/quarantine/reingest  operations.ReingestRequest
+//	POST /v1/quarantine/purge     operations.PurgeRequest
 package operatorapi
 
 import (
@@ -140,23 +144,27 @@ func New(deps Deps) (*Handler, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.routes = map[string]route{
-		"/v1/whoami":       {http.MethodGet, h.whoami},
-		"/v1/stats":        {http.MethodGet, read(h, statsKeys, ParseStats, deps.API.Stats)},
-		"/v1/refusals":     {http.MethodGet, read(h, refusalsKeys, ParseRefusals, deps.API.Refusals)},
-		"/v1/events":       {http.MethodGet, read(h, eventsKeys, ParseEvents, deps.API.Events)},
-		"/v1/events/find":  {http.MethodGet, read(h, findKeys, ParseFind, deps.API.Find)},
-		"/v1/event":        {http.MethodGet, read(h, eventKeys, ParseEvent, deps.API.Event)},
-		"/v1/event/body":   {http.MethodGet, h.body},
-		"/v1/dead-letters": {http.MethodGet, read(h, deadLetterKeys, ParseDeadLetters, deps.API.DeadLetters)},
-		"/v1/actions":      {http.MethodGet, read(h, actionKeys, ParseActions, deps.API.Actions)},
-		"/v1/requeue":      {http.MethodPost, act(h, deps.API.Requeue)},
-		"/v1/replay":       {http.MethodPost, act(h, deps.API.Replay)},
-		"/v1/expunge":      {http.MethodPost, act(h, deps.API.Expunge)},
-		"/v1/archive-run":  {http.MethodPost, act(h, deps.API.ArchiveRun)},
-		"/v1/pause":        {http.MethodPost, act(h, deps.API.Pause)},
-		"/v1/resume":       {http.MethodPost, act(h, deps.API.Resume)},
-		"/v1/resolve":      {http.MethodPost, act(h, deps.API.Resolve)},
-		"/v1/discard":      {http.MethodPost, act(h, deps.API.Discard)},
+		"/v1/whoami":              {http.MethodGet, h.whoami},
+		"/v1/stats":               {http.MethodGet, read(h, statsKeys, ParseStats, deps.API.Stats)},
+		"/v1/refusals":            {http.MethodGet, read(h, refusalsKeys, ParseRefusals, deps.API.Refusals)},
+		"/v1/events":              {http.MethodGet, read(h, eventsKeys, ParseEvents, deps.API.Events)},
+		"/v1/events/find":         {http.MethodGet, read(h, findKeys, ParseFind, deps.API.Find)},
+		"/v1/event":               {http.MethodGet, read(h, eventKeys, ParseEvent, deps.API.Event)},
+		"/v1/event/body":          {http.MethodGet, h.body},
+		"/v1/dead-letters":        {http.MethodGet, read(h, deadLetterKeys, ParseDeadLetters, deps.API.DeadLetters)},
+		"/v1/actions":             {http.MethodGet, read(h, actionKeys, ParseActions, deps.API.Actions)},
+		"/v1/requeue":             {http.MethodPost, act(h, deps.API.Requeue)},
+		"/v1/replay":              {http.MethodPost, act(h, deps.API.Replay)},
+		"/v1/expunge":             {http.MethodPost, act(h, deps.API.Expunge)},
+		"/v1/archive-run":         {http.MethodPost, act(h, deps.API.ArchiveRun)},
+		"/v1/pause":               {http.MethodPost, act(h, deps.API.Pause)},
+		"/v1/resume":              {http.MethodPost, act(h, deps.API.Resume)},
+		"/v1/resolve":             {http.MethodPost, act(h, deps.API.Resolve)},
+		"/v1/discard":             {http.MethodPost, act(h, deps.API.Discard)},
+		"/v1/quarantine":          {http.MethodGet, read(h, quarantineKeys, ParseQuarantine, deps.API.Quarantine)},
+		"/v1/quarantine/delivery": {http.MethodGet, read(h, quarantinedKeys, ParseQuarantined, deps.API.QuarantinedDelivery)},
+		"/v1/quarantine/reingest": {http.MethodPost, act(h, deps.API.Reingest)},
+		"/v1/quarantine/purge":    {http.MethodPost, act(h, deps.API.Purge)},
 	}
 	return h, nil
 }
@@ -388,6 +396,8 @@ var statuses = map[inbox.Cause]int{
 	inbox.CauseDatabaseUnavailable:     http.StatusServiceUnavailable,
 	inbox.CauseArchiveStoreUnavailable: http.StatusServiceUnavailable,
 	inbox.CauseArchiveNotConfigured:    http.StatusServiceUnavailable,
+	inbox.CauseQuarantineNotFound:      http.StatusNotFound,
+	inbox.CauseSourcesNotConfigured:    http.StatusServiceUnavailable,
 }
 
 // StatusOf is the HTTP status of an error's cause; a cause the table does

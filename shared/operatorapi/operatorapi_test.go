@@ -194,6 +194,19 @@ func TestReads(t *testing.T) {
 	}
 	var acts operations.ActionPage
 	check("/v1/actions?since=7d&limit=10", &acts)
+	qid := factory.Quarantined(ctx, t, f.store, &factory.QuarantinedOpts{Source: "github", Kind: "github", Body: []byte(`{"forged":true}`)})
+	var qp operations.QuarantinePage
+	check("/v1/quarantine?"+operatorapi.QuarantineValues(operations.QuarantineQuery{Source: "github", Window: operations.Window{Since: operations.Span(3600e9)}}).Encode(), &qp)
+	if len(qp.Deliveries) != 1 || qp.Deliveries[0].ID != qid {
+		t.Errorf("quarantine = %+v", qp)
+	}
+	var qd operations.QuarantinedDetail
+	check("/v1/quarantine/delivery?"+operatorapi.QuarantinedValues(qid).Encode(), &qd)
+	if string(qd.Body) != `{"forged":true}` {
+		t.Errorf("quarantined delivery = %+v", qd)
+	}
+	status, body := f.get(f.read, "/v1/quarantine/delivery?id=0")
+	refused(t, status, body, http.StatusBadRequest, inbox.CauseInvalidArgument)
 }
 
 // A read's query is checked before anything runs: a key the route does
@@ -330,6 +343,7 @@ func TestStatusOf(t *testing.T) {
 		inbox.CauseInvalidArgument: 400, inbox.CauseUnauthenticated: 401, inbox.CauseReadOnly: 403, inbox.CauseForbidden: 403,
 		inbox.CauseEventNotFound: 404, inbox.CauseCountChanged: 409, inbox.CauseEventExpunged: 410, inbox.CauseBodyExpired: 410, inbox.CausePayloadTooLarge: 413,
 		inbox.CauseInternal: 500, inbox.CauseArchiveStoreFailed: 502, inbox.CauseDatabaseUnavailable: 503, inbox.CauseArchiveNotConfigured: 503,
+		inbox.CauseQuarantineNotFound: 404, inbox.CauseSourcesNotConfigured: 503,
 		inbox.Cause("made_up"): 500,
 	} {
 		if got := operatorapi.StatusOf(inbox.Errorf(c, "x")); got != want {

@@ -18,14 +18,16 @@ import (
 
 // Keys of each read's query.
 var (
-	statsKeys      = []string{"window", "charts", "storage"}
-	refusalsKeys   = []string{"window", "limit"}
-	eventsKeys     = []string{"source", "type", "state", "since", "from", "to", "before", "limit", "match", "header"}
-	findKeys       = []string{"find", "source"}
-	eventKeys      = []string{"id", "source", "event_id"}
-	bodyKeys       = []string{"id", "offset"}
-	deadLetterKeys = []string{"id", "source", "type", "since", "from", "to", "after", "limit", "ids", "cause", "error", "received_since", "received_from", "received_to"}
-	actionKeys     = []string{"since", "before", "limit"}
+	statsKeys       = []string{"window", "charts", "storage"}
+	refusalsKeys    = []string{"window", "limit"}
+	eventsKeys      = []string{"source", "type", "state", "since", "from", "to", "before", "limit", "match", "header"}
+	findKeys        = []string{"find", "source"}
+	eventKeys       = []string{"id", "source", "event_id"}
+	bodyKeys        = []string{"id", "offset"}
+	deadLetterKeys  = []string{"id", "source", "type", "since", "from", "to", "after", "limit", "ids", "cause", "error", "received_since", "received_from", "received_to"}
+	actionKeys      = []string{"since", "before", "limit"}
+	quarantineKeys  = []string{"source", "since", "from", "to", "before", "limit"}
+	quarantinedKeys = []string{"id"}
 )
 
 // StatsValues writes q as a query.
@@ -237,6 +239,47 @@ func ParseActions(v url.Values) (operations.ActionQuery, error) {
 	n, err := number(v, "limit")
 	q.Limit = int(n)
 	return q, err
+}
+
+// QuarantineValues writes q as a query.
+func QuarantineValues(q operations.QuarantineQuery) url.Values {
+	v := url.Values{}
+	setText(v, "source", q.Source)
+	setWindow(v, q.Window)
+	setInt(v, "before", q.Before)
+	setInt(v, "limit", int64(q.Limit))
+	return v
+}
+
+// ParseQuarantine reads a QuarantineQuery.
+func ParseQuarantine(v url.Values) (operations.QuarantineQuery, error) {
+	q := operations.QuarantineQuery{Source: get(v, "source")}
+	var err error
+	if q.Window, err = window(v); err != nil {
+		return q, err
+	}
+	if q.Before, err = number(v, "before"); err != nil {
+		return q, err
+	}
+	n, err := number(v, "limit")
+	q.Limit = int(n)
+	return q, err
+}
+
+// QuarantinedValues writes a quarantined delivery's id as a query.
+func QuarantinedValues(id int64) url.Values {
+	v := url.Values{}
+	setInt(v, "id", id)
+	return v
+}
+
+// ParseQuarantined reads a quarantined delivery's id.
+func ParseQuarantined(v url.Values) (int64, error) {
+	id, err := number(v, "id")
+	if err == nil && id == 0 {
+		err = invalidParam("id", "a quarantined delivery's id")
+	}
+	return id, err
 }
 
 func get(v url.Values, k string) string { return strings.TrimSpace(v.Get(k)) }

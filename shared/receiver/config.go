@@ -19,7 +19,14 @@ const (
 	// EnvSourcesRefresh is Config.SourcesRefresh: how often the sources
 	// document is read again; 0 turns the interval's re-reads off.
 	EnvSourcesRefresh = "SOURCES_REFRESH_INTERVAL"
+	// EnvQuarantineCap is Config.QuarantineCap: how many refused
+	// deliveries each source keeps in quarantine; 0 keeps none.
+	EnvQuarantineCap = "WEBHOOK_QUARANTINE_CAP"
 )
+
+// maxQuarantineCap bounds WEBHOOK_QUARANTINE_CAP: at the default body
+// limit, 100 000 deliveries of a source are up to about 100 GiB.
+const maxQuarantineCap = 100000
 
 // The bounds of SOURCES_REFRESH_INTERVAL beside 0 (off): a re-read costs
 // the request that finds it due one read of a file, an S3 object or a
@@ -64,6 +71,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		// 0 is allowed here, and the one value below the minimum that is.
 		SourcesRefresh: e.DurationIn(EnvSourcesRefresh, DefaultSourcesRefresh, 0, maxSourcesRefresh),
 		Metrics:        metrics.Emitter{Namespace: e.String(metrics.EnvNamespace, "")},
+	}
+	// The setting says 0 for none; Config says it below 0, its 0 being the
+	// default.
+	if c.QuarantineCap = e.IntIn(EnvQuarantineCap, storage.DefaultQuarantineCap, 0, maxQuarantineCap, "deliveries"); c.QuarantineCap == 0 {
+		c.QuarantineCap = -1
 	}
 	if c.SourcesRefresh > 0 && c.SourcesRefresh < minSourcesRefresh {
 		e.Errorf("%s must be 0 (off) or a duration from %s to %s, got %q", EnvSourcesRefresh, minSourcesRefresh, maxSourcesRefresh, getenv(EnvSourcesRefresh))

@@ -39,6 +39,7 @@ type EventStore interface {
 	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error)
 	RejectionInsert(ctx context.Context, r inbox.Rejection, capacity int) error
 	SourceActivityRecord(ctx context.Context, sources []storage.SourceRecord, now time.Time) error
+	QuarantineInsert(ctx context.Context, q inbox.Quarantined, capacity int) (bool, error)
 }
 
 // Defaults for Config's zero values.
@@ -69,6 +70,10 @@ type Config struct {
 	// only after a burst of refusals. ConfigFromEnv's default
 	// is DefaultSourcesRefresh; a zero Config's is 0.
 	SourcesRefresh time.Duration
+	// QuarantineCap is how many deliveries refused for their signature or
+	// signed time each source keeps in quarantine (quarantine.go): 0 is
+	// storage.DefaultQuarantineCap, below 0 keeps none.
+	QuarantineCap int
 	// Metrics makes each outcome's log line a CloudWatch EMF record; Off
 	// leaves plain log lines. Its clock is Deps.Clock.
 	Metrics metrics.Emitter
@@ -129,6 +134,9 @@ type Handler struct {
 	mux        *http.ServeMux
 	sampler    *sampler
 	rejections *rejectionWriter
+	// quarantined keeps refused deliveries; nil when the quarantine is
+	// off.
+	quarantined *quarantineWriter
 	// sources is Deps.Sources, as re-reads replace it.
 	sources *sourcesReloader
 	// activity is the sources' deliveries not yet recorded (activity.go).
@@ -167,6 +175,9 @@ func New(cfg Config, deps Deps) (*Handler, error) {
 	h := &Handler{cfg: cfg, deps: deps, mux: http.NewServeMux(), sampler: newSampler(rejectionSampleInterval),
 		rejections: newRejectionWriter(deps.Store, deps.Logger, cfg.Metrics),
 		sources:    newSourcesReloader(deps.Sources, deps.ReadSources, max(cfg.SourcesRefresh, 0), deps.Clock, deps.Logger, cfg.Metrics)}
+	if cfg.QuarantineCap >= 0 {
+		h.quarantined = newQuarantineWriter(deps.Store, cfg.QuarantineCap, deps.Logger, cfg.Metrics)
+	}
 	h.mux.HandleFunc("/webhooks/{source}", h.serveWebhook)
 	h.mux.HandleFunc("/webhooks/{source}/{token}", h.serveWebhook)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -284,6 +295,7 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	// swaps in meanwhile.
 	set := h.sources.sources(r.Context())
 	src, ident, answered, err := h.authenticate(w, r, set, name, body)
+	used := set
 	if err != nil && authCauses[inbox.CauseOf(err)] {
 		// A burst of refusals may be a source changed since the sources
 		// were read (a secret rolled, a source added): when the document
@@ -298,12 +310,18 @@ func (h *Handler) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 		if next := h.sources.refused(r.Context(), key); next != nil {
 			src, ident, answered, err = h.authenticate(w, r, next, name, body)
+			used = next
 		}
 	}
 	if answered {
 		return
 	}
 	if err != nil {
+		if refusedSrc, configured := used.Lookup(name); configured && r.Method == http.MethodPost {
+			// Only a verifier's refusal of a configured source's POST
+			// at its endpoint has these causes; the rest are never kept.
+			h.quarantine(r, refusedSrc, body, inbox.CauseOf(err))
+		}
 		h.refuse(w, r, name, err)
 		return
 	}

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -104,10 +105,14 @@ func (w *rejectionWriter) close(ctx context.Context) error {
 	}
 }
 
-// Close writes the rejection records still queued, waiting at most until
+// Close writes the quarantined deliveries and the rejection records still queued, waiting at most until
 // ctx ends, and stops the background writer: later refusals are answered
 // as before but not recorded. The Lambda main calls it on SIGTERM (the
 // environment's shutdown), before closing the pool; tests, at cleanup.
 func (h *Handler) Close(ctx context.Context) error {
-	return h.rejections.close(ctx)
+	var qerr error
+	if h.quarantined != nil {
+		qerr = h.quarantined.close(ctx)
+	}
+	return errors.Join(qerr, h.rejections.close(ctx))
 }

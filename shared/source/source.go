@@ -39,6 +39,8 @@ type Source struct {
 	Verifier Verifier
 	// endpoint is where it is reachable (endpoint.go).
 	endpoint endpointOptions
+	// keptHeaders are the headers its kind reads (KeptHeaders).
+	keptHeaders []string
 	// GuardBody is set when the event id is not covered by the signature
 	// (GitHub, Shopify, an hmac source with an unsigned id header): a
 	// captured signed body can then be posted again under a fresh id, so
@@ -182,6 +184,7 @@ func Parse(doc []byte) (*Set, error) {
 		if n, ok := v.(noter); ok {
 			src.Note = n.templateNote()
 		}
+		src.keptHeaders = keptHeaderNames(src)
 		set.byName[name] = src
 	}
 	return set, nil

@@ -328,6 +328,16 @@ func (v *standardVerifier) Sign(body []byte, eventID, _ string, now time.Time) h
 	return h
 }
 
+// headerNames implements headerNamer: both header sets, of which Sign
+// writes one.
+func (v *standardVerifier) headerNames() []string {
+	var out []string
+	for _, set := range standardHeaders {
+		out = append(out, set.id, set.timestamp, set.signature)
+	}
+	return out
+}
+
 // cannotSign implements signReady: a source with public keys only holds
 // nothing to sign with.
 func (v *standardVerifier) cannotSign() error {

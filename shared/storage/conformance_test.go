@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -231,6 +232,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_archive_objects/expunge", testArchiveExpunge},
 	{"webhook_rejections", testRejections},
 	{"webhook_source_activity", testSourceActivity},
+	{"webhook_quarantine", testQuarantine},
 	{"time_buckets", testTimeBuckets},
 	{"webhook_payload_mismatches", testPayloadMismatches},
 	{"pg_misc", testPGMisc},
@@ -2101,5 +2103,71 @@ func testEventDiscard(t *testing.T, e *env) {
 	}
 	if due, err := s.EventGetDue(e.ctx, now.Add(time.Hour)); err != nil || due.Solo || due.Batch {
 		t.Fatalf("something of source x is still due: %+v %v", due, err)
+	}
+}
+
+// The quarantine: kept within a cap per source, listed newest first by
+// source and window, read whole, counted, locked for a re-ingest, marked,
+// deleted, purged, and its copies of an event found by body hash or by an
+// id header's value.
+func testQuarantine(t *testing.T, e *env) {
+	s := e.store
+	hdr := http.Header{"X-Github-Delivery": {"d-1"}, "X-Hub-Signature-256": {"sha256=00"}}
+	first := factory.Quarantined(e.ctx, t, s, &factory.QuarantinedOpts{Source: "gh", Kind: "github", Header: hdr, Body: []byte(`{"a":1}`), ReceivedAt: e.now.Add(-2 * time.Hour)})
+	second := factory.Quarantined(e.ctx, t, s, &factory.QuarantinedOpts{Source: "gh", Kind: "github", Body: []byte(`{"a":2}`), ReceivedAt: e.now})
+	factory.Quarantined(e.ctx, t, s, &factory.QuarantinedOpts{Source: "st", Cause: inbox.CauseTimestampOutOfTolerance, ReceivedAt: e.now})
+	// A cap of 2: gh holds 2 already.
+	if kept := must[bool](t)(s.QuarantineInsert(e.ctx, inbox.Quarantined{Source: "gh", SourceKind: "github", Cause: inbox.CauseSignatureMismatch, ReceivedAt: e.now, Body: []byte("x")}, 2)); kept {
+		t.Fatal("kept beyond the cap")
+	}
+	page := must[[]inbox.Quarantined](t)(s.QuarantineListPage(e.ctx, storage.QuarantineFilter{Source: "gh"}, 0, 10))
+	if len(page) != 2 || page[0].ID != second || page[1].ID != first || page[0].Body != nil {
+		t.Fatalf("page %+v", page)
+	}
+	recent := storage.QuarantineFilter{Source: "gh", ReceivedFrom: e.now.Add(-time.Hour)}
+	if n := must[int](t)(s.QuarantineCount(e.ctx, recent)); n != 1 {
+		t.Fatalf("count in the last hour %d", n)
+	}
+	q := must[inbox.Quarantined](t)(s.QuarantineGetByID(e.ctx, first))
+	if !field.Check(t, "quarantined", field.Eq("Header", q.Header.Get("X-Github-Delivery"), "d-1"), field.Eq("Body", string(q.Body), `{"a":1}`),
+		field.Eq("Cause", q.Cause, inbox.CauseSignatureMismatch), field.Eq("ReceivedAt", q.ReceivedAt.Equal(e.now.Add(-2*time.Hour)), true)) {
+		t.FailNow()
+	}
+	if _, err := s.QuarantineGetByID(e.ctx, 1<<40); !errors.Is(err, storage.ErrQuarantineNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
+	defer tx.Rollback(e.ctx)
+	locked := must[[]inbox.Quarantined](t)(tx.QuarantineListForReingest(e.ctx, storage.QuarantineFilter{Source: "gh"}, 0, 10))
+	if len(locked) != 2 || locked[0].ID != first || string(locked[1].Body) != `{"a":2}` {
+		t.Fatalf("for re-ingest %+v", locked)
+	}
+	if after := must[[]inbox.Quarantined](t)(tx.QuarantineListForReingest(e.ctx, storage.QuarantineFilter{Source: "gh"}, first, 1)); len(after) != 1 || after[0].ID != second {
+		t.Fatalf("after the first: %+v", after)
+	}
+	check(t, tx.QuarantineMarkFailed(e.ctx, second, e.now, inbox.CauseSignatureMismatch, "still"))
+	if n := must[int](t)(tx.QuarantineDelete(e.ctx, []int64{first})); n != 1 {
+		t.Fatalf("deleted %d", n)
+	}
+	check(t, tx.Commit(e.ctx))
+	q = must[inbox.Quarantined](t)(s.QuarantineGetByID(e.ctx, second))
+	if q.LastCause != inbox.CauseSignatureMismatch || q.LastError != "still" || q.TriedAt == nil {
+		t.Fatalf("marked %+v", q)
+	}
+	// Copies: by the body's hash, by an id header's value, not another
+	// source's.
+	factory.Quarantined(e.ctx, t, s, &factory.QuarantinedOpts{Source: "gh", Kind: "github", Header: hdr, Body: []byte(`{"b":1}`)})
+	sum := sha256.Sum256([]byte(`{"a":2}`))
+	if n := must[int](t)(s.QuarantineCountCopies(e.ctx, "gh", "d-1", sum[:])); n != 2 {
+		t.Fatalf("copies %d, want 2", n)
+	}
+	if n := must[int](t)(s.QuarantineDeleteCopies(e.ctx, "gh", "d-1", sum[:])); n != 2 {
+		t.Fatalf("copies erased %d, want 2", n)
+	}
+	if n := must[int](t)(s.QuarantinePurge(e.ctx, storage.QuarantineFilter{Source: "st"})); n != 1 {
+		t.Fatalf("purged %d", n)
+	}
+	if n := must[int](t)(s.QuarantineCount(e.ctx, storage.QuarantineFilter{})); n != 0 {
+		t.Fatalf("left %d", n)
 	}
 }

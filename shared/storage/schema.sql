@@ -150,7 +150,7 @@ CREATE TABLE public.webhook_operator_actions (
     filter jsonb DEFAULT '{}'::jsonb NOT NULL,
     events integer DEFAULT 0 NOT NULL,
     reason text DEFAULT ''::text NOT NULL,
-    CONSTRAINT webhook_operator_actions_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'requeue'::text, 'expunge'::text, 'pause'::text, 'resume'::text, 'resolve'::text, 'discard'::text]))),
+    CONSTRAINT webhook_operator_actions_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'requeue'::text, 'expunge'::text, 'pause'::text, 'resume'::text, 'resolve'::text, 'discard'::text, 'reingest'::text, 'purge'::text]))),
     CONSTRAINT webhook_operator_actions_actor_check CHECK (((octet_length(actor) >= 1) AND (octet_length(actor) <= 200))),
     CONSTRAINT webhook_operator_actions_events_check CHECK ((events >= 0)),
     CONSTRAINT webhook_operator_actions_reason_check CHECK ((octet_length(reason) <= 2000))
@@ -199,6 +199,40 @@ CREATE SEQUENCE public.webhook_payload_mismatches_id_seq
 
 ALTER SEQUENCE public.webhook_payload_mismatches_id_seq OWNED BY public.webhook_payload_mismatches.id;
 
+CREATE TABLE public.webhook_quarantine (
+    id bigint NOT NULL,
+    provider text NOT NULL,
+    source_kind text NOT NULL,
+    cause text NOT NULL,
+    request_id text DEFAULT ''::text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    headers jsonb DEFAULT '{}'::jsonb NOT NULL,
+    body bytea NOT NULL,
+    body_sha256 bytea NOT NULL,
+    body_size integer NOT NULL,
+    tried_at timestamp with time zone,
+    last_cause text,
+    last_error text,
+    CONSTRAINT webhook_quarantine_body_sha256_check CHECK ((octet_length(body_sha256) = 32)),
+    CONSTRAINT webhook_quarantine_body_size_check CHECK ((body_size >= 0)),
+    CONSTRAINT webhook_quarantine_cause_check CHECK ((cause = ANY (ARRAY['signature_mismatch'::text, 'timestamp_out_of_tolerance'::text]))),
+    CONSTRAINT webhook_quarantine_headers_check CHECK ((octet_length((headers)::text) <= 65536)),
+    CONSTRAINT webhook_quarantine_last_cause_check CHECK ((octet_length(last_cause) <= 64)),
+    CONSTRAINT webhook_quarantine_last_error_check CHECK ((octet_length(last_error) <= 512)),
+    CONSTRAINT webhook_quarantine_provider_check CHECK (((octet_length(provider) >= 1) AND (octet_length(provider) <= 64))),
+    CONSTRAINT webhook_quarantine_request_id_check CHECK ((octet_length(request_id) <= 128)),
+    CONSTRAINT webhook_quarantine_source_kind_check CHECK (((octet_length(source_kind) >= 1) AND (octet_length(source_kind) <= 64)))
+);
+
+CREATE SEQUENCE public.webhook_quarantine_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.webhook_quarantine_id_seq OWNED BY public.webhook_quarantine.id;
+
 CREATE TABLE public.webhook_rejections (
     slot integer NOT NULL,
     provider text NOT NULL,
@@ -237,6 +271,8 @@ ALTER TABLE ONLY public.webhook_operator_actions ALTER COLUMN id SET DEFAULT nex
 
 ALTER TABLE ONLY public.webhook_payload_mismatches ALTER COLUMN id SET DEFAULT nextval('public.webhook_payload_mismatches_id_seq'::regclass);
 
+ALTER TABLE ONLY public.webhook_quarantine ALTER COLUMN id SET DEFAULT nextval('public.webhook_quarantine_id_seq'::regclass);
+
 ALTER TABLE ONLY public.webhook_archive_objects
     ADD CONSTRAINT webhook_archive_objects_pkey PRIMARY KEY (key);
 
@@ -266,6 +302,9 @@ ALTER TABLE ONLY public.webhook_pauses
 
 ALTER TABLE ONLY public.webhook_payload_mismatches
     ADD CONSTRAINT webhook_payload_mismatches_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.webhook_quarantine
+    ADD CONSTRAINT webhook_quarantine_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.webhook_rejections
     ADD CONSTRAINT webhook_rejections_pkey PRIMARY KEY (slot);
@@ -302,6 +341,10 @@ CREATE INDEX webhook_operator_actions_at_idx ON public.webhook_operator_actions 
 CREATE INDEX webhook_payload_mismatches_event_idx ON public.webhook_payload_mismatches USING btree (provider, event_id);
 
 CREATE INDEX webhook_payload_mismatches_received_idx ON public.webhook_payload_mismatches USING btree (received_at, provider);
+
+CREATE INDEX webhook_quarantine_body_idx ON public.webhook_quarantine USING btree (provider, body_sha256);
+
+CREATE INDEX webhook_quarantine_provider_idx ON public.webhook_quarantine USING btree (provider, id);
 
 CREATE INDEX webhook_rejections_received_idx ON public.webhook_rejections USING btree (received_at);
 

@@ -99,6 +99,18 @@ type Executor interface {
 	RejectionCountByCause(ctx context.Context, since time.Time) ([]RejectionCount, error)
 	RejectionCountByBucket(ctx context.Context, b Buckets) ([]RejectionBucket, error)
 
+	// webhook_quarantine
+	QuarantineInsert(ctx context.Context, q inbox.Quarantined, capacity int) (bool, error)
+	QuarantineListPage(ctx context.Context, f QuarantineFilter, before int64, limit int) ([]inbox.Quarantined, error)
+	QuarantineGetByID(ctx context.Context, id int64) (inbox.Quarantined, error)
+	QuarantineCount(ctx context.Context, f QuarantineFilter) (int, error)
+	QuarantineListForReingest(ctx context.Context, f QuarantineFilter, after int64, limit int) ([]inbox.Quarantined, error)
+	QuarantineDelete(ctx context.Context, ids []int64) (int, error)
+	QuarantineMarkFailed(ctx context.Context, id int64, at time.Time, cause inbox.Cause, msg string) error
+	QuarantinePurge(ctx context.Context, f QuarantineFilter) (int, error)
+	QuarantineCountCopies(ctx context.Context, source, eventID string, bodySHA256 []byte) (int, error)
+	QuarantineDeleteCopies(ctx context.Context, source, eventID string, bodySHA256 []byte) (int, error)
+
 	// webhook_payload_mismatches
 	PayloadMismatchInsert(ctx context.Context, m inbox.PayloadMismatch) (bool, error)
 	PayloadMismatchCountByEvent(ctx context.Context, source, eventID string) (int, error)

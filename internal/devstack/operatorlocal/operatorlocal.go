@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
 	"github.com/webhook-inbox/webhook-inbox/shared/operations"
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	Blobs   *blobstore.Store
 	// Logger gets the operator API's lines and the stand-in's refusals.
 	Logger *slog.Logger
+	// Sources reads the sources document for a re-ingest
+	// (operations.Deps.Sources); nil: a re-ingest is refused.
+	Sources func(context.Context) (*source.Set, error)
 }
 
 // Endpoints are the two handlers and who may call them.
@@ -100,7 +104,7 @@ func endpoint(cfg Config, access operations.Access, target string, v *iamlocal.V
 	if access == operations.AccessRead && cfg.ReadStore != nil {
 		store = cfg.ReadStore
 	}
-	svc, err := operations.New(operations.Config{Access: access, Archive: cfg.Archive}, operations.Deps{Store: store, Blobs: cfg.Blobs, Logger: log})
+	svc, err := operations.New(operations.Config{Access: access, Archive: cfg.Archive}, operations.Deps{Store: store, Blobs: cfg.Blobs, Logger: log, Sources: cfg.Sources})
 	if err != nil {
 		return nil, err
 	}

@@ -288,7 +288,9 @@ func acceptsItsEnvironment(t *testing.T, sc scenario, tpl *samtemplate.Template,
 	}
 	for _, id := range functionIDs {
 		over := map[string]string{}
-		if id == "ReceiverFunction" {
+		if id == "ReceiverFunction" || id == "OperatorFunction" {
+			// Both read the relay's copy of the sources at start-up (the
+			// operator's re-ingest verifies with it).
 			over = s3Env
 		}
 		if id == "MigrationFunction" {

@@ -358,7 +358,7 @@ var s3Grants = map[string][]string{
 	"ProcessorFunction":    {"s3:GetObject " + archiveObjects, "s3:PutObject " + controlObjects("wake/arm/*")},
 	"OperatorReadFunction": {"s3:GetObject " + archiveObjects},
 	"OperatorFunction": {"s3:DeleteObject " + archiveObjects, "s3:DeleteObjectVersion " + archiveObjects, "s3:GetObject " + archiveObjects,
-		"s3:ListBucket " + archiveBucket, "s3:ListBucketVersions " + archiveBucket, "s3:PutObject " + archiveObjects, "s3:PutObject " + controlObjects("wake/*")},
+		"s3:GetObject " + controlObjects("config/sources.json"), "s3:ListBucket " + archiveBucket, "s3:ListBucketVersions " + archiveBucket, "s3:PutObject " + archiveObjects, "s3:PutObject " + controlObjects("wake/*")},
 	"ReceiverFunction":       {"s3:GetObject " + controlObjects("config/sources.json"), "s3:PutObject " + controlObjects("wake/*")},
 	"MigrationFunction":      nil,
 	"MigrationFrontFunction": nil,

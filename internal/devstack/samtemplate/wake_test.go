@@ -253,7 +253,8 @@ func (d deployed) checkControlBucket(t *testing.T) {
 			"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}}}),
 		canon(map[string]any{"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject", "Resource": sub("${ControlBucket.Arn}/config/*"),
 			"Condition": map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": []any{
-				map[string]any{"Fn::GetAtt": []any{"ReceiverRole", "Arn"}}, map[string]any{"Fn::GetAtt": []any{"RelayRole", "Arn"}}}}}}),
+				map[string]any{"Fn::GetAtt": []any{"ReceiverRole", "Arn"}}, map[string]any{"Fn::GetAtt": []any{"RelayRole", "Arn"}},
+				map[string]any{"Fn::GetAtt": []any{"OperatorRole", "Arn"}}}}}}),
 	}
 	sort.Strings(got)
 	sort.Strings(want)
@@ -272,8 +273,8 @@ func (d deployed) checkControlBucket(t *testing.T) {
 		}
 	}
 	sort.Strings(readers)
-	if !slices.Equal(readers, []string{"ReceiverRole", "RelayRole"}) {
-		t.Errorf("roles that may read the control bucket: %v, want the receiver's and the relay's", readers)
+	if !slices.Equal(readers, []string{"OperatorRole", "ReceiverRole", "RelayRole"}) {
+		t.Errorf("roles that may read the control bucket: %v, want the receiver's, the relay's and the acting operator's (a re-ingest)", readers)
 	}
 }
 

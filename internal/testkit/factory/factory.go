@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,6 +290,49 @@ func Rejection(ctx context.Context, t testing.TB, exec storage.Executor, opts *R
 	if err := exec.RejectionInsert(ctx, r, 0); err != nil {
 		t.Fatalf("factory: %v", err)
 	}
+}
+
+// QuarantinedOpts describes a refused delivery kept in quarantine.
+type QuarantinedOpts struct {
+	// Source and Kind default to stripe; Cause to signature_mismatch.
+	Source, Kind string
+	Cause        inbox.Cause
+	Header       http.Header
+	Body         []byte
+	// ReceivedAt defaults to now.
+	ReceivedAt time.Time
+}
+
+// Quarantined keeps a refused delivery, with the receiver's own statement
+// (at the default cap), and returns its id.
+func Quarantined(ctx context.Context, t testing.TB, exec storage.Executor, opts *QuarantinedOpts) int64 {
+	t.Helper()
+	q := inbox.Quarantined{Source: opts.Source, SourceKind: opts.Kind, Cause: opts.Cause, Header: opts.Header, Body: opts.Body,
+		ReceivedAt: opts.ReceivedAt, RequestID: "factory"}
+	if q.Source == "" {
+		q.Source = "stripe"
+	}
+	if q.SourceKind == "" {
+		q.SourceKind = "stripe"
+	}
+	if q.Cause == "" {
+		q.Cause = inbox.CauseSignatureMismatch
+	}
+	if q.Body == nil {
+		q.Body = []byte(`{"id":"evt_factory_quarantined"}`)
+	}
+	if q.ReceivedAt.IsZero() {
+		q.ReceivedAt = time.Now()
+	}
+	kept, err := exec.QuarantineInsert(ctx, q, 0)
+	if err != nil || !kept {
+		t.Fatalf("factory: quarantine: kept %v, %v", kept, err)
+	}
+	page, err := exec.QuarantineListPage(ctx, storage.QuarantineFilter{Source: q.Source}, 0, 1)
+	if err != nil || len(page) != 1 {
+		t.Fatalf("factory: quarantine: %v", err)
+	}
+	return page[0].ID
 }
 
 // ProcessDue marks every event due now processed at processedAt (outcome

@@ -6,6 +6,7 @@
 package operatortest
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/operatorclient"
 	"github.com/webhook-inbox/webhook-inbox/shared/archive"
 	"github.com/webhook-inbox/webhook-inbox/shared/blobstore"
+	"github.com/webhook-inbox/webhook-inbox/shared/source"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage"
 )
 
@@ -32,7 +34,14 @@ type Remote struct {
 // bucket blobs, when arch is set) until the test ends.
 func Start(t testing.TB, store *storage.Store, arch *archive.Config, blobs *blobstore.Store) *Remote {
 	t.Helper()
-	e, err := operatorlocal.New(operatorlocal.Config{Store: store, Archive: arch, Blobs: blobs})
+	return StartWithSources(t, store, arch, blobs, nil)
+}
+
+// StartWithSources is Start whose re-ingests verify with the sources
+// sources reads (nil: re-ingests are refused, as where none are given).
+func StartWithSources(t testing.TB, store *storage.Store, arch *archive.Config, blobs *blobstore.Store, sources func(context.Context) (*source.Set, error)) *Remote {
+	t.Helper()
+	e, err := operatorlocal.New(operatorlocal.Config{Store: store, Archive: arch, Blobs: blobs, Sources: sources})
 	if err != nil {
 		t.Fatalf("operatortest: %v", err)
 	}

@@ -99,6 +99,13 @@ func CoreGrants() []Grant {
 		// deliveries. Its upsert reads the conflicting row (SELECT), and it
 		// marks the sources no longer configured; nothing in it is secret.
 		{Role: RoleReceiver, On: "webhook_source_activity", Privileges: []string{"SELECT", "INSERT", "UPDATE"}},
+		// QuarantineInsert keeps a delivery refused for its signature or
+		// its signed time, within its source's cap, which it counts by the
+		// provider column alone: the receiver never reads a kept body.
+		{Role: RoleReceiver, On: "webhook_quarantine", Privileges: []string{"INSERT"},
+			Columns: []string{"provider", "source_kind", "cause", "request_id", "received_at", "headers", "body", "body_sha256", "body_size"}},
+		{Role: RoleReceiver, On: "webhook_quarantine", Privileges: []string{"SELECT"}, Columns: []string{"provider"}},
+		{Role: RoleReceiver, On: "webhook_quarantine_id_seq", Privileges: []string{"USAGE"}},
 
 		// The processor: the claims (EventClaimBatch, EventClaimSolo) read
 		// and lock whole rows (a handler gets the body; FOR NO KEY UPDATE
@@ -208,6 +215,16 @@ func CoreGrants() []Grant {
 		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"INSERT"}, Columns: []string{"key", "provider"}},
 		{Role: RoleOperator, On: "webhook_archive_objects", Privileges: []string{"UPDATE"},
 			Columns: []string{"committed_at", "event_count", "size", "sha256", "rewritten_at", "first_id", "last_id", "last_received_at", "expired_at"}},
+		// A re-ingest stores what now verifies with the receiver's own
+		// statement (EventInsert: the receiver's columns, nothing more),
+		// marks what still fails (QuarantineMarkFailed, whose FOR UPDATE
+		// read needs an UPDATE privilege too) and deletes what it stored; a
+		// purge and an expunge delete quarantined deliveries.
+		{Role: RoleOperator, On: "webhook_events", Privileges: []string{"INSERT"},
+			Columns: []string{"provider", "event_id", "event_type", "payload", "body", "body_sha256", "body_size", "metadata", "source_kind", "body_guard"}},
+		{Role: RoleOperator, On: "webhook_events_id_seq", Privileges: []string{"USAGE"}},
+		{Role: RoleOperator, On: "webhook_quarantine", Privileges: []string{"DELETE"}},
+		{Role: RoleOperator, On: "webhook_quarantine", Privileges: []string{"UPDATE"}, Columns: []string{"tried_at", "last_cause", "last_error"}},
 	}
 	// Both operator roles read every core table whole: the operator pages
 	// show events with their bodies (EventGetByID, EventList, the
@@ -232,4 +249,5 @@ var operatorTables = []string{
 	"webhook_operator_action_events", "webhook_rejections", "webhook_payload_mismatches", "webhook_archive_objects",
 	"webhook_pauses",
 	"webhook_source_activity",
+	"webhook_quarantine",
 }

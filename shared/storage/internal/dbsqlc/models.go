@@ -132,6 +132,22 @@ type WebhookPayloadMismatch struct {
 	ReceivedEventType *string
 }
 
+type WebhookQuarantine struct {
+	ID         int64
+	Source     string
+	SourceKind string
+	Cause      string
+	RequestID  string
+	ReceivedAt time.Time
+	Headers    []byte
+	Body       []byte
+	BodySHA256 []byte
+	BodySize   int32
+	TriedAt    *time.Time
+	LastCause  *string
+	LastError  *string
+}
+
 type WebhookRejection struct {
 	Slot       int32
 	Source     string
