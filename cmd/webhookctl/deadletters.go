@@ -143,7 +143,9 @@ letter.
 
 Without --yes (or with --dry-run) it only counts the events a requeue
 would send back, with the same filter, and changes nothing; --yes
-requeues them. Without a filter, --all is required.`,
+requeues them. A large requeue goes on in several calls under one record
+(the processor starts on the first events while the rest are requeued).
+Without a filter, --all is required.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -176,31 +178,40 @@ requeues them. Without a filter, --all is required.`,
 			}
 			defer closeAPI()
 			dry := dryRun || !yes
-			var b *bar
-			if !dry {
-				b = newBar(cmd, -1, "requeueing") // one statement: a spinner
-			}
-			res, err := api.Requeue(cmd.Context(), operations.RequeueRequest{Select: sel, DryRun: dry, Reason: by.reason})
-			if res != nil {
-				b.Set(res.Events)
-			}
-			b.Done()
+			r := operations.RequeueRequest{Select: sel, DryRun: dry, Reason: by.reason}
+			var last *operations.RequeueResult
+			total, err := runBulk(cmd, "requeueing", func(cont *operations.ActionCursor) (bulkCall, error) {
+				r.Continue = cont
+				res, err := api.Requeue(cmd.Context(), r)
+				if err != nil {
+					return bulkCall{}, err
+				}
+				last = res
+				if res.DryRun {
+					return bulkCall{matched: res.Matched}, nil
+				}
+				return bulkCall{res.Matched, res.Events, res.ActionID, res.Next}, nil
+			})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
+				res := operations.RequeueResult{DryRun: last.DryRun, Events: total.done, Matched: total.matched, ActionID: total.actionID}
+				if dry {
+					res.Events = total.matched
+				}
 				return writeJSON(out, res)
 			}
 			if dry {
-				fmt.Fprintf(out, "dry run: %d events would be requeued", res.Events)
+				fmt.Fprintf(out, "dry run: %d events would be requeued", total.matched)
 				if !dryRun {
 					fmt.Fprint(out, "; run it again with --yes to requeue them")
 				}
 				fmt.Fprintln(out)
 				return nil
 			}
-			fmt.Fprintf(out, "requeued %d events: due now; 'webhookctl stats' shows the backlog drain\n", res.Events)
+			fmt.Fprintf(out, "requeued %d events: due now; 'webhookctl stats' shows the backlog drain\n", total.done)
 			return nil
 		},
 	}

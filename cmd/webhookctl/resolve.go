@@ -41,7 +41,7 @@ func (c *criteriaFlags) criteria() (operations.Criteria, error) {
 	return operations.Criteria{IDs: c.ids, Cause: c.cause, Error: c.errText, Received: w}, err
 }
 
-// bulkCall is one call of a resolve or a discard, reduced to what the
+// bulkCall is one call of a requeue, a resolve or a discard, reduced to what the
 // loop needs: the whole selection's count (first call), what the call
 // changed, its record, and where the next call goes on.
 type bulkCall struct {
@@ -65,8 +65,12 @@ func runBulk(cmd *cobra.Command, what string, call func(cont *operations.ActionC
 	for next := total.next; next != nil; {
 		more, err := call(next)
 		if err != nil {
-			return total, fmt.Errorf("the %s stopped after %d of %d events (recorded as action %d; --continue %d goes on): %w",
-				what, total.done, total.matched, total.actionID, total.actionID, err)
+			// What was changed no longer matches the selection (a
+			// requeued or resolved dead letter is not open, a discarded
+			// event not due), so the same command run again acts on the
+			// rest, under a record of its own.
+			return total, fmt.Errorf("the %s stopped after %d of %d events (recorded as action %d; the same command run again acts on the rest): %w",
+				what, total.done, total.matched, total.actionID, err)
 		}
 		total.done += more.done
 		b.Set(total.done)

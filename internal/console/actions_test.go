@@ -378,8 +378,8 @@ func TestDeadLettersAndActionsPage(t *testing.T) {
 		t.Fatalf("first page of dead letters: %v", first)
 	}
 	// Between pages: one of the next page is requeued, a new one dies.
-	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dls[51]}, time.Now(), inbox.Actor{Name: "bob"}); err != nil || n != 1 {
-		t.Fatalf("requeue = %d, %v", n, err)
+	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dls[51]}, storage.BulkOptions{Now: time.Now(), By: inbox.Actor{Name: "bob"}}); err != nil || n.Done != 1 {
+		t.Fatalf("requeue = %d, %v", n.Done, err)
 	}
 	_, late := f.deadLetter("stripe", "invoice.paid")
 	second := rows(f.nextPage(page))

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -136,13 +137,22 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	s.log.Info("console: dead letters requeued", "operator", s.who, "events", res.Events, "dead_letter", sel.ID,
+	matched, requeued := res.Matched, res.Events
+	for next := res.Next; next != nil; next = res.Next {
+		if res, err = s.api.Requeue(ctx, operations.RequeueRequest{Continue: next, Reason: s.cfg.Reason}); err != nil {
+			return inbox.WrapError(inbox.CauseOf(err), err, fmt.Sprintf(
+				"the requeue stopped after %d of its %d events (recorded as operator action %d): %s",
+				requeued, matched, next.ActionID, messageOf(err)))
+		}
+		requeued += res.Events
+	}
+	s.log.Info("console: dead letters requeued", "operator", s.who, "events", requeued, "action_id", res.ActionID, "dead_letter", sel.ID,
 		"source", sel.Source, "event_type", sel.Type, "all", sel.All)
 	v := url.Values{}
 	if sel.ID == 0 {
 		v = operatorapi.DeadLettersValues(operations.DeadLetterQuery{Source: sel.Source, Type: sel.Type, Window: sel.Window, Criteria: sel.Criteria})
 	}
-	v.Set("requeued", strconv.Itoa(res.Events))
+	v.Set("requeued", strconv.Itoa(requeued))
 	return redirect(w, r, "/dead-letters", v)
 }
 

@@ -1102,8 +1102,8 @@ func TestExpungeArchived(t *testing.T) {
 	// The event was also dead-lettered somewhere in its past, then
 	// requeued: that copy goes too.
 	gdpr := factory.Event(ctx, t, f.store, &factory.EventOpts{Source: "stripe", EventID: "evt_gdpr", Body: secret, State: inbox.StateDead})
-	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, time.Now(), inbox.Actor{Name: "test"}); err != nil || n != 1 {
-		t.Fatalf("requeue %d: %d, %v", gdpr.ID, n, err)
+	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, storage.BulkOptions{Now: time.Now(), By: inbox.Actor{Name: "test"}}); err != nil || n.Done != 1 {
+		t.Fatalf("requeue %d: %d, %v", gdpr.ID, n.Done, err)
 	}
 	f.insert("stripe", "evt_after", []byte(`{"id":"evt_after"}`))
 	f.process(2 * time.Hour)

@@ -187,8 +187,8 @@ func TestExpungeScrubsEveryCopy(t *testing.T) {
 	if _, err := f.store.EventDeadLetter(ctx, []int64{ev.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, long, inbox.Actor{Name: "ops"}); err != nil || n != 1 {
-		t.Fatalf("requeue: %d %v", n, err)
+	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{Source: "stripe"}, storage.BulkOptions{Now: long, By: inbox.Actor{Name: "ops"}}); err != nil || n.Done != 1 {
+		t.Fatalf("requeue: %d %v", n.Done, err)
 	}
 	finish(storage.AttemptResult{Outcome: inbox.AttemptFailed, Cause: inbox.CauseHandlerFailed, Error: quote, NextAttemptAt: long})
 	finish(storage.AttemptResult{Outcome: inbox.AttemptHandled})

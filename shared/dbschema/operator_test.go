@@ -76,8 +76,8 @@ func setupOperator(t *testing.T) *operatorFixture {
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("dead letters of the history = %v, %v", dls, err)
 	}
-	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{ID: dls[0].ID}, ago(49*time.Hour), seeder); err != nil || n != 1 {
-		t.Fatalf("requeue the history: %d, %v", n, err)
+	if n, err := f.store.DeadLetterRequeue(ctx, storage.DeadLetterFilter{ID: dls[0].ID}, storage.BulkOptions{Now: ago(49 * time.Hour), By: seeder}); err != nil || n.Done != 1 {
+		t.Fatalf("requeue the history: %d, %v", n.Done, err)
 	}
 	factory.ProcessDue(ctx, t, f.store, ago(48*time.Hour))
 	factory.Events(ctx, t, f.store, 3, &factory.EventOpts{State: inbox.StateProcessed, Now: ago(48 * time.Hour)})
@@ -335,8 +335,8 @@ func TestOperatorReadRunsAsItsRole(t *testing.T) {
 	asRead := storage.New(pgtest.As(t, f.owner, migrate.RoleOperatorRead))
 	now := time.Now()
 	by := inbox.Actor{Name: "reader@test", Reason: "must not act"}
-	if n, err := asRead.DeadLetterRequeue(ctx, storage.DeadLetterFilter{All: true}, now, by); !insufficientPrivilege(err) {
-		t.Errorf("requeue as %s: %d, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, n, err)
+	if n, err := asRead.DeadLetterRequeue(ctx, storage.DeadLetterFilter{All: true}, storage.BulkOptions{Now: now, By: by}); !insufficientPrivilege(err) {
+		t.Errorf("requeue as %s: %d, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, n.Done, err)
 	}
 	if r, err := asRead.EventReplay(ctx, storage.ReplayFilter{Source: replaySource}, storage.ReplayOptions{Now: now, By: by}); !insufficientPrivilege(err) {
 		t.Errorf("replay as %s: %+v, %v; want SQLSTATE 42501", migrate.RoleOperatorRead, r, err)
@@ -404,8 +404,8 @@ func TestOperatorRunsAsItsRole(t *testing.T) {
 	if n, err := tx.DeadLetterCountRequeueable(ctx, dl); err != nil || n != 2 {
 		t.Fatalf("count requeueable: %d, %v", n, err)
 	}
-	if n, err := tx.DeadLetterRequeue(ctx, dl, now, by); err != nil || n != 2 {
-		t.Fatalf("requeue: %d, %v", n, err)
+	if n, err := tx.DeadLetterRequeue(ctx, dl, storage.BulkOptions{Now: now, By: by}); err != nil || n.Done != 2 {
+		t.Fatalf("requeue: %d, %v", n.Done, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)

@@ -60,12 +60,12 @@ func (c Criteria) isZero() bool {
 }
 
 // ActionCursor is where an action done in several calls stands (a replay,
-// a resolve, a discard): its record, the last row done, and the last one
+// a requeue, a resolve, a discard): its record, the last row done, and the last one
 // the first call selected.
 type ActionCursor = storage.ReplayCursor
 
-// BulkPerCall is the most rows one Resolve or Discard call changes; a
-// larger one continues in further calls (Next).
+// BulkPerCall is the most rows one Requeue, Resolve or Discard call
+// changes; a larger one continues in further calls (Next).
 const BulkPerCall = ReplayPerCall
 
 // --- Resolve ---
@@ -116,7 +116,7 @@ func (s *Service) Resolve(ctx context.Context, r ResolveRequest) (*ResolveResult
 	if sel.empty() && r.Continue == nil {
 		return nil, invalid("choose a dead letter, a source, a type, a cause, an error text, a time window, or every open dead letter (all)")
 	}
-	out, err := bulkAction(ctx, s, inbox.ActionResolve, bulkRequest{r.DryRun, r.Expect, r.Reason, r.Continue, r.Max}, sel.filter,
+	out, err := bulkAction(ctx, s, inbox.ActionResolve, bulkRequest{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, cont: r.Continue, max: r.Max}, sel.filter,
 		func(ex storage.Executor, f storage.DeadLetterFilter, o storage.BulkOptions) (storage.BulkResult, error) {
 			return ex.DeadLetterResolve(ctx, f, o)
 		})
@@ -216,7 +216,7 @@ func (s *Service) Discard(ctx context.Context, r DiscardRequest) (*DiscardResult
 	if sel.empty() && r.Continue == nil {
 		return nil, invalid("choose an event, a source, a type, a cause, an error text, a receipt window, or every unprocessed event (all)")
 	}
-	out, err := bulkAction(ctx, s, inbox.ActionDiscard, bulkRequest{r.DryRun, r.Expect, r.Reason, r.Continue, r.Max}, sel.filter,
+	out, err := bulkAction(ctx, s, inbox.ActionDiscard, bulkRequest{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, cont: r.Continue, max: r.Max}, sel.filter,
 		func(ex storage.Executor, f storage.DiscardFilter, o storage.BulkOptions) (storage.BulkResult, error) {
 			return ex.EventDiscard(ctx, f, o)
 		})
@@ -232,18 +232,21 @@ func (s *Service) Discard(ctx context.Context, r DiscardRequest) (*DiscardResult
 	return res, nil
 }
 
-// bulkRequest is what Resolve and Discard requests share.
+// bulkRequest is what Requeue, Resolve and Discard requests share.
 type bulkRequest struct {
 	dryRun bool
 	expect *int
 	reason string
 	cont   *ActionCursor
 	max    int
+	// reasonOptional lets an action that loses nothing (a requeue) go
+	// without a reason; one that closes events for good needs one.
+	reasonOptional bool
 }
 
 // bulkAction counts, or checks the confirmed count and acts, in chunks
 // (storage's bulk): a dry run reads one snapshot; an action needs a
-// reason; a continuation takes its selection from its own record (which
+// reason (unless reasonOptional); a continuation takes its selection from its own record (which
 // must be this operator's action of this kind), so that a relative window
 // does not move between calls.
 func bulkAction[F any](ctx context.Context, s *Service, kind string, r bulkRequest, filter func(now time.Time) F,
@@ -264,7 +267,7 @@ func bulkAction[F any](ctx context.Context, s *Service, kind string, r bulkReque
 	if err != nil {
 		return out, err
 	}
-	if by.Reason == "" {
+	if by.Reason == "" && !r.reasonOptional {
 		return out, invalid("a %s needs a reason: say why these events will never run", kind)
 	}
 	now, err := s.deps.Store.PGNow(ctx)

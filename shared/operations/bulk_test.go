@@ -412,3 +412,56 @@ func TestDiscardInSeveralCalls(t *testing.T) {
 		t.Fatalf("the drain after a stopped discard ran %v, want the one it did not reach", ran)
 	}
 }
+
+// A requeue larger than one call goes on in further calls under one
+// record, each call's events due at once; one stopped between calls (or
+// cut short: its context cancelled) leaves a record of exactly what it
+// requeued, and resumes with the rest of the first count only.
+func TestRequeueInSeveralCalls(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	factory.Events(f.ctx, t, f.store, 5, &factory.EventOpts{Source: "stripe", Type: "ok", State: inbox.StateDead})
+	sel := operations.DeadLetterSelection{Source: "stripe"}
+	first := must[*operations.RequeueResult](t)(f.act.Requeue(f.ctx, operations.RequeueRequest{Select: sel, Expect: new(5), Max: 2}))
+	field.Must(t, "first call", field.Printed("Matched", first.Matched, 5), field.Printed("Events", first.Events, 2),
+		field.Printed("Next set", first.Next != nil, true), field.Printed("ActionID set", first.ActionID != 0, true))
+	late := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "stripe", Type: "ok", State: inbox.StateDead})
+
+	// Only this operator's requeue continues it, and only as a requeue.
+	bob := operations.WithOperator(t.Context(), operations.Operator{Name: "bob@ops"})
+	_, err := f.act.Requeue(bob, operations.RequeueRequest{Continue: first.Next})
+	cause(t, err, inbox.CauseInvalidArgument)
+	_, err = f.act.Resolve(f.ctx, operations.ResolveRequest{Reason: "r", Continue: first.Next})
+	cause(t, err, inbox.CauseInvalidArgument)
+	_, err = f.act.Requeue(f.ctx, operations.RequeueRequest{Continue: first.Next, DryRun: true})
+	cause(t, err, inbox.CauseInvalidArgument)
+
+	// The operator gives up mid-way: the call never lands.
+	cancelled, cancel := context.WithCancel(f.ctx)
+	cancel()
+	if _, err := f.act.Requeue(cancelled, operations.RequeueRequest{Continue: first.Next}); err == nil {
+		t.Fatal("a cancelled continuation succeeded")
+	}
+	act := must[*operations.ActionPage](t)(f.read.Actions(f.ctx, operations.ActionQuery{})).Actions[0]
+	field.Must(t, "record after a cancel", field.Printed("ID", act.ID, first.ActionID),
+		field.Printed("Action", act.Action, inbox.ActionRequeue), field.Printed("Events", act.Events, 2))
+	if gauge, _ := f.openDeadLetters(); gauge != 4 {
+		t.Fatalf("open dead letters = %d, want 4 (three left, one late)", gauge)
+	}
+
+	// Resumed: the rest of the first count, never the late one.
+	second := must[*operations.RequeueResult](t)(f.act.Requeue(f.ctx, operations.RequeueRequest{Continue: first.Next, Max: 2}))
+	field.Must(t, "second call", field.Printed("ActionID", second.ActionID, first.ActionID), field.Printed("Matched", second.Matched, 0),
+		field.Printed("Events", second.Events, 2), field.Printed("Next set", second.Next != nil, true))
+	last := must[*operations.RequeueResult](t)(f.act.Requeue(f.ctx, operations.RequeueRequest{Continue: second.Next, Max: 2}))
+	field.Must(t, "last call", field.Printed("Events", last.Events, 1), field.Printed("Next", last.Next == nil, true))
+	act = must[*operations.ActionPage](t)(f.read.Actions(f.ctx, operations.ActionQuery{})).Actions[0]
+	field.Must(t, "record", field.Printed("ID", act.ID, first.ActionID), field.Printed("Events", act.Events, 5))
+	d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: late.ID}))
+	if d.OpenDeadLetter == 0 {
+		t.Fatal("the dead letter that died after the count was requeued")
+	}
+	if ran := drain(t, f, nil); len(ran) != 5 {
+		t.Fatalf("the drain after the requeue ran %v, want its five events", ran)
+	}
+}

@@ -106,78 +106,72 @@ type RequeueRequest struct {
 	Select DeadLetterSelection `json:"select"`
 	// DryRun counts and changes nothing: what a read-only API answers.
 	DryRun bool `json:"dry_run,omitzero"`
-	// Expect is the count the operator confirmed: when set and the
-	// selection now counts otherwise, nothing is requeued (cause
-	// count_changed) and the new count is in the error's message.
+	// Expect is the count the operator confirmed (the first call only):
+	// when set and the selection now counts otherwise, nothing is
+	// requeued (cause count_changed) and the new count is in the error's
+	// message.
 	Expect *int `json:"expect,omitempty"`
 	// Reason is recorded with the action.
 	Reason string `json:"reason,omitzero"`
+	// Continue is the previous call's Next: the requeue goes on under the
+	// same record, with its selection.
+	Continue *ActionCursor `json:"continue,omitempty"`
+	// Max is the most dead letters this call requeues (0 and anything
+	// over BulkPerCall: BulkPerCall).
+	Max int `json:"max,omitzero"`
 }
 
-// RequeueResult is how many events a requeue sent back (or would).
+// RequeueResult is how many events a requeue call sent back (or would).
 type RequeueResult struct {
 	DryRun bool `json:"dry_run"`
-	Events int  `json:"events"`
+	// Events is what this call sent back; for a dry run, what the
+	// selection counts.
+	Events int `json:"events"`
+	// Matched is what the selection counts (a dry run, or the first call:
+	// the whole requeue's; 0 for a continuation).
+	Matched int `json:"matched"`
+	// ActionID is the requeue's record; 0 for a dry run.
+	ActionID int64 `json:"action_id,omitzero"`
+	// Next continues a requeue this call did not finish; null when done.
+	Next *ActionCursor `json:"next"`
 }
 
 // Requeue sends the selected open dead letters back to the processor, due
 // at once, each a new run with its failures reset (attempts and history
 // stay); each dead letter keeps its copy, marked requeued. It is recorded
-// with who and why, in the statement that changes the events.
+// with who and why; each chunk's events are linked to the record, and
+// added to its count, in the statement that changes them. A large requeue
+// is done in several calls under one record.
 func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult, error) {
 	sel, err := r.Select.check()
 	if err != nil {
 		return nil, err
 	}
-	if sel.empty() {
+	if sel.empty() && r.Continue == nil {
 		return nil, invalid("choose a dead letter, a source, a type, a cause, an error text, a time window, or every open dead letter (all)")
 	}
-	res := &RequeueResult{DryRun: r.DryRun}
-	if r.DryRun {
-		err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {
-			var err error
-			res.Events, err = tx.DeadLetterCountRequeueable(ctx, sel.filter(now))
-			return err
+	out, err := bulkAction(ctx, s, inbox.ActionRequeue, bulkRequest{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, cont: r.Continue, max: r.Max,
+		// A requeue runs the events again: nothing is lost, so, as
+		// before requeues came in chunks, a reason is welcome, not
+		// required.
+		reasonOptional: true}, sel.filter,
+		func(ex storage.Executor, f storage.DeadLetterFilter, o storage.BulkOptions) (storage.BulkResult, error) {
+			return ex.DeadLetterRequeue(ctx, f, o)
 		})
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
-	}
-	by, err := s.actor(ctx, r.Reason)
 	if err != nil {
 		return nil, err
 	}
-	// The count the operator confirmed and the requeue are one
-	// transaction, so a confirmed count is the one that runs.
-	tx, err := s.deps.Store.Begin(ctx)
-	if err != nil {
-		return nil, classify(err)
+	res := &RequeueResult{DryRun: r.DryRun, Events: out.Done, Matched: out.Matched, ActionID: out.ActionID, Next: out.Next}
+	if r.DryRun {
+		res.Events = out.Matched
+		return res, nil
 	}
-	defer tx.Rollback(ctx)
-	now, err := tx.PGNow(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	f := sel.filter(now)
-	if r.Expect != nil {
-		n, err := tx.DeadLetterCountRequeueable(ctx, f)
-		if err != nil {
-			return nil, classify(err)
-		}
-		if n != *r.Expect {
-			return nil, countChanged(n, *r.Expect, "requeue")
-		}
-	}
-	if res.Events, err = tx.DeadLetterRequeue(ctx, f, now, by); err != nil {
-		return nil, classify(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, classify(err)
-	}
-	s.log.Info("operations: dead letters requeued", "operator", by.Name, "events", res.Events,
-		"dead_letter", sel.ID, "source", sel.Source, "event_type", sel.Type, "all", sel.All)
+	op, _ := OperatorFrom(ctx)
+	s.log.Info("operations: dead letters requeued", "operator", op.Name, "events", res.Events, "action_id", res.ActionID,
+		"more", res.Next != nil, "dead_letter", sel.ID, "source", sel.Source, "event_type", sel.Type, "all", sel.All)
 	if res.Events > 0 {
+		// Each call's events are due at once: the processor starts on
+		// them while the rest are still being requeued.
 		s.wake(ctx)
 	}
 	return res, nil

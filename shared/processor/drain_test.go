@@ -245,7 +245,7 @@ func TestRequeueFilters(t *testing.T) {
 		t.Fatalf("dead letters = %d", n)
 	}
 
-	if _, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{}, f.clock.Now(), operator); !errors.Is(err, storage.ErrEmptyFilter) {
+	if _, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{}, storage.BulkOptions{Now: f.clock.Now(), By: operator}); !errors.Is(err, storage.ErrEmptyFilter) {
 		t.Fatalf("empty filter: %v", err)
 	}
 	for _, tc := range []struct {
@@ -259,9 +259,9 @@ func TestRequeueFilters(t *testing.T) {
 		{"window from t1", storage.DeadLetterFilter{Source: "ledger", DeadFrom: t1, DeadTo: t1.Add(time.Second)}, 3},
 		{"all", storage.DeadLetterFilter{All: true}, 0},
 	} {
-		n, err := f.store.DeadLetterRequeue(f.ctx, tc.filter, f.clock.Now(), operator)
-		if err != nil || n != tc.want {
-			t.Fatalf("%s: requeued %d, %v; want %d", tc.name, n, err, tc.want)
+		n, err := f.store.DeadLetterRequeue(f.ctx, tc.filter, storage.BulkOptions{Now: f.clock.Now(), By: operator})
+		if err != nil || n.Done != tc.want {
+			t.Fatalf("%s: requeued %d, %v; want %d", tc.name, n.Done, err, tc.want)
 		}
 	}
 	if n := f.count(`SELECT count(*) FROM webhook_events WHERE dead_at IS NOT NULL`); n != 0 {

@@ -339,13 +339,13 @@ func TestAlwaysFailingEventIsDeadLetteredThenRequeued(t *testing.T) {
 	mu.Lock()
 	fixed = true
 	mu.Unlock()
-	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, f.clock.Now(), operator); err != nil || n != 1 {
-		t.Fatalf("requeue = %d, %v", n, err)
+	if n, err := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, storage.BulkOptions{Now: f.clock.Now(), By: operator}); err != nil || n.Done != 1 {
+		t.Fatalf("requeue = %d, %v", n.Done, err)
 	}
 	r = f.row(id)
 	check(t, "requeued event", r, map[string]any{"DeadAt": unset, "Attempts": 4, "FailedAttempts": 0, "Solo": true, "LastError": "",
 		"NextAttemptAt": f.clock.Now()})
-	if n, _ := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, f.clock.Now(), operator); n != 0 {
+	if n, _ := f.store.DeadLetterRequeue(f.ctx, storage.DeadLetterFilter{ID: dl.ID}, storage.BulkOptions{Now: f.clock.Now(), By: operator}); n.Done != 0 {
 		t.Fatal("a dead letter was requeued twice")
 	}
 	if st := f.drain(p); st.Handled != 1 || st.Solo != 1 {

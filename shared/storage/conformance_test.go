@@ -221,6 +221,7 @@ var conformanceCases = []conformanceCase{
 	{"webhook_dead_letters/open_stats", testDeadLetterOpenStats},
 	{"webhook_dead_letters/page", testDeadLetterPage},
 	{"webhook_dead_letters/resolve", testDeadLetterResolve},
+	{"webhook_dead_letters/requeue in chunks", testDeadLetterRequeueInChunks},
 	{"webhook_events/discard", testEventDiscard},
 	{"webhook_operator_actions/page", testOperatorActionPage},
 	{"webhook_events/by_event_id", testEventListByEventID},
@@ -1068,11 +1069,11 @@ func testDeadLetters(t *testing.T, e *env) {
 	) {
 		t.FailNow()
 	}
-	if _, err := s.DeadLetterRequeue(e.ctx, f, now, inbox.Actor{}); err != storage.ErrNoActor {
+	if _, err := s.DeadLetterRequeue(e.ctx, f, storage.BulkOptions{Now: now, By: inbox.Actor{}}); err != storage.ErrNoActor {
 		t.Fatalf("requeue without an actor: %v", err)
 	}
-	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, f, now, inbox.Actor{Name: "ops@test", Reason: "incident 42"})); n != 2 {
-		t.Fatalf("requeued %d", n)
+	if n := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.BulkOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}})); n.Done != 2 {
+		t.Fatalf("requeued %d", n.Done)
 	}
 	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, f)); n != 0 {
 		t.Fatalf("still requeueable: %d", n)
@@ -1302,8 +1303,8 @@ func testBodyRetention(t *testing.T, e *env) {
 	// One dead-lettered once, requeued and processed: its dead letter's
 	// copy of the body goes with it.
 	requeued := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "q", State: inbox.StateDead, CreatedAt: old, Now: e.now})
-	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "q"}, time.Now(), inbox.Actor{Name: "test"})); n != 1 {
-		t.Fatalf("requeued %d", n)
+	if n := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "q"}, storage.BulkOptions{Now: time.Now(), By: inbox.Actor{Name: "test"}})); n.Done != 1 {
+		t.Fatalf("requeued %d", n.Done)
 	}
 	factory.ProcessDue(e.ctx, t, s, e.now)
 	if n := must[int64](t)(s.EventExpireBodies(e.ctx, newer, 10)); n != 2 {
@@ -1841,8 +1842,8 @@ func testDeadLetterPage(t *testing.T, e *env) {
 	}
 	// Between pages: the third is requeued, and a new one dies.
 	third := must[[]*inbox.DeadLetter](t)(s.DeadLetterListByEvent(e.ctx, dead[2].ID))
-	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{ID: third[0].ID}, e.now, inbox.Actor{Name: "ops@test"})); n != 1 {
-		t.Fatalf("requeue = %d", n)
+	if n := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{ID: third[0].ID}, storage.BulkOptions{Now: e.now, By: inbox.Actor{Name: "ops@test"}})); n.Done != 1 {
+		t.Fatalf("requeue = %d", n.Done)
 	}
 	late := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "shop", Type: "order", State: inbox.StateDead, Now: e.now})
 	var seen []int64
@@ -2050,6 +2051,58 @@ func testDeadLetterResolve(t *testing.T, e *env) {
 		field.Is("record", acts, len(acts) == 1 && acts[0].Action == inbox.ActionResolve && acts[0].Events == 3, "one resolve of 3 events"),
 	) {
 		t.FailNow()
+	}
+}
+
+// A requeue larger than one call is done in chunks under one record: each
+// chunk's events are live and linked, the record counts exactly what was
+// requeued after each call, and a continuation takes the rest of the first
+// count, never a dead letter that died since.
+func testDeadLetterRequeueInChunks(t *testing.T, e *env) {
+	s := e.store
+	now := e.now
+	by := inbox.Actor{Name: "ops@test", Reason: "handler fixed"}
+	dead := factory.Events(e.ctx, t, s, 3, &factory.EventOpts{Source: "rq", State: inbox.StateDead, Now: now})
+	f := storage.DeadLetterFilter{Source: "rq"}
+	if _, err := s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{}, storage.BulkOptions{Now: now, By: by}); err != storage.ErrEmptyFilter {
+		t.Fatalf("empty filter: %v", err)
+	}
+	if dry := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.BulkOptions{Now: now, DryRun: true})); dry.Matched != 3 || dry.Done != 0 || dry.ActionID != 0 {
+		t.Fatalf("dry run = %+v", dry)
+	}
+	first := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.BulkInChunks(storage.BulkOptions{Now: now, By: by, Max: 2}, 1)))
+	if first.Matched != 3 || first.Done != 2 || first.Next == nil {
+		t.Fatalf("first call = %+v", first)
+	}
+	// Stopped here, the record says what was done, and the events it
+	// names are the live ones.
+	act := must[inbox.OperatorAction](t)(s.OperatorActionGetByID(e.ctx, first.ActionID))
+	if act.Action != inbox.ActionRequeue || act.Events != 2 {
+		t.Fatalf("record after the first call = %+v", act)
+	}
+	for i, ev := range dead[:2] {
+		got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, ev.ID))
+		links := must[[]inbox.OperatorAction](t)(s.OperatorActionListByEvent(e.ctx, ev.ID))
+		if got.DeadAt != nil || len(links) != 1 || links[0].ID != first.ActionID {
+			t.Fatalf("event %d after the first call: dead %v, records %+v", i, got.DeadAt, links)
+		}
+	}
+	late := factory.Event(e.ctx, t, s, &factory.EventOpts{Source: "rq", State: inbox.StateDead, Now: now})
+	if _, err := s.DeadLetterRequeue(e.ctx, f, storage.BulkOptions{Now: now, Continue: first.Next}); err != storage.ErrNoActor {
+		t.Fatalf("continuation without an actor: %v", err)
+	}
+	last := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.BulkOptions{Now: now, By: by, Max: 2, Continue: first.Next}))
+	if last.Done != 1 || last.Next != nil || last.ActionID != first.ActionID || last.Matched != 0 {
+		t.Fatalf("continuation = %+v", last)
+	}
+	if act = must[inbox.OperatorAction](t)(s.OperatorActionGetByID(e.ctx, first.ActionID)); act.Events != 3 {
+		t.Fatalf("record after the last call counts %d, want 3", act.Events)
+	}
+	if got := must[*inbox.Event](t)(s.EventGetByID(e.ctx, late.ID)); got.DeadAt == nil {
+		t.Fatal("the dead letter that died after the count was requeued")
+	}
+	if n := must[int](t)(s.DeadLetterCountRequeueable(e.ctx, f)); n != 1 {
+		t.Fatalf("requeueable after the requeue: %d, want the late one", n)
 	}
 }
 

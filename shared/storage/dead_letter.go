@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -126,37 +125,44 @@ func (e executor) DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFi
 	if f.empty() {
 		return 0, ErrEmptyFilter
 	}
-	n, err := queries.DeadLetterCountRequeueable(ctx, e.db, f.params())
+	r, err := queries.DeadLetterCountRequeueable(ctx, e.db, f.params())
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)
 	}
-	return int(n), nil
+	return int(r.Requeueable), nil
 }
 
 // DeadLetterRequeue sends the open dead letters matching f back to the
-// drain, due at now with attempts and history reset (the dead letter
-// keeps them), and returns how many events were requeued.
-func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time, by inbox.Actor) (int, error) {
+// drain, due at opts.Now with their failures reset (the dead letter keeps
+// them), in chunks of opts.Max at most per call, each chunk committed with
+// its record's count (see bulk). Matched and Done count events.
+func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, opts BulkOptions) (BulkResult, error) {
 	if f.empty() {
-		return 0, ErrEmptyFilter
-	}
-	if by.Name == "" {
-		return 0, ErrNoActor
-	}
-	selection, err := json.Marshal(f)
-	if err != nil {
-		return 0, fmt.Errorf("requeue dead letters: %w", err)
+		return BulkResult{}, ErrEmptyFilter
 	}
 	p := f.params()
-	n, err := queries.DeadLetterRequeue(ctx, e.db, dbsqlc.DeadLetterRequeueParams{
-		Now: now, ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
-		IDs: p.IDs, Cause: p.Cause, ErrorText: p.ErrorText, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo,
-		Actor: by.Name, Reason: by.Reason, Selection: string(selection),
+	return e.bulk(ctx, inbox.ActionRequeue, f, opts, bulkQueries{
+		count: func(ctx context.Context) (int64, int64, error) {
+			r, err := queries.DeadLetterCountRequeueable(ctx, e.db, p)
+			return r.Requeueable, r.LastID, err
+		},
+		list: e.deadLetterOpenIDs(p),
+		apply: func(ctx context.Context, ids []int64, actionID int64) (int64, error) {
+			return queries.DeadLetterRequeue(ctx, e.db, dbsqlc.DeadLetterRequeueParams{Now: opts.Now, IDs: ids, ActionID: actionID})
+		},
 	})
-	if err != nil {
-		return 0, fmt.Errorf("requeue dead letters: %w", err)
+}
+
+// deadLetterOpenIDs lists the dead letters a resolve or a requeue takes
+// (bulkQueries.list).
+func (e executor) deadLetterOpenIDs(p dbsqlc.DeadLetterCountRequeueableParams) func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
+	return func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
+		return queries.DeadLetterListOpenIDs(ctx, e.db, dbsqlc.DeadLetterListOpenIDsParams{
+			ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
+			IDs: p.IDs, ErrorText: p.ErrorText, Cause: p.Cause, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo,
+			AfterID: after, ThroughID: through, Max: max,
+		})
 	}
-	return int(n), nil
 }
 
 // DeadLetterCount is the open dead letters of one source and type.
@@ -246,13 +252,7 @@ func (e executor) DeadLetterResolve(ctx context.Context, f DeadLetterFilter, opt
 			r, err := queries.DeadLetterCountResolvable(ctx, e.db, dbsqlc.DeadLetterCountResolvableParams(p))
 			return r.Resolvable, r.LastID, err
 		},
-		list: func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
-			return queries.DeadLetterListResolvableIDs(ctx, e.db, dbsqlc.DeadLetterListResolvableIDsParams{
-				ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
-				IDs: p.IDs, ErrorText: p.ErrorText, Cause: p.Cause, ReceivedFrom: p.ReceivedFrom, ReceivedTo: p.ReceivedTo,
-				AfterID: after, ThroughID: through, Max: max,
-			})
-		},
+		list: e.deadLetterOpenIDs(p),
 		apply: func(ctx context.Context, ids []int64, actionID int64) (int64, error) {
 			return queries.DeadLetterResolve(ctx, e.db, dbsqlc.DeadLetterResolveParams{Now: opts.Now, IDs: ids, ActionID: actionID})
 		},

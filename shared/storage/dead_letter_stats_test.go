@@ -30,8 +30,8 @@ func testDeadLetterOpenStats(t *testing.T, e *env) {
 		t.FailNow()
 	}
 	// Requeued, the oldest no longer counts: the gauge ages from the next.
-	if n := must[int](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "shop", EventType: "order"}, now, inbox.Actor{Name: "ops@test"})); n != 1 {
-		t.Fatalf("requeued %d (event %d)", n, old.ID)
+	if n := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, storage.DeadLetterFilter{Source: "shop", EventType: "order"}, storage.BulkOptions{Now: now, By: inbox.Actor{Name: "ops@test"}})); n.Done != 1 {
+		t.Fatalf("requeued %d (event %d)", n.Done, old.ID)
 	}
 	st = must[storage.DeadLetterStats](t)(s.DeadLetterGetOpenStats(e.ctx))
 	if !field.Check(t, "after the requeue",

@@ -14,8 +14,9 @@ import (
 )
 
 // The queries on webhook_operator_actions (queries/webhook_operator_actions.sql):
-// the record of every replay, requeue and expunge. EventReplay and
-// DeadLetterRequeue write theirs themselves.
+// the record of every operator action. The actions done in chunks
+// (EventReplay, and the bulk ones: DeadLetterRequeue, DeadLetterResolve,
+// EventDiscard) write theirs themselves.
 
 // maxActorBytes and maxReasonBytes are the columns' bounds.
 const (
@@ -41,7 +42,7 @@ func actionArgs(by inbox.Actor, selection any) (string, error) {
 }
 
 // operatorActionStart records an action whose events come in chunks (a
-// replay) and returns its id.
+// replay, a bulk action) and returns its id.
 func (e executor) operatorActionStart(ctx context.Context, action string, by inbox.Actor, selection any) (int64, error) {
 	sel, err := actionArgs(by, selection)
 	if err != nil {
@@ -148,8 +149,8 @@ func (e executor) OperatorActionRecordCounted(ctx context.Context, action string
 	return id, nil
 }
 
-// BulkOptions tunes an action done in chunks: DeadLetterResolve and
-// EventDiscard.
+// BulkOptions tunes an action done in chunks: DeadLetterRequeue,
+// DeadLetterResolve and EventDiscard.
 type BulkOptions struct {
 	// Now is the time the action stamps on what it changes (use PGNow).
 	Now time.Time

@@ -73,7 +73,7 @@ type Executor interface {
 	DeadLetterList(ctx context.Context, f DeadLetterFilter, limit int) ([]*inbox.DeadLetter, error)
 	DeadLetterListPage(ctx context.Context, f DeadLetterFilter, after int64, limit int) ([]*inbox.DeadLetter, error)
 	DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFilter) (int, error)
-	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, now time.Time, by inbox.Actor) (int, error)
+	DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, opts BulkOptions) (BulkResult, error)
 	DeadLetterCountByType(ctx context.Context) ([]DeadLetterCount, error)
 	DeadLetterListByEvent(ctx context.Context, eventPK int64) ([]*inbox.DeadLetter, error)
 	DeadLetterExpunge(ctx context.Context, eventPK int64) (int, error)

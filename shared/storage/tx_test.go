@@ -36,7 +36,7 @@ func TestBeginReadOnly(t *testing.T) {
 	if err != nil || len(after) != 1 {
 		t.Fatalf("the second read sees %d events (%v): not one snapshot", len(after), err)
 	}
-	_, err = tx.DeadLetterRequeue(ctx, storage.DeadLetterFilter{All: true}, first.CreatedAt, inbox.Actor{Name: "ops@test"})
+	_, err = tx.DeadLetterRequeue(ctx, storage.DeadLetterFilter{All: true}, storage.BulkOptions{Now: first.CreatedAt, By: inbox.Actor{Name: "ops@test"}})
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "25006" {
 		t.Fatalf("a write in the read-only transaction: %v, want read_only_sql_transaction", err)

@@ -660,11 +660,14 @@ var alarmed = map[string][]string{
 	"RelayFunction":     {"Errors"},
 }
 
-// checkAlarms: the 20 alarms, each notifying the alarm topic when it goes
+// checkAlarms: the 22 alarms, each notifying the alarm topic when it goes
 // into ALARM and when it is OK again; among them the wake-ups'
 // (WakeFailedAlarm on the receiver's WakeFailed metric), the sources
 // document's (SourcesReloadRefusedAlarm on the receiver's
-// SourcesReloadRefused), the silent sources' (SourcesSilentAlarm on the
+// SourcesReloadRefused, and SourcesReloadFailedAlarm on its
+// SourcesReloadFailed over 15 minutes), the quarantine's
+// (QuarantineNotKeptAlarm on the receiver's QuarantineNotKept), the
+// silent sources' (SourcesSilentAlarm on the
 // processor's SourcesSilent gauge, keeping its state while no processor
 // runs) and the functions' of alarmed, and nothing else on a function.
 func (d deployed) checkAlarms(t *testing.T) {
@@ -692,8 +695,8 @@ func (d deployed) checkAlarms(t *testing.T) {
 			}
 		}
 	}
-	if n != 20 {
-		t.Errorf("%d alarms, want 20", n)
+	if n != 22 {
+		t.Errorf("%d alarms, want 22", n)
 	}
 	for fn := range watched {
 		sort.Strings(watched[fn])
@@ -709,6 +712,16 @@ func (d deployed) checkAlarms(t *testing.T) {
 	if refused["Namespace"] != "WebhookInbox" || refused["MetricName"] != "SourcesReloadRefused" || refused["Statistic"] != "Sum" ||
 		refused["ComparisonOperator"] != "GreaterThanThreshold" || canon(refused["Threshold"]) != "0" || refused["TreatMissingData"] != "notBreaching" {
 		t.Errorf("SourcesReloadRefusedAlarm = %s", canon(refused))
+	}
+	for id, want := range map[string]struct {
+		metric string
+		period int
+	}{"SourcesReloadFailedAlarm": {"SourcesReloadFailed", 900}, "QuarantineNotKeptAlarm": {"QuarantineNotKept", 300}} {
+		p := d.res[id].Properties
+		if p["Namespace"] != "WebhookInbox" || p["MetricName"] != want.metric || p["Statistic"] != "Sum" || canon(p["Period"]) != strconv.Itoa(want.period) ||
+			p["ComparisonOperator"] != "GreaterThanThreshold" || canon(p["Threshold"]) != "0" || p["TreatMissingData"] != "notBreaching" {
+			t.Errorf("%s = %s", id, canon(p))
+		}
 	}
 	silent := d.res["SourcesSilentAlarm"].Properties
 	if silent["Namespace"] != "WebhookInbox" || silent["MetricName"] != "SourcesSilent" || silent["Statistic"] != "Maximum" ||

@@ -807,7 +807,7 @@ func TestOperations(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"DeadLettered", "DeadLettersOpen", "BacklogOldestAgeSeconds", "Rejected", "Unavailable", "ArchiveStoreUnavailable", "SuspectedReplay",
-		archive.MetricTableBloat, archive.MetricIndexBloat, "WakeFailed", "SourcesReloadRefused"} {
+		archive.MetricTableBloat, archive.MetricIndexBloat, "WakeFailed", "SourcesReloadRefused", "SourcesReloadFailed", "QuarantineNotKept"} {
 		if !metrics[m] {
 			t.Errorf("no alarm on %s", m)
 		}

@@ -195,9 +195,10 @@ func CoreGrants() []Grant {
 		// error texts. Never inserts one: only the processor does.
 		{Role: RoleOperator, On: "webhook_dead_letters", Privileges: []string{"UPDATE"},
 			Columns: []string{"requeued_at", "resolved_at", "payload", "body", "last_error", "errors"}},
-		// Every action's record: DeadLetterRequeue and OperatorActionRecord
-		// (an expunge) insert it whole, OperatorActionInsert starts a
-		// replay's and EventReplay adds each chunk's events to its count.
+		// Every action's record: OperatorActionRecord (an expunge) inserts
+		// it whole, OperatorActionInsert starts one done in chunks (a
+		// replay, a requeue, a resolve, a discard) and each chunk adds its
+		// events to its count.
 		// at and db_user keep their defaults: the time and the role are
 		// the server's to say, never the caller's.
 		{Role: RoleOperator, On: "webhook_operator_actions", Privileges: []string{"INSERT"},

@@ -58,9 +58,10 @@ SELECT * FROM webhook_dead_letters d
 
 -- name: DeadLetterCountRequeueable :one
 -- How many events DeadLetterRequeue would send back now: the open dead
--- letters a filter selects whose event is still dead, once per event. The
--- dry run of a requeue, on the same predicates.
-SELECT count(DISTINCT e.id)
+-- letters a filter selects whose event is still dead, once per event (the
+-- dry run of a requeue, on the same predicates), and the highest of their
+-- ids (last_id), which bounds a requeue done in several calls.
+SELECT count(DISTINCT e.id) AS requeueable, coalesce(max(d.id), 0)::bigint AS last_id
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
@@ -78,30 +79,18 @@ SELECT count(DISTINCT e.id)
            AND (sqlc.narg('received_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('received_to')::timestamptz)));
 
 -- name: DeadLetterRequeue :one
--- Sends the open dead letters a filter selects back to the drain, in one
--- statement: each is marked requeued at @now, and its event becomes live
--- and due at @now, a new run with its failures and last_error reset. Its
--- attempts and their history stay (a requeue adds to them), and so does
--- solo: an event that died runs alone. The same statement records the
--- requeue (webhook_operator_actions, with who asked, the filter and the
--- events), so there is no requeue without its record. Returns how many
+-- Sends a chunk of open dead letters (@ids) back to the drain: each is
+-- marked requeued at @now, and its event, still dead, becomes live and due
+-- at @now, a new run with its failures and last_error reset. Its attempts
+-- and their history stay (a requeue adds to them), and so does solo: an
+-- event that died runs alone. Each row is re-checked: a dead letter
+-- requeued or resolved meanwhile is left alone. The same statement links
+-- the events to the requeue's record (@action_id) and adds them to its
+-- count, so there is no requeue without its record. Returns how many
 -- events it requeued.
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = @now::timestamptz
-     WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
-       AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
-       AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
-       AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
-       AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
-       AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz)
-       AND (sqlc.narg('ids')::bigint[] IS NULL OR d.id = ANY(sqlc.narg('ids')::bigint[]))
-       AND (sqlc.narg('error_text')::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower(sqlc.narg('error_text')::text)) > 0)
-       AND (sqlc.narg('cause')::text IS NULL OR EXISTS (
-            SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = sqlc.narg('cause')::text))
-       AND ((sqlc.narg('received_from')::timestamptz IS NULL AND sqlc.narg('received_to')::timestamptz IS NULL) OR EXISTS (
-            SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
-               AND (sqlc.narg('received_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('received_from')::timestamptz)
-               AND (sqlc.narg('received_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('received_to')::timestamptz)))
+     WHERE d.id = ANY(@ids::bigint[]) AND d.requeued_at IS NULL AND d.resolved_at IS NULL
     RETURNING d.event_pk
 ), requeued AS (
     UPDATE webhook_events e
@@ -109,13 +98,11 @@ WITH dl AS (
       FROM dl
      WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
     RETURNING e.id
-), act AS (
-    INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
-    SELECT 'requeue', @actor::text, sqlc.arg('selection')::text::jsonb, @reason::text, count(*) FROM requeued
-    RETURNING id
 ), link AS (
     INSERT INTO webhook_operator_action_events (event_pk, action_id)
-    SELECT r.id, act.id FROM requeued r, act
+    SELECT id, @action_id::bigint FROM requeued
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM requeued) WHERE id = @action_id::bigint
 )
 SELECT count(*) FROM requeued;
 
@@ -176,12 +163,14 @@ SELECT count(*) AS resolvable, coalesce(max(d.id), 0)::bigint AS last_id
            AND (sqlc.narg('received_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('received_from')::timestamptz)
            AND (sqlc.narg('received_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('received_to')::timestamptz)));
 
--- name: DeadLetterListResolvableIDs :many
--- The ids of the dead letters DeadLetterResolve closes (the resolvable of
--- DeadLetterCountResolvable), in id order, at most @max (NULL: all), after
--- the last one closed (@after_id) and up to the last one the first call
--- counted (@through_id): a dead letter that dies after the count is not
--- taken by the calls that continue it.
+-- name: DeadLetterListOpenIDs :many
+-- The ids of the dead letters DeadLetterResolve closes and DeadLetterRequeue
+-- sends back: the open ones a filter selects whose event is still dead (the
+-- rows DeadLetterCountResolvable and DeadLetterCountRequeueable count), in
+-- id order, at most @max (NULL: all), after the last one done (@after_id)
+-- and up to the last one the first call counted (@through_id): a dead
+-- letter that dies after the count is not taken by the calls that continue
+-- it.
 SELECT d.id
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL

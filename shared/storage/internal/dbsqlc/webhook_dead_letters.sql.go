@@ -51,7 +51,7 @@ func (q *Queries) DeadLetterCountByType(ctx context.Context, db DBTX) ([]DeadLet
 }
 
 const deadLetterCountRequeueable = `-- name: DeadLetterCountRequeueable :one
-SELECT count(DISTINCT e.id)
+SELECT count(DISTINCT e.id) AS requeueable, coalesce(max(d.id), 0)::bigint AS last_id
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND ($1::bigint IS NULL OR d.id = $1::bigint)
@@ -82,10 +82,16 @@ type DeadLetterCountRequeueableParams struct {
 	ReceivedTo   *time.Time
 }
 
+type DeadLetterCountRequeueableRow struct {
+	Requeueable int64
+	LastID      int64
+}
+
 // How many events DeadLetterRequeue would send back now: the open dead
-// letters a filter selects whose event is still dead, once per event. The
-// dry run of a requeue, on the same predicates.
-func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg DeadLetterCountRequeueableParams) (int64, error) {
+// letters a filter selects whose event is still dead, once per event (the
+// dry run of a requeue, on the same predicates), and the highest of their
+// ids (last_id), which bounds a requeue done in several calls.
+func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg DeadLetterCountRequeueableParams) (DeadLetterCountRequeueableRow, error) {
 	row := db.QueryRow(ctx, deadLetterCountRequeueable,
 		arg.ID,
 		arg.Source,
@@ -98,9 +104,9 @@ func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg D
 		arg.ReceivedFrom,
 		arg.ReceivedTo,
 	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+	var i DeadLetterCountRequeueableRow
+	err := row.Scan(&i.Requeueable, &i.LastID)
+	return i, err
 }
 
 const deadLetterCountResolvable = `-- name: DeadLetterCountResolvable :one
@@ -333,6 +339,86 @@ func (q *Queries) DeadLetterListByEvent(ctx context.Context, db DBTX, eventPk in
 	return items, nil
 }
 
+const deadLetterListOpenIDs = `-- name: DeadLetterListOpenIDs :many
+SELECT d.id
+  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
+ WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
+   AND ($1::bigint IS NULL OR d.id = $1::bigint)
+   AND ($2::text IS NULL OR d.provider = $2::text)
+   AND ($3::text IS NULL OR d.event_type = $3::text)
+   AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
+   AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
+   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
+   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
+   AND ($8::text IS NULL OR EXISTS (
+        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
+   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
+        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
+           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
+           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
+   AND ($11::bigint IS NULL OR d.id > $11::bigint)
+   AND ($12::bigint IS NULL OR d.id <= $12::bigint)
+ ORDER BY d.id
+ LIMIT $13::int
+`
+
+type DeadLetterListOpenIDsParams struct {
+	ID           *int64
+	Source       *string
+	EventType    *string
+	DeadFrom     *time.Time
+	DeadTo       *time.Time
+	IDs          []int64
+	ErrorText    *string
+	Cause        *string
+	ReceivedFrom *time.Time
+	ReceivedTo   *time.Time
+	AfterID      *int64
+	ThroughID    *int64
+	Max          *int32
+}
+
+// The ids of the dead letters DeadLetterResolve closes and DeadLetterRequeue
+// sends back: the open ones a filter selects whose event is still dead (the
+// rows DeadLetterCountResolvable and DeadLetterCountRequeueable count), in
+// id order, at most @max (NULL: all), after the last one done (@after_id)
+// and up to the last one the first call counted (@through_id): a dead
+// letter that dies after the count is not taken by the calls that continue
+// it.
+func (q *Queries) DeadLetterListOpenIDs(ctx context.Context, db DBTX, arg DeadLetterListOpenIDsParams) ([]int64, error) {
+	rows, err := db.Query(ctx, deadLetterListOpenIDs,
+		arg.ID,
+		arg.Source,
+		arg.EventType,
+		arg.DeadFrom,
+		arg.DeadTo,
+		arg.IDs,
+		arg.ErrorText,
+		arg.Cause,
+		arg.ReceivedFrom,
+		arg.ReceivedTo,
+		arg.AfterID,
+		arg.ThroughID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterListPage = `-- name: DeadLetterListPage :many
 SELECT id, event_pk, provider, event_id, event_type, payload, body, attempts, errors, last_error, dead_at, requeued_at, resolved_at FROM webhook_dead_letters d
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
@@ -421,101 +507,10 @@ func (q *Queries) DeadLetterListPage(ctx context.Context, db DBTX, arg DeadLette
 	return items, nil
 }
 
-const deadLetterListResolvableIDs = `-- name: DeadLetterListResolvableIDs :many
-SELECT d.id
-  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
- WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
-   AND ($1::bigint IS NULL OR d.id = $1::bigint)
-   AND ($2::text IS NULL OR d.provider = $2::text)
-   AND ($3::text IS NULL OR d.event_type = $3::text)
-   AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
-   AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
-   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
-   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
-   AND ($8::text IS NULL OR EXISTS (
-        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
-   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
-        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
-           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
-           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
-   AND ($11::bigint IS NULL OR d.id > $11::bigint)
-   AND ($12::bigint IS NULL OR d.id <= $12::bigint)
- ORDER BY d.id
- LIMIT $13::int
-`
-
-type DeadLetterListResolvableIDsParams struct {
-	ID           *int64
-	Source       *string
-	EventType    *string
-	DeadFrom     *time.Time
-	DeadTo       *time.Time
-	IDs          []int64
-	ErrorText    *string
-	Cause        *string
-	ReceivedFrom *time.Time
-	ReceivedTo   *time.Time
-	AfterID      *int64
-	ThroughID    *int64
-	Max          *int32
-}
-
-// The ids of the dead letters DeadLetterResolve closes (the resolvable of
-// DeadLetterCountResolvable), in id order, at most @max (NULL: all), after
-// the last one closed (@after_id) and up to the last one the first call
-// counted (@through_id): a dead letter that dies after the count is not
-// taken by the calls that continue it.
-func (q *Queries) DeadLetterListResolvableIDs(ctx context.Context, db DBTX, arg DeadLetterListResolvableIDsParams) ([]int64, error) {
-	rows, err := db.Query(ctx, deadLetterListResolvableIDs,
-		arg.ID,
-		arg.Source,
-		arg.EventType,
-		arg.DeadFrom,
-		arg.DeadTo,
-		arg.IDs,
-		arg.ErrorText,
-		arg.Cause,
-		arg.ReceivedFrom,
-		arg.ReceivedTo,
-		arg.AfterID,
-		arg.ThroughID,
-		arg.Max,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const deadLetterRequeue = `-- name: DeadLetterRequeue :one
 WITH dl AS (
     UPDATE webhook_dead_letters d SET requeued_at = $1::timestamptz
-     WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
-       AND ($2::bigint IS NULL OR d.id = $2::bigint)
-       AND ($3::text IS NULL OR d.provider = $3::text)
-       AND ($4::text IS NULL OR d.event_type = $4::text)
-       AND ($5::timestamptz IS NULL OR d.dead_at >= $5::timestamptz)
-       AND ($6::timestamptz IS NULL OR d.dead_at < $6::timestamptz)
-       AND ($7::bigint[] IS NULL OR d.id = ANY($7::bigint[]))
-       AND ($8::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($8::text)) > 0)
-       AND ($9::text IS NULL OR EXISTS (
-            SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $9::text))
-       AND (($10::timestamptz IS NULL AND $11::timestamptz IS NULL) OR EXISTS (
-            SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
-               AND ($10::timestamptz IS NULL OR r.created_at >= $10::timestamptz)
-               AND ($11::timestamptz IS NULL OR r.created_at < $11::timestamptz)))
+     WHERE d.id = ANY($2::bigint[]) AND d.requeued_at IS NULL AND d.resolved_at IS NULL
     RETURNING d.event_pk
 ), requeued AS (
     UPDATE webhook_events e
@@ -523,59 +518,32 @@ WITH dl AS (
       FROM dl
      WHERE e.id = dl.event_pk AND e.dead_at IS NOT NULL
     RETURNING e.id
-), act AS (
-    INSERT INTO webhook_operator_actions (action, actor, filter, reason, events)
-    SELECT 'requeue', $12::text, $13::text::jsonb, $14::text, count(*) FROM requeued
-    RETURNING id
 ), link AS (
     INSERT INTO webhook_operator_action_events (event_pk, action_id)
-    SELECT r.id, act.id FROM requeued r, act
+    SELECT id, $3::bigint FROM requeued
+), counted AS (
+    UPDATE webhook_operator_actions SET events = events + (SELECT count(*) FROM requeued) WHERE id = $3::bigint
 )
 SELECT count(*) FROM requeued
 `
 
 type DeadLetterRequeueParams struct {
-	Now          time.Time
-	ID           *int64
-	Source       *string
-	EventType    *string
-	DeadFrom     *time.Time
-	DeadTo       *time.Time
-	IDs          []int64
-	ErrorText    *string
-	Cause        *string
-	ReceivedFrom *time.Time
-	ReceivedTo   *time.Time
-	Actor        string
-	Selection    string
-	Reason       string
+	Now      time.Time
+	IDs      []int64
+	ActionID int64
 }
 
-// Sends the open dead letters a filter selects back to the drain, in one
-// statement: each is marked requeued at @now, and its event becomes live
-// and due at @now, a new run with its failures and last_error reset. Its
-// attempts and their history stay (a requeue adds to them), and so does
-// solo: an event that died runs alone. The same statement records the
-// requeue (webhook_operator_actions, with who asked, the filter and the
-// events), so there is no requeue without its record. Returns how many
+// Sends a chunk of open dead letters (@ids) back to the drain: each is
+// marked requeued at @now, and its event, still dead, becomes live and due
+// at @now, a new run with its failures and last_error reset. Its attempts
+// and their history stay (a requeue adds to them), and so does solo: an
+// event that died runs alone. Each row is re-checked: a dead letter
+// requeued or resolved meanwhile is left alone. The same statement links
+// the events to the requeue's record (@action_id) and adds them to its
+// count, so there is no requeue without its record. Returns how many
 // events it requeued.
 func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg DeadLetterRequeueParams) (int64, error) {
-	row := db.QueryRow(ctx, deadLetterRequeue,
-		arg.Now,
-		arg.ID,
-		arg.Source,
-		arg.EventType,
-		arg.DeadFrom,
-		arg.DeadTo,
-		arg.IDs,
-		arg.ErrorText,
-		arg.Cause,
-		arg.ReceivedFrom,
-		arg.ReceivedTo,
-		arg.Actor,
-		arg.Selection,
-		arg.Reason,
-	)
+	row := db.QueryRow(ctx, deadLetterRequeue, arg.Now, arg.IDs, arg.ActionID)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
