@@ -80,6 +80,56 @@ func runBulk(cmd *cobra.Command, what string, call func(cont *operations.ActionC
 	return total, nil
 }
 
+// bulkRun is how a resolve or a discard command was asked to run, and the
+// words its output uses.
+type bulkRun struct {
+	// dry: only count (--dry-run, or no --yes); dryRun: --dry-run itself.
+	dry, dryRun, asJSON bool
+	// expect is --expect when given; the first call only checks it.
+	expect *int
+	// gerund names the progress bar; would ends "N events would be …";
+	// verb is the action's and past its past tense; done says what became
+	// of the events.
+	gerund, would, verb, past, done string
+}
+
+// confirmBulk runs a resolve or a discard to its end (runBulk: each call
+// continuing the one before, --expect checked by the first) and prints it:
+// the count of a dry run and how to go on, or what the action did.
+func confirmBulk(cmd *cobra.Command, b bulkRun, call func(cont *operations.ActionCursor, expect *int) (bulkCall, error), jsonOf func(bulkCall) any) error {
+	total, err := runBulk(cmd, b.gerund, func(cont *operations.ActionCursor) (bulkCall, error) {
+		if cont != nil {
+			return call(cont, nil)
+		}
+		return call(nil, b.expect)
+	})
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if b.asJSON {
+		return writeJSON(out, jsonOf(total))
+	}
+	if b.dry {
+		fmt.Fprintf(out, "dry run: %d events would be %s", total.matched, b.would)
+		if !b.dryRun {
+			fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to %s them", total.matched, b.verb)
+		}
+		fmt.Fprintln(out)
+		return nil
+	}
+	fmt.Fprintf(out, "%s %d events (of %d matched): %s; recorded as action %d\n", b.past, total.done, total.matched, b.done, total.actionID)
+	return nil
+}
+
+// flagged returns &v when the flag name was given, else nil.
+func flagged(cmd *cobra.Command, name string, v int) *int {
+	if cmd.Flags().Changed(name) {
+		return &v
+	}
+	return nil
+}
+
 func newDeadLettersResolveCmd() *cobra.Command {
 	var (
 		f                   deadLetterFlags
@@ -143,39 +193,20 @@ filter, --all is required.`,
 			}
 			defer closeAPI()
 			r := operations.ResolveRequest{Select: sel, DryRun: dry, Reason: by.reason}
-			if cmd.Flags().Changed("expect") {
-				r.Expect = &expect
-			}
-			var last *operations.ResolveResult
-			total, err := runBulk(cmd, "resolving", func(cont *operations.ActionCursor) (bulkCall, error) {
-				r.Continue = cont
-				if cont != nil {
-					r.Expect = nil
-				}
-				res, err := api.Resolve(cmd.Context(), r)
-				if err != nil {
-					return bulkCall{}, err
-				}
-				last = res
-				return bulkCall{res.Matched, res.Resolved, res.ActionID, res.Next}, nil
-			})
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, operations.ResolveResult{DryRun: last.DryRun, Matched: total.matched, Resolved: total.done, ActionID: total.actionID})
-			}
-			if dry {
-				fmt.Fprintf(out, "dry run: %d events would be resolved (closed without running again)", total.matched)
-				if !dryRun {
-					fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to resolve them", total.matched)
-				}
-				fmt.Fprintln(out)
-				return nil
-			}
-			fmt.Fprintf(out, "resolved %d events (of %d matched): their dead letters are closed; recorded as action %d\n", total.done, total.matched, total.actionID)
-			return nil
+			return confirmBulk(cmd, bulkRun{dry: dry, dryRun: dryRun, asJSON: asJSON, expect: flagged(cmd, "expect", expect),
+				gerund: "resolving", would: "resolved (closed without running again)", verb: "resolve", past: "resolved",
+				done: "their dead letters are closed"},
+				func(cont *operations.ActionCursor, expect *int) (bulkCall, error) {
+					r.Continue, r.Expect = cont, expect
+					res, err := api.Resolve(cmd.Context(), r)
+					if err != nil {
+						return bulkCall{}, err
+					}
+					return bulkCall{res.Matched, res.Resolved, res.ActionID, res.Next}, nil
+				},
+				func(t bulkCall) any {
+					return operations.ResolveResult{DryRun: dry, Matched: t.matched, Resolved: t.done, ActionID: t.actionID}
+				})
 		},
 	}
 	f.register(cmd)
@@ -249,39 +280,20 @@ several calls under one record. Without a filter, --all is required.`,
 			}
 			defer closeAPI()
 			r := operations.DiscardRequest{Select: sel, DryRun: dry, Reason: by.reason}
-			if cmd.Flags().Changed("expect") {
-				r.Expect = &expect
-			}
-			var last *operations.DiscardResult
-			total, err := runBulk(cmd, "discarding", func(cont *operations.ActionCursor) (bulkCall, error) {
-				r.Continue = cont
-				if cont != nil {
-					r.Expect = nil
-				}
-				res, err := api.Discard(cmd.Context(), r)
-				if err != nil {
-					return bulkCall{}, err
-				}
-				last = res
-				return bulkCall{res.Matched, res.Discarded, res.ActionID, res.Next}, nil
-			})
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, operations.DiscardResult{DryRun: last.DryRun, Matched: total.matched, Discarded: total.done, ActionID: total.actionID})
-			}
-			if dry {
-				fmt.Fprintf(out, "dry run: %d events would be discarded (never run)", total.matched)
-				if !dryRun {
-					fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to discard them", total.matched)
-				}
-				fmt.Fprintln(out)
-				return nil
-			}
-			fmt.Fprintf(out, "discarded %d events (of %d matched): they will never run; recorded as action %d\n", total.done, total.matched, total.actionID)
-			return nil
+			return confirmBulk(cmd, bulkRun{dry: dry, dryRun: dryRun, asJSON: asJSON, expect: flagged(cmd, "expect", expect),
+				gerund: "discarding", would: "discarded (never run)", verb: "discard", past: "discarded",
+				done: "they will never run"},
+				func(cont *operations.ActionCursor, expect *int) (bulkCall, error) {
+					r.Continue, r.Expect = cont, expect
+					res, err := api.Discard(cmd.Context(), r)
+					if err != nil {
+						return bulkCall{}, err
+					}
+					return bulkCall{res.Matched, res.Discarded, res.ActionID, res.Next}, nil
+				},
+				func(t bulkCall) any {
+					return operations.DiscardResult{DryRun: dry, Matched: t.matched, Discarded: t.done, ActionID: t.actionID}
+				})
 		},
 	}
 	cmd.Flags().Int64Var(&id, "id", 0, "one event, by its id")
