@@ -322,9 +322,9 @@ type EventSearchResult struct {
 }
 
 // EventSearchChunk reads one chunk of a search by content (s.Chunk events
-// newest first, whatever matches).
+// newest first, whatever matches), planned with its window (planned).
 func (e executor) EventSearchChunk(ctx context.Context, s EventSearch) (EventSearchResult, error) {
-	r, err := queries.EventSearchChunk(ctx, e.db, dbsqlc.EventSearchChunkParams{
+	r, err := queries.EventSearchChunk(ctx, planned{e.db}, dbsqlc.EventSearchChunkParams{
 		CreatedFrom: s.CreatedFrom, CreatedTo: s.CreatedTo, BeforeID: s.BeforeID,
 		Source: ptr(s.Source), EventType: ptr(s.EventType), Chunk: int32(s.Chunk),
 		Match: ptr(s.Match), Metadata: ptr(s.Metadata),
