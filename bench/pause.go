@@ -18,8 +18,8 @@ const pausedSource = "stripe-paused"
 // PauseFigure is the drain of the same due events with a paused source
 // holding many events beside them, and without: a held event is due at no
 // time (next_attempt_at 9999-12-31, migration 00017), so the claims'
-// range scans never reach it, and the pause costs the claim one read of
-// webhook_pauses (a few rows) per claim, not a scan of what it holds.
+// range scans never reach it, and the pause costs each claim's statement
+// a read of webhook_pauses (a few rows), not a scan of what it holds.
 type PauseFigure struct {
 	Events int `json:"events"`
 	// Held is what the paused source holds during the runs with a pause.

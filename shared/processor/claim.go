@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/inbox"
@@ -42,12 +43,13 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 		return 0, p.bookkeepingFailed(err, p.log)
 	}
 	now := p.clock.Now()
-	var evs []storage.ClaimedEvent
+	var got storage.Claimed
 	if solo {
-		evs, err = tx.EventClaimSolo(ctx, now, p.cfg.BodyBudget)
+		got, err = tx.EventClaimSolo(ctx, now, p.cfg.BodyBudget)
 	} else {
-		evs, err = tx.EventClaimBatch(ctx, storage.ClaimParams{Now: now, Max: p.cfg.BatchSize, BodyBudget: p.cfg.BodyBudget})
+		got, err = tx.EventClaimBatch(ctx, storage.ClaimParams{Now: now, Max: p.cfg.BatchSize, BodyBudget: p.cfg.BodyBudget})
 	}
+	evs := got.Events
 	if err != nil || len(evs) == 0 {
 		p.rollback(ctx, tx)
 		if err != nil {
@@ -56,7 +58,7 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 		return 0, nil
 	}
 	claimed := len(evs)
-	if evs, err = p.holdPaused(ctx, tx, evs, st); err != nil {
+	if evs, err = p.holdPaused(ctx, tx, got, st); err != nil {
 		p.rollback(ctx, tx)
 		return 0, p.bookkeepingFailed(err, p.log)
 	}
@@ -110,29 +112,28 @@ func (p *Processor) runClaim(ctx context.Context, worker string, solo bool, st *
 	return claimed, p.fallback(ctx, c, attempts, txErr, st)
 }
 
-// holdPaused reads the pauses in the claim's transaction, after the claim
-// (a pause committed before it is seen), holds the claimed events they
-// cover (EventHoldClaimed: no attempt is counted) and returns the others,
-// to run. With no pause, the common case, it costs that one read of a
-// table of a few rows; routes are resolved only under a handler's pause.
-func (p *Processor) holdPaused(ctx context.Context, tx *storage.Tx, evs []storage.ClaimedEvent, st *Stats) ([]storage.ClaimedEvent, error) {
-	pauses, err := tx.PauseList(ctx)
-	if err != nil || len(pauses) == 0 {
-		return evs, err
+// holdPaused holds the claimed events that a pause in force covers
+// (EventHoldClaimed: no attempt is counted) and returns the others, to
+// run. The claim's own statement read the pauses (Claimed.Pauses), so a
+// pause committed before the claim began is seen, and one committed
+// after it found the claim's rows locked and left them to run. With no
+// pause, the common case, it costs nothing; routes are resolved only
+// under a handler's pause.
+func (p *Processor) holdPaused(ctx context.Context, tx *storage.Tx, got storage.Claimed, st *Stats) ([]storage.ClaimedEvent, error) {
+	evs := got.Events
+	if len(got.Pauses) == 0 {
+		return evs, nil
 	}
-	sources, handlers := map[string]bool{}, map[string]bool{}
-	for _, ps := range pauses {
-		switch ps.Scope {
-		case inbox.PauseSource:
-			sources[ps.Name] = true
-		case inbox.PauseHandler:
-			handlers[ps.Name] = true
-		}
+	pauses := make(map[string]bool, len(got.Pauses))
+	handlers := false
+	for _, name := range got.Pauses {
+		pauses[name] = true
+		handlers = handlers || strings.HasPrefix(name, string(inbox.PauseHandler)+":")
 	}
 	var holds []storage.Hold
 	run := evs[:0:0]
 	for _, ce := range evs {
-		if by := p.pausedBy(&ce, sources, handlers); by != "" {
+		if by := p.pausedBy(&ce, pauses, handlers); by != "" {
 			holds = append(holds, storage.Hold{ID: ce.ID, HeldBy: by})
 			continue
 		}
@@ -151,12 +152,12 @@ func (p *Processor) holdPaused(ctx context.Context, tx *storage.Tx, evs []storag
 
 // pausedBy names the pause that covers a claimed event (inbox.HoldOf), ""
 // when none does: its source's, else its route's, as Lookup would route
-// it now.
-func (p *Processor) pausedBy(ce *storage.ClaimedEvent, sources, handlers map[string]bool) string {
-	if sources[ce.Source] {
-		return inbox.HoldOf(inbox.PauseSource, ce.Source)
+// it now (only when handlers: a handler's pause is in force).
+func (p *Processor) pausedBy(ce *storage.ClaimedEvent, pauses map[string]bool, handlers bool) string {
+	if by := inbox.HoldOf(inbox.PauseSource, ce.Source); pauses[by] {
+		return by
 	}
-	if len(handlers) == 0 {
+	if !handlers {
 		return ""
 	}
 	kind := ce.SourceKind
@@ -164,10 +165,13 @@ func (p *Processor) pausedBy(ce *storage.ClaimedEvent, sources, handlers map[str
 		kind = p.cfg.SourceKinds[ce.Source]
 	}
 	rt, ok := p.reg.Resolve(ce.Source, kind, ce.Type)
-	if !ok || !handlers[rt.String()] {
+	if !ok {
 		return ""
 	}
-	return inbox.HoldOf(inbox.PauseHandler, rt.String())
+	if by := inbox.HoldOf(inbox.PauseHandler, rt.String()); pauses[by] {
+		return by
+	}
+	return ""
 }
 
 // commitHolds commits a claim's transaction that only held events.

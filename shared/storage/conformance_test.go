@@ -539,7 +539,11 @@ func testEventProcessing(t *testing.T, e *env) {
 	defer tx.Rollback(e.ctx)
 	// The budget holds the first body alone: the second is read later.
 	budget := int64(evs[0].BodySize)
-	claimed := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 2, BodyBudget: budget}))
+	got := must[storage.Claimed](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 2, BodyBudget: budget}))
+	if len(got.Pauses) != 0 {
+		t.Fatalf("pauses in force: %q, want none", got.Pauses)
+	}
+	claimed := got.Events
 	if len(claimed) != 2 {
 		t.Fatalf("claimed %d events, want 2: %+v", len(claimed), claimed)
 	}
@@ -577,7 +581,7 @@ func testEventProcessing(t *testing.T, e *env) {
 	// Another transaction takes the third event only: the claim's are
 	// locked, and recorded.
 	other := must[*storage.Tx](t)(s.Begin(e.ctx))
-	if c := must[[]storage.ClaimedEvent](t)(other.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 10, BodyBudget: 1 << 20})); len(c) != 1 || c[0].ID != evs[2].ID {
+	if c := must[storage.Claimed](t)(other.EventClaimBatch(e.ctx, storage.ClaimParams{Now: now, Max: 10, BodyBudget: 1 << 20})).Events; len(c) != 1 || c[0].ID != evs[2].ID {
 		t.Fatalf("concurrent claim = %+v", c)
 	}
 	check(t, other.Rollback(e.ctx))
@@ -616,10 +620,10 @@ func testEventProcessing(t *testing.T, e *env) {
 		t.Fatalf("due = %+v", due)
 	}
 	tx = must[*storage.Tx](t)(s.Begin(e.ctx))
-	if c := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: later, Max: 10, BodyBudget: 1 << 20})); len(c) != 1 || c[0].ID != evs[2].ID {
+	if c := must[storage.Claimed](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: later, Max: 10, BodyBudget: 1 << 20})).Events; len(c) != 1 || c[0].ID != evs[2].ID {
 		t.Fatalf("batch claim = %+v", c)
 	}
-	solo := must[[]storage.ClaimedEvent](t)(tx.EventClaimSolo(e.ctx, later, 1<<20))
+	solo := must[storage.Claimed](t)(tx.EventClaimSolo(e.ctx, later, 1<<20)).Events
 	if len(solo) != 1 {
 		t.Fatalf("solo claim of %d events, want 1: %+v", len(solo), solo)
 	}

@@ -894,6 +894,15 @@ type ClaimedEvent struct {
 	HasPayload bool
 }
 
+// Claimed is what a claim took: its events, oldest due first, and the
+// pauses in force as its statement saw them, named as the events they
+// hold record them (inbox.HoldOf): the claim holds the events they cover
+// instead of running them. Empty when nothing was due.
+type Claimed struct {
+	Events []ClaimedEvent
+	Pauses []string
+}
+
 // ClaimParams is one claim.
 type ClaimParams struct {
 	// Now is the processor's clock: events due at or before it are taken.
@@ -925,20 +934,20 @@ func (e executor) EventGetDue(ctx context.Context, now time.Time) (Due, error) {
 // EventClaimBatch locks up to p.Max due events that may run together,
 // oldest due first, until the transaction ends: run it on the *Tx that
 // runs them (see the query). Events of recorded claims are left out.
-func (e executor) EventClaimBatch(ctx context.Context, p ClaimParams) ([]ClaimedEvent, error) {
+func (e executor) EventClaimBatch(ctx context.Context, p ClaimParams) (Claimed, error) {
 	rows, err := queries.EventClaimBatch(ctx, e.db, dbsqlc.EventClaimBatchParams{Now: p.Now, Max: int32(p.Max), BodyBudget: p.BodyBudget})
 	if err != nil {
-		return nil, fmt.Errorf("claim events: %w", err)
+		return Claimed{}, fmt.Errorf("claim events: %w", err)
 	}
 	return claimedFromRows(rows)
 }
 
 // EventClaimSolo locks the oldest due event that must run alone, if any,
 // as EventClaimBatch does.
-func (e executor) EventClaimSolo(ctx context.Context, now time.Time, bodyBudget int64) ([]ClaimedEvent, error) {
+func (e executor) EventClaimSolo(ctx context.Context, now time.Time, bodyBudget int64) (Claimed, error) {
 	rows, err := queries.EventClaimSolo(ctx, e.db, dbsqlc.EventClaimSoloParams{Now: now, BodyBudget: bodyBudget})
 	if err != nil {
-		return nil, fmt.Errorf("claim an event to run alone: %w", err)
+		return Claimed{}, fmt.Errorf("claim an event to run alone: %w", err)
 	}
 	batch := make([]dbsqlc.EventClaimBatchRow, len(rows))
 	for i, r := range rows {
@@ -947,8 +956,11 @@ func (e executor) EventClaimSolo(ctx context.Context, now time.Time, bodyBudget 
 	return claimedFromRows(batch)
 }
 
-func claimedFromRows(rows []dbsqlc.EventClaimBatchRow) ([]ClaimedEvent, error) {
-	out := make([]ClaimedEvent, len(rows))
+func claimedFromRows(rows []dbsqlc.EventClaimBatchRow) (Claimed, error) {
+	if len(rows) == 0 {
+		return Claimed{}, nil
+	}
+	out := Claimed{Events: make([]ClaimedEvent, len(rows)), Pauses: rows[0].Pauses}
 	for i, r := range rows {
 		ev := &inbox.Event{
 			ID: r.ID, Source: r.Source, SourceKind: r.SourceKind, EventID: r.EventID, Type: r.EventType,
@@ -961,9 +973,9 @@ func claimedFromRows(rows []dbsqlc.EventClaimBatchRow) ([]ClaimedEvent, error) {
 			ev.Body = r.Body
 		}
 		if err := decodeJSON(r.Metadata, &ev.Metadata); err != nil {
-			return nil, fmt.Errorf("claim events: event %d: metadata: %w", r.ID, err)
+			return Claimed{}, fmt.Errorf("claim events: event %d: metadata: %w", r.ID, err)
 		}
-		out[i] = ClaimedEvent{Event: ev, BodyLoaded: r.BodyLoaded && r.Body != nil, HasPayload: r.HasPayload}
+		out.Events[i] = ClaimedEvent{Event: ev, BodyLoaded: r.BodyLoaded && r.Body != nil, HasPayload: r.HasPayload}
 	}
 	return out, nil
 }

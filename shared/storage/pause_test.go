@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -67,10 +68,15 @@ func testPauses(t *testing.T, e *env) {
 	// source's event alone, the wake-up is the retry's of nobody, and
 	// the backlog counts them apart.
 	tx := must[*storage.Tx](t)(s.Begin(e.ctx))
-	claimed := must[[]storage.ClaimedEvent](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: e.now.Add(2 * time.Hour), Max: 10, BodyBudget: 1 << 20}))
+	claim := must[storage.Claimed](t)(tx.EventClaimBatch(e.ctx, storage.ClaimParams{Now: e.now.Add(2 * time.Hour), Max: 10, BodyBudget: 1 << 20}))
+	claimed := claim.Events
 	if len(claimed) != 1 || claimed[0].ID != other.ID {
 		t.Fatalf("claimed %d events, want only the unpaused source's", len(claimed))
 	}
+	// The claim's statement names the pauses in force, as the events
+	// they hold record them, for the processor to hold what they cover.
+	field.Check(t, "claim", field.Printed("Pauses", slices.Sorted(slices.Values(claim.Pauses)),
+		[]string{inbox.HoldOf(hp.Scope, hp.Name), inbox.HoldOf(inbox.PauseSource, "shop")}))
 	// The processor holds a claimed event a handler's pause covers in the
 	// claim's transaction.
 	if n := must[int](t)(tx.EventHoldClaimed(e.ctx, []storage.Hold{{ID: other.ID, HeldBy: inbox.HoldOf(hp.Scope, hp.Name)}})); n != 1 {

@@ -343,23 +343,24 @@ func Quarantined(ctx context.Context, t testing.TB, exec storage.Executor, opts 
 func ProcessDue(ctx context.Context, t testing.TB, exec storage.Executor, processedAt time.Time) []*inbox.Event {
 	t.Helper()
 	now := time.Now().Add(time.Second) // past the server's now() the receiver stamped
-	claimed, err := exec.EventClaimBatch(ctx, storage.ClaimParams{Now: now, Max: 1 << 20, BodyBudget: 1 << 62})
+	batch, err := exec.EventClaimBatch(ctx, storage.ClaimParams{Now: now, Max: 1 << 20, BodyBudget: 1 << 62})
 	if err != nil {
 		t.Fatalf("factory: %v", err)
 	}
+	claimed := batch.Events
 	finish(ctx, t, exec, processedAt, claimed)
 	for {
 		solo, err := exec.EventClaimSolo(ctx, now, 1<<62)
 		if err != nil {
 			t.Fatalf("factory: %v", err)
 		}
-		if len(solo) == 0 {
+		if len(solo.Events) == 0 {
 			break
 		}
 		// One at a time: the solo claim takes the oldest, which is only
 		// not due again once processed.
-		finish(ctx, t, exec, processedAt, solo)
-		claimed = append(claimed, solo...)
+		finish(ctx, t, exec, processedAt, solo.Events)
+		claimed = append(claimed, solo.Events...)
 	}
 	out := make([]*inbox.Event, len(claimed))
 	for i, c := range claimed {

@@ -2,7 +2,8 @@
 -- (migration 00017). The operator writes a row with the pause and deletes
 -- it with the resume, each in the transaction that holds or releases the
 -- events and records the action. The processor reads the whole table once
--- per claim (PauseList): a few rows.
+-- per claim, in the claim's own statement (EventClaimBatch's pauses): a
+-- few rows.
 ;
 
 -- name: PauseInsert :one
