@@ -177,8 +177,9 @@ func TestSourcesSilent(t *testing.T) {
 }
 
 // TestInvocationArmsTheSilenceCheck: with nothing else to do, an
-// invocation arms the processor at the hour after the next source would
-// become silent, so that silence is reported in a stack where nothing
+// invocation arms the processor just after the next source would become
+// silent (to the hour for long settings, to a quarter of a short one), so
+// that silence is reported in a stack where nothing
 // arrives to run a processor; a source already silent, or without the
 // setting, arms nothing, so a silent stack is not woken again and again.
 func TestInvocationArmsTheSilenceCheck(t *testing.T) {
@@ -220,12 +221,48 @@ func TestInvocationArmsTheSilenceCheck(t *testing.T) {
 		t.Fatalf("second check's silent sources %s", b)
 	}
 
+	// A source with a short setting is checked on a finer step: a
+	// quarter of its silent_after, so reported at most that late.
+	f.clock.Advance(time.Hour)
+	at := f.clock.Now()
+	factory.SourceActivity(f.ctx, t, f.store, at,
+		storage.SourceRecord{Source: "daily", SilentAfter: 24 * time.Hour},
+		storage.SourceRecord{Source: "hourly", SilentAfter: 6 * time.Hour},
+		storage.SourceRecord{Source: "gone-quiet", SilentAfter: time.Hour},
+		storage.SourceRecord{Source: "unset"},
+		storage.SourceRecord{Source: "busy", SilentAfter: 15 * time.Minute, ReceivedAt: at.Add(-time.Minute)})
+	if _, err := p.Invocation(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	busy := at.Add(14 * time.Minute)
+	want = busy.Truncate(3 * time.Minute).Add(3 * time.Minute).Add(time.Second)
+	if busy.Truncate(3 * time.Minute).Equal(busy) {
+		want = busy.Add(time.Second)
+	}
+	if got := rec.of(wake.TargetProcessor); len(got) != 3 || !got[2].Equal(want) {
+		t.Fatalf("processor armed at %v, want then %s (busy becomes silent at %s)", got, want, busy)
+	} else if late := want.Sub(busy); late <= 0 || late > 3*time.Minute+time.Second {
+		t.Fatalf("busy's check %s after it becomes silent", late)
+	}
+	f.clock.Advance(want.Sub(f.clock.Now()))
+	if _, err := p.Invocation(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.logs.lines(t, "processor: sources silent"); len(w) != 4 {
+		t.Fatalf("%d silence lines, want 4", len(w))
+	} else if b, _ := json.Marshal(w[3]["sources"]); string(b) != `["busy","gone-quiet","hourly"]` {
+		t.Fatalf("silent sources at busy's check %s", b)
+	}
+	if got := rec.of(wake.TargetProcessor); len(got) != 4 || !got[3].Equal(got[1]) {
+		t.Fatalf("processor armed at %v, want then daily's check again", got)
+	}
+
 	// Past every deadline, nothing more is armed.
 	f.clock.Advance(daily.Sub(f.clock.Now()) + time.Hour)
 	if _, err := p.Invocation(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.of(wake.TargetProcessor); len(got) != 2 {
+	if got := rec.of(wake.TargetProcessor); len(got) != 4 {
 		t.Fatalf("processor armed at %v once every source is silent, want nothing more", got)
 	}
 }
