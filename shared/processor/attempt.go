@@ -71,10 +71,8 @@ func (p *Processor) attempt(ctx context.Context, tx *storage.Tx, c *claim, ce *s
 		return a, nil
 	}
 	if err := p.body(ctx, ce); err != nil {
-		// A body that can never be had is final; an archive out of reach
-		// is retried.
 		cause := inbox.CauseOf(err)
-		p.fail(&a, ce, cause, err, cause == inbox.CauseBodyOverBudget || cause == inbox.CauseArchiveCorrupt || cause == inbox.CauseEventExpunged || cause == inbox.CauseBodyExpired)
+		p.fail(&a, ce, cause, err, bodyGone(cause))
 		return a, nil
 	}
 
@@ -201,4 +199,17 @@ func (p *Processor) loadBodies(ctx context.Context, tx *storage.Tx, next []stora
 		}
 	}
 	return nil
+}
+
+// bodyGone reports whether a body the processor could not read can never
+// be had, so that its event dies at once rather than being retried: over
+// the claim's budget, an archive object that fails its checks, expunged,
+// or past the body retention. Anything else (an archive out of reach, the
+// database) may pass, and is retried.
+func bodyGone(cause inbox.Cause) bool {
+	switch cause {
+	case inbox.CauseBodyOverBudget, inbox.CauseArchiveCorrupt, inbox.CauseEventExpunged, inbox.CauseBodyExpired:
+		return true
+	}
+	return false
 }
