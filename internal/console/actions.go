@@ -9,7 +9,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
 )
 
-// The operator actions (API.Actions): every requeue, replay and expunge,
+// The operator actions (API.Actions): every action recorded (a requeue,
+// a replay, an expunge, a resolve, a discard, a purge...),
 // from the console or the CLI, newest first.
 
 type actionsData struct {

@@ -73,3 +73,12 @@ var causeNotes = map[inbox.Cause]causeNote{
 		"The request could not be turned into an HTTP request (the Lambda adapter's refusal).",
 		"Look for the request id in the receiver's log."},
 }
+
+// attemptCauses are the causes an attempt fails with, which the forms
+// that filter by the last attempt's cause suggest (a datalist: any cause
+// may be typed, and operations checks it).
+var attemptCauses = []string{
+	string(inbox.CauseHandlerFailed), string(inbox.CauseHandlerTimeout), string(inbox.CauseHandlerPanic),
+	string(inbox.CauseHandlerPrivilege), string(inbox.CausePermanent), string(inbox.CauseNoHandler),
+	string(inbox.CauseLeaseExpired), string(inbox.CauseCommitFailed), string(inbox.CauseMaxAttempts),
+}

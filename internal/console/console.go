@@ -2,9 +2,11 @@
 // (html/template, an embedded style sheet, no script) over the one
 // operations API (shared/operations), as River UI serves a queue. It shows
 // the backlog, the events (filtered, paginated, each with its body and
-// attempt history), the dead letters, and the operator actions, and it
-// requeues dead letters, replays events and expunges one, each after a
-// confirmation, recorded under who the API says the operator is.
+// attempt history), the dead letters, the quarantine and the operator
+// actions, and it requeues or resolves dead letters, replays or discards
+// events, expunges one, and re-ingests or purges quarantined deliveries,
+// each after a confirmation, recorded under who the API says the
+// operator is.
 //
 // The console decides nothing the API decides: windows, pages, counts,
 // formats and the status of every error (operatorapi.StatusOf) come from
@@ -197,6 +199,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /events/{id}", s.serve(s.event))
 	mux.HandleFunc("POST /events/replay", s.action(s.replay))
 	mux.HandleFunc("POST /events/{id}/expunge", s.action(s.expunge))
+	mux.HandleFunc("POST /events/discard", s.action(s.discard))
 	mux.HandleFunc("GET /dead-letters", s.serve(s.deadLetters))
 	mux.HandleFunc("POST /dead-letters/requeue", s.action(s.requeue))
 	mux.HandleFunc("POST /dead-letters/resolve", s.action(s.resolve))
@@ -206,6 +209,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /quarantine", s.serve(s.quarantine))
 	mux.HandleFunc("GET /quarantine/{id}", s.serve(s.quarantined))
 	mux.HandleFunc("POST /quarantine/reingest", s.action(s.reingest))
+	mux.HandleFunc("POST /quarantine/purge", s.action(s.purge))
 
 	// Cross-origin POSTs are refused before the session is looked at:
 	// Sec-Fetch-Site, else Origin against Host (the standard library's).

@@ -227,7 +227,7 @@ func TestEveryPageNeedsTheToken(t *testing.T) {
 			t.Errorf("GET %s without a session = %d, want 401", p, code)
 		}
 	}
-	for _, p := range []string{"/dead-letters/requeue", "/events/replay", "/events/1/expunge"} {
+	for _, p := range []string{"/dead-letters/requeue", "/dead-letters/resolve", "/events/replay", "/events/1/expunge", "/events/discard", "/quarantine/purge"} {
 		if code, _ := f.post(p, url.Values{"all": {"1"}, "confirm": {"yes"}}, nil); code != http.StatusUnauthorized {
 			t.Errorf("POST %s without a session = %d, want 401", p, code)
 		}

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -14,7 +13,8 @@ import (
 )
 
 // The open dead letters (API.DeadLetters) and their requeue
-// (API.Requeue: counted, then confirmed); their resolve is in resolve.go.
+// (API.Requeue: counted, then confirmed, bulk.go); their resolve is in
+// resolve.go.
 
 type deadLettersData struct {
 	Now time.Time
@@ -31,7 +31,9 @@ type deadLettersData struct {
 	Requeued string
 	// Resolved is how many events a resolve that redirected here closed.
 	Resolved string
-	Error    string
+	// Causes are the causes the cause filter suggests.
+	Causes []string
+	Error  string
 }
 
 func (d deadLettersData) at() time.Time { return d.Now }
@@ -40,7 +42,7 @@ func (d deadLettersData) at() time.Time { return d.Now }
 // died.
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) error {
 	qs := r.URL.Query()
-	d := deadLettersData{Form: qs, Requeued: qs.Get("requeued"), Resolved: qs.Get("resolved")}
+	d := deadLettersData{Form: qs, Requeued: qs.Get("requeued"), Resolved: qs.Get("resolved"), Causes: attemptCauses}
 	if _, err := strconv.Atoi(d.Requeued); err != nil {
 		d.Requeued = ""
 	}
@@ -103,10 +105,9 @@ type confirmData struct {
 
 func (d confirmData) at() time.Time { return d.Now }
 
-// requeue is two POSTs: the first (no confirm) counts what the selection
-// touches (a dry run) and asks to confirm; the second, with confirm and
-// the count the operator saw, requeues them, unless the count changed in
-// between (count_changed: it asks again with the new count).
+// requeue is two POSTs (bulkAction): the first (no confirm) counts what
+// the selection touches (a dry run) and asks to confirm; the second, with
+// confirm and the count the operator saw, requeues them.
 func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	form := r.PostForm
@@ -115,44 +116,30 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := confirmData{DeadLetterSelection: sel, Fields: selectionValues(sel)}
-	ask := func(changed error) error {
-		res, err := s.api.Requeue(ctx, operations.RequeueRequest{Select: sel, DryRun: true})
-		if err != nil {
-			return err
-		}
-		d.Count, d.Changed = res.Events, changed != nil
-		return s.render(w, r, changed, "confirm", "Requeue dead letters", d)
-	}
-	if form.Get("confirm") != "yes" {
-		return ask(nil)
-	}
-	seen, err := confirmedCount(form)
-	var res *operations.RequeueResult
-	if err == nil {
-		res, err = s.api.Requeue(ctx, operations.RequeueRequest{Select: sel, Expect: &seen, Reason: s.cfg.Reason})
-	}
-	if err != nil {
-		if inbox.CauseOf(err) == inbox.CauseCountChanged {
-			return ask(err)
-		}
+	res, ran, err := bulkAction{
+		what: "requeue",
+		call: func(dry bool, expect *int, cont *operations.ActionCursor) (bulkCall, error) {
+			res, err := s.api.Requeue(ctx, operations.RequeueRequest{Select: sel, DryRun: dry, Expect: expect, Reason: s.cfg.Reason, Continue: cont})
+			if err != nil {
+				return bulkCall{}, err
+			}
+			return bulkCall{res.Matched, res.Events, res.ActionID, res.Next}, nil
+		},
+		ask: func(count int, changed error) error {
+			d.Count, d.Changed = count, changed != nil
+			return s.render(w, r, changed, "confirm", "Requeue dead letters", d)
+		},
+	}.run(form)
+	if err != nil || !ran {
 		return err
 	}
-	matched, requeued := res.Matched, res.Events
-	for next := res.Next; next != nil; next = res.Next {
-		if res, err = s.api.Requeue(ctx, operations.RequeueRequest{Continue: next, Reason: s.cfg.Reason}); err != nil {
-			return inbox.WrapError(inbox.CauseOf(err), err, fmt.Sprintf(
-				"the requeue stopped after %d of its %d events (recorded as operator action %d): %s",
-				requeued, matched, next.ActionID, messageOf(err)))
-		}
-		requeued += res.Events
-	}
-	s.log.Info("console: dead letters requeued", "operator", s.who, "events", requeued, "action_id", res.ActionID, "dead_letter", sel.ID,
+	s.log.Info("console: dead letters requeued", "operator", s.who, "events", res.done, "action_id", res.actionID, "dead_letter", sel.ID,
 		"source", sel.Source, "event_type", sel.Type, "all", sel.All)
 	v := url.Values{}
 	if sel.ID == 0 {
 		v = operatorapi.DeadLettersValues(operations.DeadLetterQuery{Source: sel.Source, Type: sel.Type, Window: sel.Window, Criteria: sel.Criteria})
 	}
-	v.Set("requeued", strconv.Itoa(requeued))
+	v.Set("requeued", strconv.Itoa(res.done))
 	return redirect(w, r, "/dead-letters", v)
 }
 

@@ -36,6 +36,12 @@ type eventsData struct {
 	Error string
 	// Replayed is the notice after a replay of the filter (replay.go).
 	Replayed string
+	// Discard is the filter as the discard form's hidden fields (nil:
+	// a discard cannot take it); Causes the causes it suggests;
+	// Discarded the notice after a discard (discard.go).
+	Discard   url.Values
+	Causes    []string
+	Discarded string
 	// Found is the sender's id several sources have (the events listed).
 	Found string
 	// Search is how far a search by content (match=, header=) got.
@@ -47,7 +53,7 @@ func (d eventsData) at() time.Time { return d.Now }
 // events lists a page of events, newest first, or finds one (find=).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	qs := r.URL.Query()
-	d := eventsData{Form: qs, States: operations.EventStates(), Replayed: replayedNote(qs)}
+	d := eventsData{Form: qs, States: operations.EventStates(), Replayed: replayedNote(qs), Discarded: discardedNote(qs), Causes: attemptCauses}
 	if strings.TrimSpace(qs.Get("find")) != "" {
 		return s.find(w, r, d)
 	}
@@ -66,6 +72,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	d.Now, d.Events, d.Search = p.At, p.Events, p.Search
 	// A replay takes a source and a type, not a state, a time or content.
 	d.Source, d.Type, d.Replayable = q.Source, q.Type, q.State == "" && q.Window.IsZero() && p.Search == nil
+	d.Discard = eventsDiscard(q, p.Search != nil)
 	if p.NextBefore != nil {
 		q.Before = *p.NextBefore
 		d.Next = template.URL("/events?" + operatorapi.EventsValues(q).Encode())

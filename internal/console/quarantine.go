@@ -14,8 +14,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/operatorapi"
 )
 
-// The quarantine (API.Quarantine, API.QuarantinedDelivery) and its
-// re-ingest (API.Reingest: counted, then confirmed). Nothing of a
+// The quarantine (API.Quarantine, API.QuarantinedDelivery), its
+// re-ingest (API.Reingest: counted, then confirmed) and its purge
+// (API.Purge: counted, then confirmed, bulk.go). Nothing of a
 // quarantined delivery is authenticated: its text is shown cleaned.
 
 type quarantineData struct {
@@ -27,9 +28,14 @@ type quarantineData struct {
 	Filtered  bool
 	Selection url.Values
 	Next      template.URL
-	// Reingested is the outcome of the re-ingest just done, if any.
+	// Reingested is the outcome of the re-ingest just done, if any;
+	// Purged how many deliveries the purge just done deleted.
 	Reingested string
-	Error      string
+	Purged     string
+	// Purge is the filter as the purge form's hidden fields: nil unless
+	// it names a source (a purge takes no wider selection).
+	Purge url.Values
+	Error string
 }
 
 func (d quarantineData) at() time.Time { return d.Now }
@@ -42,6 +48,9 @@ func (s *Server) quarantine(w http.ResponseWriter, r *http.Request) error {
 		if _, err := strconv.Atoi(st + du + rf); err == nil {
 			d.Reingested = st + " stored, " + du + " already stored, " + rf + " still refused"
 		}
+	}
+	if n, err := strconv.Atoi(qs.Get("purged")); err == nil && n >= 0 {
+		d.Purged = strconv.Itoa(n)
 	}
 	q, err := operatorapi.ParseQuarantine(qs)
 	var p *operations.QuarantinePage
@@ -60,6 +69,9 @@ func (s *Server) quarantine(w http.ResponseWriter, r *http.Request) error {
 	d.Filtered = sel != (operations.QuarantineSelection{})
 	sel.All = !d.Filtered
 	d.Selection = quarantineSelectionValues(sel)
+	if sel.Source != "" {
+		d.Purge = d.Selection
+	}
 	if p.NextBefore != nil {
 		q.Before = *p.NextBefore
 		d.Next = template.URL("/quarantine?" + operatorapi.QuarantineValues(q).Encode())
@@ -146,9 +158,10 @@ type reingestData struct {
 
 func (d reingestData) at() time.Time { return d.Now }
 
-// reingest is two POSTs, as a requeue: the first counts what the
-// selection takes and asks to confirm; the second, with the count the
-// operator saw, re-ingests, unless the count changed in between.
+// reingest is two POSTs (bulkAction), as a requeue: the first counts what
+// the selection takes and asks to confirm; the second, with the count the
+// operator saw, re-ingests, unless the count changed in between. One call
+// takes what it takes (ReingestPerCall): nothing continues it.
 func (s *Server) reingest(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	form := r.PostForm
@@ -157,26 +170,22 @@ func (s *Server) reingest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := reingestData{QuarantineSelection: sel, Fields: quarantineSelectionValues(sel)}
-	ask := func(changed error) error {
-		res, err := s.api.Reingest(ctx, operations.ReingestRequest{Select: sel, DryRun: true})
-		if err != nil {
-			return err
-		}
-		d.Count, d.Changed = res.Matched, changed != nil
-		return s.render(w, r, changed, "reingest", "Re-ingest quarantined deliveries", d)
-	}
-	if form.Get("confirm") != "yes" {
-		return ask(nil)
-	}
-	seen, err := confirmedCount(form)
 	var res *operations.ReingestResult
-	if err == nil {
-		res, err = s.api.Reingest(ctx, operations.ReingestRequest{Select: sel, Expect: &seen, Reason: s.cfg.Reason})
-	}
-	if err != nil {
-		if inbox.CauseOf(err) == inbox.CauseCountChanged {
-			return ask(err)
-		}
+	_, ran, err := bulkAction{
+		what: "re-ingest",
+		call: func(dry bool, expect *int, _ *operations.ActionCursor) (bulkCall, error) {
+			var err error
+			if res, err = s.api.Reingest(ctx, operations.ReingestRequest{Select: sel, DryRun: dry, Expect: expect, Reason: s.cfg.Reason}); err != nil {
+				return bulkCall{}, err
+			}
+			return bulkCall{matched: res.Matched}, nil
+		},
+		ask: func(count int, changed error) error {
+			d.Count, d.Changed = count, changed != nil
+			return s.render(w, r, changed, "reingest", "Re-ingest quarantined deliveries", d)
+		},
+	}.run(form)
+	if err != nil || !ran {
 		return err
 	}
 	s.log.Info("console: quarantine re-ingested", "operator", s.who, "stored", res.Stored, "duplicates", res.Duplicates,
@@ -188,5 +197,61 @@ func (s *Server) reingest(w http.ResponseWriter, r *http.Request) error {
 	v.Set("stored", strconv.Itoa(res.Stored))
 	v.Set("duplicates", strconv.Itoa(res.Duplicates))
 	v.Set("refused", strconv.Itoa(res.Refused))
+	return redirect(w, r, "/quarantine", v)
+}
+
+// purgeData is the purge's confirmation page.
+type purgeData struct {
+	Now time.Time
+	operations.QuarantineSelection
+	Fields url.Values
+	// Reason is what the operator typed (else the console's --reason).
+	Reason  string
+	Count   int
+	Changed bool
+}
+
+func (d purgeData) at() time.Time { return d.Now }
+
+// purge is two POSTs (bulkAction), as the resolve: the first counts the
+// quarantined deliveries the selection deletes and asks to confirm; the
+// second, with the count the operator saw, deletes them in one
+// transaction with its record. A purge names a delivery or a source
+// (operations refuses anything wider), so all=1 is not read.
+func (s *Server) purge(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	form := r.PostForm
+	sel, err := reingestSelection(form)
+	if err != nil {
+		return err
+	}
+	sel.All = false
+	reason := s.reasonOf(form)
+	d := purgeData{QuarantineSelection: sel, Fields: quarantineSelectionValues(sel), Reason: reason}
+	res, ran, err := bulkAction{
+		what: "purge",
+		call: func(dry bool, expect *int, _ *operations.ActionCursor) (bulkCall, error) {
+			res, err := s.api.Purge(ctx, operations.PurgeRequest{Select: sel, DryRun: dry, Expect: expect, Reason: reason})
+			if err != nil {
+				return bulkCall{}, err
+			}
+			// One transaction: nothing continues a purge.
+			return bulkCall{matched: res.Deliveries, done: res.Deliveries, actionID: res.ActionID}, nil
+		},
+		ask: func(count int, changed error) error {
+			d.Count, d.Changed = count, changed != nil
+			return s.render(w, r, changed, "purge", "Purge quarantined deliveries", d)
+		},
+	}.run(form)
+	if err != nil || !ran {
+		return err
+	}
+	s.log.Info("console: quarantine purged", "operator", s.who, "deliveries", res.done, "action_id", res.actionID,
+		"quarantined", sel.ID, "source", sel.Source)
+	v := url.Values{}
+	if sel.ID == 0 {
+		v = operatorapi.QuarantineValues(operations.QuarantineQuery{Source: sel.Source, Window: sel.Window})
+	}
+	v.Set("purged", strconv.Itoa(res.done))
 	return redirect(w, r, "/quarantine", v)
 }

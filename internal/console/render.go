@@ -47,7 +47,7 @@ var funcs = template.FuncMap{
 
 func parsePages() (*pages, error) {
 	p := &pages{byName: map[string]*template.Template{}}
-	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message", "replay", "expunge", "resolve", "quarantine", "quarantined", "reingest"} {
+	for _, name := range []string{"overview", "refusals", "events", "event", "dead_letters", "confirm", "actions", "message", "replay", "expunge", "resolve", "quarantine", "quarantined", "reingest", "discard", "purge"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", name, err)
