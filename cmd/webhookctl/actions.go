@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,9 +49,8 @@ func (a *actorFlags) name(getenv func(string) string) string {
 
 func newActionsCmd() *cobra.Command {
 	var (
-		since  string
-		limit  int
-		asJSON bool
+		since string
+		l     listFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "actions",
@@ -62,8 +62,8 @@ how many events it changed, in the statements that change them.
 'webhookctl events show' lists the actions that touched one event.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > maxListLimit {
-				return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
+			if err := l.check(); err != nil {
+				return err
 			}
 			q := operations.ActionQuery{}
 			if since != "" {
@@ -79,22 +79,17 @@ how many events it changed, in the statements that change them.
 			}
 			defer closeAPI()
 			var all operations.ActionPage
-			all.Actions, all.NextBefore, err = readPages(limit, 0, func(n int, before int64) ([]operations.Action, *int64, error) {
+			all.Actions, all.NextBefore, all.At, err = readPages(l.limit, 0, func(n int, before int64) (*operations.ActionPage, error) {
 				q.Limit, q.Before = n, before
-				p, err := api.Actions(cmd.Context(), q)
-				if err != nil {
-					return nil, nil, err
-				}
-				if all.At.IsZero() {
-					all.At = p.At
-				}
-				return p.Actions, p.NextBefore, nil
+				return api.Actions(cmd.Context(), q)
+			}, func(p *operations.ActionPage) ([]operations.Action, *int64, time.Time) {
+				return p.Actions, p.NextBefore, p.At
 			})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if asJSON {
+			if l.asJSON {
 				return writeJSON(out, all)
 			}
 			if len(all.Actions) == 0 {
@@ -105,8 +100,7 @@ how many events it changed, in the statements that change them.
 		},
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only actions of the last SPAN (e.g. 24h, 7d)")
-	cmd.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	l.register(cmd, 50)
 	return cmd
 }
 

@@ -3,7 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,12 +46,34 @@ func (f *deadLetterFlags) selection() (operations.DeadLetterSelection, error) {
 	return operations.DeadLetterSelection{ID: f.id, Source: f.source, Type: f.typ, Window: w}, nil
 }
 
+// actionSelection is the selection of a requeue or a resolve: the flags',
+// with an id given as the argument, the criteria and --all; refused when
+// it names nothing.
+func (f *deadLetterFlags) actionSelection(args []string, c *criteriaFlags, all bool) (operations.DeadLetterSelection, error) {
+	if err := idArg(args, &f.id, "a dead letter"); err != nil {
+		return operations.DeadLetterSelection{}, err
+	}
+	sel, err := f.selection()
+	if err != nil {
+		return sel, err
+	}
+	if sel.Criteria, err = c.criteria(); err != nil {
+		return sel, err
+	}
+	sel.All = all
+	if sel.IsZero() {
+		// Said in the command's own words (its flags); the API refuses
+		// an empty selection all the same.
+		return sel, errors.New("give a dead letter's id, --ids, --source, --type, --cause, --error, a time window, or --all")
+	}
+	return sel, nil
+}
+
 func newDeadLettersListCmd() *cobra.Command {
 	var (
-		f      deadLetterFlags
-		c      criteriaFlags
-		limit  int
-		asJSON bool
+		f deadLetterFlags
+		c criteriaFlags
+		l listFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -60,11 +83,15 @@ one), oldest first: the event, its attempts and the last error. The whole
 error history is in --json and in 'events show EVENT'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit <= 0 || limit > maxListLimit {
-				return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
+			if err := l.check(); err != nil {
+				return err
 			}
 			sel, err := f.selection()
 			if err != nil {
+				return err
+			}
+			q := operations.DeadLetterQuery{ID: sel.ID, Source: sel.Source, Type: sel.Type, Window: sel.Window}
+			if q.Criteria, err = c.criteria(); err != nil {
 				return err
 			}
 			api, closeAPI, err := openAPI(cmd)
@@ -72,62 +99,34 @@ error history is in --json and in 'events show EVENT'.`,
 				return err
 			}
 			defer closeAPI()
-			q := operations.DeadLetterQuery{ID: sel.ID, Source: sel.Source, Type: sel.Type, Window: sel.Window}
-			if q.Criteria, err = c.criteria(); err != nil {
-				return err
-			}
 			var all operations.DeadLetterPage
-			all.DeadLetters, all.NextAfter, err = readPages(limit, 0, func(n int, after int64) ([]operations.DeadLetter, *int64, error) {
+			all.DeadLetters, all.NextAfter, all.At, err = readPages(l.limit, 0, func(n int, after int64) (*operations.DeadLetterPage, error) {
 				q.Limit, q.After = n, after
-				p, err := api.DeadLetters(cmd.Context(), q)
-				if err != nil {
-					return nil, nil, err
-				}
-				if all.At.IsZero() {
-					all.At = p.At
-				}
-				return p.DeadLetters, p.NextAfter, nil
+				return api.DeadLetters(cmd.Context(), q)
+			}, func(p *operations.DeadLetterPage) ([]operations.DeadLetter, *int64, time.Time) {
+				return p.DeadLetters, p.NextAfter, p.At
 			})
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, all)
-			}
-			if len(all.DeadLetters) == 0 {
-				fmt.Fprintln(out, "no open dead letters match")
-				return nil
-			}
-			tw := newTable(out)
-			fmt.Fprintln(tw, "ID\tEVENT\tSOURCE\tEVENT ID\tTYPE\tATTEMPTS\tDEAD AT\tLAST ERROR")
-			for _, d := range all.DeadLetters {
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventPK, d.Source, oneLine(d.EventID, 40),
-					oneLine(d.Type, 40), d.Attempts, operations.Stamp(&d.DeadAt), oneLine(deref(d.LastError), 80))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if all.NextAfter != nil {
-				fmt.Fprintf(out, "(first %d shown: narrow the filters or raise --limit)\n", len(all.DeadLetters))
-			}
-			return nil
+			return printList(cmd, l, all, all.DeadLetters, all.NextAfter != nil, "no open dead letters match",
+				"ID\tEVENT\tSOURCE\tEVENT ID\tTYPE\tATTEMPTS\tDEAD AT\tLAST ERROR", func(tw io.Writer, d operations.DeadLetter) {
+					fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.EventPK, d.Source, oneLine(d.EventID, 40),
+						oneLine(d.Type, 40), d.Attempts, operations.Stamp(&d.DeadAt), oneLine(deref(d.LastError), 80))
+				})
 		},
 	}
 	f.register(cmd)
 	c.register(cmd, "dead letters'", true)
-	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	l.register(cmd, 100)
 	return cmd
 }
 
 func newDeadLettersRequeueCmd() *cobra.Command {
 	var (
-		f                   deadLetterFlags
-		c                   criteriaFlags
-		by                  actorFlags
-		all                 bool
-		dryRun, yes, asJSON bool
+		f deadLetterFlags
+		c criteriaFlags
+		b bulkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "requeue [ID]",
@@ -143,84 +142,43 @@ letter.
 
 Without --yes (or with --dry-run) it only counts the events a requeue
 would send back, with the same filter, and changes nothing; --yes
-requeues them. A large requeue goes on in several calls under one record
+requeues them, unless the count differs from --expect (the count you saw)
+when it is given. A large requeue goes on in several calls under one record
 (the processor starts on the first events while the rest are requeued).
 Without a filter, --all is required.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				id, err := strconv.ParseInt(args[0], 10, 64)
-				if err != nil || id <= 0 {
-					return fmt.Errorf("%q is not a dead letter's id", args[0])
-				}
-				if f.id != 0 && f.id != id {
-					return errors.New("give the id once")
-				}
-				f.id = id
-			}
-			sel, err := f.selection()
+			sel, err := f.actionSelection(args, &c, b.all)
 			if err != nil {
 				return err
-			}
-			if sel.Criteria, err = c.criteria(); err != nil {
-				return err
-			}
-			sel.All = all
-			if !all && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && len(sel.IDs) == 0 &&
-				sel.Cause == "" && sel.Error == "" && sel.Received.IsZero() {
-				// Said in the command's own words (its flags); the API
-				// refuses an empty selection all the same.
-				return errors.New("give a dead letter's id, --source, --type, a time window, or --all")
 			}
 			api, closeAPI, err := openAPI(cmd)
 			if err != nil {
 				return err
 			}
 			defer closeAPI()
-			dry := dryRun || !yes
-			r := operations.RequeueRequest{Select: sel, DryRun: dry, Reason: by.reason}
-			var last *operations.RequeueResult
-			total, err := runBulk(cmd, "requeueing", func(cont *operations.ActionCursor) (bulkCall, error) {
-				r.Continue = cont
-				res, err := api.Requeue(cmd.Context(), r)
-				if err != nil {
-					return bulkCall{}, err
-				}
-				last = res
-				if res.DryRun {
-					return bulkCall{matched: res.Matched}, nil
-				}
-				return bulkCall{res.Matched, res.Events, res.ActionID, res.Next}, nil
-			})
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				res := operations.RequeueResult{DryRun: last.DryRun, Events: total.done, Matched: total.matched, ActionID: total.actionID}
-				if dry {
-					res.Events = total.matched
-				}
-				return writeJSON(out, res)
-			}
-			if dry {
-				fmt.Fprintf(out, "dry run: %d events would be requeued", total.matched)
-				if !dryRun {
-					fmt.Fprint(out, "; run it again with --yes to requeue them")
-				}
-				fmt.Fprintln(out)
-				return nil
-			}
-			fmt.Fprintf(out, "requeued %d events: due now; 'webhookctl stats' shows the backlog drain\n", total.done)
-			return nil
+			r := operations.RequeueRequest{Select: sel, DryRun: b.dry(), Reason: b.by.reason}
+			return confirmBulk(cmd, &b, bulkWords{gerund: "requeueing", would: "requeued", verb: "requeue", past: "requeued",
+				done: "due now ('webhookctl stats' shows the backlog drain)"},
+				func(cont *operations.ActionCursor, expect *int) (bulkCall, error) {
+					r.Continue, r.Expect = cont, expect
+					res, err := api.Requeue(cmd.Context(), r)
+					if err != nil {
+						return bulkCall{}, err
+					}
+					return bulkCall{res.Matched, res.Events, res.ActionID, res.Next}, nil
+				},
+				func(t bulkCall) any {
+					res := operations.RequeueResult{DryRun: r.DryRun, Events: t.done, Matched: t.matched, ActionID: t.actionID}
+					if r.DryRun {
+						res.Events = t.matched
+					}
+					return res
+				})
 		},
 	}
 	f.register(cmd)
 	c.register(cmd, "dead letters'", true)
-	by.register(cmd)
-	cmd.Flags().BoolVar(&all, "all", false, "every open dead letter")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "requeue: without it, only count")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	b.register(cmd, "every open dead letter", "requeue", "requeued")
 	return cmd
 }

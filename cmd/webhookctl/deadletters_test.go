@@ -82,7 +82,15 @@ func TestDeadLettersRequeue(t *testing.T) {
 	) {
 		t.FailNow()
 	}
-	f.runJSON(&real, "dead-letters", "requeue", "--source", "stripe", "--yes")
+	// --expect, the count the operator saw, no longer holding: nothing
+	// is requeued.
+	if _, _, err := f.run("dead-letters", "requeue", "--source", "stripe", "--yes", "--expect", "3"); err == nil || !strings.Contains(err.Error(), "not the 3 confirmed") {
+		t.Fatalf("requeue with a stale --expect: %v", err)
+	}
+	if got := changed(before, f.snapshot()); len(got) != 0 {
+		t.Fatalf("a refused requeue changed %v", got)
+	}
+	f.runJSON(&real, "dead-letters", "requeue", "--source", "stripe", "--yes", "--expect", "2")
 	got := changed(before, f.snapshot())
 	if !field.Check(t, "requeue",
 		field.Eq("dry run DryRun", dry.DryRun, true),

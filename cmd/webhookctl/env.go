@@ -203,6 +203,24 @@ func (t *timeFlags) window() (operations.Window, error) {
 	return operations.ParseWindow(t.since, t.from, t.to)
 }
 
+// idArg reads the id a command may take as its argument into id, where
+// --id may have put it already: what is a row's kind ("dead letter"), for
+// the refusal of an argument that is no id.
+func idArg(args []string, id *int64, what string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	n, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not %s's id", args[0], what)
+	}
+	if *id != 0 && *id != n {
+		return errors.New("give the id once")
+	}
+	*id = n
+	return nil
+}
+
 // parseEventRef reads ID or SOURCE EVENT_ID.
 func parseEventRef(args []string) (operations.EventRef, error) {
 	switch len(args) {

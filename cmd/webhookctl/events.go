@@ -32,9 +32,8 @@ func newEventsListCmd() *cobra.Command {
 		source, typ, state string
 		match, header      string
 		window             timeFlags
-		limit              int
+		l                  listFlags
 		before             int64
-		asJSON             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -60,8 +59,8 @@ down it searched; archived, expired and expunged events keep no payload
 here and are not matched (docs/operations.md, "Search by content").`, operations.EventStates(), operations.DefaultSearchWindow),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit <= 0 || limit > maxListLimit {
-				return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
+			if err := l.check(); err != nil {
+				return err
 			}
 			w, err := window.window()
 			if err != nil {
@@ -73,12 +72,12 @@ here and are not matched (docs/operations.md, "Search by content").`, operations
 			}
 			defer closeAPI()
 			page, err := listEvents(cmd, api, operations.EventQuery{Source: source, Type: typ, State: state, Window: w, Before: before,
-				Match: match, Header: header}, limit)
+				Match: match, Header: header}, l.limit)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if asJSON {
+			if l.asJSON {
 				return writeJSON(out, page)
 			}
 			if len(page.Events) == 0 {
@@ -107,9 +106,8 @@ here and are not matched (docs/operations.md, "Search by content").`, operations
 	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
 	cmd.Flags().StringVar(&state, "state", "", fmt.Sprintf("only this state: %v", operations.EventStates()))
 	window.register(cmd, "received")
-	cmd.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
+	l.register(cmd, 50)
 	cmd.Flags().Int64Var(&before, "before", 0, "only events with a smaller id (paging)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&match, "match", "", `only events whose payload contains this JSON, such as '{"customer":"cus_123"}'`)
 	cmd.Flags().StringVar(&header, "header", "", "only events whose kind kept this header with this value: NAME=VALUE")
 	return cmd
@@ -168,16 +166,11 @@ func listEvents(cmd *cobra.Command, api operations.API, q operations.EventQuery,
 		}
 	}
 	var err error
-	all.Events, all.NextBefore, err = readPages(limit, q.Before, func(n int, before int64) ([]operations.Event, *int64, error) {
+	all.Events, all.NextBefore, all.At, err = readPages(limit, q.Before, func(n int, before int64) (*operations.EventPage, error) {
 		q.Limit, q.Before = n, before
-		p, err := api.Events(cmd.Context(), q)
-		if err != nil {
-			return nil, nil, err
-		}
-		if all.At.IsZero() {
-			all.At = p.At
-		}
-		return p.Events, p.NextBefore, nil
+		return api.Events(cmd.Context(), q)
+	}, func(p *operations.EventPage) ([]operations.Event, *int64, time.Time) {
+		return p.Events, p.NextBefore, p.At
 	})
 	if err != nil {
 		return nil, err
@@ -186,24 +179,77 @@ func listEvents(cmd *cobra.Command, api operations.API, q operations.EventQuery,
 }
 
 // readPages reads up to limit items of a list the API answers a page at
-// a time (at most operations.MaxLimit): page reads at most n items from
-// cursor (start, then each page's next cursor) and returns them with the
-// cursor of the next page (nil on the last). It returns the items and the
-// cursor after the last one, nil when the list is done.
-func readPages[T any](limit int, start int64, page func(n int, cursor int64) ([]T, *int64, error)) ([]T, *int64, error) {
+// a time (at most operations.MaxLimit): page reads a page of at most n
+// items from cursor (start, then each page's next cursor), and items
+// gives its items, the cursor of the next page (nil on the last) and the
+// page's time. It returns the items, the cursor after the last one (nil
+// when the list is done), and the first page's time: the list's.
+func readPages[P, T any](limit int, start int64, page func(n int, cursor int64) (*P, error), items func(*P) ([]T, *int64, time.Time)) ([]T, *int64, time.Time, error) {
 	out := []T{}
 	cursor := start
+	var at time.Time
 	for {
-		items, next, err := page(min(limit-len(out), operations.MaxLimit), cursor)
+		p, err := page(min(limit-len(out), operations.MaxLimit), cursor)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, at, err
 		}
-		out = append(out, items...)
-		if next == nil || len(items) == 0 || len(out) >= limit {
-			return out, next, nil
+		got, next, pageAt := items(p)
+		if at.IsZero() {
+			at = pageAt
+		}
+		out = append(out, got...)
+		if next == nil || len(got) == 0 || len(out) >= limit {
+			return out, next, at, nil
 		}
 		cursor = *next
 	}
+}
+
+// listFlags are the flags of a list read up to --limit: --limit and
+// --json.
+type listFlags struct {
+	limit  int
+	asJSON bool
+}
+
+// register adds the flags, --limit defaulting to limit.
+func (l *listFlags) register(cmd *cobra.Command, limit int) {
+	cmd.Flags().IntVar(&l.limit, "limit", limit, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
+	cmd.Flags().BoolVar(&l.asJSON, "json", false, "print JSON")
+}
+
+// check refuses a --limit out of range.
+func (l *listFlags) check() error {
+	if l.limit <= 0 || l.limit > maxListLimit {
+		return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
+	}
+	return nil
+}
+
+// printList prints a list read up to --limit: page whole with --json;
+// otherwise a table of its items under header (a row each), none alone
+// when it is empty, and a note when the limit cut it (more).
+func printList[T any](cmd *cobra.Command, l listFlags, page any, items []T, more bool, none, header string, row func(tw io.Writer, item T)) error {
+	out := cmd.OutOrStdout()
+	if l.asJSON {
+		return writeJSON(out, page)
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(out, none)
+		return nil
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		row(tw, it)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if more {
+		fmt.Fprintf(out, "(first %d shown: narrow the filters or raise --limit)\n", len(items))
+	}
+	return nil
 }
 
 // eventNote is the list's last column: what is next, or how it ended.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -46,15 +47,8 @@ func (f *quarantineFlags) register(cmd *cobra.Command) {
 
 // selection is the flags' selection, with an id given as the argument.
 func (f *quarantineFlags) selection(args []string) (operations.QuarantineSelection, error) {
-	if len(args) == 1 {
-		id, err := strconv.ParseInt(args[0], 10, 64)
-		if err != nil || id <= 0 {
-			return operations.QuarantineSelection{}, fmt.Errorf("%q is not a quarantined delivery's id", args[0])
-		}
-		if f.id != 0 && f.id != id {
-			return operations.QuarantineSelection{}, errors.New("give the id once")
-		}
-		f.id = id
+	if err := idArg(args, &f.id, "a quarantined delivery"); err != nil {
+		return operations.QuarantineSelection{}, err
 	}
 	w, err := f.window.window()
 	if err != nil {
@@ -65,73 +59,50 @@ func (f *quarantineFlags) selection(args []string) (operations.QuarantineSelecti
 
 func newQuarantineListCmd() *cobra.Command {
 	var (
-		f      quarantineFlags
-		limit  int
-		asJSON bool
+		f quarantineFlags
+		l listFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the quarantined deliveries, newest first, with why they were refused (and why a re-ingest still refuses them)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit <= 0 || limit > maxListLimit {
-				return fmt.Errorf("--limit must be 1 to %d", maxListLimit)
+			if err := l.check(); err != nil {
+				return err
 			}
 			sel, err := f.selection(nil)
 			if err != nil {
 				return err
 			}
+			q := operations.QuarantineQuery{Source: sel.Source, Window: sel.Window}
 			api, closeAPI, err := openAPI(cmd)
 			if err != nil {
 				return err
 			}
 			defer closeAPI()
-			q := operations.QuarantineQuery{Source: sel.Source, Window: sel.Window}
 			var all operations.QuarantinePage
-			all.Deliveries, all.NextBefore, err = readPages(limit, 0, func(n int, before int64) ([]operations.Quarantined, *int64, error) {
+			all.Deliveries, all.NextBefore, all.At, err = readPages(l.limit, 0, func(n int, before int64) (*operations.QuarantinePage, error) {
 				q.Limit, q.Before = n, before
-				p, err := api.Quarantine(cmd.Context(), q)
-				if err != nil {
-					return nil, nil, err
-				}
-				if all.At.IsZero() {
-					all.At = p.At
-				}
-				return p.Deliveries, p.NextBefore, nil
+				return api.Quarantine(cmd.Context(), q)
+			}, func(p *operations.QuarantinePage) ([]operations.Quarantined, *int64, time.Time) {
+				return p.Deliveries, p.NextBefore, p.At
 			})
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, all)
-			}
-			if len(all.Deliveries) == 0 {
-				fmt.Fprintln(out, "no quarantined deliveries match")
-				return nil
-			}
-			tw := newTable(out)
-			fmt.Fprintln(tw, "ID\tSOURCE\tCAUSE\tRECEIVED\tBYTES\tREQUEST ID\tLAST RE-INGEST")
-			for _, d := range all.Deliveries {
-				last := "-"
-				if d.TriedAt != nil {
-					last = deref(d.LastCause) + ": " + deref(d.LastError)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Source, d.Cause, operations.Stamp(&d.ReceivedAt),
-					operations.Bytes(int64(d.BodySize)), oneLine(orDash(d.RequestID), 40), oneLine(last, 80))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if all.NextBefore != nil {
-				fmt.Fprintf(out, "(first %d shown: narrow the filters or raise --limit)\n", len(all.Deliveries))
-			}
-			return nil
+			return printList(cmd, l, all, all.Deliveries, all.NextBefore != nil, "no quarantined deliveries match",
+				"ID\tSOURCE\tCAUSE\tRECEIVED\tBYTES\tREQUEST ID\tLAST RE-INGEST", func(tw io.Writer, d operations.Quarantined) {
+					last := "-"
+					if d.TriedAt != nil {
+						last = deref(d.LastCause) + ": " + deref(d.LastError)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Source, d.Cause, operations.Stamp(&d.ReceivedAt),
+						operations.Bytes(int64(d.BodySize)), oneLine(orDash(d.RequestID), 40), oneLine(last, 80))
+				})
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("at most this many (up to %d)", maxListLimit))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	l.register(cmd, 100)
 	return cmd
 }
 
@@ -245,7 +216,7 @@ deliveries; --yes re-ingests exactly that count, or nothing if it changed.`,
 				return err
 			}
 			sel.All = all
-			if !all && sel.ID == 0 && sel.Source == "" && sel.Window.IsZero() {
+			if sel.IsZero() {
 				return errors.New("give a quarantined delivery's id, --source, a time window, or --all")
 			}
 			api, closeAPI, err := openAPI(cmd)

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -53,15 +52,8 @@ needs --yes and resets the events in chunks, so the processor starts on
 the first ones at once.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				n, err := strconv.ParseInt(args[0], 10, 64)
-				if err != nil || n <= 0 {
-					return fmt.Errorf("%q is not an event's id", args[0])
-				}
-				if id != 0 && id != n {
-					return errors.New("give the id once")
-				}
-				id = n
+			if err := idArg(args, &id, "an event"); err != nil {
+				return err
 			}
 			if !dryRun {
 				if err := confirmDestructive(yes, "replay runs handlers again"); err != nil {
@@ -77,8 +69,7 @@ the first ones at once.`,
 				return err
 			}
 			sel := operations.ReplaySelection{ID: id, Source: source, Type: typ, Outcome: outcome, Window: w, Criteria: crit, All: all}
-			if !all && id == 0 && source == "" && typ == "" && outcome == "" && w.IsZero() && len(crit.IDs) == 0 &&
-				crit.Cause == "" && crit.Error == "" && crit.Received.IsZero() {
+			if sel.IsZero() {
 				// Said in the command's own words (its flags); the API
 				// refuses an empty selection all the same.
 				return errors.New("give an event's id, --source, --type, --outcome, a time window, or --all")

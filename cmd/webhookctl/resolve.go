@@ -80,28 +80,49 @@ func runBulk(cmd *cobra.Command, what string, call func(cont *operations.ActionC
 	return total, nil
 }
 
-// bulkRun is how a resolve or a discard command was asked to run, and the
-// words its output uses.
-type bulkRun struct {
-	// dry: only count (--dry-run, or no --yes); dryRun: --dry-run itself.
-	dry, dryRun, asJSON bool
-	// expect is --expect when given; the first call only checks it.
-	expect *int
-	// gerund names the progress bar; would ends "N events would be …";
-	// verb is the action's and past its past tense; done says what became
-	// of the events.
+// bulkFlags are the flags a requeue, a resolve and a discard take beside
+// their selection's: --all, who and why, and how to run.
+type bulkFlags struct {
+	by  actorFlags
+	all bool
+	// dryRun is --dry-run; without --yes, a command only counts too.
+	dryRun, yes, asJSON bool
+	// expect is --expect: the first call checks it.
+	expect int
+}
+
+// register adds the flags: every says what --all selects; verb and past
+// name the action.
+func (b *bulkFlags) register(cmd *cobra.Command, every, verb, past string) {
+	b.by.register(cmd)
+	cmd.Flags().BoolVar(&b.all, "all", false, every)
+	cmd.Flags().IntVar(&b.expect, "expect", 0, "the count the dry run showed: nothing is "+past+" if the selection now counts otherwise")
+	cmd.Flags().BoolVar(&b.dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
+	cmd.Flags().BoolVar(&b.yes, "yes", false, verb+": without it, only count")
+	cmd.Flags().BoolVar(&b.asJSON, "json", false, "print JSON")
+}
+
+// dry reports a run that only counts: --dry-run, or no --yes.
+func (b *bulkFlags) dry() bool { return b.dryRun || !b.yes }
+
+// bulkWords are the words a bulk command's output uses: gerund names the
+// progress bar; would ends "N events would be …"; verb is the action's
+// and past its past tense; done says what became of the events.
+type bulkWords struct {
 	gerund, would, verb, past, done string
 }
 
-// confirmBulk runs a resolve or a discard to its end (runBulk: each call
-// continuing the one before, --expect checked by the first) and prints it:
-// the count of a dry run and how to go on, or what the action did.
-func confirmBulk(cmd *cobra.Command, b bulkRun, call func(cont *operations.ActionCursor, expect *int) (bulkCall, error), jsonOf func(bulkCall) any) error {
-	total, err := runBulk(cmd, b.gerund, func(cont *operations.ActionCursor) (bulkCall, error) {
+// confirmBulk runs a requeue, a resolve or a discard to its end (runBulk:
+// each call continuing the one before, --expect checked by the first) and
+// prints it: the count of a dry run and how to go on, or what the action
+// did.
+func confirmBulk(cmd *cobra.Command, b *bulkFlags, w bulkWords, call func(cont *operations.ActionCursor, expect *int) (bulkCall, error), jsonOf func(bulkCall) any) error {
+	expect := flagged(cmd, "expect", b.expect)
+	total, err := runBulk(cmd, w.gerund, func(cont *operations.ActionCursor) (bulkCall, error) {
 		if cont != nil {
 			return call(cont, nil)
 		}
-		return call(nil, b.expect)
+		return call(nil, expect)
 	})
 	if err != nil {
 		return err
@@ -110,15 +131,15 @@ func confirmBulk(cmd *cobra.Command, b bulkRun, call func(cont *operations.Actio
 	if b.asJSON {
 		return writeJSON(out, jsonOf(total))
 	}
-	if b.dry {
-		fmt.Fprintf(out, "dry run: %d events would be %s", total.matched, b.would)
+	if b.dry() {
+		fmt.Fprintf(out, "dry run: %d events would be %s", total.matched, w.would)
 		if !b.dryRun {
-			fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to %s them", total.matched, b.verb)
+			fmt.Fprintf(out, "; run it again with --yes --expect %d --reason '...' to %s them", total.matched, w.verb)
 		}
 		fmt.Fprintln(out)
 		return nil
 	}
-	fmt.Fprintf(out, "%s %d events (of %d matched): %s; recorded as action %d\n", b.past, total.done, total.matched, b.done, total.actionID)
+	fmt.Fprintf(out, "%s %d events (of %d matched): %s; recorded as action %d\n", w.past, total.done, total.matched, w.done, total.actionID)
 	return nil
 }
 
@@ -132,12 +153,9 @@ func flagged(cmd *cobra.Command, name string, v int) *int {
 
 func newDeadLettersResolveCmd() *cobra.Command {
 	var (
-		f                   deadLetterFlags
-		c                   criteriaFlags
-		by                  actorFlags
-		all                 bool
-		dryRun, yes, asJSON bool
-		expect              int
+		f deadLetterFlags
+		c criteriaFlags
+		b bulkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "resolve [ID]",
@@ -161,30 +179,11 @@ large resolve goes on in several calls under one record. Without a
 filter, --all is required.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				id, err := strconv.ParseInt(args[0], 10, 64)
-				if err != nil || id <= 0 {
-					return fmt.Errorf("%q is not a dead letter's id", args[0])
-				}
-				if f.id != 0 && f.id != id {
-					return errors.New("give the id once")
-				}
-				f.id = id
-			}
-			sel, err := f.selection()
+			sel, err := f.actionSelection(args, &c, b.all)
 			if err != nil {
 				return err
 			}
-			if sel.Criteria, err = c.criteria(); err != nil {
-				return err
-			}
-			sel.All = all
-			if !all && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && len(sel.IDs) == 0 &&
-				sel.Cause == "" && sel.Error == "" && sel.Received.IsZero() {
-				return errors.New("give a dead letter's id, --ids, --source, --type, --cause, --error, a time window, or --all")
-			}
-			dry := dryRun || !yes
-			if !dry && by.reason == "" {
+			if !b.dry() && b.by.reason == "" {
 				return errors.New("--reason is required: say why these events will never run")
 			}
 			api, closeAPI, err := openAPI(cmd)
@@ -192,10 +191,9 @@ filter, --all is required.`,
 				return err
 			}
 			defer closeAPI()
-			r := operations.ResolveRequest{Select: sel, DryRun: dry, Reason: by.reason}
-			return confirmBulk(cmd, bulkRun{dry: dry, dryRun: dryRun, asJSON: asJSON, expect: flagged(cmd, "expect", expect),
-				gerund: "resolving", would: "resolved (closed without running again)", verb: "resolve", past: "resolved",
-				done: "their dead letters are closed"},
+			r := operations.ResolveRequest{Select: sel, DryRun: b.dry(), Reason: b.by.reason}
+			return confirmBulk(cmd, &b, bulkWords{gerund: "resolving", would: "resolved (closed without running again)", verb: "resolve",
+				past: "resolved", done: "their dead letters are closed"},
 				func(cont *operations.ActionCursor, expect *int) (bulkCall, error) {
 					r.Continue, r.Expect = cont, expect
 					res, err := api.Resolve(cmd.Context(), r)
@@ -205,30 +203,22 @@ filter, --all is required.`,
 					return bulkCall{res.Matched, res.Resolved, res.ActionID, res.Next}, nil
 				},
 				func(t bulkCall) any {
-					return operations.ResolveResult{DryRun: dry, Matched: t.matched, Resolved: t.done, ActionID: t.actionID}
+					return operations.ResolveResult{DryRun: r.DryRun, Matched: t.matched, Resolved: t.done, ActionID: t.actionID}
 				})
 		},
 	}
 	f.register(cmd)
 	c.register(cmd, "dead letters'", true)
-	by.register(cmd)
-	cmd.Flags().BoolVar(&all, "all", false, "every open dead letter")
-	cmd.Flags().IntVar(&expect, "expect", 0, "the count the dry run showed: nothing is resolved if the selection now counts otherwise")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "resolve: without it, only count")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	b.register(cmd, "every open dead letter", "resolve", "resolved")
 	return cmd
 }
 
 func newEventsDiscardCmd() *cobra.Command {
 	var (
-		id                  int64
-		source, typ         string
-		c                   criteriaFlags
-		by                  actorFlags
-		all                 bool
-		dryRun, yes, asJSON bool
-		expect              int
+		id          int64
+		source, typ string
+		c           criteriaFlags
+		b           bulkFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "discard [ID]",
@@ -252,26 +242,18 @@ the time received, as in 'events list'. A large discard goes on in
 several calls under one record. Without a filter, --all is required.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				n, err := strconv.ParseInt(args[0], 10, 64)
-				if err != nil || n <= 0 {
-					return fmt.Errorf("%q is not an event's id", args[0])
-				}
-				if id != 0 && id != n {
-					return errors.New("give the id once")
-				}
-				id = n
+			if err := idArg(args, &id, "an event"); err != nil {
+				return err
 			}
 			crit, err := c.criteria()
 			if err != nil {
 				return err
 			}
-			sel := operations.DiscardSelection{ID: id, Source: source, Type: typ, Criteria: crit, All: all}
-			if !all && id == 0 && source == "" && typ == "" && len(crit.IDs) == 0 && crit.Cause == "" && crit.Error == "" && crit.Received.IsZero() {
+			sel := operations.DiscardSelection{ID: id, Source: source, Type: typ, Criteria: crit, All: b.all}
+			if sel.IsZero() {
 				return errors.New("give an event's id, --ids, --source, --type, --cause, --error, a time window, or --all")
 			}
-			dry := dryRun || !yes
-			if !dry && by.reason == "" {
+			if !b.dry() && b.by.reason == "" {
 				return errors.New("--reason is required: say why these events must never run")
 			}
 			api, closeAPI, err := openAPI(cmd)
@@ -279,9 +261,8 @@ several calls under one record. Without a filter, --all is required.`,
 				return err
 			}
 			defer closeAPI()
-			r := operations.DiscardRequest{Select: sel, DryRun: dry, Reason: by.reason}
-			return confirmBulk(cmd, bulkRun{dry: dry, dryRun: dryRun, asJSON: asJSON, expect: flagged(cmd, "expect", expect),
-				gerund: "discarding", would: "discarded (never run)", verb: "discard", past: "discarded",
+			r := operations.DiscardRequest{Select: sel, DryRun: b.dry(), Reason: b.by.reason}
+			return confirmBulk(cmd, &b, bulkWords{gerund: "discarding", would: "discarded (never run)", verb: "discard", past: "discarded",
 				done: "they will never run"},
 				func(cont *operations.ActionCursor, expect *int) (bulkCall, error) {
 					r.Continue, r.Expect = cont, expect
@@ -292,7 +273,7 @@ several calls under one record. Without a filter, --all is required.`,
 					return bulkCall{res.Matched, res.Discarded, res.ActionID, res.Next}, nil
 				},
 				func(t bulkCall) any {
-					return operations.DiscardResult{DryRun: dry, Matched: t.matched, Discarded: t.done, ActionID: t.actionID}
+					return operations.DiscardResult{DryRun: r.DryRun, Matched: t.matched, Discarded: t.done, ActionID: t.actionID}
 				})
 		},
 	}
@@ -300,11 +281,6 @@ several calls under one record. Without a filter, --all is required.`,
 	cmd.Flags().StringVar(&source, "source", "", "only this source")
 	cmd.Flags().StringVar(&typ, "type", "", "only this event type")
 	c.register(cmd, "events'", false)
-	by.register(cmd)
-	cmd.Flags().BoolVar(&all, "all", false, "every unprocessed event")
-	cmd.Flags().IntVar(&expect, "expect", 0, "the count the dry run showed: nothing is discarded if the selection now counts otherwise")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count, change nothing (the default without --yes)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "discard: without it, only count")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	b.register(cmd, "every unprocessed event", "discard", "discarded")
 	return cmd
 }

@@ -98,6 +98,12 @@ func (sel ReplaySelection) check() (ReplaySelection, error) {
 	return sel, sel.Window.check()
 }
 
+// IsZero reports a selection that names nothing (and is not All): every
+// action refuses it.
+func (sel ReplaySelection) IsZero() bool {
+	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Outcome == "" && sel.Window.IsZero() && sel.Criteria.IsZero()
+}
+
 func (sel ReplaySelection) filter(now time.Time) storage.ReplayFilter {
 	from, to := sel.Window.Bounds(now)
 	rfrom, rto := sel.Received.Bounds(now)
@@ -108,24 +114,6 @@ func (sel ReplaySelection) filter(now time.Time) storage.ReplayFilter {
 
 // ReplayCursor is where a replay done in several calls stands.
 type ReplayCursor = storage.ReplayCursor
-
-// ReplayRequest asks to replay the selected events, or only to count them.
-type ReplayRequest struct {
-	Select ReplaySelection `json:"select"`
-	// DryRun counts and changes nothing.
-	DryRun bool `json:"dry_run,omitzero"`
-	// Expect is the count the operator confirmed (the first call only):
-	// when the selection now counts otherwise, nothing is replayed.
-	Expect *int `json:"expect,omitempty"`
-	// Reason is recorded with the action.
-	Reason string `json:"reason,omitzero"`
-	// Continue is the previous call's Next: the replay goes on under the
-	// same record, with the same selection, the same operator.
-	Continue *ReplayCursor `json:"continue,omitempty"`
-	// Max is the most events this call resets (0 and anything over
-	// ReplayPerCall: ReplayPerCall).
-	Max int `json:"max,omitzero"`
-}
 
 // ReplayResult is what a replay call matched and did.
 type ReplayResult struct {
@@ -149,6 +137,9 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 	sel, err := r.Select.check()
 	if err != nil {
 		return nil, err
+	}
+	if sel.IsZero() && r.Continue == nil {
+		return nil, invalid(emptySelection)
 	}
 	if sel.ID > 0 {
 		// One event asked for by its id: say why it cannot be replayed
@@ -186,21 +177,16 @@ func (s *Service) Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, e
 		if err := s.checkContinuation(ctx, *r.Continue, f, by); err != nil {
 			return nil, err
 		}
-	} else if r.Expect != nil {
-		dry, err := s.deps.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, DryRun: true})
-		if err != nil {
-			return nil, classify(err)
-		}
-		if dry.Matched != *r.Expect {
-			return nil, countChanged(dry.Matched, *r.Expect, "replay")
-		}
 	}
 	max := r.Max
 	if max <= 0 || max > ReplayPerCall {
 		max = ReplayPerCall
 	}
-	out, err := s.deps.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, By: by, Max: max, Continue: r.Continue})
+	out, err := s.deps.Store.EventReplay(ctx, f, storage.ReplayOptions{Now: now, By: by, Max: max, Continue: r.Continue, Expect: r.Expect})
 	res.Matched, res.Replayed, res.Archived, res.ActionID, res.Next = out.Matched, out.Replayed, out.Archived, out.ActionID, out.Next
+	if errors.Is(err, storage.ErrCountChanged) {
+		return nil, countChanged(out.Matched, *r.Expect, "replay", "events")
+	}
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -55,8 +55,9 @@ func (c Criteria) check() (Criteria, error) {
 	return c, c.Received.check()
 }
 
-func (c Criteria) isZero() bool {
-	return c.IDs == nil && c.Cause == "" && c.Error == "" && c.Received.IsZero()
+// IsZero reports criteria that narrow nothing.
+func (c Criteria) IsZero() bool {
+	return len(c.IDs) == 0 && c.Cause == "" && c.Error == "" && c.Received.IsZero()
 }
 
 // ActionCursor is where an action done in several calls stands (a replay,
@@ -68,27 +69,43 @@ type ActionCursor = storage.ReplayCursor
 // changes; a larger one continues in further calls (Next).
 const BulkPerCall = ReplayPerCall
 
-// --- Resolve ---
-
-// ResolveRequest asks to close the selected open dead letters without
-// running their events again, or only to count them.
-type ResolveRequest struct {
-	Select DeadLetterSelection `json:"select"`
-	// DryRun counts and changes nothing.
+// BulkRequest asks for an action on a selection (a requeue, a replay, a
+// resolve, a discard), done in one call or continued in several under one
+// record, or only for its count.
+type BulkRequest[S any] struct {
+	Select S `json:"select"`
+	// DryRun counts and changes nothing: what a read-only API answers.
 	DryRun bool `json:"dry_run,omitzero"`
 	// Expect is the count the operator confirmed (the first call only):
-	// when the selection now counts otherwise, nothing is resolved (cause
-	// count_changed).
+	// when set and the selection now counts otherwise, nothing is changed
+	// (cause count_changed) and the new count is in the error's message.
 	Expect *int `json:"expect,omitempty"`
-	// Reason is required: why these events will never run.
+	// Reason is recorded with the action; a resolve and a discard, which
+	// close events for good, require one.
 	Reason string `json:"reason,omitzero"`
-	// Continue is the previous call's Next: the resolve goes on under the
+	// Continue is the previous call's Next: the action goes on under the
 	// same record, with its selection.
 	Continue *ActionCursor `json:"continue,omitempty"`
-	// Max is the most dead letters this call closes (0 and anything over
-	// BulkPerCall: BulkPerCall).
+	// Max is the most rows this call changes (0 and anything over
+	// BulkPerCall, ReplayPerCall for a replay: that many).
 	Max int `json:"max,omitzero"`
 }
+
+// The requests of the actions done in chunks: one shape, the selection
+// of each.
+type (
+	RequeueRequest = BulkRequest[DeadLetterSelection]
+	ResolveRequest = BulkRequest[DeadLetterSelection]
+	DiscardRequest = BulkRequest[DiscardSelection]
+	ReplayRequest  = BulkRequest[ReplaySelection]
+)
+
+// emptySelection is the refusal of an action whose selection names
+// nothing (IsZero): it must not act on nothing silently, nor on
+// everything.
+const emptySelection = "the selection is empty: give an id or a filter, or all to select every one"
+
+// --- Resolve ---
 
 // ResolveResult is what a resolve call matched and did.
 type ResolveResult struct {
@@ -109,14 +126,7 @@ type ResolveResult struct {
 // finished as it stands, outcome resolved. Recorded with who and why; a
 // large resolve is done in several calls under one record.
 func (s *Service) Resolve(ctx context.Context, r ResolveRequest) (*ResolveResult, error) {
-	sel, err := r.Select.check()
-	if err != nil {
-		return nil, err
-	}
-	if sel.empty() && r.Continue == nil {
-		return nil, invalid("choose a dead letter, a source, a type, a cause, an error text, a time window, or every open dead letter (all)")
-	}
-	out, err := bulkAction(ctx, s, inbox.ActionResolve, bulkRequest{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, cont: r.Continue, max: r.Max}, sel.filter,
+	sel, out, err := bulkAction(ctx, s, inbox.ActionResolve, r, false,
 		func(ex storage.Executor, f storage.DeadLetterFilter, o storage.BulkOptions) (storage.BulkResult, error) {
 			return ex.DeadLetterResolve(ctx, f, o)
 		})
@@ -163,29 +173,16 @@ func (sel DiscardSelection) check() (DiscardSelection, error) {
 	return sel, err
 }
 
-func (sel DiscardSelection) empty() bool {
-	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Criteria.isZero()
+// IsZero reports a selection that names nothing (and is not All): every
+// action refuses it.
+func (sel DiscardSelection) IsZero() bool {
+	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Criteria.IsZero()
 }
 
 func (sel DiscardSelection) filter(now time.Time) storage.DiscardFilter {
 	from, to := sel.Received.Bounds(now)
 	return storage.DiscardFilter{ID: sel.ID, IDs: sel.IDs, Source: sel.Source, EventType: sel.Type, Cause: sel.Cause,
 		ErrorText: sel.Error, ReceivedFrom: from, ReceivedTo: to, All: sel.All}
-}
-
-// DiscardRequest asks to make the selected unprocessed events never run,
-// or only to count them.
-type DiscardRequest struct {
-	Select DiscardSelection `json:"select"`
-	DryRun bool             `json:"dry_run,omitzero"`
-	// Expect is the count the operator confirmed (the first call only).
-	Expect *int `json:"expect,omitempty"`
-	// Reason is required: why these events must never run.
-	Reason   string        `json:"reason,omitzero"`
-	Continue *ActionCursor `json:"continue,omitempty"`
-	// Max is the most events this call discards (0 and anything over
-	// BulkPerCall: BulkPerCall).
-	Max int `json:"max,omitzero"`
 }
 
 // DiscardResult is what a discard call matched and did.
@@ -209,14 +206,7 @@ type DiscardResult struct {
 // archiver archives it. Recorded with who and why; a large discard is done
 // in several calls under one record.
 func (s *Service) Discard(ctx context.Context, r DiscardRequest) (*DiscardResult, error) {
-	sel, err := r.Select.check()
-	if err != nil {
-		return nil, err
-	}
-	if sel.empty() && r.Continue == nil {
-		return nil, invalid("choose an event, a source, a type, a cause, an error text, a receipt window, or every unprocessed event (all)")
-	}
-	out, err := bulkAction(ctx, s, inbox.ActionDiscard, bulkRequest{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, cont: r.Continue, max: r.Max}, sel.filter,
+	sel, out, err := bulkAction(ctx, s, inbox.ActionDiscard, r, false,
 		func(ex storage.Executor, f storage.DiscardFilter, o storage.BulkOptions) (storage.BulkResult, error) {
 			return ex.EventDiscard(ctx, f, o)
 		})
@@ -232,68 +222,70 @@ func (s *Service) Discard(ctx context.Context, r DiscardRequest) (*DiscardResult
 	return res, nil
 }
 
-// bulkRequest is what Requeue, Resolve and Discard requests share.
-type bulkRequest struct {
-	dryRun bool
-	expect *int
-	reason string
-	cont   *ActionCursor
-	max    int
-	// reasonOptional lets an action that loses nothing (a requeue) go
-	// without a reason; one that closes events for good needs one.
-	reasonOptional bool
+// selector is the selection of an action done in chunks: checked,
+// refused when it names nothing, and read as storage's filter on the
+// database's clock.
+type selector[S, F any] interface {
+	check() (S, error)
+	IsZero() bool
+	filter(now time.Time) F
 }
 
-// bulkAction counts, or checks the confirmed count and acts, in chunks
+// bulkAction checks r's selection (one naming nothing is refused, unless
+// the request continues an action), then counts, or acts in chunks
 // (storage's bulk): a dry run reads one snapshot; an action needs a
-// reason (unless reasonOptional); a continuation takes its selection from its own record (which
-// must be this operator's action of this kind), so that a relative window
-// does not move between calls.
-func bulkAction[F any](ctx context.Context, s *Service, kind string, r bulkRequest, filter func(now time.Time) F,
-	run func(ex storage.Executor, f F, o storage.BulkOptions) (storage.BulkResult, error)) (storage.BulkResult, error) {
+// reason (unless reasonOptional: an action that loses nothing); a
+// continuation takes its selection from its own record (which must be
+// this operator's action of this kind), so that a relative window does
+// not move between calls. Expect is held to the count that bounds the
+// action, taken by storage's bulk before it records or changes anything.
+func bulkAction[S selector[S, F], F any](ctx context.Context, s *Service, kind string, r BulkRequest[S], reasonOptional bool,
+	run func(ex storage.Executor, f F, o storage.BulkOptions) (storage.BulkResult, error)) (S, storage.BulkResult, error) {
 	var out storage.BulkResult
-	if r.dryRun {
-		if r.cont != nil {
-			return out, invalid("a dry run counts the whole selection: it continues nothing")
+	sel, err := r.Select.check()
+	if err != nil {
+		return sel, out, err
+	}
+	if sel.IsZero() && r.Continue == nil {
+		return sel, out, invalid(emptySelection)
+	}
+	if r.DryRun {
+		if r.Continue != nil {
+			return sel, out, invalid("a dry run counts the whole selection: it continues nothing")
 		}
 		err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {
 			var err error
-			out, err = run(tx, filter(now), storage.BulkOptions{Now: now, DryRun: true})
+			out, err = run(tx, sel.filter(now), storage.BulkOptions{Now: now, DryRun: true})
 			return err
 		})
-		return out, err
+		return sel, out, err
 	}
-	by, err := s.actor(ctx, r.reason)
+	by, err := s.actor(ctx, r.Reason)
 	if err != nil {
-		return out, err
+		return sel, out, err
 	}
-	if by.Reason == "" && !r.reasonOptional {
-		return out, invalid("a %s needs a reason: say why these events will never run", kind)
+	if by.Reason == "" && !reasonOptional {
+		return sel, out, invalid("a %s needs a reason: say why these events will never run", kind)
 	}
 	now, err := s.deps.Store.PGNow(ctx)
 	if err != nil {
-		return out, classify(err)
+		return sel, out, classify(err)
 	}
-	f := filter(now)
-	if r.cont != nil {
-		if f, err = continued[F](ctx, s, kind, *r.cont, by); err != nil {
-			return out, err
-		}
-	} else if r.expect != nil {
-		dry, err := run(s.deps.Store, f, storage.BulkOptions{Now: now, DryRun: true})
-		if err != nil {
-			return out, classify(err)
-		}
-		if dry.Matched != *r.expect {
-			return out, countChanged(dry.Matched, *r.expect, kind)
+	f := sel.filter(now)
+	if r.Continue != nil {
+		if f, err = continued[F](ctx, s, kind, *r.Continue, by); err != nil {
+			return sel, out, err
 		}
 	}
-	max := r.max
+	max := r.Max
 	if max <= 0 || max > BulkPerCall {
 		max = BulkPerCall
 	}
-	out, err = run(s.deps.Store, f, storage.BulkOptions{Now: now, By: by, Max: max, Continue: r.cont})
-	return out, classify(err)
+	out, err = run(s.deps.Store, f, storage.BulkOptions{Now: now, By: by, Max: max, Continue: r.Continue, Expect: r.Expect})
+	if errors.Is(err, storage.ErrCountChanged) {
+		return sel, out, countChanged(out.Matched, *r.Expect, kind, "events")
+	}
+	return sel, out, classify(err)
 }
 
 // continued is the selection of the action c continues, read from its

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -463,5 +464,97 @@ func TestRequeueInSeveralCalls(t *testing.T) {
 	}
 	if ran := drain(t, f, nil); len(ran) != 5 {
 		t.Fatalf("the drain after the requeue ran %v, want its five events", ran)
+	}
+}
+
+// A requeue confirmed at a count the selection no longer has (a dead
+// letter died after the dry run) changes nothing and records nothing: the
+// count held to Expect is the one the requeue would act on; confirmed
+// again, it requeues the whole selection, the late one too.
+func TestRequeueRefusesASelectionThatGrewAfterItsCount(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	factory.Events(f.ctx, t, f.store, 2, &factory.EventOpts{Source: "shop", State: inbox.StateDead})
+	sel := operations.DeadLetterSelection{Source: "shop"}
+	dry := must[*operations.RequeueResult](t)(f.read.Requeue(f.ctx, operations.RequeueRequest{Select: sel, DryRun: true}))
+	field.Must(t, "dry run", field.Printed("Matched", dry.Matched, 2), field.Printed("Events", dry.Events, 2))
+	late := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "shop", State: inbox.StateDead})
+
+	_, err := f.act.Requeue(f.ctx, operations.RequeueRequest{Select: sel, Expect: &dry.Matched, Reason: "handler fixed"})
+	cause(t, err, inbox.CauseCountChanged)
+	if msg := inbox.MessageOf(err); !strings.Contains(msg, "now selects 3 events, not the 2 confirmed") {
+		t.Fatalf("refusal = %q, want the new count and the confirmed one", msg)
+	}
+	if gauge, _ := f.openDeadLetters(); gauge != 3 {
+		t.Fatalf("open dead letters after the refusal = %d, want 3: nothing requeued", gauge)
+	}
+	if acts := must[*operations.ActionPage](t)(f.read.Actions(f.ctx, operations.ActionQuery{})).Actions; len(acts) != 0 {
+		t.Fatalf("a refused requeue was recorded: %+v", acts)
+	}
+
+	res := must[*operations.RequeueResult](t)(f.act.Requeue(f.ctx, operations.RequeueRequest{Select: sel, Expect: new(3), Reason: "handler fixed"}))
+	field.Must(t, "requeue", field.Printed("Matched", res.Matched, 3), field.Printed("Events", res.Events, 3))
+	if d := must[*operations.EventDetail](t)(f.read.Event(f.ctx, operations.EventRef{ID: late.ID})); d.OpenDeadLetter != 0 {
+		t.Fatal("the late dead letter, confirmed in the count, was not requeued")
+	}
+}
+
+// Every action refuses a selection that names nothing, with one message,
+// rather than act on nothing or on everything; its confirmed count's
+// refusal changes nothing either way.
+func TestEveryActionRefusesAnEmptySelection(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "shop", State: inbox.StateDead})
+	calls := map[string]func() error{
+		"requeue": func() error {
+			_, err := f.act.Requeue(f.ctx, operations.RequeueRequest{Reason: "r"})
+			return err
+		},
+		"resolve": func() error {
+			_, err := f.act.Resolve(f.ctx, operations.ResolveRequest{Reason: "r"})
+			return err
+		},
+		"discard": func() error {
+			_, err := f.act.Discard(f.ctx, operations.DiscardRequest{Reason: "r", DryRun: true})
+			return err
+		},
+		"replay": func() error {
+			_, err := f.act.Replay(f.ctx, operations.ReplayRequest{DryRun: true})
+			return err
+		},
+		"reingest": func() error {
+			_, err := f.act.Reingest(f.ctx, operations.ReingestRequest{DryRun: true})
+			return err
+		},
+	}
+	msgs := map[string]bool{}
+	for name, call := range calls {
+		err := call()
+		cause(t, err, inbox.CauseInvalidArgument)
+		msgs[inbox.MessageOf(err)] = true
+		if !strings.Contains(inbox.MessageOf(err), "the selection is empty") {
+			t.Errorf("%s: %q", name, inbox.MessageOf(err))
+		}
+	}
+	if len(msgs) != 1 {
+		t.Errorf("the refusals say %d things, want one: %v", len(msgs), msgs)
+	}
+	if gauge, _ := f.openDeadLetters(); gauge != 1 {
+		t.Fatalf("open dead letters = %d, want 1", gauge)
+	}
+	// IsZero is what the front ends ask before calling.
+	for name, zero := range map[string]bool{
+		"dead letters":        operations.DeadLetterSelection{}.IsZero(),
+		"discard":             operations.DiscardSelection{}.IsZero(),
+		"replay":              operations.ReplaySelection{}.IsZero(),
+		"quarantine":          operations.QuarantineSelection{}.IsZero(),
+		"criteria":            operations.Criteria{IDs: []int64{}}.IsZero(),
+		"all is no empty one": !operations.DeadLetterSelection{All: true}.IsZero(),
+		"a cause narrows":     !operations.DiscardSelection{Criteria: operations.Criteria{Cause: "handler_error"}}.IsZero(),
+	} {
+		if !zero {
+			t.Errorf("%s: IsZero wrong", name)
+		}
 	}
 }

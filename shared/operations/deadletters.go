@@ -88,9 +88,10 @@ func (sel DeadLetterSelection) check() (DeadLetterSelection, error) {
 	return sel, sel.Window.check()
 }
 
-// empty reports a selection that names nothing (and is not All).
-func (sel DeadLetterSelection) empty() bool {
-	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && sel.Criteria.isZero()
+// IsZero reports a selection that names nothing (and is not All): every
+// action refuses it.
+func (sel DeadLetterSelection) IsZero() bool {
+	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Type == "" && sel.Window.IsZero() && sel.Criteria.IsZero()
 }
 
 func (sel DeadLetterSelection) filter(now time.Time) storage.DeadLetterFilter {
@@ -98,27 +99,6 @@ func (sel DeadLetterSelection) filter(now time.Time) storage.DeadLetterFilter {
 	rfrom, rto := sel.Received.Bounds(now)
 	return storage.DeadLetterFilter{ID: sel.ID, Source: sel.Source, EventType: sel.Type, DeadFrom: from, DeadTo: to,
 		IDs: sel.IDs, Cause: sel.Cause, ErrorText: sel.Error, ReceivedFrom: rfrom, ReceivedTo: rto, All: sel.All}
-}
-
-// RequeueRequest asks to requeue the selected dead letters, or only to
-// count them.
-type RequeueRequest struct {
-	Select DeadLetterSelection `json:"select"`
-	// DryRun counts and changes nothing: what a read-only API answers.
-	DryRun bool `json:"dry_run,omitzero"`
-	// Expect is the count the operator confirmed (the first call only):
-	// when set and the selection now counts otherwise, nothing is
-	// requeued (cause count_changed) and the new count is in the error's
-	// message.
-	Expect *int `json:"expect,omitempty"`
-	// Reason is recorded with the action.
-	Reason string `json:"reason,omitzero"`
-	// Continue is the previous call's Next: the requeue goes on under the
-	// same record, with its selection.
-	Continue *ActionCursor `json:"continue,omitempty"`
-	// Max is the most dead letters this call requeues (0 and anything
-	// over BulkPerCall: BulkPerCall).
-	Max int `json:"max,omitzero"`
 }
 
 // RequeueResult is how many events a requeue call sent back (or would).
@@ -143,18 +123,9 @@ type RequeueResult struct {
 // added to its count, in the statement that changes them. A large requeue
 // is done in several calls under one record.
 func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult, error) {
-	sel, err := r.Select.check()
-	if err != nil {
-		return nil, err
-	}
-	if sel.empty() && r.Continue == nil {
-		return nil, invalid("choose a dead letter, a source, a type, a cause, an error text, a time window, or every open dead letter (all)")
-	}
-	out, err := bulkAction(ctx, s, inbox.ActionRequeue, bulkRequest{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, cont: r.Continue, max: r.Max,
-		// A requeue runs the events again: nothing is lost, so, as
-		// before requeues came in chunks, a reason is welcome, not
-		// required.
-		reasonOptional: true}, sel.filter,
+	// A requeue runs the events again: nothing is lost, so, as before
+	// requeues came in chunks, a reason is welcome, not required.
+	sel, out, err := bulkAction(ctx, s, inbox.ActionRequeue, r, true,
 		func(ex storage.Executor, f storage.DeadLetterFilter, o storage.BulkOptions) (storage.BulkResult, error) {
 			return ex.DeadLetterRequeue(ctx, f, o)
 		})
@@ -175,10 +146,4 @@ func (s *Service) Requeue(ctx context.Context, r RequeueRequest) (*RequeueResult
 		s.wake(ctx)
 	}
 	return res, nil
-}
-
-// countChanged refuses an action whose selection no longer counts what
-// the operator confirmed.
-func countChanged(now, confirmed int, what string) error {
-	return inbox.Errorf(inbox.CauseCountChanged, "the %s now selects %d events, not the %d confirmed: nothing was changed; count again", what, now, confirmed)
 }

@@ -49,7 +49,7 @@ type EventQuery struct {
 	// expired and expunged events keep no payload and never match.
 	Match string `json:"match,omitzero"`
 	// Header searches by a header a kind keeps in its events' metadata:
-	// "NAME=VALUE" (source.KeptHeaders).
+	// "NAME=VALUE" (source.MetadataHeaders).
 	Header string `json:"header,omitzero"`
 }
 

@@ -2,6 +2,7 @@ package operations
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,92 +132,44 @@ func (s *Service) pauseOrResume(ctx context.Context, r PauseRequest, pause bool)
 		source = r.Name
 	}
 	res := &PauseResult{DryRun: r.DryRun, Scope: r.Scope, Name: r.Name}
-	// count is what the action would change: the events a pause holds at
-	// once, or those a resume releases.
-	count := func(tx storage.Executor) (int, bool, error) {
-		n, err := tx.EventCountHeld(ctx, hold, source)
-		if err != nil {
-			return 0, false, err
-		}
-		ps, err := tx.PauseList(ctx)
-		if err != nil {
-			return 0, false, err
-		}
-		paused := false
-		for _, p := range ps {
-			paused = paused || (p.Scope == r.Scope && p.Name == r.Name)
-		}
-		if pause {
-			return n.Waiting, paused, nil
-		}
-		return n.Held, paused, nil
-	}
-	if r.DryRun {
-		err := s.read(ctx, func(tx *storage.Tx, _ time.Time) error {
-			var err error
-			res.Events, res.Paused, err = count(tx)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
-	}
-	by, err := s.actor(ctx, r.Reason)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := s.deps.Store.Begin(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer tx.Rollback(ctx)
-	now, err := tx.PGNow(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	if r.Expect != nil {
-		n, _, err := count(tx)
-		if err != nil {
-			return nil, classify(err)
-		}
-		if n != *r.Expect {
-			return nil, countChanged(n, *r.Expect, string(r.Scope)+" "+verb(pause))
-		}
-	}
 	kind := inbox.ActionResume
 	if pause {
 		kind = inbox.ActionPause
-		ok, err := tx.PauseInsert(ctx, inbox.Pause{Scope: r.Scope, Name: r.Name, PausedAt: now, Actor: by.Name, Reason: by.Reason})
-		if err != nil {
-			return nil, classify(err)
-		}
-		if !ok {
-			return nil, inbox.Errorf(inbox.CauseAlreadyPaused, "%s %q is already paused: nothing was changed", r.Scope, r.Name)
-		}
-		if source != "" {
-			if res.Events, err = tx.EventHoldSource(ctx, source); err != nil {
-				return nil, classify(err)
-			}
-		}
-	} else {
-		_, ok, err := tx.PauseDelete(ctx, r.Scope, r.Name)
-		if err != nil {
-			return nil, classify(err)
-		}
-		if !ok {
-			return nil, inbox.Errorf(inbox.CauseNotPaused, "%s %q is not paused: nothing was changed", r.Scope, r.Name)
-		}
-		if res.Events, err = tx.EventRelease(ctx, hold, now); err != nil {
-			return nil, classify(err)
-		}
 	}
-	sel := map[string]string{"scope": string(r.Scope), "name": r.Name}
-	if res.ActionID, err = tx.OperatorActionRecordCounted(ctx, kind, by, sel, res.Events); err != nil {
-		return nil, classify(err)
+	confirm := confirmed{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, what: string(r.Scope) + " " + verb(pause), of: "events"}
+	// The count is what the action would change: the events a pause holds
+	// at once, or those a resume releases.
+	count := func(tx *storage.Tx, _ time.Time) (int, error) {
+		n, err := tx.EventCountHeld(ctx, hold, source)
+		if err != nil {
+			return 0, err
+		}
+		ps, err := tx.PauseList(ctx)
+		res.Paused = slices.ContainsFunc(ps, func(p inbox.Pause) bool { return p.Scope == r.Scope && p.Name == r.Name })
+		res.Events = n.Held
+		if pause {
+			res.Events = n.Waiting
+		}
+		return res.Events, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, classify(err)
+	by, err := s.actInTx(ctx, confirm, count, func(tx *storage.Tx, now time.Time, by inbox.Actor) (err error) {
+		if pause {
+			res.Events, err = pauseNow(ctx, tx, inbox.Pause{Scope: r.Scope, Name: r.Name, PausedAt: now, Actor: by.Name, Reason: by.Reason}, source)
+		} else {
+			res.Events, err = resumeNow(ctx, tx, r.Scope, r.Name, now)
+		}
+		if err != nil {
+			return err
+		}
+		sel := map[string]string{"scope": string(r.Scope), "name": r.Name}
+		res.ActionID, err = tx.OperatorActionRecordCounted(ctx, kind, by, sel, res.Events)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.DryRun {
+		return res, nil
 	}
 	res.Paused = pause
 	s.log.Info("operations: "+string(r.Scope)+" "+verb(pause)+"d", "operator", by.Name, "scope", r.Scope, "name", r.Name,
@@ -232,4 +185,33 @@ func verb(pause bool) string {
 		return "pause"
 	}
 	return "resume"
+}
+
+// pauseNow inserts the pause p and holds the waiting events of its source
+// (none for a handler's pause); it returns how many it held.
+func pauseNow(ctx context.Context, tx *storage.Tx, p inbox.Pause, source string) (int, error) {
+	ok, err := tx.PauseInsert(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, inbox.Errorf(inbox.CauseAlreadyPaused, "%s %q is already paused: nothing was changed", p.Scope, p.Name)
+	}
+	if source == "" {
+		return 0, nil
+	}
+	return tx.EventHoldSource(ctx, source)
+}
+
+// resumeNow deletes the pause and releases the events it held, due when
+// they were due (or at now); it returns how many it released.
+func resumeNow(ctx context.Context, tx *storage.Tx, scope inbox.PauseScope, name string, now time.Time) (int, error) {
+	_, ok, err := tx.PauseDelete(ctx, scope, name)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, inbox.Errorf(inbox.CauseNotPaused, "%s %q is not paused: nothing was changed", scope, name)
+	}
+	return tx.EventRelease(ctx, inbox.HoldOf(scope, name), now)
 }

@@ -177,6 +177,12 @@ func (sel QuarantineSelection) check() (QuarantineSelection, error) {
 	return sel, sel.Window.check()
 }
 
+// IsZero reports a selection that names nothing (and is not All): every
+// action refuses it.
+func (sel QuarantineSelection) IsZero() bool {
+	return !sel.All && sel.ID == 0 && sel.Source == "" && sel.Window.IsZero()
+}
+
 func (sel QuarantineSelection) filter(now time.Time) storage.QuarantineFilter {
 	from, to := sel.Window.Bounds(now)
 	return storage.QuarantineFilter{ID: sel.ID, Source: sel.Source, ReceivedFrom: from, ReceivedTo: to}
@@ -252,53 +258,51 @@ func (s *Service) Reingest(ctx context.Context, r ReingestRequest) (*ReingestRes
 	if err != nil {
 		return nil, err
 	}
-	if !sel.All && sel.ID == 0 && sel.Source == "" && sel.Window.IsZero() {
-		return nil, invalid("choose a quarantined delivery, a source, a time window, or every one (all)")
+	if sel.IsZero() {
+		return nil, invalid(emptySelection)
 	}
 	res := &ReingestResult{DryRun: r.DryRun, Deliveries: []ReingestOutcome{}}
-	if r.DryRun {
-		err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {
-			var err error
-			res.Matched, err = tx.QuarantineCount(ctx, sel.filter(now))
-			res.More = res.Matched > ReingestPerCall
-			return err
+	count := func(tx *storage.Tx, now time.Time) (int, error) {
+		var err error
+		res.Matched, err = tx.QuarantineCount(ctx, sel.filter(now))
+		res.More = res.Matched > ReingestPerCall
+		return res.Matched, err
+	}
+	by, err := s.actInTx(ctx, confirmed{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, what: "re-ingest", of: "deliveries"}, count,
+		func(tx *storage.Tx, now time.Time, by inbox.Actor) error {
+			// The sources as they are now, read once the count
+			// holds and before anything is changed or locked.
+			set, err := s.sources(ctx)
+			if err != nil {
+				return err
+			}
+			return reingest(ctx, tx, set, sel.filter(now), now, by, res)
 		})
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	if r.DryRun {
 		return res, nil
 	}
-	by, err := s.actor(ctx, r.Reason)
-	if err != nil {
-		return nil, err
+	s.log.Info("operations: quarantine re-ingested", "operator", by.Name, "action_id", res.ActionID, "stored", res.Stored,
+		"duplicates", res.Duplicates, "refused", res.Refused, "more", res.More, "quarantined", sel.ID, "source", sel.Source, "all", sel.All)
+	if res.Stored > 0 {
+		s.wake(ctx)
 	}
-	set, err := s.sources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := s.deps.Store.Begin(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer tx.Rollback(ctx)
-	now, err := tx.PGNow(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	f := sel.filter(now)
-	if res.Matched, err = tx.QuarantineCount(ctx, f); err != nil {
-		return nil, classify(err)
-	}
-	if r.Expect != nil && res.Matched != *r.Expect {
-		return nil, inbox.Errorf(inbox.CauseCountChanged, "the re-ingest now selects %d deliveries, not the %d confirmed: nothing was changed; count again", res.Matched, *r.Expect)
-	}
-	res.More = res.Matched > ReingestPerCall
+	return res, nil
+}
+
+// reingest verifies again, in tx, the deliveries f selects (at most
+// ReingestPerCall, a few bodies at a time: each is up to the receiver's
+// body limit), stores those that now verify, deletes them and the
+// duplicates from the quarantine, and records the action with the events
+// it stored; res gets each outcome.
+func reingest(ctx context.Context, tx *storage.Tx, set *source.Set, f storage.QuarantineFilter, now time.Time, by inbox.Actor, res *ReingestResult) error {
 	var done, stored []int64
-	// A few bodies at a time: each is up to the receiver's body limit.
 	for after := int64(0); len(res.Deliveries) < ReingestPerCall; {
 		rows, err := tx.QuarantineListForReingest(ctx, f, after, min(reingestChunk, ReingestPerCall-len(res.Deliveries)))
 		if err != nil {
-			return nil, classify(err)
+			return err
 		}
 		if len(rows) == 0 {
 			break
@@ -307,7 +311,7 @@ func (s *Service) Reingest(ctx context.Context, r ReingestRequest) (*ReingestRes
 			after = q.ID
 			out, eventPK, err := reingestOne(ctx, tx, set, q, now)
 			if err != nil {
-				return nil, classify(err)
+				return err
 			}
 			res.Deliveries = append(res.Deliveries, out)
 			switch out.Outcome {
@@ -324,20 +328,11 @@ func (s *Service) Reingest(ctx context.Context, r ReingestRequest) (*ReingestRes
 		}
 	}
 	if _, err := tx.QuarantineDelete(ctx, done); err != nil {
-		return nil, classify(err)
+		return err
 	}
-	if res.ActionID, err = tx.OperatorActionRecord(ctx, inbox.ActionReingest, by, f, stored); err != nil {
-		return nil, classify(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, classify(err)
-	}
-	s.log.Info("operations: quarantine re-ingested", "operator", by.Name, "action_id", res.ActionID, "stored", res.Stored,
-		"duplicates", res.Duplicates, "refused", res.Refused, "more", res.More, "quarantined", sel.ID, "source", sel.Source, "all", sel.All)
-	if res.Stored > 0 {
-		s.wake(ctx)
-	}
-	return res, nil
+	var err error
+	res.ActionID, err = tx.OperatorActionRecord(ctx, inbox.ActionReingest, by, f, stored)
+	return err
 }
 
 // reingestOne verifies q against set at its time of receipt and, when it
@@ -428,50 +423,28 @@ func (s *Service) Purge(ctx context.Context, r PurgeRequest) (*PurgeResult, erro
 		return nil, invalid("a purge names a quarantined delivery or a source")
 	}
 	res := &PurgeResult{DryRun: r.DryRun}
-	if r.DryRun {
-		err := s.read(ctx, func(tx *storage.Tx, now time.Time) error {
+	count := func(tx *storage.Tx, now time.Time) (int, error) {
+		var err error
+		res.Deliveries, err = tx.QuarantineCount(ctx, sel.filter(now))
+		return res.Deliveries, err
+	}
+	by, err := s.actInTx(ctx, confirmed{dryRun: r.DryRun, expect: r.Expect, reason: r.Reason, what: "purge", of: "deliveries"}, count,
+		func(tx *storage.Tx, now time.Time, by inbox.Actor) error {
+			f := sel.filter(now)
 			var err error
-			res.Deliveries, err = tx.QuarantineCount(ctx, sel.filter(now))
+			if res.Deliveries, err = tx.QuarantinePurge(ctx, f); err != nil {
+				return err
+			}
+			// The record's filter says how many were deleted: its events
+			// count stored events, and a purge deletes none.
+			res.ActionID, err = tx.OperatorActionRecord(ctx, inbox.ActionPurge, by, purgeRecord{f, res.Deliveries}, nil)
 			return err
 		})
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
-	}
-	by, err := s.actor(ctx, r.Reason)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.deps.Store.Begin(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer tx.Rollback(ctx)
-	now, err := tx.PGNow(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	f := sel.filter(now)
-	if r.Expect != nil {
-		n, err := tx.QuarantineCount(ctx, f)
-		if err != nil {
-			return nil, classify(err)
-		}
-		if n != *r.Expect {
-			return nil, inbox.Errorf(inbox.CauseCountChanged, "the purge now selects %d deliveries, not the %d confirmed: nothing was changed; count again", n, *r.Expect)
-		}
-	}
-	if res.Deliveries, err = tx.QuarantinePurge(ctx, f); err != nil {
-		return nil, classify(err)
-	}
-	// The record's filter says how many were deleted: its events count
-	// stored events, and a purge deletes none.
-	if res.ActionID, err = tx.OperatorActionRecord(ctx, inbox.ActionPurge, by, purgeRecord{f, res.Deliveries}, nil); err != nil {
-		return nil, classify(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, classify(err)
+	if r.DryRun {
+		return res, nil
 	}
 	s.log.Info("operations: quarantine purged", "operator", by.Name, "action_id", res.ActionID, "deliveries", res.Deliveries,
 		"quarantined", sel.ID, "source", sel.Source)

@@ -114,7 +114,7 @@ func headerDoc(h string) (string, error) {
 	}
 	want := http.CanonicalHeaderKey(name)
 	var kept []string
-	for _, k := range source.KeptHeaders() {
+	for _, k := range source.MetadataHeaders() {
 		if http.CanonicalHeaderKey(k.Header) == want {
 			doc, err := json.Marshal(map[string]string{k.Key: value})
 			if err != nil {

@@ -157,7 +157,7 @@ func TestSearchStopsAtItsBudgetAndContinues(t *testing.T) {
 	}
 }
 
-func TestSearchByAKeptHeader(t *testing.T) {
+func TestSearchByAMetadataHeader(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false)
 	hook := factory.Event(f.ctx, t, f.store, &factory.EventOpts{Source: "gh", SourceKind: "github", Body: []byte(`{}`), Metadata: map[string]string{"github_hook_id": "42"}})

@@ -187,6 +187,66 @@ func (s *Service) read(ctx context.Context, f func(tx *storage.Tx, now time.Time
 	return classify(tx.Commit(ctx))
 }
 
+// confirmed is how an action done in one transaction (a pause, a resume,
+// a re-ingest, a purge) was asked to run: only counted, or done; the
+// count the operator confirmed; why.
+type confirmed struct {
+	dryRun bool
+	expect *int
+	reason string
+	// what names the action, and of what its count is, in a refusal for a
+	// changed count ("re-ingest", "deliveries").
+	what, of string
+}
+
+// actInTx runs an action done in one transaction. A dry run only counts,
+// in one snapshot. Otherwise, once the operator and the reason are known,
+// one transaction counts (when the count is not the one confirmed,
+// nothing changes: cause count_changed), acts and records the action
+// (act), and commits: the count the operator confirmed is the one the
+// action changed, and no change goes unrecorded. count and act read the
+// database's clock at the transaction's start; actInTx returns who
+// acted.
+func (s *Service) actInTx(ctx context.Context, r confirmed, count func(tx *storage.Tx, now time.Time) (int, error),
+	act func(tx *storage.Tx, now time.Time, by inbox.Actor) error) (inbox.Actor, error) {
+	if r.dryRun {
+		return inbox.Actor{}, s.read(ctx, func(tx *storage.Tx, now time.Time) error {
+			_, err := count(tx, now)
+			return err
+		})
+	}
+	by, err := s.actor(ctx, r.reason)
+	if err != nil {
+		return by, err
+	}
+	tx, err := s.deps.Store.Begin(ctx)
+	if err != nil {
+		return by, classify(err)
+	}
+	defer tx.Rollback(ctx)
+	now, err := tx.PGNow(ctx)
+	if err != nil {
+		return by, classify(err)
+	}
+	n, err := count(tx, now)
+	if err != nil {
+		return by, classify(err)
+	}
+	if r.expect != nil && n != *r.expect {
+		return by, countChanged(n, *r.expect, r.what, r.of)
+	}
+	if err := act(tx, now, by); err != nil {
+		return by, classify(err)
+	}
+	return by, classify(tx.Commit(ctx))
+}
+
+// countChanged refuses an action whose selection no longer counts what
+// the operator confirmed.
+func countChanged(now, want int, what, of string) error {
+	return inbox.Errorf(inbox.CauseCountChanged, "the %s now selects %d %s, not the %d confirmed: nothing was changed; count again", what, now, of, want)
+}
+
 // actor is who performs an action of ctx, with its reason; refused when
 // the Service is read-only or the request says nobody.
 func (s *Service) actor(ctx context.Context, why string) (inbox.Actor, error) {
@@ -239,7 +299,7 @@ func classify(err error) error {
 	case errors.Is(err, storage.ErrEventNotFound):
 		return inbox.WrapError(inbox.CauseEventNotFound, err, "no such event")
 	case errors.Is(err, storage.ErrEmptyFilter), errors.Is(err, storage.ErrEmptyReplayFilter), errors.Is(err, storage.ErrEmptyDiscardFilter):
-		return inbox.WrapError(inbox.CauseInvalidArgument, err, "the selection is empty: name an id, a source, a type, a time window, or all")
+		return inbox.WrapError(inbox.CauseInvalidArgument, err, emptySelection)
 	case errors.Is(err, storage.ErrNoActor):
 		return inbox.WrapError(inbox.CauseUnauthenticated, err, "an action must say who performs it")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -107,11 +107,7 @@ func ParseEvents(v url.Values) (operations.EventQuery, error) {
 	if q.Window, err = window(v); err != nil {
 		return q, err
 	}
-	if q.Before, err = number(v, "before"); err != nil {
-		return q, err
-	}
-	n, err := number(v, "limit")
-	q.Limit = int(n)
+	q.Before, q.Limit, err = page(v, "before")
 	return q, err
 }
 
@@ -207,11 +203,7 @@ func ParseDeadLetters(v url.Values) (operations.DeadLetterQuery, error) {
 	if q.Criteria, err = criteria(v); err != nil {
 		return q, err
 	}
-	if q.After, err = number(v, "after"); err != nil {
-		return q, err
-	}
-	n, err := number(v, "limit")
-	q.Limit = int(n)
+	q.After, q.Limit, err = page(v, "after")
 	return q, err
 }
 
@@ -233,11 +225,7 @@ func ParseActions(v url.Values) (operations.ActionQuery, error) {
 	if q.Since, err = span(v, "since"); err != nil {
 		return q, err
 	}
-	if q.Before, err = number(v, "before"); err != nil {
-		return q, err
-	}
-	n, err := number(v, "limit")
-	q.Limit = int(n)
+	q.Before, q.Limit, err = page(v, "before")
 	return q, err
 }
 
@@ -258,11 +246,7 @@ func ParseQuarantine(v url.Values) (operations.QuarantineQuery, error) {
 	if q.Window, err = window(v); err != nil {
 		return q, err
 	}
-	if q.Before, err = number(v, "before"); err != nil {
-		return q, err
-	}
-	n, err := number(v, "limit")
-	q.Limit = int(n)
+	q.Before, q.Limit, err = page(v, "before")
 	return q, err
 }
 
@@ -331,6 +315,17 @@ func span(v url.Values, k string) (operations.Span, error) {
 		return 0, invalidParam(k, "a duration such as 30m, 2h or 7d")
 	}
 	return d, nil
+}
+
+// page reads a page's cursor (the key cursor names: before, after) and
+// its limit.
+func page(v url.Values, cursor string) (int64, int, error) {
+	c, err := number(v, cursor)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := number(v, "limit")
+	return c, int(n), err
 }
 
 func number(v url.Values, k string) (int64, error) {

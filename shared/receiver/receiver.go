@@ -439,7 +439,7 @@ var decoyKey = func() []byte {
 // before any verifier hashed its body (an unknown source, a wrong
 // endpoint token, a missing or malformed signature header) does it too,
 // so that the time of the answer does not tell a configured name from an
-// unknown one (docs/security.md, "Names answer alike").
+// unknown one (docs/security.md, "Names cost alike").
 func hashLikeAVerifier(body []byte) {
 	m := hmac.New(sha256.New, decoyKey)
 	m.Write(body)

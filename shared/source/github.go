@@ -66,7 +66,7 @@ func (v *githubVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox.
 	return checkIdentity(inbox.Identity{
 		EventID:   id,
 		EventType: typ,
-		Metadata:  headerMetadata(h, keptHeaders[KindGitHub]...),
+		Metadata:  headerMetadata(h, metadataHeaders[KindGitHub]...),
 	})
 }
 

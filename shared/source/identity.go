@@ -126,10 +126,10 @@ func headerIdentity(h http.Header, name string, cause inbox.Cause) (string, erro
 	}
 }
 
-// keptHeaders are the headers each kind keeps in an event's metadata
+// metadataHeaders are the headers each kind keeps in an event's metadata
 // (metadata key, header), the only ones an operator can search by
-// (KeptHeaders): the receiver stores no other header.
-var keptHeaders = map[string][][2]string{
+// (MetadataHeaders): the receiver stores no other header.
+var metadataHeaders = map[string][][2]string{
 	KindGitHub:  {{"github_hook_id", githubHookIDHeader}},
 	KindShopify: shopifyMetadata,
 	KindSlack:   {{"slack_retry_num", slackRetryNumHeader}, {"slack_retry_reason", slackRetryReasonHeader}},
@@ -137,20 +137,23 @@ var keptHeaders = map[string][][2]string{
 	KindZoom:    {{"zoom_tracking_id", zoomTrackingIDHeader}},
 }
 
-// KeptHeader is a header a kind keeps in its events' metadata, under Key.
-type KeptHeader struct {
+// MetadataHeader is a header a kind keeps in its events' metadata, under
+// Key.
+type MetadataHeader struct {
 	Kind   string `json:"kind"`
 	Header string `json:"header"`
 	Key    string `json:"key"`
 }
 
-// KeptHeaders are the headers the kinds keep in their events' metadata,
-// by kind, in the order each kind lists them.
-func KeptHeaders() []KeptHeader {
-	var out []KeptHeader
-	for _, kind := range slices.Sorted(maps.Keys(keptHeaders)) {
-		for _, kv := range keptHeaders[kind] {
-			out = append(out, KeptHeader{Kind: kind, Header: kv[1], Key: kv[0]})
+// MetadataHeaders are the headers the kinds keep in their events'
+// metadata, by kind, in the order each kind lists them: what a search by
+// header can find. (Source.KeptHeaders is another list: the headers a
+// quarantined delivery keeps to be verified again.)
+func MetadataHeaders() []MetadataHeader {
+	var out []MetadataHeader
+	for _, kind := range slices.Sorted(maps.Keys(metadataHeaders)) {
+		for _, kv := range metadataHeaders[kind] {
+			out = append(out, MetadataHeader{Kind: kind, Header: kv[1], Key: kv[0]})
 		}
 	}
 	return out

@@ -130,14 +130,14 @@ func TestSampleWithoutSampler(t *testing.T) {
 	}
 }
 
-// Operators search metadata by the header it came from (KeptHeaders):
+// Operators search metadata by the header it came from (MetadataHeaders):
 // every key a kind's sample leaves in the metadata is listed there, under
 // its kind, and a header names one key whatever the kind.
-func TestKeptHeadersListEveryMetadataKey(t *testing.T) {
+func TestMetadataHeadersListEveryMetadataKey(t *testing.T) {
 	t.Parallel()
 	listed := map[string]map[string]bool{}
 	keyOf := map[string]string{}
-	for _, k := range KeptHeaders() {
+	for _, k := range MetadataHeaders() {
 		if listed[k.Kind] == nil {
 			listed[k.Kind] = map[string]bool{}
 		}
@@ -163,7 +163,7 @@ func TestKeptHeadersListEveryMetadataKey(t *testing.T) {
 		for key := range id.Metadata {
 			seen++
 			if !listed[src.Kind][key] && !fromBody[key] {
-				t.Errorf("%s (%s): metadata key %q is not in KeptHeaders", src.Name, src.Kind, key)
+				t.Errorf("%s (%s): metadata key %q is not in MetadataHeaders", src.Name, src.Kind, key)
 			}
 		}
 	}

@@ -98,7 +98,7 @@ func (v *shopifyVerifier) Verify(h http.Header, body []byte, _ time.Time) (inbox
 	return checkIdentity(inbox.Identity{
 		EventID:   id,
 		EventType: topic,
-		Metadata:  headerMetadata(h, keptHeaders[KindShopify]...),
+		Metadata:  headerMetadata(h, metadataHeaders[KindShopify]...),
 	})
 }
 

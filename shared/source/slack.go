@@ -155,7 +155,7 @@ func (v *slackVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox
 	return checkIdentity(inbox.Identity{
 		EventID:   f["event_id"],
 		EventType: typ,
-		Metadata:  headerMetadata(h, keptHeaders[KindSlack]...),
+		Metadata:  headerMetadata(h, metadataHeaders[KindSlack]...),
 	})
 }
 

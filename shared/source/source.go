@@ -39,7 +39,8 @@ type Source struct {
 	Verifier Verifier
 	// endpoint is where it is reachable (endpoint.go).
 	endpoint endpointOptions
-	// keptHeaders are the headers its kind reads (KeptHeaders).
+	// keptHeaders are the headers its kind reads, which a quarantined
+	// delivery keeps (KeptHeaders).
 	keptHeaders []string
 	// GuardBody is set when the event id is not covered by the signature
 	// (GitHub, Shopify, an hmac source with an unsigned id header): a

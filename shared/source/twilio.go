@@ -224,7 +224,7 @@ func (v *twilioVerifier) identity(params []formParam, h http.Header) inbox.Ident
 			typ = "call." + get("CallStatus")
 		}
 	}
-	meta := headerMetadata(h, keptHeaders[KindTwilio]...)
+	meta := headerMetadata(h, metadataHeaders[KindTwilio]...)
 	keep := func(key, val string) {
 		if val == "" || len(val) > inbox.MaxEventIDBytes || !printable(val) {
 			return

@@ -63,7 +63,7 @@ func (v *zoomVerifier) Verify(h http.Header, body []byte, now time.Time) (inbox.
 	return checkIdentity(inbox.Identity{
 		EventID:   bodyEventID(body),
 		EventType: f["event"],
-		Metadata:  headerMetadata(h, keptHeaders[KindZoom]...),
+		Metadata:  headerMetadata(h, metadataHeaders[KindZoom]...),
 	})
 }
 

@@ -950,6 +950,12 @@ func testEventReplay(t *testing.T, e *env) {
 	if _, err := s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now}); err != storage.ErrNoActor {
 		t.Fatalf("replay without an actor: %v", err)
 	}
+	// A confirmed count the selection no longer has: refused before
+	// anything is recorded or reset (the replay below resets all six).
+	if stale, err := s.EventReplay(e.ctx, f, storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test"}, Max: 10, Expect: new(5)}); err != storage.ErrCountChanged ||
+		stale.Matched != 6 || stale.Replayed != 0 || stale.ActionID != 0 {
+		t.Fatalf("replay with a stale count = %+v, %v", stale, err)
+	}
 	res := must[storage.ReplayResult](t)(s.EventReplay(e.ctx, f, storage.InChunks(storage.ReplayOptions{Now: now, By: inbox.Actor{Name: "ops@test", Reason: "incident 42"}}, 2)))
 	if res.Matched != dry.Matched || res.Replayed != dry.Matched || res.Archived != 1 {
 		t.Fatalf("replay = %+v", res)
@@ -2044,7 +2050,14 @@ func testDeadLetterResolve(t *testing.T, e *env) {
 		t.Fatalf("resolve without an actor: %v", err)
 	}
 	f := storage.DeadLetterFilter{Source: "r", ReceivedFrom: now.Add(-time.Hour)}
-	first := must[storage.BulkResult](t)(s.DeadLetterResolve(e.ctx, f, storage.BulkInChunks(storage.BulkOptions{Now: now, By: by, Max: 2}, 1)))
+	// A confirmed count the selection no longer has: refused before
+	// anything is recorded or changed (the open count below drops by all
+	// three).
+	if stale, err := s.DeadLetterResolve(e.ctx, f, storage.BulkOptions{Now: now, By: by, Max: 2, Expect: new(2)}); err != storage.ErrCountChanged ||
+		stale.Matched != 3 || stale.Done != 0 || stale.ActionID != 0 {
+		t.Fatalf("resolve with a stale count = %+v, %v", stale, err)
+	}
+	first := must[storage.BulkResult](t)(s.DeadLetterResolve(e.ctx, f, storage.InChunks(storage.BulkOptions{Now: now, By: by, Max: 2}, 1)))
 	if first.Matched != 3 || first.Done != 2 || first.Next == nil {
 		t.Fatalf("first call = %+v", first)
 	}
@@ -2089,7 +2102,7 @@ func testDeadLetterRequeueInChunks(t *testing.T, e *env) {
 	if dry := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.BulkOptions{Now: now, DryRun: true})); dry.Matched != 3 || dry.Done != 0 || dry.ActionID != 0 {
 		t.Fatalf("dry run = %+v", dry)
 	}
-	first := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.BulkInChunks(storage.BulkOptions{Now: now, By: by, Max: 2}, 1)))
+	first := must[storage.BulkResult](t)(s.DeadLetterRequeue(e.ctx, f, storage.InChunks(storage.BulkOptions{Now: now, By: by, Max: 2}, 1)))
 	if first.Matched != 3 || first.Done != 2 || first.Next == nil {
 		t.Fatalf("first call = %+v", first)
 	}
@@ -2156,7 +2169,7 @@ func testEventDiscard(t *testing.T, e *env) {
 		}
 	}
 	f := storage.DiscardFilter{Source: "x"}
-	first := must[storage.BulkResult](t)(s.EventDiscard(e.ctx, f, storage.BulkInChunks(storage.BulkOptions{Now: now, By: by, Max: 3}, 2)))
+	first := must[storage.BulkResult](t)(s.EventDiscard(e.ctx, f, storage.InChunks(storage.BulkOptions{Now: now, By: by, Max: 3}, 2)))
 	if first.Matched != 4 || first.Done != 3 || first.Next == nil {
 		t.Fatalf("first call = %+v", first)
 	}

@@ -76,8 +76,8 @@ func (f DeadLetterFilter) empty() bool {
 
 // params returns the filter as the queries' arguments; zero fields are
 // NULL and match anything.
-func (f DeadLetterFilter) params() dbsqlc.DeadLetterCountRequeueableParams {
-	return dbsqlc.DeadLetterCountRequeueableParams{
+func (f DeadLetterFilter) params() dbsqlc.DeadLetterCountSelectionParams {
+	return dbsqlc.DeadLetterCountSelectionParams{
 		ID: ptr(f.ID), Source: ptr(f.Source), EventType: ptr(f.EventType),
 		DeadFrom: timePtr(f.DeadFrom), DeadTo: timePtr(f.DeadTo),
 		IDs: f.IDs, Cause: ptr(f.Cause), ErrorText: ptr(f.ErrorText),
@@ -125,11 +125,11 @@ func (e executor) DeadLetterCountRequeueable(ctx context.Context, f DeadLetterFi
 	if f.empty() {
 		return 0, ErrEmptyFilter
 	}
-	r, err := queries.DeadLetterCountRequeueable(ctx, e.db, f.params())
+	r, err := queries.DeadLetterCountSelection(ctx, e.db, f.params())
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)
 	}
-	return int(r.Requeueable), nil
+	return int(r.Events), nil
 }
 
 // DeadLetterRequeue sends the open dead letters matching f back to the
@@ -143,8 +143,8 @@ func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, opt
 	p := f.params()
 	return e.bulk(ctx, inbox.ActionRequeue, f, opts, bulkQueries{
 		count: func(ctx context.Context) (int64, int64, error) {
-			r, err := queries.DeadLetterCountRequeueable(ctx, e.db, p)
-			return r.Requeueable, r.LastID, err
+			r, err := queries.DeadLetterCountSelection(ctx, e.db, p)
+			return r.Events, r.LastID, err
 		},
 		list: e.deadLetterOpenIDs(p),
 		apply: func(ctx context.Context, ids []int64, actionID int64) (int64, error) {
@@ -155,7 +155,7 @@ func (e executor) DeadLetterRequeue(ctx context.Context, f DeadLetterFilter, opt
 
 // deadLetterOpenIDs lists the dead letters a resolve or a requeue takes
 // (bulkQueries.list).
-func (e executor) deadLetterOpenIDs(p dbsqlc.DeadLetterCountRequeueableParams) func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
+func (e executor) deadLetterOpenIDs(p dbsqlc.DeadLetterCountSelectionParams) func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
 	return func(ctx context.Context, after, through *int64, max *int32) ([]int64, error) {
 		return queries.DeadLetterListOpenIDs(ctx, e.db, dbsqlc.DeadLetterListOpenIDsParams{
 			ID: p.ID, Source: p.Source, EventType: p.EventType, DeadFrom: p.DeadFrom, DeadTo: p.DeadTo,
@@ -249,8 +249,8 @@ func (e executor) DeadLetterResolve(ctx context.Context, f DeadLetterFilter, opt
 	p := f.params()
 	return e.bulk(ctx, inbox.ActionResolve, f, opts, bulkQueries{
 		count: func(ctx context.Context) (int64, int64, error) {
-			r, err := queries.DeadLetterCountResolvable(ctx, e.db, dbsqlc.DeadLetterCountResolvableParams(p))
-			return r.Resolvable, r.LastID, err
+			r, err := queries.DeadLetterCountSelection(ctx, e.db, p)
+			return r.Events, r.LastID, err
 		},
 		list: e.deadLetterOpenIDs(p),
 		apply: func(ctx context.Context, ids []int64, actionID int64) (int64, error) {

@@ -486,28 +486,12 @@ func (f ReplayFilter) params() dbsqlc.EventCountReplayParams {
 	}
 }
 
-// ReplayOptions tunes EventReplay.
-type ReplayOptions struct {
-	// Now is when the events become due again (use PGNow).
-	Now time.Time
-	// DryRun counts and changes nothing.
-	DryRun bool
-	// By is who replays, and why: required unless DryRun, since every
-	// replay is recorded (webhook_operator_actions), its events with it.
-	By inbox.Actor
-	// Max bounds how many events this call resets (0: every one): a
-	// replay too large for one request is done in several calls, each
-	// continuing the one before (Continue), all under one record.
-	Max int
-	// Continue resumes the replay an earlier call left unfinished (its
-	// result's Next), with the same filter: the events it selected then,
-	// after the last one reset, recorded under the same action.
-	Continue *ReplayCursor
-	// chunk is how many events one UPDATE resets; default 1000. Nobody
-	// needs another, but the package's tests, which reach it through
-	// export_test.go to replay in chunks a handful of events.
-	chunk int
-}
+// ReplayOptions tunes EventReplay as BulkOptions tune the other actions
+// done in chunks: By is required unless DryRun, since every replay is
+// recorded (webhook_operator_actions), its events with it; Continue
+// resumes a replay with the events its first call selected, after the
+// last one reset.
+type ReplayOptions = BulkOptions
 
 // ReplayCursor is where a replay done in several calls stands: its record,
 // the last event reset, and the last one the first call selected.
@@ -592,6 +576,10 @@ func (e executor) EventReplay(ctx context.Context, f ReplayFilter, opts ReplayOp
 		}
 		if opts.By.Name == "" {
 			return res, ErrNoActor
+		}
+		if opts.Expect != nil && int(counts.Replayable) != *opts.Expect {
+			res.Matched = int(counts.Replayable)
+			return res, ErrCountChanged
 		}
 		if opts.Max > 0 {
 			// The whole selection's size and bound: later calls take the

@@ -150,7 +150,7 @@ func (e executor) OperatorActionRecordCounted(ctx context.Context, action string
 }
 
 // BulkOptions tunes an action done in chunks: DeadLetterRequeue,
-// DeadLetterResolve and EventDiscard.
+// DeadLetterResolve, EventDiscard and EventReplay (ReplayOptions).
 type BulkOptions struct {
 	// Now is the time the action stamps on what it changes (use PGNow).
 	Now time.Time
@@ -165,6 +165,13 @@ type BulkOptions struct {
 	// Continue resumes an action an earlier call left unfinished (its
 	// result's Next), with the same filter.
 	Continue *ReplayCursor
+	// Expect, when set, is the count the operator confirmed: the first
+	// call refuses (ErrCountChanged, with Matched the count now) before
+	// it records or changes anything when its own count, the one that
+	// bounds the action, is another. A count taken apart from the action
+	// could agree and the action then take rows that joined the
+	// selection between the two.
+	Expect *int
 	// chunk is how many rows one statement changes; default 1000. The
 	// package's tests reach it through export_test.go.
 	chunk int
@@ -184,6 +191,11 @@ type BulkResult struct {
 	Next *ReplayCursor
 }
 
+// ErrCountChanged is returned for an action whose selection no longer
+// counts what the operator confirmed (BulkOptions.Expect): nothing was
+// changed or recorded.
+var ErrCountChanged = errors.New("the selection's count is not the one confirmed")
+
 // bulkQueries are an action's three statements: the count (and the
 // highest id selected, which bounds the whole action), the ids in order
 // (after, through, at most max; nil: unbounded), and the change of a
@@ -195,7 +207,8 @@ type bulkQueries struct {
 	apply func(ctx context.Context, ids []int64, actionID int64) (int64, error)
 }
 
-// bulk runs an action in chunks, as EventReplay does: counted, recorded
+// bulk runs an action in chunks, as EventReplay does: counted (the count
+// held to opts.Expect when given), recorded
 // (who, why, the filter) before the first chunk, then each chunk changed,
 // linked and counted by one statement that commits on its own when e is
 // the pool. An action stopped between calls (or cut short by an error)
@@ -229,6 +242,9 @@ func (e executor) bulk(ctx context.Context, action string, selection any, opts B
 		res.Matched = int(n)
 		if opts.DryRun {
 			return res, nil
+		}
+		if opts.Expect != nil && res.Matched != *opts.Expect {
+			return res, ErrCountChanged
 		}
 		if opts.By.Name == "" {
 			return res, ErrNoActor

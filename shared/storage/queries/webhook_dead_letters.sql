@@ -56,12 +56,13 @@ SELECT * FROM webhook_dead_letters d
  ORDER BY d.id
  LIMIT @max::int;
 
--- name: DeadLetterCountRequeueable :one
--- How many events DeadLetterRequeue would send back now: the open dead
--- letters a filter selects whose event is still dead, once per event (the
--- dry run of a requeue, on the same predicates), and the highest of their
--- ids (last_id), which bounds a requeue done in several calls.
-SELECT count(DISTINCT e.id) AS requeueable, coalesce(max(d.id), 0)::bigint AS last_id
+-- name: DeadLetterCountSelection :one
+-- How many events DeadLetterRequeue would send back, or DeadLetterResolve
+-- close, now: the open dead letters a filter selects whose event is still
+-- dead, once per event (the dry run of either, on the predicates of
+-- DeadLetterListOpenIDs), and the highest of their ids (last_id), which
+-- bounds an action done in several calls.
+SELECT count(DISTINCT e.id) AS events, coalesce(max(d.id), 0)::bigint AS last_id
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
@@ -142,35 +143,13 @@ UPDATE webhook_dead_letters d
 SELECT count(*) AS count, min(dead_at) AS oldest_dead_at
   FROM webhook_dead_letters WHERE requeued_at IS NULL AND resolved_at IS NULL;
 
--- name: DeadLetterCountResolvable :one
--- What DeadLetterResolve would close now: the open dead letters a filter
--- selects whose event is still dead (resolvable), and the highest of their
--- ids (last_id), which bounds a resolve done in several calls.
-SELECT count(*) AS resolvable, coalesce(max(d.id), 0)::bigint AS last_id
-  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
- WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
-   AND (sqlc.narg('id')::bigint IS NULL OR d.id = sqlc.narg('id')::bigint)
-   AND (sqlc.narg('source')::text IS NULL OR d.provider = sqlc.narg('source')::text)
-   AND (sqlc.narg('event_type')::text IS NULL OR d.event_type = sqlc.narg('event_type')::text)
-   AND (sqlc.narg('dead_from')::timestamptz IS NULL OR d.dead_at >= sqlc.narg('dead_from')::timestamptz)
-   AND (sqlc.narg('dead_to')::timestamptz IS NULL OR d.dead_at < sqlc.narg('dead_to')::timestamptz)
-   AND (sqlc.narg('ids')::bigint[] IS NULL OR d.id = ANY(sqlc.narg('ids')::bigint[]))
-   AND (sqlc.narg('error_text')::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower(sqlc.narg('error_text')::text)) > 0)
-   AND (sqlc.narg('cause')::text IS NULL OR EXISTS (
-        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = sqlc.narg('cause')::text))
-   AND ((sqlc.narg('received_from')::timestamptz IS NULL AND sqlc.narg('received_to')::timestamptz IS NULL) OR EXISTS (
-        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
-           AND (sqlc.narg('received_from')::timestamptz IS NULL OR r.created_at >= sqlc.narg('received_from')::timestamptz)
-           AND (sqlc.narg('received_to')::timestamptz IS NULL OR r.created_at < sqlc.narg('received_to')::timestamptz)));
-
 -- name: DeadLetterListOpenIDs :many
 -- The ids of the dead letters DeadLetterResolve closes and DeadLetterRequeue
 -- sends back: the open ones a filter selects whose event is still dead (the
--- rows DeadLetterCountResolvable and DeadLetterCountRequeueable count), in
--- id order, at most @max (NULL: all), after the last one done (@after_id)
--- and up to the last one the first call counted (@through_id): a dead
--- letter that dies after the count is not taken by the calls that continue
--- it.
+-- rows DeadLetterCountSelection counts), in id order, at most @max (NULL:
+-- all), after the last one done (@after_id) and up to the last one the
+-- first call counted (@through_id): a dead letter that dies after the
+-- count is not taken by the calls that continue it.
 SELECT d.id
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL

@@ -50,8 +50,8 @@ func (q *Queries) DeadLetterCountByType(ctx context.Context, db DBTX) ([]DeadLet
 	return items, nil
 }
 
-const deadLetterCountRequeueable = `-- name: DeadLetterCountRequeueable :one
-SELECT count(DISTINCT e.id) AS requeueable, coalesce(max(d.id), 0)::bigint AS last_id
+const deadLetterCountSelection = `-- name: DeadLetterCountSelection :one
+SELECT count(DISTINCT e.id) AS events, coalesce(max(d.id), 0)::bigint AS last_id
   FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
  WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
    AND ($1::bigint IS NULL OR d.id = $1::bigint)
@@ -69,7 +69,7 @@ SELECT count(DISTINCT e.id) AS requeueable, coalesce(max(d.id), 0)::bigint AS la
            AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
 `
 
-type DeadLetterCountRequeueableParams struct {
+type DeadLetterCountSelectionParams struct {
 	ID           *int64
 	Source       *string
 	EventType    *string
@@ -82,17 +82,18 @@ type DeadLetterCountRequeueableParams struct {
 	ReceivedTo   *time.Time
 }
 
-type DeadLetterCountRequeueableRow struct {
-	Requeueable int64
-	LastID      int64
+type DeadLetterCountSelectionRow struct {
+	Events int64
+	LastID int64
 }
 
-// How many events DeadLetterRequeue would send back now: the open dead
-// letters a filter selects whose event is still dead, once per event (the
-// dry run of a requeue, on the same predicates), and the highest of their
-// ids (last_id), which bounds a requeue done in several calls.
-func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg DeadLetterCountRequeueableParams) (DeadLetterCountRequeueableRow, error) {
-	row := db.QueryRow(ctx, deadLetterCountRequeueable,
+// How many events DeadLetterRequeue would send back, or DeadLetterResolve
+// close, now: the open dead letters a filter selects whose event is still
+// dead, once per event (the dry run of either, on the predicates of
+// DeadLetterListOpenIDs), and the highest of their ids (last_id), which
+// bounds an action done in several calls.
+func (q *Queries) DeadLetterCountSelection(ctx context.Context, db DBTX, arg DeadLetterCountSelectionParams) (DeadLetterCountSelectionRow, error) {
+	row := db.QueryRow(ctx, deadLetterCountSelection,
 		arg.ID,
 		arg.Source,
 		arg.EventType,
@@ -104,66 +105,8 @@ func (q *Queries) DeadLetterCountRequeueable(ctx context.Context, db DBTX, arg D
 		arg.ReceivedFrom,
 		arg.ReceivedTo,
 	)
-	var i DeadLetterCountRequeueableRow
-	err := row.Scan(&i.Requeueable, &i.LastID)
-	return i, err
-}
-
-const deadLetterCountResolvable = `-- name: DeadLetterCountResolvable :one
-SELECT count(*) AS resolvable, coalesce(max(d.id), 0)::bigint AS last_id
-  FROM webhook_dead_letters d JOIN webhook_events e ON e.id = d.event_pk AND e.dead_at IS NOT NULL
- WHERE d.requeued_at IS NULL AND d.resolved_at IS NULL
-   AND ($1::bigint IS NULL OR d.id = $1::bigint)
-   AND ($2::text IS NULL OR d.provider = $2::text)
-   AND ($3::text IS NULL OR d.event_type = $3::text)
-   AND ($4::timestamptz IS NULL OR d.dead_at >= $4::timestamptz)
-   AND ($5::timestamptz IS NULL OR d.dead_at < $5::timestamptz)
-   AND ($6::bigint[] IS NULL OR d.id = ANY($6::bigint[]))
-   AND ($7::text IS NULL OR strpos(lower(coalesce(d.last_error, '')), lower($7::text)) > 0)
-   AND ($8::text IS NULL OR EXISTS (
-        SELECT 1 FROM webhook_attempts a WHERE a.event_pk = d.event_pk AND a.attempt = d.attempts AND a.cause = $8::text))
-   AND (($9::timestamptz IS NULL AND $10::timestamptz IS NULL) OR EXISTS (
-        SELECT 1 FROM webhook_events r WHERE r.id = d.event_pk
-           AND ($9::timestamptz IS NULL OR r.created_at >= $9::timestamptz)
-           AND ($10::timestamptz IS NULL OR r.created_at < $10::timestamptz)))
-`
-
-type DeadLetterCountResolvableParams struct {
-	ID           *int64
-	Source       *string
-	EventType    *string
-	DeadFrom     *time.Time
-	DeadTo       *time.Time
-	IDs          []int64
-	ErrorText    *string
-	Cause        *string
-	ReceivedFrom *time.Time
-	ReceivedTo   *time.Time
-}
-
-type DeadLetterCountResolvableRow struct {
-	Resolvable int64
-	LastID     int64
-}
-
-// What DeadLetterResolve would close now: the open dead letters a filter
-// selects whose event is still dead (resolvable), and the highest of their
-// ids (last_id), which bounds a resolve done in several calls.
-func (q *Queries) DeadLetterCountResolvable(ctx context.Context, db DBTX, arg DeadLetterCountResolvableParams) (DeadLetterCountResolvableRow, error) {
-	row := db.QueryRow(ctx, deadLetterCountResolvable,
-		arg.ID,
-		arg.Source,
-		arg.EventType,
-		arg.DeadFrom,
-		arg.DeadTo,
-		arg.IDs,
-		arg.ErrorText,
-		arg.Cause,
-		arg.ReceivedFrom,
-		arg.ReceivedTo,
-	)
-	var i DeadLetterCountResolvableRow
-	err := row.Scan(&i.Resolvable, &i.LastID)
+	var i DeadLetterCountSelectionRow
+	err := row.Scan(&i.Events, &i.LastID)
 	return i, err
 }
 
@@ -380,11 +323,10 @@ type DeadLetterListOpenIDsParams struct {
 
 // The ids of the dead letters DeadLetterResolve closes and DeadLetterRequeue
 // sends back: the open ones a filter selects whose event is still dead (the
-// rows DeadLetterCountResolvable and DeadLetterCountRequeueable count), in
-// id order, at most @max (NULL: all), after the last one done (@after_id)
-// and up to the last one the first call counted (@through_id): a dead
-// letter that dies after the count is not taken by the calls that continue
-// it.
+// rows DeadLetterCountSelection counts), in id order, at most @max (NULL:
+// all), after the last one done (@after_id) and up to the last one the
+// first call counted (@through_id): a dead letter that dies after the
+// count is not taken by the calls that continue it.
 func (q *Queries) DeadLetterListOpenIDs(ctx context.Context, db DBTX, arg DeadLetterListOpenIDsParams) ([]int64, error) {
 	rows, err := db.Query(ctx, deadLetterListOpenIDs,
 		arg.ID,
