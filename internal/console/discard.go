@@ -46,8 +46,7 @@ func discardSelection(form url.Values) (operations.DiscardSelection, error) {
 			"a discard's time window is when the events were received: received_since, received_from, received_to")
 	}
 	sel := operations.DiscardSelection{ID: q.ID, Source: q.Source, Type: q.Type, Criteria: q.Criteria}
-	narrowed := sel.ID != 0 || sel.Source != "" || sel.Type != "" || len(sel.IDs) > 0 || sel.Cause != "" || sel.Error != "" || !sel.Received.IsZero()
-	sel.All = !narrowed && form.Get("all") == "1"
+	sel.All = sel.IsZero() && form.Get("all") == "1"
 	return sel, nil
 }
 
